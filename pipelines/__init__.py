@@ -1,0 +1,1 @@
+"""Entry points: full.py (the DAG), stage.py (rerun one stage), sweep.py (Tune)."""

@@ -1,0 +1,176 @@
+"""Command-line entry points shared by ``pipelines/full.py`` and ``pipelines/stage.py``.
+
+Order of work: parse arguments -> load and validate the config (errors exit 2 before
+anything starts) -> plan (cache keys, hits) -> print the plan -> stop here for
+``--dry-run`` -> connect to Ray -> execute -> print where the results are.
+Exit codes: 0 success, 1 a stage failed, 2 bad config or arguments, 3 a required
+upstream output is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from stages.config import ConfigError, PipelineConfig, load_config
+from stages.framework.dag import Dag, DagError, PlannedStage
+from stages.framework.executor import PipelineError, PipelineResult, execute
+from stages.framework.store import ArtifactStore
+from stages.framework.tracking import Tracker, default_tracking_uri
+
+REPO = Path(__file__).resolve().parents[1]
+EXIT_FAILED, EXIT_CONFIG, EXIT_MISSING = 1, 2, 3
+log = logging.getLogger("nugget.pipeline")
+
+
+def _setup_logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
+    )
+
+
+def _fail(code: int, message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def connect_ray(cfg: PipelineConfig) -> None:
+    """Attach to run.ray_address / $RAY_ADDRESS, else start a private local Ray."""
+    address = cfg.run.ray_address or os.environ.get("RAY_ADDRESS", "")
+    if not address:
+        # must precede `import ray`: makes a local Ray bind GCS/raylet to 127.0.0.1
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    import ray
+
+    if ray.is_initialized():
+        return
+    if address:
+        ray.init(address=address)
+        return
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    ray.init(
+        num_cpus=cfg.run.num_cpus or None,
+        include_dashboard=False,
+        runtime_env={"env_vars": {"PYTHONPATH": path}},
+    )
+
+
+def print_plan(plan: list[PlannedStage], store: ArtifactStore) -> None:
+    print(f"plan ({len(plan)} stages, artifact root {store.root_uri}):")
+    for p in plan:
+        ups = ",".join(p.upstream_keys) or "-"
+        print(f"  {p.name:22s} {p.status:6s} key={p.key}  upstream={ups}")
+
+
+def print_results(result: PipelineResult, cfg: PipelineConfig, store: ArtifactStore) -> None:
+    ran = sum(o.status == "ran" for o in result.outcomes)
+    hits = sum(o.status == "hit" for o in result.outcomes)
+    print(f"\ndone: {ran} stage(s) ran, {hits} cached")
+    for o in result.outcomes:
+        print(f"  {o.name:22s} {o.status:4s} {o.seconds:7.1f}s  {o.uri}")
+    print(f"\nMLflow tracking URI : {result.tracking_uri}")
+    print(f"experiment          : {cfg.run.experiment}   parent run: {result.parent_run_id}")
+    if result.tracking_uri.startswith("sqlite:"):
+        print(f"browse              : make mlflow-ui   (or: mlflow ui --backend-store-uri "
+              f"{result.tracking_uri} --host 127.0.0.1 --port 5000)")
+
+
+def tracker_for(cfg: PipelineConfig, store: ArtifactStore) -> Tracker:
+    uri = default_tracking_uri(cfg.run.tracking_uri, store.local, store.base)
+    return Tracker(uri, cfg.run.experiment, artifact_location=f"{store.root_uri}/mlflow-artifacts")
+
+
+def run_plan(
+    cfg: PipelineConfig, dag: Dag, plan: list[PlannedStage], entry: str, dry_run: bool
+) -> int:
+    store = ArtifactStore(cfg.run.artifact_root)
+    print_plan(plan, store)
+    if dry_run:
+        return 0
+    try:
+        tracker = tracker_for(cfg, store)
+    except ValueError as exc:
+        return _fail(EXIT_CONFIG, str(exc))
+    if any(p.will_run for p in plan):
+        connect_ray(cfg)
+    try:
+        result = execute(cfg, plan, store, tracker, entry)
+    except PipelineError as exc:
+        return _fail(EXIT_FAILED, str(exc))
+    print_results(result, cfg, store)
+    return 0
+
+
+def _load(overrides: list[str]) -> PipelineConfig | int:
+    try:
+        return load_config(overrides)
+    except ConfigError as exc:
+        return _fail(EXIT_CONFIG, f"config: {exc}")
+
+
+def main_full(argv: list[str] | None = None) -> int:
+    """``python pipelines/full.py [--dry-run] [key=value ...]``: run the whole DAG."""
+    from stages.registry import DAG
+
+    parser = argparse.ArgumentParser(prog="python pipelines/full.py", description=main_full.__doc__)
+    parser.add_argument("overrides", nargs="*", help="config overrides, e.g. nugget.ratio=0.25")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    args = parser.parse_args(argv)
+    _setup_logging()
+    cfg = _load(args.overrides)
+    if isinstance(cfg, int):
+        return cfg
+    store = ArtifactStore(cfg.run.artifact_root)
+    try:
+        plan = DAG.plan(cfg, store, targets=cfg.run.targets or None)
+    except DagError as exc:
+        return _fail(EXIT_CONFIG, f"run.targets: {exc}")
+    return run_plan(cfg, DAG, plan, "full", args.dry_run)
+
+
+def main_stage(argv: list[str] | None = None) -> int:
+    """``python -m pipelines.stage NAME [--force] [--dry-run] [key=value ...]``: rerun one
+    stage on the cached outputs of its upstream stages."""
+    from stages.registry import DAG
+
+    parser = argparse.ArgumentParser(prog="python -m pipelines.stage", description=main_stage.__doc__)
+    parser.add_argument("name", nargs="?", help="stage to run (see --list)")
+    parser.add_argument("overrides", nargs="*", help="config overrides, e.g. nugget.ratio=0.25")
+    parser.add_argument("--force", action="store_true", help="recompute even if cached")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    parser.add_argument("--list", action="store_true", help="list stages and dependencies")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name in DAG.order:
+            s = DAG.stages[name]
+            print(f"{name:22s} <- {', '.join(s.upstream) or '-':30s} {s.description}")
+        return 0
+    if not args.name:
+        return _fail(EXIT_CONFIG, "name a stage (see: python -m pipelines.stage --list)")
+    if "=" in args.name:
+        return _fail(EXIT_CONFIG, f"the first argument must be a stage name, got {args.name!r}")
+    _setup_logging()
+    cfg = _load(args.overrides)
+    if isinstance(cfg, int):
+        return cfg
+    store = ArtifactStore(cfg.run.artifact_root)
+    try:
+        plan = DAG.plan(cfg, store, targets=[args.name], force=[args.name] if args.force else [])
+    except DagError as exc:
+        return _fail(EXIT_CONFIG, str(exc))
+    missing = [p for p in plan if p.name != args.name and not p.hit]
+    if missing:
+        print_plan(plan, store)
+        over = " ".join(args.overrides)
+        lines = [
+            f"upstream stage {p.name!r} has no cached output for this config (key {p.key}); "
+            f"produce it with:\n  python -m pipelines.stage {p.name} {over}".rstrip()
+            for p in missing
+        ]
+        lines.append(f"or run everything it needs: python pipelines/full.py run.targets=[{args.name}] {over}".rstrip())
+        return _fail(EXIT_MISSING, "\n".join(lines))
+    target = [p for p in plan if p.name == args.name]
+    return run_plan(cfg, DAG, target, f"stage:{args.name}", args.dry_run)

@@ -1,0 +1,130 @@
+"""Load the pipeline configuration: schema <- group files <- profile <- CLI overrides.
+
+Layout of ``conf/`` (Hydra-style groups, without Hydra):
+
+- ``conf/profile/<name>.yaml``: a ``defaults`` mapping choosing one option per group
+  (``model: bart_tiny``) followed by any top-level overrides;
+- ``conf/<group>/<option>.yaml`` for group in :data:`GROUPS`: the content of that
+  top-level section.
+
+Overrides are ``key=value`` strings (OmegaConf dotlist). ``profile=NAME`` picks the
+profile; ``<group>=OPTION`` (e.g. ``model=mbart50``) swaps a group option; anything
+else (``nugget.ratio=0.1``) sets a value. Merge order, later wins: schema defaults,
+group options, profile body, overrides. Every error names the source and the full key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from stages.config import validate
+from stages.config.schema import PipelineConfig
+from stages.config.validate import ConfigError
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+GROUPS = ("model", "data", "train", "eval")
+DEFAULT_PROFILE = "tiny"
+
+
+def _options(conf_dir: Path, group: str) -> list[str]:
+    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+
+
+def _read_yaml(path: Path) -> DictConfig:
+    try:
+        loaded = OmegaConf.load(path)
+    except (OSError, OmegaConfBaseException, ValueError) as exc:
+        raise ConfigError(f"{path}: cannot read YAML: {exc}") from exc
+    if not isinstance(loaded, DictConfig):
+        raise ConfigError(f"{path}: top level must be a mapping")
+    return loaded
+
+
+def _group_file(conf_dir: Path, group: str, option: str, origin: str) -> Path:
+    path = conf_dir / group / f"{option}.yaml"
+    if not path.is_file():
+        raise ConfigError(
+            f"{origin}: {group}={option!r} is not an option; available: {_options(conf_dir, group)}"
+        )
+    return path
+
+
+def _split_overrides(overrides: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Separate group selections (``profile=``, ``model=``...) from value overrides."""
+    selections: dict[str, str] = {}
+    values: list[str] = []
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"command line: override {item!r} is not of the form key=value")
+        if key == "profile" or key in GROUPS:
+            selections[key] = value
+        else:
+            values.append(item)
+    return selections, values
+
+
+def _merge(base: DictConfig, other: Any, origin: str) -> DictConfig:
+    try:
+        return OmegaConf.merge(base, other)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "?"
+        msg = str(exc).splitlines()[0]
+        raise ConfigError(f"{origin}: {key}: {msg}") from exc
+
+
+def _section(node: DictConfig, group: str) -> DictConfig:
+    return OmegaConf.create({group: node})
+
+
+def load_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR) -> PipelineConfig:
+    """Resolve, type-check and range-check the configuration.
+
+    Raises :class:`ConfigError` (never anything else for bad input) with a message
+    naming the file or the command line and the full key.
+    """
+    selections, values = _split_overrides(list(overrides or []))
+    profile = selections.pop("profile", DEFAULT_PROFILE)
+    profile_path = _group_file(conf_dir, "profile", profile, "command line")
+    profile_cfg = _read_yaml(profile_path)
+
+    defaults = profile_cfg.pop("defaults", OmegaConf.create({}))
+    if not isinstance(defaults, DictConfig):
+        raise ConfigError(f"{profile_path}: 'defaults' must map group -> option")
+    unknown = sorted(set(defaults.keys()) - set(GROUPS))
+    if unknown:
+        raise ConfigError(f"{profile_path}: defaults: unknown groups {unknown}; groups are {list(GROUPS)}")
+    choices = {**{str(k): str(v) for k, v in defaults.items()}, **selections}
+
+    cfg = OmegaConf.structured(PipelineConfig)
+    cfg = _merge(cfg, {"profile": profile}, "command line")
+    for group in GROUPS:
+        if group in choices:
+            origin = "command line" if group in selections else str(profile_path)
+            path = _group_file(conf_dir, group, choices[group], origin)
+            cfg = _merge(cfg, _section(_read_yaml(path), group), str(path))
+    cfg = _merge(cfg, profile_cfg, str(profile_path))
+    try:
+        dotlist = OmegaConf.from_dotlist(values)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"command line: cannot parse overrides {values}: {exc}") from exc
+    cfg = _merge(cfg, dotlist, "command line")
+
+    try:
+        OmegaConf.resolve(cfg)
+        obj = OmegaConf.to_object(cfg)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "?"
+        raise ConfigError(f"{key}: {str(exc).splitlines()[0]}") from exc
+    assert isinstance(obj, PipelineConfig)
+    validate.check(obj)
+    return obj
+
+
+def to_yaml(cfg: PipelineConfig) -> str:
+    """The resolved configuration as YAML (logged with every pipeline run)."""
+    return OmegaConf.to_yaml(OmegaConf.structured(cfg))

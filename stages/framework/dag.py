@@ -1,0 +1,108 @@
+"""The stage graph: lookup, topological order, and the plan of one invocation.
+
+A plan lists, in execution order, every stage needed for the requested targets with
+its cache key and whether a completed output already exists (hit) or it must run
+(miss / forced). Planning touches only the config and the artifact store: it needs no
+Ray and no MLflow, so ``--dry-run`` is instant and config errors surface first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from stages.config.schema import PipelineConfig
+from stages.framework.keys import cache_key
+from stages.framework.stage import Stage
+from stages.framework.store import ArtifactStore
+
+
+class DagError(ValueError):
+    """The stage graph or a requested target is invalid."""
+
+
+@dataclass(frozen=True)
+class PlannedStage:
+    stage: type[Stage]
+    key: str
+    upstream_keys: dict[str, str]
+    hit: bool
+    forced: bool
+
+    @property
+    def name(self) -> str:
+        return self.stage.name
+
+    @property
+    def will_run(self) -> bool:
+        return self.forced or not self.hit
+
+    @property
+    def status(self) -> str:
+        return "forced" if self.forced else ("hit" if self.hit else "miss")
+
+
+class Dag:
+    def __init__(self, stages: Sequence[type[Stage]]) -> None:
+        self.stages = {s.name: s for s in stages}
+        if len(self.stages) != len(stages):
+            raise DagError("two stages share a name")
+        for s in stages:
+            for up in s.upstream:
+                if up not in self.stages:
+                    raise DagError(f"stage {s.name!r} depends on unknown stage {up!r}")
+        self.order = self._toposort()
+
+    def _toposort(self) -> list[str]:
+        order: list[str] = []
+        state: dict[str, str] = {}
+
+        def visit(name: str, path: tuple[str, ...]) -> None:
+            if state.get(name) == "done":
+                return
+            if state.get(name) == "active":
+                raise DagError(f"cycle in stage graph: {' -> '.join(path + (name,))}")
+            state[name] = "active"
+            for up in self.stages[name].upstream:
+                visit(up, path + (name,))
+            state[name] = "done"
+            order.append(name)
+
+        for name in sorted(self.stages):
+            visit(name, ())
+        return order
+
+    def get(self, name: str) -> type[Stage]:
+        if name not in self.stages:
+            raise DagError(f"unknown stage {name!r}; stages are: {', '.join(self.order)}")
+        return self.stages[name]
+
+    def closure(self, targets: Iterable[str]) -> list[str]:
+        """The targets and all their upstream stages, in execution order."""
+        needed: set[str] = set()
+        stack = list(targets)
+        while stack:
+            name = stack.pop()
+            if name not in needed:
+                needed.add(name)
+                stack.extend(self.get(name).upstream)
+        return [n for n in self.order if n in needed]
+
+    def plan(
+        self,
+        cfg: PipelineConfig,
+        store: ArtifactStore,
+        targets: Iterable[str] | None = None,
+        force: Iterable[str] = (),
+    ) -> list[PlannedStage]:
+        names = self.closure(targets or self.order)
+        forced = set(force)
+        keys: dict[str, str] = {}
+        planned: list[PlannedStage] = []
+        for name in names:
+            stage = self.stages[name]
+            ups = {u: keys[u] for u in stage.upstream}
+            keys[name] = cache_key(stage, cfg, ups)
+            hit = store.is_complete(name, keys[name])
+            planned.append(PlannedStage(stage, keys[name], ups, hit, name in forced))
+        return planned

@@ -1,0 +1,233 @@
+"""Execute a plan on Ray: independent stages run concurrently, hits are only recorded.
+
+Driver side (:func:`execute`): creates the MLflow parent run, one child run per planned
+stage, submits each miss as a Ray task once its upstream stages are done, and records
+hits (with the metrics and producing run of the cached output). Worker side
+(:func:`run_one`): materialises inputs, runs the stage into scratch, publishes it.
+A failing stage marks its run FAILED and leaves no completed output; stages already
+running finish (their outputs are valid cache entries), nothing new starts, and
+:class:`PipelineError` names every failed stage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stages.config.loader import to_yaml
+from stages.config.schema import PipelineConfig
+from stages.framework.dag import PlannedStage
+from stages.framework.keys import stage_config, stage_sections
+from stages.framework.stage import StageContext
+from stages.framework.store import ArtifactStore
+from stages.framework.tracking import RunLogger, Tracker, git_commit
+
+log = logging.getLogger("nugget.pipeline")
+REPO = Path(__file__).resolve().parents[2]
+
+
+class PipelineError(RuntimeError):
+    """One or more stages failed; the message names them and where their errors are."""
+
+
+@dataclass
+class StageOutcome:
+    name: str
+    key: str
+    status: str  # hit | ran | failed | skipped
+    uri: str = ""
+    seconds: float = 0.0
+    run_id: str = ""
+    error: str = ""
+
+
+@dataclass
+class PipelineResult:
+    parent_run_id: str
+    tracking_uri: str
+    outcomes: list[StageOutcome] = field(default_factory=list)
+
+    def by_name(self) -> dict[str, StageOutcome]:
+        return {o.name: o for o in self.outcomes}
+
+
+def run_one(
+    stage_name: str,
+    cfg: PipelineConfig,
+    key: str,
+    upstream_keys: dict[str, str],
+    logger: RunLogger,
+    forced: bool,
+) -> dict[str, Any]:
+    """Run one stage into scratch and publish it (executes inside a Ray task)."""
+    from stages.registry import DAG  # imported here: workers resolve the class by name
+
+    stage_cls = DAG.get(stage_name)
+    store = ArtifactStore(cfg.run.artifact_root)
+    inputs = {u: store.artifact(u, k) for u, k in upstream_keys.items()}
+    scratch = store.scratch(stage_name, key)
+    ctx = StageContext(
+        stage=stage_name,
+        key=key,
+        config=stage_sections(stage_cls, cfg),
+        inputs=inputs,
+        output_dir=scratch,
+        logger=logger,
+        sources_dir=Path(os.path.expanduser(cfg.run.sources_dir)),
+    )
+    start = time.time()
+    try:
+        stage_cls().run(ctx)
+        seconds = time.time() - start
+        manifest = {
+            "stage": stage_name,
+            "key": key,
+            "run_id": logger.run_id,
+            "upstream": upstream_keys,
+            "config": stage_config(stage_cls, cfg),
+            "metrics": ctx.metrics,
+            "seconds": seconds,
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "forced": forced,
+        }
+        uri = store.publish(stage_name, key, scratch, manifest)
+    except BaseException:
+        store.discard(scratch)
+        raise
+    return {"uri": uri, "seconds": seconds}
+
+
+def _ray_job_ids() -> dict[str, str]:
+    import ray
+
+    if not ray.is_initialized():  # a fully cached plan never starts Ray
+        return {"ray_job_id": "none"}
+    ids = {"ray_job_id": ray.get_runtime_context().get_job_id()}
+    raw = os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR")
+    if raw:
+        submission = json.loads(raw).get("metadata", {}).get("job_submission_id")
+        if submission:
+            ids["ray_submission_id"] = submission
+    return ids
+
+
+def _start_parent(tracker: Tracker, cfg: PipelineConfig, entry: str, plan: list[PlannedStage]) -> RunLogger:
+    cfg_yaml = to_yaml(cfg)
+    tags = {
+        "entry": entry,
+        "profile": cfg.profile,
+        "git_commit": git_commit(REPO),
+        "config_hash": hashlib.sha256(cfg_yaml.encode()).hexdigest()[:16],
+        "stages": ",".join(p.name for p in plan),
+        **_ray_job_ids(),
+    }
+    parent = tracker.start_run(f"{entry}:{cfg.profile}", tags)
+    from omegaconf import OmegaConf
+
+    parent.log_params(OmegaConf.to_container(OmegaConf.structured(cfg)))
+    parent.log_text(cfg_yaml, "config.yaml")
+    return parent
+
+
+def _child_tags(p: PlannedStage, store: ArtifactStore) -> dict[str, Any]:
+    return {
+        "stage": p.name,
+        "cache_key": p.key,
+        "cache_hit": str(not p.will_run).lower(),
+        "forced": str(p.forced).lower(),
+        "artifact_uri": store.uri(p.name, p.key),
+        "upstream_keys": json.dumps(p.upstream_keys, sort_keys=True),
+    }
+
+
+def _record_hit(p: PlannedStage, child: RunLogger, store: ArtifactStore) -> StageOutcome:
+    manifest = store.manifest(p.name, p.key)
+    child.set_tags({"produced_by_run_id": manifest.get("run_id", "unknown")})
+    if manifest.get("metrics"):
+        child.log_metrics(manifest["metrics"])
+    child.end("FINISHED")
+    log.info("%-22s hit   key=%s (produced by run %s)", p.name, p.key, manifest.get("run_id"))
+    return StageOutcome(p.name, p.key, "hit", store.uri(p.name, p.key), 0.0, child.run_id)
+
+
+def execute(
+    cfg: PipelineConfig,
+    plan: list[PlannedStage],
+    store: ArtifactStore,
+    tracker: Tracker,
+    entry: str,
+) -> PipelineResult:
+    """Run every miss of ``plan`` on Ray (initialised by the caller whenever the plan
+    has a stage to run), record every hit."""
+    import ray
+
+    parent = _start_parent(tracker, cfg, entry, plan)
+    result = PipelineResult(parent.run_id, tracker.tracking_uri)
+    children: dict[str, RunLogger] = {}
+    for p in plan:
+        children[p.name] = tracker.start_run(p.name, _child_tags(p, store), parent=parent.run_id)
+        children[p.name].log_params(stage_config(p.stage, cfg))
+
+    done: set[str] = set()
+    failed: list[StageOutcome] = []
+    running: dict[Any, PlannedStage] = {}
+    waiting = list(plan)
+    remote = ray.remote(run_one)
+    while waiting or running:
+        for p in [w for w in waiting if all(u in done for u in w.upstream_keys)]:
+            waiting.remove(p)
+            if failed:
+                continue
+            if not p.will_run:
+                result.outcomes.append(_record_hit(p, children[p.name], store))
+                done.add(p.name)
+                continue
+            log.info("%-22s %-5s key=%s running", p.name, p.status, p.key)
+            ref = remote.options(name=f"stage:{p.name}", **p.stage.resources).remote(
+                p.name, cfg, p.key, p.upstream_keys, children[p.name], p.forced
+            )
+            running[ref] = p
+        if not running:
+            if waiting and failed:
+                for p in waiting:
+                    result.outcomes.append(StageOutcome(p.name, p.key, "skipped"))
+                    children[p.name].set_tags({"skipped_because": "upstream failure"})
+                    children[p.name].end("KILLED")
+                waiting.clear()
+            continue
+        ready, _ = ray.wait(list(running), num_returns=1)
+        p = running.pop(ready[0])
+        child = children[p.name]
+        try:
+            out = ray.get(ready[0])
+        except Exception as exc:  # the stage's own error, wrapped by Ray
+            text = "".join(traceback.format_exception_only(type(exc), exc))
+            child.log_text(text, "error.txt")
+            child.set_tags({"error": text.strip().splitlines()[-1][:500]})
+            child.end("FAILED")
+            outcome = StageOutcome(p.name, p.key, "failed", run_id=child.run_id, error=text)
+            failed.append(outcome)
+            result.outcomes.append(outcome)
+            log.error("%-22s FAILED key=%s\n%s", p.name, p.key, text)
+            continue
+        child.log_metrics({"stage_seconds": out["seconds"]})
+        child.end("FINISHED")
+        done.add(p.name)
+        result.outcomes.append(
+            StageOutcome(p.name, p.key, "ran", out["uri"], out["seconds"], child.run_id)
+        )
+        log.info("%-22s done  key=%s in %.1fs -> %s", p.name, p.key, out["seconds"], out["uri"])
+
+    parent.end("FAILED" if failed else "FINISHED")
+    if failed:
+        names = ", ".join(o.name for o in failed)
+        details = "\n".join(f"--- {o.name} (MLflow run {o.run_id}):\n{o.error}" for o in failed)
+        raise PipelineError(f"stage(s) failed: {names}; no output was published for them\n{details}")
+    return result

@@ -1,0 +1,143 @@
+"""MLflow bookkeeping: one parent run per pipeline invocation, one child run per stage.
+
+Everything goes through ``MlflowClient`` with explicit run ids, so logging works the
+same from the driver, a Ray task, or rank 0 of a Ray Train worker group (Train V2
+rejects Tune's MLflow callbacks; see ENV-NOTES). The driver creates the experiment
+before any worker logs (concurrent creation of a fresh sqlite store races).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+
+MAX_PARAM_LEN = 6000  # MLflow's limit on a param value
+BATCH = 100  # MLflow's limit on params per log_batch
+
+
+def default_tracking_uri(tracking_uri: str, store_local: bool, store_base: str) -> str:
+    """The configured URI, else a sqlite file beside the artifacts of a local root."""
+    if tracking_uri:
+        return tracking_uri
+    if not store_local:
+        raise ValueError(
+            "run.tracking_uri: must be set (e.g. http://head:5000) when run.artifact_root "
+            "is not a local directory"
+        )
+    Path(store_base).mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{Path(store_base).resolve()}/mlflow.db"
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
+    """Nested dicts/lists -> ``{"a.b.c": "value"}`` strings, as MLflow params."""
+    out: dict[str, str] = {}
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.update(flatten(v, f"{prefix}{k}."))
+    else:
+        out[prefix[:-1]] = str(obj)[:MAX_PARAM_LEN]
+    return out
+
+
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+class RunLogger:
+    """Logs into one existing MLflow run; picklable (re-creates its client lazily)."""
+
+    def __init__(self, tracking_uri: str, run_id: str) -> None:
+        self.tracking_uri = tracking_uri
+        self.run_id = run_id
+        self._client: MlflowClient | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"tracking_uri": self.tracking_uri, "run_id": self.run_id, "_client": None}
+
+    @property
+    def client(self) -> MlflowClient:
+        if self._client is None:
+            self._client = MlflowClient(tracking_uri=self.tracking_uri)
+        return self._client
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        now = int(time.time() * 1000)
+        batch = [Metric(k, float(v), now, step or 0) for k, v in metrics.items()]
+        for chunk in _chunks(batch, 1000):
+            self.client.log_batch(self.run_id, metrics=chunk)
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        items = [Param(k, v) for k, v in flatten(params).items()]
+        for chunk in _chunks(items, BATCH):
+            self.client.log_batch(self.run_id, params=chunk)
+
+    def set_tags(self, tags: dict[str, Any]) -> None:
+        items = [RunTag(k, str(v)) for k, v in tags.items()]
+        self.client.log_batch(self.run_id, tags=items)
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        self.client.log_artifact(self.run_id, str(path), artifact_path)
+
+    def log_text(self, text: str, name: str) -> None:
+        self.client.log_text(self.run_id, text, name)
+
+    def end(self, status: str = "FINISHED") -> None:
+        self.client.set_terminated(self.run_id, status=status)
+
+
+class Tracker:
+    """Creates the experiment and the runs of one pipeline invocation (driver side)."""
+
+    def __init__(self, tracking_uri: str, experiment: str, artifact_location: str) -> None:
+        self.tracking_uri = tracking_uri
+        self.client = MlflowClient(tracking_uri=tracking_uri)
+        found = self.client.get_experiment_by_name(experiment)
+        if found is None:
+            # an explicit location: the default (./mlruns of the cwd) would land in a
+            # Ray job's temporary working dir and vanish
+            self.experiment_id = self.client.create_experiment(
+                experiment, artifact_location=artifact_location
+            )
+        else:
+            self.experiment_id = found.experiment_id
+
+    def start_run(self, name: str, tags: dict[str, Any], parent: str | None = None) -> RunLogger:
+        all_tags = {k: str(v) for k, v in tags.items()}
+        if parent:
+            all_tags["mlflow.parentRunId"] = parent
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        return RunLogger(self.tracking_uri, run.info.run_id)
+
+    def children(self, parent_run_id: str) -> list[Any]:
+        return self.client.search_runs(
+            [self.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'"
+        )
+
+
+def git_commit(repo: Path) -> str:
+    """The commit of the code being run (``+dirty`` if the tree has uncommitted changes).
+
+    $NUGGET_GIT_COMMIT wins: `make run` sets it for Ray jobs, whose uploaded working
+    directory has no ``.git``.
+    """
+    if os.environ.get("NUGGET_GIT_COMMIT"):
+        return os.environ["NUGGET_GIT_COMMIT"]
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=repo, capture_output=True, text=True, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")

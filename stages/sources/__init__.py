@@ -1,0 +1,1 @@
+"""Offline real corpora (DESIGN.md §6): registry, fetching and readers."""
