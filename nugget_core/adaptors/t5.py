@@ -1,0 +1,24 @@
+"""T5: ``encoder.block`` / ``decoder.block``; cross-attention in
+``decoder.block[i].layer[1].EncDecAttention`` (mask keyword ``mask``)."""
+
+from __future__ import annotations
+
+from torch import nn
+from transformers import PreTrainedModel
+
+from .base import Seq2SeqAdaptor
+
+
+class T5Adaptor(Seq2SeqAdaptor):
+    model_types = ("t5",)
+    cross_mask_kwarg = "mask"
+
+    def encoder_layers(self, model: PreTrainedModel) -> nn.ModuleList:
+        return model.get_encoder().block
+
+    def embedding_modules(self, model: PreTrainedModel) -> list[nn.Module]:
+        # Shared with the decoder (and tied to the LM head unless configured otherwise).
+        return [model.get_encoder().embed_tokens]
+
+    def cross_attention_modules(self, model: PreTrainedModel) -> list[nn.Module]:
+        return [block.layer[1].EncDecAttention for block in model.get_decoder().block]

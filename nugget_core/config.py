@@ -1,0 +1,127 @@
+"""`NuggetConfig`: every knob of a Nugget encoder-decoder, validated at construction.
+
+Nugget (Qin & Van Durme, ICML 2023, https://proceedings.mlr.press/v202/qin23a.html) scores
+the encoder states of layer ``l`` with a small FFN, keeps the top ``ceil(r * n)`` tokens
+("nuggets") and lets the decoder cross-attend only to them, with the scores added to the
+cross-attention logits so that the scorer receives gradients.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+CONFIG_NAME = "nugget_config.json"
+
+
+class ResidualMode(str, Enum):
+    """How the nugget scores enter the decoder's cross-attention logits."""
+
+    STRAIGHT_THROUGH = "straight_through"  # add s - stopgrad(s): forward unchanged
+    DIRECT = "direct"  # add s (the paper's eq. 5): changes the forward pass
+    NONE = "none"  # no residual: the scorer gets no gradient (ablation)
+
+
+class SelectorKind(str, Enum):
+    """Which tokens become nuggets."""
+
+    TOPK = "topk"  # learned scorer, top ceil(r * n)
+    CHUNK = "chunk"  # ceil(r * n) chunks, last punctuation token of each (else last token)
+    SENTENCE = "sentence"  # end-of-sentence tokens given by the data
+
+
+def _enum_value(enum: type[Enum], name: str, value: Any) -> Enum:
+    try:
+        return enum(value)
+    except ValueError:
+        allowed = ", ".join(repr(m.value) for m in enum)
+        raise ValueError(f"NuggetConfig.{name}={value!r} is not one of {allowed}") from None
+
+
+@dataclass
+class NuggetConfig:
+    """Configuration of a Nugget encoder-decoder (see module docstring for the paper).
+
+    ``scorer_layer`` is checked against the number of encoder layers when the config is
+    attached to a model (`get_nugget_model`); everything else is checked here.
+    """
+
+    ratio: float = field(
+        default=0.1, metadata={"help": "compression ratio r in (0, 1]: k = ceil(r * n) nuggets"}
+    )
+    scorer_layer: int = field(
+        default=3,
+        metadata={"help": "encoder layer l whose states the scorer reads; 0 = embedding output"},
+    )
+    residual: ResidualMode = field(
+        default=ResidualMode.STRAIGHT_THROUGH,
+        metadata={"help": "straight_through | direct | none"},
+    )
+    feedback: bool = field(
+        default=True,
+        metadata={"help": "add nugget / non-nugget type embeddings to layer-l states (paper 3.3)"},
+    )
+    freeze_bottom: bool = field(
+        default=True,
+        metadata={"help": "with feedback, freeze the embeddings and encoder layers below l"},
+    )
+    value_projection: bool = field(
+        default=True, metadata={"help": "project selected states with W^V (eq. 4)"}
+    )
+    selector: SelectorKind = field(
+        default=SelectorKind.TOPK, metadata={"help": "topk | chunk | sentence"}
+    )
+    scorer_hidden: int | None = field(
+        default=None, metadata={"help": "hidden width of the scorer FFN; None = d_model"}
+    )
+
+    def __post_init__(self) -> None:
+        self.residual = _enum_value(ResidualMode, "residual", self.residual)
+        self.selector = _enum_value(SelectorKind, "selector", self.selector)
+        ratio = self.ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, int | float) or math.isnan(ratio):
+            raise ValueError(f"NuggetConfig.ratio={ratio!r} must be a number in (0, 1]")
+        if not 0.0 < ratio <= 1.0:
+            raise ValueError(f"NuggetConfig.ratio={ratio!r} must be in (0, 1]")
+        if isinstance(self.scorer_layer, bool) or not isinstance(self.scorer_layer, int):
+            raise ValueError(f"NuggetConfig.scorer_layer={self.scorer_layer!r} must be an int")
+        if self.scorer_layer < 0:
+            raise ValueError(f"NuggetConfig.scorer_layer={self.scorer_layer!r} must be >= 0")
+        if self.scorer_hidden is not None and self.scorer_hidden < 1:
+            raise ValueError(f"NuggetConfig.scorer_hidden={self.scorer_hidden!r} must be >= 1")
+
+    def check_encoder_depth(self, num_layers: int) -> None:
+        """Raise if ``scorer_layer`` does not exist in an encoder of ``num_layers`` layers."""
+        if self.scorer_layer > num_layers:
+            raise ValueError(
+                f"NuggetConfig.scorer_layer={self.scorer_layer} exceeds the number of encoder "
+                f"layers ({num_layers}); use 0..{num_layers}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["residual"] = self.residual.value
+        out["selector"] = self.selector.value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NuggetConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"NuggetConfig: unknown field(s) {unknown}; known: {sorted(known)}")
+        return cls(**data)
+
+    def save(self, directory: str | Path) -> Path:
+        path = Path(directory) / CONFIG_NAME
+        path.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, directory: str | Path) -> NuggetConfig:
+        return cls.from_dict(json.loads((Path(directory) / CONFIG_NAME).read_text()))

@@ -1,0 +1,82 @@
+"""Tiny random-init seq2seq models and inputs for the nugget_core tests (no hub access).
+
+Test files are named test_nugget_*.py so that they never share a basename with other
+test modules of the repository (the directory is not a package)."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pytest
+import torch
+from transformers import (
+    BartConfig,
+    BartForConditionalGeneration,
+    PreTrainedModel,
+    T5Config,
+    T5ForConditionalGeneration,
+)
+
+VOCAB = 60
+ARCHS = ("bart", "t5")
+IMPLS = ("eager", "sdpa")
+
+
+def make_model(arch: str, impl: str = "sdpa", seed: int = 0) -> PreTrainedModel:
+    """A 2-layer, d=32 model in eval mode (dropout off)."""
+    if arch == "bart":
+        config = BartConfig(
+            vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2,
+            encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+            decoder_ffn_dim=64, max_position_embeddings=64, pad_token_id=1, bos_token_id=0,
+            eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=None,
+            init_std=0.2, dropout=0.0,
+        )
+        cls = BartForConditionalGeneration
+    elif arch == "t5":
+        config = T5Config(
+            vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+            decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, dropout_rate=0.0,
+        )
+        cls = T5ForConditionalGeneration
+    else:
+        raise ValueError(arch)
+    torch.manual_seed(seed)
+    model = cls(config).eval()
+    model.set_attn_implementation(impl)
+    return model
+
+
+def make_batch(model: PreTrainedModel, seed: int = 1) -> dict[str, torch.Tensor]:
+    """Two sources (lengths 9 and 6, right-padded) and 5-token decoder inputs."""
+    g = torch.Generator().manual_seed(seed)
+    pad = model.config.pad_token_id
+    input_ids = torch.randint(3, VOCAB, (2, 9), generator=g)
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 6:] = 0
+    input_ids[1, 6:] = pad
+    decoder_input_ids = torch.randint(3, VOCAB, (2, 5), generator=g)
+    return {
+        "input_ids": input_ids,
+        "attention_mask": attention_mask,
+        "decoder_input_ids": decoder_input_ids,
+    }
+
+
+# Helpers are handed out as fixtures: test modules here are not a package, so importing
+# from this conftest would clash with other conftest modules of the suite.
+@pytest.fixture
+def model_factory():
+    return make_model
+
+
+@pytest.fixture
+def batch_factory():
+    return make_batch
+
+
+@pytest.fixture(autouse=True)
+def _deterministic() -> None:
+    torch.manual_seed(1234)
