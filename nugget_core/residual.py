@@ -115,6 +115,12 @@ class CrossAttentionResidual:
     ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
         if self._scores is None or self.mode is ResidualMode.NONE:
             return None
+        if self.mode is ResidualMode.STRAIGHT_THROUGH and not (
+            torch.is_grad_enabled() and self._scores.requires_grad
+        ):
+            # The bias is exactly 0 and nothing will backpropagate: leave the HF mask (and
+            # so the fast sdpa kernel choice) untouched, e.g. during generation.
+            return None
         states = kwargs.get(self.states_kwarg)
         if states is None:
             raise RuntimeError(
