@@ -66,9 +66,10 @@ class NuggetModel(nn.Module):
             adaptor.cross_states_kwarg,
         )
         self.scorer._residual = self.residual
+        self._frozen: list[nn.Parameter] = []
         if config.feedback and config.freeze_bottom:
             # Paper 3.3: features fed back must not drift, so layers <= l stay fixed.
-            freeze([*adaptor.embedding_modules(base_model), *layers[: config.scorer_layer]])
+            self._frozen = freeze([*adaptor.embedding_modules(base_model), *layers[: config.scorer_layer]])
 
     # --- encoding -----------------------------------------------------------------
 
@@ -178,9 +179,13 @@ class NuggetModel(nn.Module):
         }
 
     def unload(self) -> PreTrainedModel:
-        """Remove the hooks and return the HF model (its weights were never changed)."""
+        """Remove the hooks, unfreeze what was frozen, and return the HF model (its
+        weights were never replaced)."""
         self.tap.remove()
         self.residual.remove()
+        for p in self._frozen:
+            p.requires_grad_(True)
+        self._frozen = []
         return self.base_model
 
     def save_pretrained(self, directory: str | Path, **kwargs: Any) -> None:

@@ -27,7 +27,9 @@ def count_parameters(module: nn.Module) -> ParameterCount:
     )
 
 
-def freeze(modules: Iterable[nn.Module]) -> None:
-    for module in modules:
-        for p in module.parameters():
-            p.requires_grad_(False)
+def freeze(modules: Iterable[nn.Module]) -> list[nn.Parameter]:
+    """Stop gradients to ``modules``; returns the parameters that were trainable."""
+    frozen = [p for m in modules for p in m.parameters() if p.requires_grad]
+    for p in frozen:
+        p.requires_grad_(False)
+    return frozen
