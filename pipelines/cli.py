@@ -83,9 +83,7 @@ def tracker_for(cfg: PipelineConfig, store: ArtifactStore) -> Tracker:
     return Tracker(uri, cfg.run.experiment, artifact_location=f"{store.root_uri}/mlflow-artifacts")
 
 
-def run_plan(
-    cfg: PipelineConfig, dag: Dag, plan: list[PlannedStage], entry: str, dry_run: bool
-) -> int:
+def run_plan(cfg: PipelineConfig, plan: list[PlannedStage], entry: str, dry_run: bool) -> int:
     store = ArtifactStore(cfg.run.artifact_root)
     print_plan(plan, store)
     if dry_run:
@@ -111,30 +109,36 @@ def _load(overrides: list[str]) -> PipelineConfig | int:
         return _fail(EXIT_CONFIG, f"config: {exc}")
 
 
-def main_full(argv: list[str] | None = None) -> int:
-    """``python pipelines/full.py [--dry-run] [key=value ...]``: run the whole DAG."""
+def _default_dag() -> Dag:
     from stages.registry import DAG
+
+    return DAG
+
+
+def main_full(argv: list[str] | None = None, dag: Dag | None = None) -> int:
+    """``python pipelines/full.py [--dry-run] [key=value ...]``: run the whole DAG."""
+    graph = dag or _default_dag()
 
     parser = argparse.ArgumentParser(prog="python pipelines/full.py", description=main_full.__doc__)
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. nugget.ratio=0.25")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     _setup_logging()
     cfg = _load(args.overrides)
     if isinstance(cfg, int):
         return cfg
     store = ArtifactStore(cfg.run.artifact_root)
     try:
-        plan = DAG.plan(cfg, store, targets=cfg.run.targets or None)
+        plan = graph.plan(cfg, store, targets=cfg.run.targets or None)
     except DagError as exc:
         return _fail(EXIT_CONFIG, f"run.targets: {exc}")
-    return run_plan(cfg, DAG, plan, "full", args.dry_run)
+    return run_plan(cfg, plan, "full", args.dry_run)
 
 
-def main_stage(argv: list[str] | None = None) -> int:
+def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     """``python -m pipelines.stage NAME [--force] [--dry-run] [key=value ...]``: rerun one
     stage on the cached outputs of its upstream stages."""
-    from stages.registry import DAG
+    graph = dag or _default_dag()
 
     parser = argparse.ArgumentParser(prog="python -m pipelines.stage", description=main_stage.__doc__)
     parser.add_argument("name", nargs="?", help="stage to run (see --list)")
@@ -142,10 +146,10 @@ def main_stage(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="recompute even if cached")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     parser.add_argument("--list", action="store_true", help="list stages and dependencies")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     if args.list:
-        for name in DAG.order:
-            s = DAG.stages[name]
+        for name in graph.order:
+            s = graph.stages[name]
             print(f"{name:22s} <- {', '.join(s.upstream) or '-':30s} {s.description}")
         return 0
     if not args.name:
@@ -158,7 +162,7 @@ def main_stage(argv: list[str] | None = None) -> int:
         return cfg
     store = ArtifactStore(cfg.run.artifact_root)
     try:
-        plan = DAG.plan(cfg, store, targets=[args.name], force=[args.name] if args.force else [])
+        plan = graph.plan(cfg, store, targets=[args.name], force=[args.name] if args.force else [])
     except DagError as exc:
         return _fail(EXIT_CONFIG, str(exc))
     missing = [p for p in plan if p.name != args.name and not p.hit]
@@ -173,4 +177,4 @@ def main_stage(argv: list[str] | None = None) -> int:
         lines.append(f"or run everything it needs: python pipelines/full.py run.targets=[{args.name}] {over}".rstrip())
         return _fail(EXIT_MISSING, "\n".join(lines))
     target = [p for p in plan if p.name == args.name]
-    return run_plan(cfg, DAG, target, f"stage:{args.name}", args.dry_run)
+    return run_plan(cfg, target, f"stage:{args.name}", args.dry_run)

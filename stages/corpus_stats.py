@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from stages.framework import raydata
 from stages.framework.stage import Stage, StageContext
 from stages.sources.readers import documents
 
@@ -69,6 +70,7 @@ class CorpusStats(Stage):
     def run(self, ctx: StageContext) -> None:
         import ray
 
+        raydata.configure()
         cfg = ctx.cfg("data.corpus_stats")
         docs = documents(ctx.sources_dir, cfg.source)
         if cfg.max_docs:

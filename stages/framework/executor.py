@@ -25,7 +25,7 @@ from stages.config.loader import to_yaml
 from stages.config.schema import PipelineConfig
 from stages.framework.dag import PlannedStage
 from stages.framework.keys import stage_config, stage_sections
-from stages.framework.stage import StageContext
+from stages.framework.stage import Stage, StageContext
 from stages.framework.store import ArtifactStore
 from stages.framework.tracking import RunLogger, Tracker, git_commit
 
@@ -59,7 +59,7 @@ class PipelineResult:
 
 
 def run_one(
-    stage_name: str,
+    stage_cls: type[Stage],
     cfg: PipelineConfig,
     key: str,
     upstream_keys: dict[str, str],
@@ -67,9 +67,7 @@ def run_one(
     forced: bool,
 ) -> dict[str, Any]:
     """Run one stage into scratch and publish it (executes inside a Ray task)."""
-    from stages.registry import DAG  # imported here: workers resolve the class by name
-
-    stage_cls = DAG.get(stage_name)
+    stage_name = stage_cls.name
     store = ArtifactStore(cfg.run.artifact_root)
     inputs = {u: store.artifact(u, k) for u, k in upstream_keys.items()}
     scratch = store.scratch(stage_name, key)
@@ -175,7 +173,9 @@ def execute(
         children[p.name] = tracker.start_run(p.name, _child_tags(p, store), parent=parent.run_id)
         children[p.name].log_params(stage_config(p.stage, cfg))
 
-    done: set[str] = set()
+    planned = {p.name for p in plan}
+    # upstream stages outside the plan (a single-stage rerun) were verified complete
+    done: set[str] = {u for p in plan for u in p.upstream_keys if u not in planned}
     failed: list[StageOutcome] = []
     running: dict[Any, PlannedStage] = {}
     waiting = list(plan)
@@ -191,7 +191,7 @@ def execute(
                 continue
             log.info("%-22s %-5s key=%s running", p.name, p.status, p.key)
             ref = remote.options(name=f"stage:{p.name}", **p.stage.resources).remote(
-                p.name, cfg, p.key, p.upstream_keys, children[p.name], p.forced
+                p.stage, cfg, p.key, p.upstream_keys, children[p.name], p.forced
             )
             running[ref] = p
         if not running:

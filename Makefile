@@ -1,0 +1,66 @@
+# nugget-pipeline: the two commands of the README are `make run` and `make test`.
+# Both set up a fresh clone idempotently (venv + pinned CPU torch) before working.
+#   make run  [ARGS="nugget.ratio=0.25 ..."]   local Ray head on 127.0.0.1 + ray job submit
+#   make test [PYTEST_ARGS="-k cache"]         the test suite (CPU, hermetic)
+#   make mlflow-ui                             MLflow UI on http://127.0.0.1:5000
+#   make ray-stop                              stop the local Ray head started by `make run`
+
+PYTHON     ?= python3
+VENV       ?= .venv
+PY         := $(VENV)/bin/python
+BIN        := $(abspath $(VENV))/bin
+STAMP      := $(VENV)/.installed
+ARGS       ?=
+PYTEST_ARGS ?=
+RAY_PORT   ?= 6379
+DASH_PORT  ?= 8265
+MLFLOW_PORT ?= 5000
+export NUGGET_ARTIFACT_ROOT ?= $(HOME)/nugget-artifacts
+export NUGGET_SOURCES_DIR   ?= $(HOME)/.cache/nugget-pipeline/sources
+# local Ray: loopback only, no token auth (ENV-NOTES.md)
+RAY_ENV    := PATH=$(BIN):$$PATH RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_AUTH_MODE=disabled
+
+.PHONY: install run test sources mlflow-ui ray-start ray-stop lint clean-artifacts
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints-cpu.txt
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 needed, found " + sys.version' \
+	  || { echo "set PYTHON=python3.11 (or newer)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints-cpu.txt -e '.[dev]'
+	touch $(STAMP)
+
+sources: $(STAMP)
+	$(PY) -m stages.sources fetch --dir $(NUGGET_SOURCES_DIR)
+
+ray-start: $(STAMP)
+	@if $(RAY_ENV) $(BIN)/ray status --address 127.0.0.1:$(RAY_PORT) >/dev/null 2>&1; then \
+	  echo "Ray head already running on 127.0.0.1:$(RAY_PORT)"; \
+	else \
+	  $(RAY_ENV) $(BIN)/ray start --head --node-ip-address=127.0.0.1 --port=$(RAY_PORT) \
+	    --dashboard-host=127.0.0.1 --dashboard-port=$(DASH_PORT) --num-cpus=$$(nproc) \
+	    --disable-usage-stats; \
+	fi
+
+run: $(STAMP) sources ray-start
+	$(RAY_ENV) $(BIN)/ray job submit --address http://127.0.0.1:$(DASH_PORT) --working-dir . \
+	  --runtime-env-json '{"env_vars": {"NUGGET_GIT_COMMIT": "$(shell git rev-parse HEAD 2>/dev/null || echo unknown)", "NUGGET_ARTIFACT_ROOT": "$(NUGGET_ARTIFACT_ROOT)", "NUGGET_SOURCES_DIR": "$(NUGGET_SOURCES_DIR)"}}' \
+	  -- python pipelines/full.py $(ARGS)
+	@echo "Results: $(NUGGET_ARTIFACT_ROOT)  (MLflow store: $(NUGGET_ARTIFACT_ROOT)/mlflow.db)"
+	@echo "Browse:  make mlflow-ui   then open http://127.0.0.1:$(MLFLOW_PORT)"
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+mlflow-ui: $(STAMP)
+	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false $(BIN)/mlflow ui \
+	  --backend-store-uri sqlite:///$(NUGGET_ARTIFACT_ROOT)/mlflow.db \
+	  --host 127.0.0.1 --port $(MLFLOW_PORT) --workers 1
+
+ray-stop:
+	-$(RAY_ENV) $(BIN)/ray stop
+
+lint: $(STAMP)
+	$(BIN)/ruff check pipelines stages nugget_core tests

@@ -1,0 +1,54 @@
+"""Test fixtures for the framework: a fake offline source wheel and MLflow queries."""
+
+from __future__ import annotations
+
+import bz2
+import zipfile
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+from stages.sources.registry import get
+
+LEE_DOCS = [
+    "The cat sat on the mat. It was happy!",
+    "Dogs bark. Cats meow? Birds sing.",
+    "One more document about the weather in Sydney.",
+]
+
+WIKI_XML = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/">
+<page><title>Alpha</title><ns>0</ns><revision><text>Lead of alpha.
+== History ==
+Alpha history.</text></revision></page>
+<page><title>Talk:Alpha</title><ns>1</ns><revision><text>talk</text></revision></page>
+<page><title>Beta</title><ns>0</ns><revision><text>#REDIRECT [[Alpha]]</text></revision></page>
+</mediawiki>"""
+
+
+def make_fake_sources(root: Path, lee_docs: list[str] = LEE_DOCS) -> Path:
+    """A sources dir holding a tiny stand-in for the gensim wheel (same member paths)."""
+    src = get("gensim_lee")
+    folder = root / src.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"{src.package}-{src.version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr(src.members[0], "\n".join(lee_docs) + "\n")
+        zf.writestr(get("gensim_wiki").members[0], bz2.compress(WIKI_XML.encode()))
+    return root
+
+
+def runs_of_latest_pipeline(root: Path) -> tuple[dict, dict[str, dict]]:
+    """(parent run, {stage: child run}) of the most recent pipeline run under ``root``."""
+    client = MlflowClient(f"sqlite:///{root}/mlflow.db")
+    exp = client.get_experiment_by_name("nugget-pipeline")
+    parents = client.search_runs(
+        [exp.experiment_id],
+        filter_string="tags.entry != ''",
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+    )
+    parent = parents[0]
+    children = client.search_runs(
+        [exp.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
+    )
+    return parent, {c.data.tags["stage"]: c for c in children}

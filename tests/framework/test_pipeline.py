@@ -1,0 +1,116 @@
+"""The DAG on Ray: caching, MLflow records, single-stage reruns, crashes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipelines.cli import main_full, main_stage
+from stages.framework.store import ArtifactStore
+from tests.framework.fake_stages import FAKE_DAG
+from tests.framework.fixtures import LEE_DOCS, runs_of_latest_pipeline
+
+pytestmark = pytest.mark.ray
+
+
+def _statuses(root) -> dict[str, str]:
+    _, children = runs_of_latest_pipeline(root)
+    return {name: run.data.tags["cache_hit"] for name, run in children.items()}
+
+
+def test_full_run_then_cached_run(ray_local, root, base_args):
+    assert main_full(base_args) == 0
+    parent, children = runs_of_latest_pipeline(root)
+    assert set(children) == {"corpus_stats", "report"}
+    assert _statuses(root) == {"corpus_stats": "false", "report": "false"}
+    stats = children["corpus_stats"]
+    assert stats.data.metrics["documents"] == len(LEE_DOCS)
+    assert stats.data.metrics["words_total"] == 9 + 6 + 8  # counted by hand
+    assert stats.data.params["data.corpus_stats.source"] == "gensim_lee"
+    assert parent.data.tags["profile"] == "tiny" and parent.data.tags["git_commit"]
+    first_producer = stats.info.run_id
+
+    # second run: nothing executes, both stages recorded as hits linking the producer
+    assert main_full(base_args) == 0
+    _, children = runs_of_latest_pipeline(root)
+    assert _statuses(root) == {"corpus_stats": "true", "report": "true"}
+    hit = children["corpus_stats"]
+    assert hit.data.tags["produced_by_run_id"] == first_producer
+    assert hit.data.metrics["words_total"] == 23  # metrics carried over to the hit run
+
+    # changing the report's config reruns the report only
+    assert main_full(base_args + ["report.title=Other"]) == 0
+    assert _statuses(root) == {"corpus_stats": "true", "report": "false"}
+
+    # changing corpus_stats' config reruns it and its downstream
+    assert main_full(base_args + ["report.title=Other", "data.corpus_stats.top_words=3"]) == 0
+    assert _statuses(root) == {"corpus_stats": "false", "report": "false"}
+    report_dir = next((root / "report").glob("*/report.md"))
+    assert "Corpus statistics: gensim_lee" in report_dir.read_text()
+
+
+def test_stage_rerun_uses_cached_upstream(ray_local, root, base_args, capsys):
+    assert main_stage(["report", *base_args]) == 3  # nothing cached yet
+    err = capsys.readouterr().err
+    assert "upstream stage 'corpus_stats' has no cached output" in err
+    assert "python -m pipelines.stage corpus_stats" in err
+
+    assert main_stage(["corpus_stats", *base_args]) == 0
+    _, children = runs_of_latest_pipeline(root)
+    assert set(children) == {"corpus_stats"}
+    stats_dir = next((root / "corpus_stats").iterdir())
+    stamp = (stats_dir / "stats.json").stat().st_mtime_ns
+
+    assert main_stage(["report", *base_args]) == 0
+    _, children = runs_of_latest_pipeline(root)
+    assert set(children) == {"report"} and children["report"].data.tags["cache_hit"] == "false"
+    assert (stats_dir / "stats.json").stat().st_mtime_ns == stamp  # upstream untouched
+
+    assert main_stage(["report", *base_args]) == 0  # cached: recorded as a hit
+    assert _statuses(root) == {"report": "true"}
+    assert main_stage(["report", "--force", *base_args]) == 0
+    _, children = runs_of_latest_pipeline(root)
+    assert children["report"].data.tags["forced"] == "true"
+    assert children["report"].data.tags["cache_hit"] == "false"
+
+
+def test_dry_run_prints_plan_without_running(ray_local, root, base_args, capsys):
+    assert main_full(["--dry-run", *base_args]) == 0
+    out = capsys.readouterr().out
+    assert "corpus_stats           miss" in out and "report                 miss" in out
+    assert not (root / "corpus_stats").exists()
+
+
+def test_unknown_stage_and_list(capsys):
+    assert main_stage(["nosuch"]) == 2
+    assert "unknown stage 'nosuch'" in capsys.readouterr().err
+    assert main_stage(["--list"]) == 0
+    assert "report                 <- corpus_stats" in capsys.readouterr().out
+
+
+def test_crash_leaves_no_complete_output_and_next_run_redoes_it(ray_local, root, sources, base_args, capsys):
+    (sources / "CRASH").write_text("")
+    assert main_full(base_args, dag=FAKE_DAG) == 1
+    assert "injected crash after a partial write" in capsys.readouterr().err
+    store = ArtifactStore(str(root))
+    plan = FAKE_DAG.plan(_cfg(base_args), store)
+    status = {p.name: p.status for p in plan}
+    assert status == {"source": "hit", "fragile": "miss"}
+    assert list((root / "fragile").iterdir()) == []  # scratch removed, nothing published
+    parent, children = runs_of_latest_pipeline(root)
+    assert children["fragile"].info.status == "FAILED"
+    assert parent.info.status == "FAILED"
+
+    (sources / "CRASH").unlink()
+    assert main_full(base_args, dag=FAKE_DAG) == 0
+    assert _statuses(root) == {"source": "true", "fragile": "false"}
+    done = store.artifact("fragile", plan[1].key)
+    assert done.file("part2.txt").read_text() == "done"
+    assert json.loads(done.file("_nugget_manifest.json").read_text())["metrics"] == {"parts": 2.0}
+
+
+def _cfg(args):
+    from stages.config import load_config
+
+    return load_config(args)
