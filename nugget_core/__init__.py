@@ -12,7 +12,13 @@ from .model import NuggetModel, get_nugget_model
 from .nuggets import Nuggets, nugget_counts
 from .params import ParameterCount, count_parameters
 from .scorer import NuggetScorer
-from .selectors import ChunkSelector, SentenceSelector, TopKSelector, punctuation_token_ids, token_flags
+from .selectors import (
+    ChunkSelector,
+    SentenceSelector,
+    TopKSelector,
+    punctuation_token_ids,
+    token_flags,
+)
 from .tiny import TinyBartSpec, build_tiny_bart, train_bpe_tokenizer
 
 __all__ = [

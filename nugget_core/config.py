@@ -12,14 +12,14 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any
 
 CONFIG_NAME = "nugget_config.json"
 
 
-class ResidualMode(str, Enum):
+class ResidualMode(StrEnum):
     """How the nugget scores enter the decoder's cross-attention logits."""
 
     STRAIGHT_THROUGH = "straight_through"  # add s - stopgrad(s): forward unchanged
@@ -27,7 +27,7 @@ class ResidualMode(str, Enum):
     NONE = "none"  # no residual: the scorer gets no gradient (ablation)
 
 
-class SelectorKind(str, Enum):
+class SelectorKind(StrEnum):
     """Which tokens become nuggets."""
 
     TOPK = "topk"  # learned scorer, top ceil(r * n)

@@ -69,7 +69,9 @@ class NuggetModel(nn.Module):
         self._frozen: list[nn.Parameter] = []
         if config.feedback and config.freeze_bottom:
             # Paper 3.3: features fed back must not drift, so layers <= l stay fixed.
-            self._frozen = freeze([*adaptor.embedding_modules(base_model), *layers[: config.scorer_layer]])
+            self._frozen = freeze(
+                [*adaptor.embedding_modules(base_model), *layers[: config.scorer_layer]]
+            )
 
     # --- encoding -----------------------------------------------------------------
 

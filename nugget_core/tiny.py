@@ -90,4 +90,3 @@ def build_tiny_bart(
         model = BartForConditionalGeneration(config)
     model.set_attn_implementation(spec.attn_implementation)
     return model
-

@@ -28,17 +28,36 @@ def make_model(arch: str, impl: str = "sdpa", seed: int = 0) -> PreTrainedModel:
     """A 2-layer, d=32 model in eval mode (dropout off)."""
     if arch == "bart":
         config = BartConfig(
-            vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2,
-            encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
-            decoder_ffn_dim=64, max_position_embeddings=64, pad_token_id=1, bos_token_id=0,
-            eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=None,
-            init_std=0.2, dropout=0.0,
+            vocab_size=VOCAB,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+            max_position_embeddings=64,
+            pad_token_id=1,
+            bos_token_id=0,
+            eos_token_id=2,
+            decoder_start_token_id=2,
+            forced_eos_token_id=None,
+            init_std=0.2,
+            dropout=0.0,
         )
         cls = BartForConditionalGeneration
     elif arch == "t5":
         config = T5Config(
-            vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
-            decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, dropout_rate=0.0,
+            vocab_size=VOCAB,
+            d_model=32,
+            d_kv=8,
+            d_ff=64,
+            num_layers=2,
+            num_heads=4,
+            decoder_start_token_id=0,
+            pad_token_id=0,
+            eos_token_id=1,
+            dropout_rate=0.0,
         )
         cls = T5ForConditionalGeneration
     else:

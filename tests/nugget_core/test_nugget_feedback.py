@@ -62,6 +62,8 @@ def test_scorer_layer_bounds_embedding_and_top(model_factory, batch_factory, lay
 
 
 def test_without_feedback_nothing_is_frozen(model_factory):
-    nugget_model = get_nugget_model(model_factory("bart"), NuggetConfig(scorer_layer=2, feedback=False))
+    nugget_model = get_nugget_model(
+        model_factory("bart"), NuggetConfig(scorer_layer=2, feedback=False)
+    )
     counts = nugget_model.parameter_counts()["total"]
     assert counts.trainable == counts.total

@@ -19,7 +19,10 @@ from nugget_core import NuggetConfig, NuggetModel, get_nugget_model, nuggify
         ({"ratio": 1.5}, r"NuggetConfig.ratio=1.5 must be in \(0, 1\]"),
         ({"ratio": "0.5"}, r"NuggetConfig.ratio='0.5' must be a number"),
         ({"scorer_layer": -1}, r"NuggetConfig.scorer_layer=-1 must be >= 0"),
-        ({"residual": "sideways"}, r"NuggetConfig.residual='sideways' is not one of 'straight_through', 'direct', 'none'"),
+        (
+            {"residual": "sideways"},
+            r"NuggetConfig.residual='sideways' is not one of 'straight_through', 'direct', 'none'",
+        ),
         ({"selector": "random"}, r"NuggetConfig.selector='random' is not one of"),
     ],
 )
@@ -29,12 +32,16 @@ def test_bad_config_values_name_field_and_value(kwargs, message):
 
 
 def test_config_errors_at_attach_time(model_factory):
-    with pytest.raises(ValueError, match=r"NuggetConfig.scorer_layer=3 exceeds the number of encoder layers \(2\)"):
+    with pytest.raises(
+        ValueError, match=r"NuggetConfig.scorer_layer=3 exceeds the number of encoder layers \(2\)"
+    ):
         get_nugget_model(model_factory("bart"), NuggetConfig(scorer_layer=3))
     with pytest.raises(ValueError, match=r"unknown field\(s\) \['rato'\]"):
         NuggetConfig.from_dict({"rato": 0.5})
     gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=20))
-    with pytest.raises(ValueError, match=r"model_type='gpt2'.*supported encoder-decoder types: bart, mbart, t5"):
+    with pytest.raises(
+        ValueError, match=r"model_type='gpt2'.*supported encoder-decoder types: bart, mbart, t5"
+    ):
         get_nugget_model(gpt2, NuggetConfig(scorer_layer=1))
 
 
@@ -63,7 +70,9 @@ def test_reference_usage_pattern_matches_nugget_model(model_factory, batch_facto
     batch = batch_factory(model)
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
     labels = batch["decoder_input_ids"]
-    scorer, encoder, decoder = nuggify(model, NuggetConfig(ratio=0.5, scorer_layer=1, residual="direct"))
+    scorer, encoder, decoder = nuggify(
+        model, NuggetConfig(ratio=0.5, scorer_layer=1, residual="direct")
+    )
 
     encoder_out = encoder(**inputs)
     nuggets = scorer(**inputs, hidden_states=encoder_out.last_hidden_state, nugget_ratio=0.5)

@@ -10,7 +10,7 @@ from transformers.modeling_outputs import BaseModelOutput
 from transformers.models.bart import modeling_bart
 from transformers.models.t5 import modeling_t5
 
-from nugget_core import NuggetConfig, ResidualMode, get_nugget_model
+from nugget_core import NuggetConfig, get_nugget_model
 
 ARCHS = ("bart", "t5")
 IMPLS = ("eager", "sdpa")
@@ -39,7 +39,9 @@ def _decode(nugget_model, nuggets, batch, active: bool = True):
 
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("arch", ARCHS)
-def test_all_tokens_identity_straight_through_equals_vanilla(model_factory, batch_factory, arch, impl):
+def test_all_tokens_identity_straight_through_equals_vanilla(
+    model_factory, batch_factory, arch, impl
+):
     model = model_factory(arch, impl)
     batch = batch_factory(model)
     source = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
@@ -54,8 +56,12 @@ def test_all_tokens_identity_straight_through_equals_vanilla(model_factory, batc
 
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("arch", ARCHS)
-def test_straight_through_forward_unchanged_but_scorer_gets_gradient(model_factory, batch_factory, arch, impl):
-    nugget_model = get_nugget_model(model_factory(arch, impl), NuggetConfig(ratio=0.5, scorer_layer=1, feedback=False))
+def test_straight_through_forward_unchanged_but_scorer_gets_gradient(
+    model_factory, batch_factory, arch, impl
+):
+    nugget_model = get_nugget_model(
+        model_factory(arch, impl), NuggetConfig(ratio=0.5, scorer_layer=1, feedback=False)
+    )
     batch = batch_factory(nugget_model.base_model)
     nuggets = nugget_model.encode(batch["input_ids"], batch["attention_mask"])
     plain = _decode(nugget_model, nuggets, batch, active=False)
@@ -68,7 +74,10 @@ def test_straight_through_forward_unchanged_but_scorer_gets_gradient(model_facto
         torch.testing.assert_close(straight, plain, rtol=0, atol=1e-5)
     with torch.no_grad():  # no gradient wanted: the HF path is left bit-identical
         nuggets_ng = nugget_model.encode(batch["input_ids"], batch["attention_mask"])
-        assert torch.equal(_decode(nugget_model, nuggets_ng, batch), _decode(nugget_model, nuggets_ng, batch, active=False))
+        assert torch.equal(
+            _decode(nugget_model, nuggets_ng, batch),
+            _decode(nugget_model, nuggets_ng, batch, active=False),
+        )
     straight.logsumexp(-1).sum().backward()
     grads = [p.grad for p in nugget_model.scorer.ffn.parameters()]
     assert all(g is not None and g.abs().sum() > 0 for g in grads)
@@ -77,7 +86,10 @@ def test_straight_through_forward_unchanged_but_scorer_gets_gradient(model_facto
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("arch", ARCHS)
 def test_direct_residual_changes_forward(model_factory, batch_factory, arch, impl):
-    nugget_model = get_nugget_model(model_factory(arch, impl), NuggetConfig(ratio=0.5, scorer_layer=1, residual="direct", feedback=False))
+    nugget_model = get_nugget_model(
+        model_factory(arch, impl),
+        NuggetConfig(ratio=0.5, scorer_layer=1, residual="direct", feedback=False),
+    )
     batch = batch_factory(nugget_model.base_model)
     nuggets = nugget_model.encode(batch["input_ids"], batch["attention_mask"])
     plain = _decode(nugget_model, nuggets, batch, active=False)
@@ -91,7 +103,9 @@ def test_direct_residual_changes_forward(model_factory, batch_factory, arch, imp
 @pytest.mark.parametrize("arch", ARCHS)
 def test_padding_mask_intact(model_factory, batch_factory, arch, impl):
     """A padded sequence in a batch decodes exactly like the same sequence alone."""
-    nugget_model = get_nugget_model(model_factory(arch, impl), NuggetConfig(ratio=0.5, scorer_layer=1, residual="direct"))
+    nugget_model = get_nugget_model(
+        model_factory(arch, impl), NuggetConfig(ratio=0.5, scorer_layer=1, residual="direct")
+    )
     batch = batch_factory(nugget_model.base_model)  # row 1: 6 real tokens of 9
     together = nugget_model(**batch).logits[1]
     alone = nugget_model(
@@ -102,14 +116,22 @@ def test_padding_mask_intact(model_factory, batch_factory, arch, impl):
     torch.testing.assert_close(together, alone, rtol=1e-5, atol=1e-5)
 
 
-def _record_attention_masks(monkeypatch, arch: str, impl: str) -> list[tuple[int, int, torch.Tensor | None]]:
+def _record_attention_masks(
+    monkeypatch, arch: str, impl: str
+) -> list[tuple[int, int, torch.Tensor | None]]:
     """Record (q_len, k_len, mask) of every call into the attention kernel."""
     calls: list[tuple[int, int, torch.Tensor | None]] = []
     if impl == "sdpa":
         kernel = torch.nn.functional.scaled_dot_product_attention
 
         def recording(query, key, value, attn_mask=None, *args, **kwargs):
-            calls.append((query.shape[2], key.shape[2], None if attn_mask is None else attn_mask.detach().clone()))
+            calls.append(
+                (
+                    query.shape[2],
+                    key.shape[2],
+                    None if attn_mask is None else attn_mask.detach().clone(),
+                )
+            )
             return kernel(query, key, value, attn_mask, *args, **kwargs)
 
         monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", recording)
@@ -136,7 +158,9 @@ def _as_float(mask: torch.Tensor | None, shape) -> torch.Tensor:
 
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("arch", ARCHS)
-def test_residual_reaches_every_cross_attention_and_no_self_attention(monkeypatch, model_factory, batch_factory, arch, impl):
+def test_residual_reaches_every_cross_attention_and_no_self_attention(
+    monkeypatch, model_factory, batch_factory, arch, impl
+):
     nugget_model = _identity_all_tokens(model_factory(arch, impl), residual="direct")
     batch = batch_factory(nugget_model.base_model)  # source 9 tokens (k = 9), target 5
     nuggets = nugget_model.encode(batch["input_ids"], batch["attention_mask"])

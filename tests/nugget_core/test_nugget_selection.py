@@ -9,7 +9,13 @@ from fractions import Fraction
 import pytest
 import torch
 
-from nugget_core import ChunkSelector, NuggetConfig, SentenceSelector, TopKSelector, get_nugget_model
+from nugget_core import (
+    ChunkSelector,
+    NuggetConfig,
+    SentenceSelector,
+    TopKSelector,
+    get_nugget_model,
+)
 from nugget_core.nuggets import gather_tokens, nugget_counts, selection_to_indices
 
 
@@ -110,7 +116,9 @@ def test_rule_selector_behind_model_interface(model_factory, batch_factory) -> N
     nugget_model = get_nugget_model(model, config)
     boundary = torch.zeros_like(batch["input_ids"], dtype=torch.bool)
     boundary[0, 2] = boundary[0, 8] = boundary[1, 5] = True
-    nuggets = nugget_model.encode(batch["input_ids"], batch["attention_mask"], boundary_mask=boundary)
+    nuggets = nugget_model.encode(
+        batch["input_ids"], batch["attention_mask"], boundary_mask=boundary
+    )
     assert nuggets.indices.tolist() == [[2, 8], [5, 0]]
     assert torch.equal(nuggets.scores, torch.zeros(2, 2))
     out = nugget_model(**batch, boundary_mask=boundary)

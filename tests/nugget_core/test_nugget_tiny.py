@@ -36,7 +36,12 @@ def test_bpe_tokenizer_trains_offline_with_special_tokens():
     start = time.perf_counter()
     tok = train_bpe_tokenizer(CORPUS, vocab_size=300)
     assert time.perf_counter() - start < 10
-    assert (tok.bos_token, tok.pad_token, tok.eos_token, tok.unk_token) == ("<s>", "<pad>", "</s>", "<unk>")
+    assert (tok.bos_token, tok.pad_token, tok.eos_token, tok.unk_token) == (
+        "<s>",
+        "<pad>",
+        "</s>",
+        "<unk>",
+    )
     assert (tok.bos_token_id, tok.pad_token_id, tok.eos_token_id, tok.unk_token_id) == (0, 1, 2, 3)
     assert len(tok) == 300
     enc = tok(DOCS[:2], padding=True, return_tensors="pt")
@@ -51,16 +56,27 @@ def test_bpe_tokenizer_trains_offline_with_special_tokens():
 
 def test_build_tiny_bart_from_spec():
     tok = train_bpe_tokenizer(CORPUS, vocab_size=300)
-    spec = TinyBartSpec(d_model=32, layers=1, heads=2, ffn_dim=48, max_positions=40, attn_implementation="eager")
+    spec = TinyBartSpec(
+        d_model=32, layers=1, heads=2, ffn_dim=48, max_positions=40, attn_implementation="eager"
+    )
     model = build_tiny_bart(tok, spec, seed=3)
     assert isinstance(model, BartForConditionalGeneration)
     c = model.config
-    assert (c.d_model, c.encoder_layers, c.decoder_layers, c.encoder_attention_heads, c.encoder_ffn_dim) == (32, 1, 1, 2, 48)
+    assert (
+        c.d_model,
+        c.encoder_layers,
+        c.decoder_layers,
+        c.encoder_attention_heads,
+        c.encoder_ffn_dim,
+    ) == (32, 1, 1, 2, 48)
     assert (c.max_position_embeddings, c.vocab_size, c._attn_implementation) == (40, 300, "eager")
     assert (c.pad_token_id, c.eos_token_id, c.decoder_start_token_id) == (1, 2, 2)
     assert model.lm_head.weight.data_ptr() != model.model.shared.weight.data_ptr()  # untied
     again = build_tiny_bart(tok, spec, seed=3)
-    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values(), strict=True))
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(model.state_dict().values(), again.state_dict().values(), strict=True)
+    )
 
 
 @pytest.mark.slow
@@ -74,7 +90,9 @@ def test_nugget_autoencoder_overfits_in_200_steps():
     nugget_model = get_nugget_model(model, NuggetConfig(ratio=0.25, scorer_layer=1))
     batch = tok(DOCS, padding=True, return_tensors="pt")
     labels = batch["input_ids"].masked_fill(batch["attention_mask"].eq(0), -100)
-    optimizer = torch.optim.AdamW([p for p in nugget_model.parameters() if p.requires_grad], lr=3e-3)
+    optimizer = torch.optim.AdamW(
+        [p for p in nugget_model.parameters() if p.requires_grad], lr=3e-3
+    )
     nugget_model.train()
     losses = []
     for _ in range(200):
