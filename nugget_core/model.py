@@ -43,6 +43,8 @@ class NuggetModel(nn.Module):
 
     def __init__(self, base_model: PreTrainedModel, config: NuggetConfig) -> None:
         super().__init__()
+        if getattr(base_model, "_nugget_attached", False):
+            raise ValueError("this model already has Nugget attached; unload() it first")
         adaptor = get_adaptor(base_model)
         implementation = base_model.config._attn_implementation
         if implementation not in SUPPORTED_ATTENTION:
@@ -66,6 +68,7 @@ class NuggetModel(nn.Module):
             adaptor.cross_states_kwarg,
         )
         self.scorer._residual = self.residual
+        base_model._nugget_attached = True
         self._frozen: list[nn.Parameter] = []
         if config.feedback and config.freeze_bottom:
             # Paper 3.3: features fed back must not drift, so layers <= l stay fixed.
@@ -188,6 +191,7 @@ class NuggetModel(nn.Module):
         for p in self._frozen:
             p.requires_grad_(True)
         self._frozen = []
+        self.base_model._nugget_attached = False
         return self.base_model
 
     def save_pretrained(self, directory: str | Path, **kwargs: Any) -> None:

@@ -14,20 +14,24 @@ import torch
 from transformers import (
     BartConfig,
     BartForConditionalGeneration,
+    MBartConfig,
+    MBartForConditionalGeneration,
     PreTrainedModel,
     T5Config,
     T5ForConditionalGeneration,
 )
 
 VOCAB = 60
-ARCHS = ("bart", "t5")
-IMPLS = ("eager", "sdpa")
 
 
 def make_model(arch: str, impl: str = "sdpa", seed: int = 0) -> PreTrainedModel:
     """A 2-layer, d=32 model in eval mode (dropout off)."""
-    if arch == "bart":
-        config = BartConfig(
+    if arch in ("bart", "mbart"):
+        config_cls, cls = {
+            "bart": (BartConfig, BartForConditionalGeneration),
+            "mbart": (MBartConfig, MBartForConditionalGeneration),
+        }[arch]
+        config = config_cls(
             vocab_size=VOCAB,
             d_model=32,
             encoder_layers=2,
@@ -45,7 +49,6 @@ def make_model(arch: str, impl: str = "sdpa", seed: int = 0) -> PreTrainedModel:
             init_std=0.2,
             dropout=0.0,
         )
-        cls = BartForConditionalGeneration
     elif arch == "t5":
         config = T5Config(
             vocab_size=VOCAB,

@@ -103,4 +103,6 @@ def test_unload_restores_plain_model(model_factory, batch_factory):
     nugget_model = get_nugget_model(model, NuggetConfig(scorer_layer=1))
     with pytest.raises(RuntimeError, match="outside a nugget pass"):
         model(**batch)
+    with pytest.raises(ValueError, match="already has Nugget attached"):
+        get_nugget_model(model, NuggetConfig(scorer_layer=1))
     assert torch.equal(nugget_model.unload()(**batch).logits, expected)

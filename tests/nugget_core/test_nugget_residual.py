@@ -8,11 +8,12 @@ import torch
 from torch import nn
 from transformers.modeling_outputs import BaseModelOutput
 from transformers.models.bart import modeling_bart
+from transformers.models.mbart import modeling_mbart
 from transformers.models.t5 import modeling_t5
 
 from nugget_core import NuggetConfig, get_nugget_model
 
-ARCHS = ("bart", "t5")
+ARCHS = ("bart", "mbart", "t5")
 IMPLS = ("eager", "sdpa")
 
 
@@ -136,7 +137,7 @@ def _record_attention_masks(
 
         monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", recording)
     else:
-        module = {"bart": modeling_bart, "t5": modeling_t5}[arch]
+        module = {"bart": modeling_bart, "mbart": modeling_mbart, "t5": modeling_t5}[arch]
         eager = module.eager_attention_forward
 
         def recording(mod: nn.Module, query, key, value, attention_mask, *args, **kwargs):
