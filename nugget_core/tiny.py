@@ -54,9 +54,10 @@ class TinyBartSpec:
     max_positions: int = 256
     dropout: float = 0.1
     attn_implementation: str = "sdpa"
-    # Untied by default: Nugget feedback freezes the (shared) input embeddings, and a
+    # Untied by default: Nugget feedback freezes the encoder's input embeddings, and a
     # random-init model cannot learn through a frozen tied LM head (measured: the loss
-    # stalls near 3.6 instead of reaching 0.005 in the 200-step overfit test).
+    # stalls near 3.6 instead of reaching 0.005 in the 200-step overfit test). In
+    # transformers 5.x this also gives the decoder its own input embeddings.
     tie_embeddings: bool = False
 
 
