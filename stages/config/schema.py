@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 from stages.config.validate import spec
 
-RESIDUAL_MODES = ("straight_through", "direct")
-SELECTORS = ("learned", "chunking", "sentence_boundary")
+# mirror nugget_core's enums (tests/framework/test_config.py checks they stay equal);
+# not imported from there so that loading a config never imports torch
+RESIDUAL_MODES = ("straight_through", "direct", "none")
+SELECTORS = ("topk", "chunk", "sentence")
 ATTN_IMPLS = ("sdpa", "eager")
 
 
@@ -61,8 +63,14 @@ class NuggetSection:
         "straight_through", help="How scores reach decoder logits.", choices=RESIDUAL_MODES
     )
     feedback: bool = spec(True, help="Add nugget/non-nugget type embeddings after layer l.")
+    freeze_bottom: bool = spec(True, help="With feedback, freeze embeddings and layers below l.")
     value_projection: bool = spec(True, help="Project nuggets with W^V before the decoder.")
-    selector: str = spec("learned", help="Nugget selector.", choices=SELECTORS)
+    selector: str = spec(
+        "topk",
+        help="topk: learned scorer; chunk / sentence: rule-based ablations (paper §7.1).",
+        choices=SELECTORS,
+    )
+    scorer_hidden: int = spec(0, help="Hidden width of the scorer FFN (0 = d_model).", ge=0)
 
 
 @dataclass
@@ -85,12 +93,16 @@ class Nugget2DSection:
 
 @dataclass
 class TinyBartSpec:
+    """Mirrors ``nugget_core.TinyBartSpec`` (plus the tokenizer size)."""
+
     d_model: int = spec(64, help="Hidden size.", ge=8)
-    encoder_layers: int = spec(4, help="Encoder layers.", ge=1)
-    decoder_layers: int = spec(2, help="Decoder layers.", ge=1)
-    attention_heads: int = spec(4, help="Attention heads (encoder and decoder).", ge=1)
+    layers: int = spec(4, help="Encoder and decoder layers (each).", ge=1)
+    heads: int = spec(4, help="Attention heads.", ge=1)
     ffn_dim: int = spec(128, help="Feed-forward size.", ge=8)
-    max_position_embeddings: int = spec(160, help="Longest sequence.", ge=16)
+    max_positions: int = spec(160, help="Longest sequence.", ge=16)
+    dropout: float = spec(0.1, help="Dropout.", ge=0.0, lt=1.0)
+    tie_embeddings: bool = spec(False, help="Tie input/output embeddings (see nugget_core.tiny).")
+    attn_implementation: str = spec("sdpa", help="Attention kernel.", choices=ATTN_IMPLS)
     tokenizer_vocab_size: int = spec(4000, help="BPE vocabulary trained on the corpus.", ge=256)
 
 
@@ -261,9 +273,9 @@ class PipelineConfig:
     def cross_field_errors(self) -> list[str]:
         found = []
         tiny = self.model.seq2seq.tiny
-        if self.model.seq2seq.source == "tiny_random" and self.nugget.scorer_layer > tiny.encoder_layers:
+        if self.model.seq2seq.source == "tiny_random" and self.nugget.scorer_layer > tiny.layers:
             found.append(
                 f"nugget.scorer_layer: value {self.nugget.scorer_layer} exceeds "
-                f"model.seq2seq.tiny.encoder_layers={tiny.encoder_layers}"
+                f"model.seq2seq.tiny.layers={tiny.layers}"
             )
         return found

