@@ -6,6 +6,7 @@ from transformers import PreTrainedModel
 
 from .bart import BartAdaptor
 from .base import Seq2SeqAdaptor
+from .llama import LlamaFamilyAdaptor, get_causal_adaptor
 from .t5 import T5Adaptor
 
 _ADAPTORS: tuple[type[Seq2SeqAdaptor], ...] = (BartAdaptor, T5Adaptor)
@@ -28,4 +29,12 @@ def get_adaptor(model: PreTrainedModel) -> Seq2SeqAdaptor:
     )
 
 
-__all__ = ["BartAdaptor", "Seq2SeqAdaptor", "T5Adaptor", "get_adaptor", "supported_model_types"]
+__all__ = [
+    "BartAdaptor",
+    "LlamaFamilyAdaptor",
+    "Seq2SeqAdaptor",
+    "T5Adaptor",
+    "get_adaptor",
+    "get_causal_adaptor",
+    "supported_model_types",
+]

@@ -102,3 +102,45 @@ def batch_factory():
 @pytest.fixture(autouse=True)
 def _deterministic() -> None:
     torch.manual_seed(1234)
+
+
+# --- Nugget2D (decoder-only) fixtures -------------------------------------------------
+
+
+def make_causal_lm(family: str = "llama", impl: str = "sdpa", seed: int = 0) -> PreTrainedModel:
+    """A 2-layer, d=32, GQA (4 heads / 2 kv heads) random-init causal LM, eval mode."""
+    from nugget_core.nugget2d import TinyCausalSpec, build_tiny_causal_lm
+
+    return build_tiny_causal_lm(family, TinyCausalSpec(attn_implementation=impl), seed=seed)
+
+
+def make_doc_batch(seed: int = 1, vocab: int = 64) -> dict[str, torch.Tensor]:
+    """Two right-padded documents (lengths 12 and 8), prompts (3 and 2), answers (5, 4)."""
+    g = torch.Generator().manual_seed(seed)
+
+    def segment(n: int, lengths: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = torch.randint(3, vocab, (2, n), generator=g)
+        mask = (torch.arange(n)[None] < torch.tensor(lengths)[:, None]).long()
+        return ids.masked_fill(mask.eq(0), 0), mask
+
+    doc_ids, doc_mask = segment(12, (12, 8))
+    prompt_ids, prompt_mask = segment(3, (3, 2))
+    answer_ids, answer_mask = segment(5, (5, 4))
+    return {
+        "doc_ids": doc_ids,
+        "doc_mask": doc_mask,
+        "prompt_ids": prompt_ids,
+        "prompt_mask": prompt_mask,
+        "answer_ids": answer_ids,
+        "answer_mask": answer_mask,
+    }
+
+
+@pytest.fixture
+def causal_factory():
+    return make_causal_lm
+
+
+@pytest.fixture
+def doc_batch():
+    return make_doc_batch()

@@ -1,0 +1,158 @@
+"""`Nugget2DConfig`: every knob of Nugget2D, validated at construction.
+
+Nugget2D (Qin, Van Durme et al., "Dynamic Contextual Compression for Scaling
+Decoder-only Language Models", arXiv:2310.02409) keeps the key/value states of a few
+selected tokens ("nuggets") at *every* layer of a decoder-only LM. It has two modes:
+
+- compressor (paper 2.4): a LoRA adapter phi encodes a document, ``k = ceil(r * n)``
+  tokens are kept (always the last one), and the LM with adapter theta decodes a prompt
+  and an answer attending to the nugget KVs;
+- autoregressive (paper 2.5): a token becomes a nugget when its score exceeds
+  ``threshold`` (Lambda); tokens older than ``recent_window`` (omega_r) are seen only
+  through nuggets, optionally only those within ``distant_window`` (omega_d) and at most
+  ``max_nuggets`` of them.
+
+The scorer and the residual are shared with the encoder-decoder Nugget
+(`nugget_core.scorer`, `nugget_core.residual`): `scorer_config` builds the
+`NuggetConfig` for that shared scorer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import NuggetConfig, ResidualMode, SelectorKind, _enum_value
+
+CONFIG_NAME = "nugget2d_config.json"
+COMPRESSOR = "compressor"  # adapter phi
+DECODER = "decoder"  # adapter theta
+
+
+def _positive_int_or_none(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"Nugget2DConfig.{name}={value!r} must be a positive int or None")
+
+
+@dataclass
+class Nugget2DConfig:
+    """Configuration of a Nugget2D model (see module docstring for the paper)."""
+
+    ratio: float = field(
+        default=0.1, metadata={"help": "compressor ratio r in (0, 1]: k = ceil(r * n) nuggets"}
+    )
+    scorer_layer: int = field(
+        default=3,
+        metadata={"help": "layer l of the frozen LM whose states the scorer reads; 0 = embeddings"},
+    )
+    residual: ResidualMode = field(
+        default=ResidualMode.STRAIGHT_THROUGH,
+        metadata={"help": "straight_through | direct | none (scores on nugget attention logits)"},
+    )
+    scorer_hidden: int | None = field(
+        default=None, metadata={"help": "hidden width of the scorer FFN; None = hidden size"}
+    )
+    lora_rank: int = field(default=32, metadata={"help": "LoRA rank of phi and theta (paper: 32)"})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (scaling alpha / rank)"})
+    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout"})
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
+        metadata={"help": "module names that get LoRA in both adapters"},
+    )
+    soft_prompt_tokens: int = field(
+        default=1, metadata={"help": "length of the soft prompt (autoencoding / continuation)"}
+    )
+    threshold: float | None = field(
+        default=None,
+        metadata={"help": "autoregressive Lambda: score > threshold makes a nugget (calibrate)"},
+    )
+    recent_window: int = field(
+        default=64, metadata={"help": "omega_r: tokens attended directly in autoregressive mode"}
+    )
+    distant_window: int | None = field(
+        default=None, metadata={"help": "omega_d: nuggets older than omega_r + omega_d drop"}
+    )
+    max_nuggets: int | None = field(
+        default=None, metadata={"help": "cap on the distant nuggets kept (the most recent)"}
+    )
+    scorer_window: int | None = field(
+        default=None,
+        metadata={
+            "help": "autoregressive mode: the frozen scorer LM attends to this many recent "
+            "tokens (bounded memory); None = recent_window"
+        },
+    )
+
+    def __post_init__(self) -> None:
+        self.residual = _enum_value(ResidualMode, "residual", self.residual)
+        ratio = self.ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, int | float) or math.isnan(ratio):
+            raise ValueError(f"Nugget2DConfig.ratio={ratio!r} must be a number in (0, 1]")
+        if not 0.0 < ratio <= 1.0:
+            raise ValueError(f"Nugget2DConfig.ratio={ratio!r} must be in (0, 1]")
+        if isinstance(self.scorer_layer, bool) or not isinstance(self.scorer_layer, int):
+            raise ValueError(f"Nugget2DConfig.scorer_layer={self.scorer_layer!r} must be an int")
+        if self.scorer_layer < 0:
+            raise ValueError(f"Nugget2DConfig.scorer_layer={self.scorer_layer!r} must be >= 0")
+        for name in ("lora_rank", "lora_alpha", "recent_window"):
+            _positive_int_or_none(name, getattr(self, name))
+        for name in ("distant_window", "max_nuggets", "scorer_window", "scorer_hidden"):
+            _positive_int_or_none(name, getattr(self, name))
+        if isinstance(self.soft_prompt_tokens, bool) or self.soft_prompt_tokens < 0:
+            raise ValueError("Nugget2DConfig.soft_prompt_tokens must be an int >= 0")
+        if not 0.0 <= self.lora_dropout < 1.0:
+            raise ValueError(f"Nugget2DConfig.lora_dropout={self.lora_dropout!r} not in [0, 1)")
+        if self.threshold is not None and not math.isfinite(float(self.threshold)):
+            raise ValueError(f"Nugget2DConfig.threshold={self.threshold!r} must be finite")
+
+    @property
+    def scorer_context(self) -> int:
+        """Window of the frozen scorer LM in autoregressive mode."""
+        return self.scorer_window or self.recent_window
+
+    def scorer_config(self) -> NuggetConfig:
+        """The config of the shared `NuggetScorer` (scorer FFN only: no W^V, no feedback)."""
+        return NuggetConfig(
+            ratio=self.ratio,
+            scorer_layer=self.scorer_layer,
+            residual=self.residual,
+            feedback=False,
+            value_projection=False,
+            selector=SelectorKind.TOPK,
+            scorer_hidden=self.scorer_hidden,
+        )
+
+    def check_depth(self, num_layers: int) -> None:
+        if self.scorer_layer > num_layers:
+            raise ValueError(
+                f"Nugget2DConfig.scorer_layer={self.scorer_layer} exceeds the number of LM "
+                f"layers ({num_layers}); use 0..{num_layers}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["residual"] = self.residual.value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Nugget2DConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"Nugget2DConfig: unknown field(s) {unknown}; known: {sorted(known)}")
+        return cls(**data)
+
+    def save(self, directory: str | Path) -> Path:
+        path = Path(directory) / CONFIG_NAME
+        path.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, directory: str | Path) -> Nugget2DConfig:
+        return cls.from_dict(json.loads((Path(directory) / CONFIG_NAME).read_text()))

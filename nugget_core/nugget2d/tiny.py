@@ -1,0 +1,66 @@
+"""Random-init tiny LLaMA-family causal LMs (unit tests, smoke runs; no hub access)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    PreTrainedModel,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+_FAMILIES = {
+    "llama": (LlamaConfig, LlamaForCausalLM),
+    "mistral": (MistralConfig, MistralForCausalLM),
+    "qwen2": (Qwen2Config, Qwen2ForCausalLM),
+}
+
+
+@dataclass
+class TinyCausalSpec:
+    """Size of a tiny causal LM; grouped-query attention (kv_heads < heads) on purpose."""
+
+    vocab_size: int = 64
+    hidden_size: int = 32
+    layers: int = 2
+    heads: int = 4
+    kv_heads: int = 2
+    intermediate_size: int = 64
+    max_positions: int = 4096
+    attn_implementation: str = "sdpa"
+
+
+def build_tiny_causal_lm(
+    family: str = "llama", spec: TinyCausalSpec | None = None, seed: int = 0
+) -> PreTrainedModel:
+    """A random-init ``{Llama,Mistral,Qwen2}ForCausalLM`` in eval mode."""
+    if family not in _FAMILIES:
+        raise ValueError(f"unknown family {family!r}; use one of {sorted(_FAMILIES)}")
+    spec = spec or TinyCausalSpec()
+    config_cls, model_cls = _FAMILIES[family]
+    config = config_cls(
+        vocab_size=spec.vocab_size,
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads,
+        num_key_value_heads=spec.kv_heads,
+        max_position_embeddings=spec.max_positions,
+        tie_word_embeddings=False,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    if family == "mistral":
+        config.sliding_window = None  # full attention: Nugget2D supplies its own masks
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = model_cls(config).eval()
+    model.set_attn_implementation(spec.attn_implementation)
+    return model
