@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from stages.build_mt_docs import BuildMtDocs
+from stages.build_pi import BuildPi
+from stages.build_rr import BuildRr
 from stages.corpus_stats import CorpusStats
 from stages.framework.dag import Dag
 from stages.report import Report
 from stages.tokenizer import Tokenizer
 
-ALL_STAGES = (CorpusStats, Tokenizer, BuildMtDocs, Report)
+ALL_STAGES = (CorpusStats, Tokenizer, BuildMtDocs, BuildPi, BuildRr, Report)
 DAG = Dag(ALL_STAGES)
