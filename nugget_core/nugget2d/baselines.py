@@ -1,0 +1,164 @@
+"""Baselines with the same streaming interface as `Nugget2DStream` (``step``,
+``generate``, ``kv_positions``, ``kv_bytes``), so autoregressive evaluations compare
+like with like, plus `stream_nll` to score a sequence with any of them.
+
+- `FullStream`: the LM without compression (optionally a sliding window of ``window``
+  tokens: "Full" with a bounded state in the paper's table 1).
+- `CompressiveStream` (Rae et al., 2020, mean pooling): tokens leaving the recent
+  window are pooled in fixed chunks of ``round(1 / r)`` tokens, one memory slot per chunk
+  and layer, so the distant part has the same ratio as Nugget2D. Keys are pooled before
+  the rotary embedding (un-rotated, averaged, re-rotated at the chunk's last position):
+  an average of keys rotated to different positions is not a key at any position.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+from transformers.models.llama.modeling_llama import rotate_half
+
+from .config import DECODER
+from .context import float_mask
+from .kv import LayerKV
+from .model import Nugget2DModel
+
+
+class _WindowStream:
+    """Shared decoding loop: attend to ``memory + recent`` and append the new token."""
+
+    def __init__(self, model: Nugget2DModel, window: int | None, adapter: str | None) -> None:
+        self.model = model
+        self.window = window
+        self.adapter = adapter
+        self.position = 0
+        self.recent = LayerKV([], [])
+        self.memory = LayerKV([], [])
+
+    @property
+    def kv_positions(self) -> int:
+        return self.recent.length + self.memory.length
+
+    def kv_bytes(self) -> int:
+        return self.recent.nbytes() + self.memory.nbytes()
+
+    def _evicted(self, evicted: LayerKV) -> None:
+        """Tokens that left the recent window (dropped unless a subclass keeps them)."""
+
+    @torch.no_grad()
+    def step(self, token_id: int | torch.Tensor) -> torch.Tensor:
+        model = self.model
+        device = model.soft_prompt.device
+        token = torch.as_tensor(token_id, device=device).reshape(1, 1)
+        past = self.memory.cat(self.recent)
+        cache = past.to_cache() if past.keys else DynamicCache()
+        visible = torch.ones(1, 1, past.length + 1, dtype=torch.bool, device=device)
+        with model.router.use(self.adapter):
+            out = model.lm(
+                input_ids=token,
+                attention_mask=float_mask(visible, None, model.dtype),
+                position_ids=torch.full((1, 1), self.position, device=device),
+                past_key_values=cache,
+                use_cache=True,
+            )
+        self.recent = self.recent.cat(LayerKV.from_cache(cache).slice(past.length))
+        if self.window is not None and self.recent.length > self.window - 1:
+            cut = self.recent.length - (self.window - 1)
+            self._evicted(self.recent.slice(0, cut))
+            self.recent = self.recent.slice(cut)
+        self.position += 1
+        return out.logits[0, 0]
+
+    @torch.no_grad()
+    def generate(
+        self, prompt_ids: torch.Tensor, max_new_tokens: int, eos_token_id: int | None = None
+    ) -> torch.Tensor:
+        logits = None
+        for token in prompt_ids.reshape(-1).tolist():
+            logits = self.step(token)
+        if logits is None:
+            raise ValueError("empty prompt")
+        out = []
+        for _ in range(max_new_tokens):
+            token = int(logits.argmax())
+            out.append(token)
+            if token == eos_token_id:
+                break
+            logits = self.step(token)
+        return torch.tensor(out, dtype=torch.long)
+
+
+class FullStream(_WindowStream):
+    """No compression; ``window=None`` keeps every token (memory grows)."""
+
+    def __init__(
+        self, model: Nugget2DModel, window: int | None = None, adapter: str | None = None
+    ) -> None:
+        super().__init__(model, window, adapter)
+
+
+class CompressiveStream(_WindowStream):
+    """Recent window + mean-pooled memory of the distant tokens (see module docstring)."""
+
+    def __init__(
+        self,
+        model: Nugget2DModel,
+        ratio: float | None = None,
+        adapter: str | None = DECODER,
+    ) -> None:
+        c = model.config
+        super().__init__(model, c.recent_window, adapter)
+        self.chunk = max(round(1.0 / (ratio or c.ratio)), 1)
+        self.max_slots: int | None = c.max_nuggets
+        if c.distant_window is not None:
+            slots = -(-c.distant_window // self.chunk)
+            self.max_slots = slots if self.max_slots is None else min(self.max_slots, slots)
+        self.pending = LayerKV([], [])
+        self.pending_start = 0  # position of the first pending token
+
+    def _rotary(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        lm = self.model.lm
+        rotary = self.model.adaptor.rotary(lm)
+        probe = self.model.embed(torch.zeros(1, 1, dtype=torch.long, device=positions.device))
+        cos, sin = rotary(probe, positions[None])
+        return cos[:, None], sin[:, None]  # [1, 1, n, head_dim]
+
+    def _pool(self, block: LayerKV, first: int) -> LayerKV:
+        n = block.length
+        positions = torch.arange(first, first + n, device=block.keys[0].device)
+        cos, sin = self._rotary(positions)
+        last_cos, last_sin = cos[:, :, -1:], sin[:, :, -1:]
+        keys, values = [], []
+        for k, v in zip(block.keys, block.values, strict=True):
+            plain = k * cos - rotate_half(k) * sin  # undo the rotation at each position
+            mean = plain.mean(dim=2, keepdim=True)
+            keys.append(mean * last_cos + rotate_half(mean) * last_sin)
+            values.append(v.mean(dim=2, keepdim=True))
+        return LayerKV(keys, values)
+
+    def _evicted(self, evicted: LayerKV) -> None:
+        if self.pending.length == 0:
+            self.pending_start = self.position - (self.window - 1) - evicted.length + 1
+        self.pending = self.pending.cat(evicted)
+        while self.pending.length >= self.chunk:
+            slot = self._pool(self.pending.slice(0, self.chunk), self.pending_start)
+            self.memory = self.memory.cat(slot)
+            self.pending = self.pending.slice(self.chunk)
+            self.pending_start += self.chunk
+        if self.max_slots is not None and self.memory.length > self.max_slots:
+            self.memory = self.memory.slice(self.memory.length - self.max_slots)
+
+    def kv_bytes(self) -> int:
+        return super().kv_bytes() + self.pending.nbytes()
+
+
+@torch.no_grad()
+def stream_nll(stream: object, input_ids: torch.Tensor, start: int = 1) -> torch.Tensor:
+    """Per-token NLL ``[n - start]`` of ``input_ids [n]`` under a fresh ``stream``
+    (`Nugget2DStream`, `FullStream` or `CompressiveStream`), from token ``start`` on."""
+    ids = input_ids.reshape(-1).tolist()
+    nll = []
+    for i, token in enumerate(ids[:-1]):
+        logits = stream.step(token)  # type: ignore[attr-defined]
+        if i + 1 >= start:
+            nll.append(-torch.log_softmax(logits.float(), dim=-1)[ids[i + 1]])
+    return torch.stack(nll)
