@@ -1,0 +1,84 @@
+"""nugget-data round trip, paper-source adapters on local files, Nugget2D builders."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from stages.datasets import lm
+from stages.datasets import paper_sources as paper
+from stages.datasets.articles import from_wikitext103
+from stages.datasets.nugget_data import Task, read_docs, read_tasks, write_dataset
+
+
+def test_nugget_data_round_trips_in_both_layouts(tmp_path):
+    docs = [("L0", "query\ttext\nwith breaks"), ("R0", "pos"), ("R1", "neg")]
+    tasks = [Task("L0", ("R1", "R0"), 1)]
+    write_dataset(tmp_path, docs, tasks)
+    assert read_tasks(tmp_path / "tasks.jsonl") == tasks == read_tasks(tmp_path / "nugget-data" / "task.jsonl")
+    assert json.loads((tmp_path / "nugget-data" / "task.jsonl").read_text())["source"] == "L0"
+    assert read_docs(tmp_path / "docs.tsv") == read_docs(tmp_path / "nugget-data" / "docs.txt")
+    assert read_docs(tmp_path / "docs.tsv")["L0"] == "query text with breaks"
+    with pytest.raises(ValueError, match="not written"):
+        write_dataset(tmp_path, docs[:2], tasks)
+    with pytest.raises(ValueError, match="answer 2 outside"):
+        Task("L0", ("R0", "R1"), 2)
+
+
+def test_paper_adapters_read_local_files_in_hf_layout(tmp_path):
+    import datasets
+
+    datasets.Dataset.from_dict({"translation": [{"en": "Hi.", "zh": "你好。"}]}).to_parquet(tmp_path / "wmt.parquet")
+    rows = paper.load_rows("wmt19", "train", str(tmp_path / "wmt*.parquet"))
+    assert paper.wmt_pairs_from_rows(rows) == [("Hi.", "你好。")]
+    lines = [" = Alpha = \n", " Lead text . \n", " = = History = = \n", " Old . \n", " = = References = = \n", " x \n",
+             " = Beta = \n", " Only lead . \n"]
+    datasets.Dataset.from_dict({"text": lines}).to_json(tmp_path / "wiki.jsonl")
+    arts = from_wikitext103(paper.texts_from_rows(paper.load_rows("wikitext103", "train", str(tmp_path / "wiki.jsonl"))))
+    assert [(a.title, a.sections) for a in arts] == [
+        ("Alpha", [("", "Lead text ."), ("History", "Old .")]), ("Beta", [("", "Only lead .")])]
+    squad = [{"context": "C", "question": "Q?", "answers": {"text": ["A"], "answer_start": [0]}},
+             {"context": "C", "question": "none", "answers": {"text": [], "answer_start": []}}]
+    assert paper.squad_from_rows(squad) == [("C", "Q?", "A")]
+    assert paper.cnn_from_rows([{"article": "Art", "highlights": "H", "id": "1"}]) == [("Art", "H")]
+    (tmp_path / "pb.tsv").write_text("0.9\tA cat sat.\tA cat was sitting.\nB.\tBee.\n")
+    assert paper.parabank_pairs(tmp_path / "pb.tsv") == [("A cat sat.", "A cat was sitting."), ("B.", "Bee.")]
+    with pytest.raises(FileNotFoundError, match="no files match"):
+        paper.load_rows("squad", "train", str(tmp_path / "missing*.json"))
+
+
+def test_prompts_are_the_appendix_c_templates():
+    r = lm.qa_record("DOC", "Who?", "me")
+    assert r["full_prompt"] == "[INST] DOC Based on the provided document, answer the following question: Who? [/INST]"
+    assert r["prompt"] == "Based on the provided document, answer the following question: Who? [/INST]"
+    s = lm.summary_record("DOC", "sum")
+    assert s["full_prompt"] == "[INST] DOC Please summarize the above document in one sentence. [/INST]"
+    assert lm.lmsumm_prompt(" ".join("w" * 1 for _ in range(25)), 0.1) == (
+        "[INST] Please summarize the following text into 3 words: " + " ".join(["w"] * 25) + " [/INST]")
+
+
+def test_segments_and_triples_on_a_real_tokenizer(bpe_dir):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(bpe_dir))
+    ids = tok(" ".join(f"And word{i} saw the light." for i in range(60)), add_special_tokens=False)["input_ids"]
+    segs = lm.lm_segments([ids], distant=32, recent=8)
+    assert all(len(s["distant"]) == 32 and 1 <= len(s["recent"]) <= 8 for s in segs)
+    assert [t for s in segs for t in s["distant"] + s["recent"]] == ids[: sum(len(s["distant"]) + len(s["recent"]) for s in segs)]
+    triples = lm.continuation_triples([ids], doc=48, prompt=4, answer=12)
+    assert triples and all(len(t["doc"]) == 48 and len(t["prompt"]) == 4 and 1 <= len(t["answer"]) <= 12 for t in triples)
+    assert triples[0]["doc"] + triples[0]["prompt"] + triples[0]["answer"] == ids[:64]
+
+
+def test_stand_ins_are_labelled_and_honest():
+    passage = "The river rose. Alice met Bob in Paris in 1999. Nothing else happened."
+    for seed in range(5):
+        r = lm.cloze_qa(passage, np.random.default_rng(seed))
+        assert r["stand_in"] == lm.QA_STAND_IN and r["answer"] in passage
+        assert lm.BLANK in r["prompt"] and r["answer"] not in r["prompt"].split("blank:")[1]
+    assert lm.cloze_qa("no capitals here at all.", np.random.default_rng(0)) is None
+    s = lm.lead_summary("First sentence here. Then the body. And more.")
+    assert s["answer"] == "First sentence here." and "First" not in s["document"] and s["stand_in"]
+    assert lm.lead_summary("Only one sentence.") is None

@@ -1,0 +1,78 @@
+"""Documents: limits hold on the real tokenizer, sentences are never split, deletion ≈ p."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stages.datasets.corpora import ParallelCorpus, mt_corpus
+from stages.datasets.documents import build_documents
+from stages.datasets.packing import pack_parallel
+from stages.datasets.splits import assign_splits
+from stages.datasets.tokens import exact_count
+
+
+def test_pack_closes_before_overflow_and_isolates_long_units():
+    res = pack_parallel([3, 4, 2, 9, 1, 1], [2, 2, 6, 1, 1, 1], limit=8)
+    assert [(d.left, d.truncated) for d in res.docs] == [([0, 1], False), ([2], False), ([3], True), ([4, 5], False)]
+    assert res.truncated == 1
+
+
+def test_deletion_rate_is_about_one_minus_keep_prob_per_side_independently():
+    rng = np.random.default_rng(0)
+    n = 20000
+    res = pack_parallel([1] * n, [1] * n, limit=50, keep_prob=0.8, rng=rng)
+    assert res.deleted_left / n == pytest.approx(0.2, abs=0.01)
+    assert res.deleted_right / n == pytest.approx(0.2, abs=0.01)
+    kept_l = np.zeros(n, bool)
+    kept_r = np.zeros(n, bool)
+    for d in res.docs:
+        kept_l[d.left] = True
+        kept_r[d.right] = True
+    # independent sides: P(both kept) ≈ 0.64, not 0.8
+    assert (kept_l & kept_r).mean() == pytest.approx(0.64, abs=0.02)
+
+
+def _corpus(n_streams=3, n=40):
+    streams = [[(f"Sentence {s}-{i} is about word{i % 40} and light.", f"第{i}段讨论软件包和系统。")
+                for i in range(n)] for s in range(n_streams)]
+    streams[1][5] = (" ".join(["very long sentence"] * 60) + ".", "长" * 10)  # over the limit
+    return ParallelCorpus("synthetic", streams, (" ", ""))
+
+
+@pytest.mark.parametrize("keep_prob", [1.0, 0.8])
+def test_documents_respect_limit_and_keep_sentences_whole(ray_local, bpe_dir, keep_prob):
+    corpus = _corpus()
+    units = {s for stream in corpus.streams for pair in stream for s in pair}
+    built = build_documents(corpus, bpe_dir, limit=40, keep_prob=keep_prob, seed=3)
+    assert built.truncated == 1
+    for d in built.docs:
+        assert exact_count(d.left, bpe_dir) <= 40 and exact_count(d.right, bpe_dir) <= 40
+        assert d.n_left == exact_count(d.left, bpe_dir)
+        if not d.truncated:
+            assert set(d.left_sentences) <= units and set(d.right_sentences) <= units
+            assert d.left == " ".join(d.left_sentences) and d.right == "".join(d.right_sentences)
+    again = build_documents(corpus, bpe_dir, limit=40, keep_prob=keep_prob, seed=3)
+    assert [d.left for d in again.docs] == [d.left for d in built.docs]
+    if keep_prob < 1:
+        other = build_documents(corpus, bpe_dir, limit=40, keep_prob=keep_prob, seed=4)
+        assert [d.left for d in other.docs] != [d.left for d in built.docs]
+
+
+def test_splits_are_deterministic_and_never_silently_empty():
+    a = assign_splits(100, 0.05, 0.05, seed=1)
+    assert a == assign_splits(100, 0.05, 0.05, seed=1) != assign_splits(100, 0.05, 0.05, seed=2)
+    assert (a.count("dev"), a.count("test"), a.count("train")) == (5, 5, 90)
+    assert assign_splits(5, 0.01, 0.01, 0).count("dev") == 1
+    with pytest.raises(ValueError, match="non-empty train"):
+        assign_splits(2, 0.3, 0.3, 0)
+
+
+def test_empty_corpus_and_empty_pairs_are_errors_or_counted(tmp_path):
+    from tests.data.fixtures import write_debian_reference
+
+    write_debian_reference(tmp_path, n_chapters=1, paragraphs=0)
+    from stages.config.schema import MTData
+
+    with pytest.raises(ValueError, match="yielded no sentence pairs"):
+        mt_corpus(MTData(), tmp_path)
