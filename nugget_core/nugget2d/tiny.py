@@ -34,6 +34,10 @@ class TinyCausalSpec:
     intermediate_size: int = 64
     max_positions: int = 4096
     attn_implementation: str = "sdpa"
+    # Larger than HF's 0.02 when a test must learn through the frozen LM head: with
+    # 0.02 the largest reachable logit is ~1 (normed states x tiny head rows), which
+    # floors the loss near log(vocab).
+    initializer_range: float = 0.02
 
 
 def build_tiny_causal_lm(
@@ -53,6 +57,7 @@ def build_tiny_causal_lm(
         num_key_value_heads=spec.kv_heads,
         max_position_embeddings=spec.max_positions,
         tie_word_embeddings=False,
+        initializer_range=spec.initializer_range,
         pad_token_id=0,
         bos_token_id=1,
         eos_token_id=2,

@@ -144,3 +144,13 @@ def causal_factory():
 @pytest.fixture
 def doc_batch():
     return make_doc_batch()
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny matmuls are dominated by thread hand-offs on 2 shared cores (measured: the
+    Nugget2D overfit test takes ~3 s on one thread, ~120 s on two under load)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

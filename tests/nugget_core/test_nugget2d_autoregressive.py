@@ -29,13 +29,7 @@ def _model(causal_factory, family="llama", impl="sdpa", **overrides) -> Nugget2D
     return model
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Tiny matmuls are dominated by thread hand-offs on 2 shared cores.
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,8 @@ from nugget_core import ResidualMode
 from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel
 from nugget_core.nugget2d.generation import generate_from_context
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 FAMILIES = ["llama", "mistral", "qwen2"]
 
 

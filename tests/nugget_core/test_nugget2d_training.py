@@ -1,0 +1,85 @@
+"""Nugget2D training pieces: objectives' trainable sets, overfit, save/load round trip."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel, TinyCausalSpec, build_tiny_causal_lm
+from nugget_core.nugget2d.adapters import adapter_parameters
+from nugget_core.nugget2d.objectives import autoencoding_loss, objective_loss, set_objective
+from nugget_core.nugget2d.persistence import load_nugget2d, save_nugget2d
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+@pytest.mark.parametrize(
+    ("objective", "decoder_trains", "soft_trains"),
+    [("autoencoding", True, True), ("continuation", False, True), ("finetune", True, False)],
+)
+def test_objectives_train_what_the_paper_says(
+    causal_factory, doc_batch, objective, decoder_trains, soft_trains
+):
+    model = Nugget2DModel(causal_factory(), Nugget2DConfig(ratio=0.5, scorer_layer=1, lora_rank=4))
+    set_objective(model, objective)
+    out = objective_loss(model, objective, doc_batch)
+    out.loss.backward()
+    phi = adapter_parameters(model.peft, "compressor")
+    theta = adapter_parameters(model.peft, "decoder")
+    assert all(p.requires_grad for p in phi) and phi[0].grad is not None
+    assert all(p.requires_grad == decoder_trains for p in theta)
+    assert model.soft_prompt.requires_grad == soft_trains
+    base = [p for n, p in model.lm.named_parameters() if "lora_" not in n]
+    assert base and not any(p.requires_grad for p in base)
+    # LoRA B starts at 0, so phi's A matrices get no gradient yet; phi's B ones do.
+    phi_b = [p for n, p in model.peft.named_parameters() if "lora_B.compressor" in n]
+    assert sum(float(p.grad.abs().sum()) for p in phi_b) > 0
+    if soft_trains:
+        assert float(model.soft_prompt.grad.abs().sum()) > 0
+
+
+def test_autoencoding_overfits_at_ratio_0_2():
+    """4 documents of 20 tokens, 4 nuggets each; 100 Adam steps.
+
+    Measured (CPU, fp32): 5.32 -> 0.009 (x580); asserted: at least x20."""
+    torch.manual_seed(0)
+    spec = TinyCausalSpec(hidden_size=64, intermediate_size=128, initializer_range=0.2)
+    config = Nugget2DConfig(
+        ratio=0.2, scorer_layer=1, lora_rank=8, lora_alpha=16, lora_target_modules=ALL_LINEAR
+    )
+    model = Nugget2DModel(build_tiny_causal_lm("llama", spec), config)
+    optimizer = torch.optim.Adam(set_objective(model, "autoencoding"), lr=2e-2)
+    doc = torch.randint(3, 64, (4, 20), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(doc)
+    losses = []
+    for _ in range(100):
+        out = autoencoding_loss(model, doc, mask)
+        optimizer.zero_grad()
+        out.loss.backward()
+        optimizer.step()
+        losses.append(out.loss.item())
+    assert out.context.counts.tolist() == [4, 4, 4, 4]
+    assert losses[-1] < losses[0] / 20, losses[::10]
+
+
+def test_save_load_round_trip(causal_factory, doc_batch, tmp_path):
+    model = Nugget2DModel(causal_factory("mistral"), Nugget2DConfig(ratio=0.5, scorer_layer=1, lora_rank=4))
+    with torch.no_grad():
+        for name, p in model.peft.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.3)
+        for p in model.scorer.parameters():
+            p.normal_()
+        model.soft_prompt.normal_()
+        before = model(**doc_batch, soft_prompt=True)
+    save_nugget2d(model, tmp_path / "ckpt")
+    assert (tmp_path / "ckpt/adapters/compressor/adapter_model.safetensors").is_file()
+    assert (tmp_path / "ckpt/adapters/decoder/adapter_config.json").is_file()
+    loaded = load_nugget2d(tmp_path / "ckpt", causal_factory("mistral"))
+    assert loaded.config == model.config
+    with torch.no_grad():
+        after = loaded(**doc_batch, soft_prompt=True)
+    torch.testing.assert_close(after.context.positions, before.context.positions)
+    torch.testing.assert_close(after.logits, before.logits)
