@@ -79,6 +79,8 @@ def run_one(
         output_dir=scratch,
         logger=logger,
         sources_dir=Path(os.path.expanduser(cfg.run.sources_dir)),
+        work_uri=store.work_uri(stage_name, key),
+        forced=forced,
     )
     start = time.time()
     try:

@@ -61,6 +61,8 @@ class StageContext:
     output_dir: Path
     logger: RunLogger
     sources_dir: Path
+    work_uri: str  # durable scratch for this (stage, key) beyond one attempt, e.g. Ray Train storage
+    forced: bool = False
     metrics: dict[str, float] = field(default_factory=dict)
 
     def cfg(self, dotted: str) -> Any:

@@ -55,6 +55,11 @@ class ArtifactStore:
     def uri(self, stage: str, key: str) -> str:
         return self._dir(stage, key) if self.local else f"{self.root_uri}/{stage}/{key}"
 
+    def work_uri(self, stage: str, key: str) -> str:
+        """Durable working space of (stage, key) that outlives a crashed attempt (e.g. Ray
+        Train checkpoints to resume from); the stage removes it when done."""
+        return f"{self.uri(stage, key).rsplit('/', 1)[0]}/.work-{key}"
+
     def is_complete(self, stage: str, key: str) -> bool:
         return self.fs.exists(f"{self._dir(stage, key)}/{MARKER}")
 

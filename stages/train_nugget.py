@@ -1,0 +1,60 @@
+"""Stage ``train_nugget``: train a Nugget encoder-decoder (AE or MT) on Ray Train.
+
+Reads the tokenizer and the MT documents of the dataset stages, fits a ``TorchTrainer``
+(``train.nugget.num_workers`` workers; DDP, or DeepSpeed ZeRO-2 with
+``train.nugget.backend=deepspeed``), restarting from the last checkpoint on worker
+failures (``train.nugget.max_failures``). Every ablation is a config, not code:
+``nugget.selector`` (topk / chunk / sentence), ``nugget.feedback``, ``nugget.scorer_layer``,
+``train.nugget.objective`` (ae / mt), ``train.nugget.deletion_noise`` (TSDAE-style AE).
+
+Output: ``model/`` (HF ``save_pretrained`` + nugget parts + tokenizer, loadable with
+``nugget_core.NuggetModel.from_pretrained`` outside Ray), ``trainer_state.json`` (loss
+history, dev losses, early stopping) and ``probe_logits.pt``. Per-step loss / lr /
+tokens-per-second are logged to MLflow by rank 0 into this stage's run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from stages.framework.stage import Stage, StageContext
+from stages.training.launch import check_resources, clear_storage, fit
+from stages.training.loop import PROBE_FILE
+from stages.training.nugget_task import NuggetTask
+
+
+class TrainNugget(Stage):
+    name = "train_nugget"
+    description = "Nugget AE/MT on Ray Train (DDP or DeepSpeed ZeRO-2)."
+    upstream = ("tokenizer", "build_mt_docs")
+    config_keys = ("nugget", "model.seq2seq", "train.nugget", "run.seed")
+    code_modules = ("stages.train_nugget", "stages.training", "nugget_core")
+    resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
+
+    def run(self, ctx: StageContext) -> None:
+        job = ctx.cfg("train.nugget")
+        check_resources(job, "train.nugget")
+        task = NuggetTask(
+            data_dir=str(ctx.inputs["build_mt_docs"].path),
+            tokenizer_dir=str(ctx.inputs["tokenizer"].file("tokenizer")),
+            objective=job.objective,
+            nugget=ctx.cfg("nugget"),
+            model=ctx.cfg("model.seq2seq"),
+            deletion_noise=job.deletion_noise,
+            dev_examples=job.dev_examples,
+            seed=ctx.cfg("run.seed"),
+        )
+        if ctx.forced:  # never resume a forced recompute from an older attempt
+            clear_storage(ctx.work_uri, "train")
+        checkpoint, state = fit(task, job, ctx.work_uri, "train", ctx.cfg("run.seed"), ctx.logger)
+        shutil.copytree(checkpoint / "model", ctx.output_dir / "model")
+        shutil.copy(checkpoint / PROBE_FILE, ctx.output_dir / PROBE_FILE)
+        ctx.write_json("trainer_state.json", state)
+        clear_storage(ctx.work_uri, "train")
+        ctx.log_metrics({
+            "final_train_loss": state["losses"][-1],
+            "best_dev_loss": state["best_dev_loss"],
+            "steps": state["step"],
+            "stopped_early": float(state["stopped_early"]),
+        })

@@ -1,0 +1,45 @@
+"""Tiny MT-docs artifacts (the build_mt_docs / tokenizer contracts) for training tests."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+WORDS = "the cat dog sat ran on mat rug red blue big small a one two and it was".split()
+
+
+def make_docs(n: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        sents = [" ".join(rng.choices(WORDS, k=rng.randint(3, 6))) + "." for _ in range(rng.randint(1, 3))]
+        source = " ".join(sents)
+        rows.append({
+            "doc_id": f"d{seed}-{i}",
+            "source": source,
+            "target": source.upper(),  # a deterministic "translation"
+            "source_sentences": sents,
+            "target_sentences": [s.upper() for s in sents],
+            "n_source_tokens": 0,
+            "n_target_tokens": 0,
+        })
+    return rows
+
+
+def make_mt_artifacts(root: Path, n_train: int = 64, n_dev: int = 16) -> tuple[Path, Path]:
+    """(data_dir with train/dev/test parquet, tokenizer_dir)."""
+    from nugget_core import train_bpe_tokenizer
+
+    data = root / "mt"
+    data.mkdir(parents=True)
+    splits = {"train": make_docs(n_train, 1), "dev": make_docs(n_dev, 2), "test": make_docs(n_dev, 3)}
+    for name, rows in splits.items():
+        pq.write_table(pa.Table.from_pylist(rows), data / f"{name}.parquet")
+    texts = [r[k] for rows in splits.values() for r in rows for k in ("source", "target")]
+    tok = train_bpe_tokenizer(texts, vocab_size=300)
+    tok_dir = root / "tokenizer"
+    tok.save_pretrained(tok_dir)
+    return data, tok_dir

@@ -1,0 +1,118 @@
+"""Nugget training on Ray Train: DDP and DeepSpeed ZeRO-2, checkpoints, exact resume."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from stages.config import load_config
+from stages.training.launch import check_resources, fit
+from stages.training.loop import PROBE_FILE, lr_at
+from stages.training.nugget_task import NuggetTask, sentence_end_positions
+from tests.training.conftest import TINY
+
+pytestmark = pytest.mark.ray
+
+
+def _task(cfg, data, tok) -> NuggetTask:
+    job = cfg.train.nugget
+    return NuggetTask(str(data), str(tok), job.objective, cfg.nugget, cfg.model.seq2seq,
+                      deletion_noise=job.deletion_noise, seed=0)
+
+
+def _reload_matches_probe(checkpoint):
+    from nugget_core import NuggetModel
+
+    model = NuggetModel.from_pretrained(checkpoint / "model").eval()
+    return model
+
+
+@pytest.fixture(scope="module")
+def ddp_run(ray_local, mt_artifacts, tmp_path_factory):
+    data, tok = mt_artifacts
+    cfg = load_config(TINY)
+    storage = tmp_path_factory.mktemp("storage")
+    checkpoint, state = fit(_task(cfg, data, tok), cfg.train.nugget, str(storage), "ddp", seed=0)
+    return cfg, checkpoint, state
+
+
+def _assert_trained_and_reloads(cfg, data, tok, checkpoint, state):
+    losses = state["losses"]
+    assert len(losses) == 20 and state["step"] == 20
+    assert sum(losses[-5:]) / 5 < 0.95 * sum(losses[:5]) / 5  # falling loss
+    task = _task(cfg, data, tok)
+    probe = task.collate(task.load_split("dev")[:8], step=-1, rank=0, train=False)
+    model = _reload_matches_probe(checkpoint)
+    with torch.no_grad():
+        torch.testing.assert_close(task.logits(model, probe), torch.load(checkpoint / PROBE_FILE))
+
+
+@pytest.mark.slow
+def test_ddp_two_workers_trains_and_checkpoint_reloads(ddp_run, mt_artifacts):
+    cfg, checkpoint, state = ddp_run
+    _assert_trained_and_reloads(cfg, *mt_artifacts, checkpoint, state)
+    assert sorted(p.name for p in checkpoint.glob("rng_rank*.pt")) == ["rng_rank0.pt", "rng_rank1.pt"]
+    assert (checkpoint / "optimizer.pt").exists()
+
+
+@pytest.mark.slow
+def test_deepspeed_zero2_two_workers(ray_local, mt_artifacts, tmp_path):
+    data, tok = mt_artifacts
+    cfg = load_config(TINY + ["train.nugget.backend=deepspeed"])
+    checkpoint, state = fit(_task(cfg, data, tok), cfg.train.nugget, str(tmp_path), "ds", seed=0)
+    _assert_trained_and_reloads(cfg, data, tok, checkpoint, state)
+    shards = sorted(p.name for p in (checkpoint / "ds").glob("*optim_states.pt"))
+    assert len(shards) == 2  # ZeRO-2 optimiser shards from both ranks
+
+
+@pytest.mark.slow
+def test_injected_failure_resumes_exactly_in_one_mlflow_run(ddp_run, mt_artifacts, tmp_path):
+    from stages.framework.tracking import Tracker
+    from tests.framework.fixtures import runs_of_latest_pipeline  # noqa: F401
+
+    cfg, _, uninterrupted = ddp_run
+    data, tok = mt_artifacts
+    tracker = Tracker(f"sqlite:///{tmp_path}/mlflow.db", "train-test", str(tmp_path / "mlartifacts"))
+    logger = tracker.start_run("train_nugget", {"stage": "train_nugget"})
+    checkpoint, state = fit(_task(cfg, data, tok), cfg.train.nugget, str(tmp_path / "storage"),
+                            "crash", seed=0, logger=logger, fail_at_step=15)
+    assert state["resumed_from_step"] == 10  # restarted from the step-10 checkpoint
+    assert state["step"] == 20
+    assert state["losses"] == uninterrupted["losses"]  # bit-exact continuation
+    assert state["dev_losses"] == uninterrupted["dev_losses"]
+    runs = tracker.client.search_runs([tracker.experiment_id])
+    assert len(runs) == 1
+    history = tracker.client.get_metric_history(logger.run_id, "train_loss")
+    assert max(m.step for m in history) == 20
+
+
+def test_more_workers_than_cpus_fails_before_training(ray_local):
+    cfg = load_config(TINY + ["train.nugget.num_workers=3"])
+    with pytest.raises(ValueError, match=r"train.nugget.num_workers=3 needs 3 CPUs but the Ray cluster has 2"):
+        check_resources(cfg.train.nugget, "train.nugget")
+
+
+def test_pretrained_scorer_layer_too_deep_is_refused(mt_artifacts, tmp_path):
+    from nugget_core import TinyBartSpec, build_tiny_bart
+    from transformers import AutoTokenizer
+
+    data, tok = mt_artifacts
+    build_tiny_bart(AutoTokenizer.from_pretrained(tok), TinyBartSpec(layers=2)).save_pretrained(tmp_path)
+    cfg = load_config(["model.seq2seq.source=pretrained", f"model.seq2seq.name_or_path={tmp_path}",
+                       "nugget.scorer_layer=3"])
+    with pytest.raises(ValueError, match="scorer_layer=3 exceeds the number of encoder layers"):
+        _task(cfg, data, tok).build_model(None)
+
+
+def test_lr_schedule():
+    cfg = load_config(["train.nugget.lr=1.0", "train.nugget.warmup_steps=10",
+                       "train.nugget.schedule=cosine", "train.nugget.max_steps=110"])
+    job = cfg.train.nugget
+    assert lr_at(0, job) == pytest.approx(0.1) and lr_at(9, job) == pytest.approx(1.0)
+    assert lr_at(60, job) == pytest.approx(0.5) and lr_at(110, job) == pytest.approx(0.0)
+
+
+def test_sentence_end_positions_follow_offsets():
+    text = "Hi there. Bye now."
+    offsets = [(0, 0), (0, 2), (2, 8), (8, 9), (9, 13), (13, 17), (17, 18), (0, 0)]
+    assert sentence_end_positions(text, ["Hi there.", "Bye now."], offsets) == [3, 6]
