@@ -93,9 +93,7 @@ def decoder_visibility(context_mask: torch.Tensor, token_mask: torch.Tensor) -> 
     return torch.cat([nuggets, own], dim=2)
 
 
-def key_bias(
-    context: CompressedContext, n_other: int, mode: ResidualMode
-) -> torch.Tensor | None:
+def key_bias(context: CompressedContext, n_other: int, mode: ResidualMode) -> torch.Tensor | None:
     """``[batch, k + n_other]`` residual on the nugget columns (0 on the others), or None
     when it is exactly 0 and no gradient can flow (keeps sdpa's mask simple)."""
     if mode is ResidualMode.NONE:

@@ -62,7 +62,9 @@ class Nugget2DStream:
         past = self.scorer_kv.length
         mask = torch.zeros(1, 1, 1, past + 1, dtype=model.dtype, device=token.device)
         features = model.features(
-            token, mask, position_ids=torch.tensor([[p]], device=token.device),
+            token,
+            mask,
+            position_ids=torch.tensor([[p]], device=token.device),
             past_key_values=cache,
         )
         if model.config.scorer_layer > 0:
@@ -113,7 +115,9 @@ class Nugget2DStream:
         self.recent = recent.slice(max(recent.length - keep, 0)) if keep else LayerKV([], [])
         if is_nugget:
             self.nuggets = self.nuggets.cat(new.slice(1, 2))
-            self.nugget_positions = torch.cat([self.nugget_positions, self.nugget_positions.new_tensor([p])])
+            self.nugget_positions = torch.cat(
+                [self.nugget_positions, self.nugget_positions.new_tensor([p])]
+            )
             self.nugget_scores = torch.cat([self.nugget_scores, score.reshape(1)])
         self.selected.append(is_nugget)
         self.position += 1

@@ -34,7 +34,11 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.mark.parametrize(
     ("family", "impl", "residual"),
-    [("llama", "eager", "direct"), ("mistral", "sdpa", "straight_through"), ("qwen2", "sdpa", "direct")],
+    [
+        ("llama", "eager", "direct"),
+        ("mistral", "sdpa", "straight_through"),
+        ("qwen2", "sdpa", "direct"),
+    ],
 )
 def test_incremental_decoding_equals_parallel_forward(causal_factory, family, impl, residual):
     model = _model(causal_factory, family, impl, residual=residual)

@@ -65,7 +65,9 @@ def test_autoencoding_overfits_at_ratio_0_2():
 
 
 def test_save_load_round_trip(causal_factory, doc_batch, tmp_path):
-    model = Nugget2DModel(causal_factory("mistral"), Nugget2DConfig(ratio=0.5, scorer_layer=1, lora_rank=4))
+    model = Nugget2DModel(
+        causal_factory("mistral"), Nugget2DConfig(ratio=0.5, scorer_layer=1, lora_rank=4)
+    )
     with torch.no_grad():
         for name, p in model.peft.named_parameters():
             if "lora_B" in name:
