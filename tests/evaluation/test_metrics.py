@@ -1,0 +1,81 @@
+"""Metrics against hand computations and against the sacrebleu command line."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from stages.evaluation.metrics import corpus_bleu, cosine, mean_maxsim, mrr, reciprocal_rank
+
+
+def test_mean_maxsim_on_hand_computed_vectors():
+    # query vectors: e1 and (e1+e2)/sqrt2 ; doc vectors: e2 and e1+e3 (unnormalised)
+    q = torch.tensor([[2.0, 0.0, 0.0], [1.0, 1.0, 0.0]])
+    d = torch.tensor([[0.0, 3.0, 0.0], [1.0, 0.0, 1.0]])
+    # cos(q1, d1) = 0, cos(q1, d2) = 1/sqrt2 -> max 1/sqrt2
+    # cos(q2, d1) = 1/sqrt2, cos(q2, d2) = 1/2 -> max 1/sqrt2
+    assert mean_maxsim(q, d) == pytest.approx(1 / math.sqrt(2), abs=1e-6)
+    # asymmetric: from the doc side, d1 -> max(0, 1/sqrt2), d2 -> max(1/sqrt2, 1/2)
+    assert mean_maxsim(d, q) == pytest.approx(1 / math.sqrt(2), abs=1e-6)
+    # one query vector, identical doc vector among others: exactly 1
+    assert mean_maxsim(q[:1], torch.cat([d, q[:1] * 5])) == pytest.approx(1.0, abs=1e-6)
+    # a mean, not a sum: three query vectors, maxima 1, 0 and 0.6
+    q3 = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    d3 = torch.tensor([[1.0, 0.0], [0.0, -1.0]])
+    assert mean_maxsim(q3, d3) == pytest.approx((1.0 + 0.0 + 0.6) / 3, abs=1e-6)
+
+
+def test_cosine_single_vector():
+    sims = cosine(torch.tensor([1.0, 0.0]), torch.tensor([[2.0, 0.0], [1.0, 1.0], [-1.0, 0.0]]))
+    torch.testing.assert_close(sims, torch.tensor([1.0, 1 / math.sqrt(2), -1.0]))
+
+
+def test_mrr_on_hand_built_ranking():
+    rankings = [
+        ([0.9, 0.1, 0.3], 0),  # answer first: 1
+        ([0.2, 0.8, 0.5], 2),  # answer second: 1/2
+        ([0.1, 0.2, 0.3, 0.4], 0),  # answer last of 4: 1/4
+    ]
+    assert mrr(rankings) == pytest.approx(100 * (1 + 0.5 + 0.25) / 3)
+    # ties rank the answer after its equals: a constant scorer gets the worst rank
+    assert reciprocal_rank([0.5, 0.5, 0.5], 1) == pytest.approx(1 / 3)
+    with pytest.raises(ValueError):
+        mrr([])
+
+
+HYPS = [
+    "the cat sat on the mat .",
+    "a quick brown fox jumps over a lazy dog",
+    "nuggets are selected tokens , mostly punctuation .",
+    "completely different words here",
+]
+REFS = [
+    "the cat sat on the mat .",
+    "the quick brown fox jumped over the lazy dog",
+    "nuggets are the selected tokens : mostly punctuation and conjunctions .",
+    "nothing in common at all",
+]
+
+
+def test_bleu_equals_sacrebleu_cli(tmp_path):
+    (tmp_path / "hyp.txt").write_text("\n".join(HYPS) + "\n")
+    (tmp_path / "ref.txt").write_text("\n".join(REFS) + "\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "sacrebleu", str(tmp_path / "ref.txt"), "-i", str(tmp_path / "hyp.txt"),
+         "-b", "-w", "6"],
+        check=True, capture_output=True, text=True,
+    )
+    cli = float(out.stdout.strip())
+    ours = corpus_bleu(HYPS, REFS)
+    assert 0.0 < cli < 100.0
+    assert ours == pytest.approx(cli, abs=1e-5)
+    # micro-averaged (corpus statistics pooled), not the mean of sentence BLEUs
+    import sacrebleu
+
+    sentence_mean = sum(sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(HYPS, REFS)) / len(HYPS)
+    assert ours != pytest.approx(sentence_mean, abs=0.5)
+    assert corpus_bleu(REFS, REFS) == pytest.approx(100.0)
