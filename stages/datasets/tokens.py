@@ -20,29 +20,34 @@ def load_tokenizer(path: str):
     return AutoTokenizer.from_pretrained(path)
 
 
-def _count_batch(batch: dict[str, Any], tokenizer_dir: str) -> dict[str, Any]:
+def _encode_batch(batch: dict[str, Any], tokenizer_dir: str) -> dict[str, Any]:
     tok = load_tokenizer(tokenizer_dir)
     ids = tok(list(batch["text"]), add_special_tokens=False)["input_ids"]
-    return {"i": batch["i"], "n": [len(x) for x in ids]}
+    return {"i": batch["i"], "ids": ids}
 
 
-def count_tokens(texts: list[str], tokenizer_dir: Path, batch_size: int = 512) -> list[int]:
-    """Subword count of each text (Ray Data map_batches; progress shown per dataset)."""
+def encode_texts(texts: list[str], tokenizer_dir: Path, batch_size: int = 512) -> list[list[int]]:
+    """Subword ids of each text, in input order (Ray Data map_batches; progress shown)."""
     import ray.data
 
     if not texts:
         return []
     ds = ray.data.from_items([{"i": i, "text": t} for i, t in enumerate(texts)])
     out = ds.map_batches(
-        _count_batch,
+        _encode_batch,
         fn_kwargs={"tokenizer_dir": str(Path(tokenizer_dir).resolve())},
         batch_size=batch_size,
-        batch_format="numpy",
+        batch_format="pandas",
     ).to_pandas()
-    counts = [0] * len(texts)
-    for i, n in zip(out["i"].tolist(), out["n"].tolist()):
-        counts[i] = int(n)
-    return counts
+    ids: list[list[int]] = [[] for _ in texts]
+    for i, seq in zip(out["i"].tolist(), out["ids"].tolist()):
+        ids[i] = [int(t) for t in seq]
+    return ids
+
+
+def count_tokens(texts: list[str], tokenizer_dir: Path, batch_size: int = 512) -> list[int]:
+    """Subword count of each text (see :func:`encode_texts`)."""
+    return [len(ids) for ids in encode_texts(texts, tokenizer_dir, batch_size)]
 
 
 def truncate(text: str, tokenizer_dir: Path, limit: int) -> str:

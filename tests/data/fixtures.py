@@ -71,3 +71,16 @@ def write_debian_reference(root: Path, n_chapters: int = 3, paragraphs: int = 20
             (d / f"ch{c:02d}.{lang}.html").write_text("<html><body>" + "".join(f"<p>{p}</p>" for p in ps) + "</body></html>")
         # an appendix translated with a different paragraph count: cannot be aligned
         (d / f"apa.{lang}.html").write_text("<p>a</p>" * (2 if lang == "en" else 3))
+
+
+def write_python_docs(root: Path, n_docs: int = 3) -> None:
+    """reST sources in python3.11-doc's layout, each with a lead and two sections."""
+    from stages.sources.python_docs import SOURCES_DIR
+
+    folder = deb_tree(root, "python_docs", "python3.11-doc") / SOURCES_DIR / "library"
+    folder.mkdir(parents=True, exist_ok=True)
+    body = "The module provides functions for working with {w} data in Python programs. " * 12
+    for i, w in enumerate(["json", "csv", "zipfile", "socket", "array"][:n_docs]):
+        text = f"{w} module\n{'=' * 20}\n\n{body.format(w=w)}\n\nUsage\n-----\n\n{body.format(w=w)}\n\n" \
+               f"Details\n-------\n\n{body.format(w=w)}\n"
+        (folder / f"{w}{i}.rst.txt").write_text(text)

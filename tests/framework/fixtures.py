@@ -19,7 +19,21 @@ LEE_DOCS = [
 WIKI_XML = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/">
 <page><title>Alpha</title><ns>0</ns><revision><text>Lead of alpha.
 == History ==
-Alpha history.</text></revision></page>
+Alpha history. The Phoenician letter aleph became alpha when the Greeks adopted the
+alphabet around 800 BC, and the scholar Aristotle later wrote that the letter had been
+used for counting as well as for writing words in the cities of Athens and Corinth.</text></revision></page>
+<page><title>Gamma</title><ns>0</ns><revision><text>Gamma is a letter of the Greek alphabet.
+== Usage ==
+Gamma is used in physics for radiation. In 1900 the chemist Paul Villard found a new kind of
+radiation from radium, and in 1903 Ernest Rutherford named it gamma radiation because it
+was the third kind he had studied after alpha and beta rays in his laboratory in Montreal.
+== Typography ==
+The letter gamma has an upper case and a lower case form.</text></revision></page>
+<page><title>Delta</title><ns>0</ns><revision><text>Delta is a river landform.
+== Formation ==
+A delta forms where a river deposits sediment into the sea. The Nile delta in Egypt covers
+about 240 kilometres of coastline, and the Greek historian Herodotus described it around
+450 BC, naming the landform after the shape of the letter delta in his own alphabet.</text></revision></page>
 <page><title>Talk:Alpha</title><ns>1</ns><revision><text>talk</text></revision></page>
 <page><title>Beta</title><ns>0</ns><revision><text>#REDIRECT [[Alpha]]</text></revision></page>
 </mediawiki>"""

@@ -76,8 +76,13 @@ def test_ray_job_submit_runs_the_dag(ray_head, root, base_args):
     cmd = [
         str(BIN / "ray"), "job", "submit", "--address", ray_head["dashboard"],
         "--working-dir", str(REPO), "--", "python", "pipelines/full.py", *base_args,
+        "run.targets=[report]",
     ]
-    done = subprocess.run(cmd, env=ray_head["env"], capture_output=True, text=True, timeout=400)
+    for _ in range(10):  # the job agent can come up a few seconds after the dashboard port
+        done = subprocess.run(cmd, env=ray_head["env"], capture_output=True, text=True, timeout=400)
+        if "No available agent" not in done.stdout + done.stderr:
+            break
+        time.sleep(3)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "succeeded" in done.stdout + done.stderr
     parent, children = runs_of_latest_pipeline(root)

@@ -20,6 +20,7 @@ def _statuses(root) -> dict[str, str]:
 
 
 def test_full_run_then_cached_run(ray_local, root, base_args):
+    base_args = [*base_args, "run.targets=[report]"]  # the corpus_stats -> report branch
     assert main_full(base_args) == 0
     parent, children = runs_of_latest_pipeline(root)
     assert set(children) == {"corpus_stats", "report"}
@@ -76,7 +77,7 @@ def test_stage_rerun_uses_cached_upstream(ray_local, root, base_args, capsys):
 
 
 def test_dry_run_prints_plan_without_running(ray_local, root, base_args, capsys):
-    assert main_full(["--dry-run", *base_args]) == 0
+    assert main_full(["--dry-run", *base_args, "run.targets=[report]"]) == 0
     out = capsys.readouterr().out
     assert "corpus_stats           miss" in out and "report                 miss" in out
     assert not (root / "corpus_stats").exists()

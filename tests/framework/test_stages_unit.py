@@ -17,7 +17,7 @@ from tests.framework.fixtures import LEE_DOCS
 def test_fake_wheel_is_read_like_the_real_one(sources):
     assert documents(sources, "gensim_lee") == LEE_DOCS
     # talk pages and redirects are skipped
-    assert [t for t, _ in wiki_articles(sources)] == ["Alpha"]
+    assert [t for t, _ in wiki_articles(sources)] == ["Alpha", "Gamma", "Delta"]
 
 
 def test_missing_source_names_package_and_command(tmp_path):
