@@ -11,16 +11,23 @@ from collections.abc import Sequence
 import torch
 
 
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
-    """Micro-averaged corpus BLEU (sacrebleu defaults: 13a tokenizer, exp smoothing),
-    on the 0-100 scale; one reference per hypothesis (Nugget §5.1: the input itself)."""
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], tokenize: str = "13a") -> float:
+    """Micro-averaged corpus BLEU (sacrebleu defaults: exp smoothing; ``tokenize`` "13a",
+    or "zh" for Chinese references), on the 0-100 scale; one reference per hypothesis
+    (Nugget §5.1: the input document itself for AE)."""
     import sacrebleu
 
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
     if not hypotheses:
         raise ValueError("corpus BLEU of an empty corpus is undefined")
-    return float(sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score)
+    return float(sacrebleu.corpus_bleu(list(hypotheses), [list(references)], tokenize=tokenize).score)
+
+
+def bleu_tokenizer(references: Sequence[str]) -> str:
+    """sacrebleu's "zh" tokenizer when the references contain CJK characters, else "13a"."""
+    cjk = any("\u4e00" <= ch <= "\u9fff" for text in references for ch in text)
+    return "zh" if cjk else "13a"
 
 
 def cosine(query: torch.Tensor, docs: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,54 @@
+"""Plain tables: markdown, HTML and CSV from lists of rows (stage outputs and the report)."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from collections.abc import Sequence
+from typing import Any
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def markdown(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    def cell(v: Any) -> str:
+        return fmt(v).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(fmt(v))}</td>" for v in row) + "</tr>" for row in rows
+    )
+    return f"<table border='1' cellpadding='3'><tr>{head}</tr>{body}</table>"
+
+
+def csv_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(headers)
+    writer.writerows([[fmt(v) if not isinstance(v, float) else repr(v) for v in row] for row in rows])
+    return buf.getvalue()
+
+
+def write_table(ctx: Any, stem: str, records: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
+    """``<stem>.csv`` and ``<stem>.md`` of ``records`` (dicts) restricted to ``columns``,
+    logged as artifacts of the stage's run."""
+    rows = [[r.get(c) for c in columns] for r in records]
+    for name, text in ((f"{stem}.csv", csv_text(columns, rows)), (f"{stem}.md", markdown(columns, rows))):
+        path = ctx.output_dir / name
+        path.write_text(text)
+        ctx.log_artifact(path)

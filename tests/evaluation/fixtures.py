@@ -1,0 +1,99 @@
+"""Fixture upstream artifacts for the evaluation stages and the report (no Ray, no MLflow).
+
+Untrained tiny models are enough here: the tests check the stages' plumbing and that the
+report shows exactly what the evaluation outputs hold, not model quality.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stages.config import load_config
+from stages.datasets.nugget_data import Task, write_dataset
+from stages.framework.stage import Artifact, StageContext
+from tests.training.fixtures import make_docs, make_mt_artifacts
+
+
+@dataclass
+class RecordingLogger:
+    metrics: dict[str, float] = field(default_factory=dict)
+    artifacts: list[str] = field(default_factory=list)
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        if step is None:
+            self.metrics.update(metrics)
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        assert Path(path).exists()
+        self.artifacts.append(Path(path).name)
+
+
+def artifact(stage: str, path: Path, config: dict[str, Any] | None = None) -> Artifact:
+    return Artifact(stage, f"key-{stage}", str(path), path, {"config": config or {}})
+
+
+def context(stage_cls: type, inputs: dict[str, Artifact], out: Path, overrides: list[str]) -> StageContext:
+    from stages.framework.keys import stage_sections
+
+    cfg = load_config(overrides)
+    out.mkdir(parents=True, exist_ok=True)
+    return StageContext(stage_cls.name, "k", stage_sections(stage_cls, cfg), inputs, out,
+                        RecordingLogger(), out, str(out / "work"))
+
+
+def _nugget(tok, ratio: float, layer: int, seed: int, target: Path) -> None:
+    from nugget_core import NuggetConfig, TinyBartSpec, build_tiny_bart, get_nugget_model
+
+    base = build_tiny_bart(tok, TinyBartSpec(d_model=32, layers=2, ffn_dim=64), seed=seed)
+    model = get_nugget_model(base, NuggetConfig(ratio=ratio, scorer_layer=layer))
+    model.save_pretrained(target)
+    tok.save_pretrained(target)
+
+
+def make_eval_inputs(root: Path) -> dict[str, Artifact]:
+    """build_mt_docs, build_pi, build_rr, sweep_nugget, train_nugget, train_baselines."""
+    from transformers import AutoTokenizer
+
+    from nugget_core import TinyBartSpec, build_tiny_bart
+    from nugget_core.baselines import get_bottleneck_model
+
+    data, tok_dir = make_mt_artifacts(root)
+    tok = AutoTokenizer.from_pretrained(tok_dir)
+    sweep = root / "sweep"
+    results = []
+    for i, (obj, ratio, layer) in enumerate([("ae", 0.1, 1), ("ae", 0.25, 1), ("mt", 0.1, 1), ("mt", 0.1, 0)]):
+        trial = f"{obj}-r{ratio}-l{layer}"
+        _nugget(tok, ratio, layer, i, sweep / "trials" / trial / "model")
+        results.append({"trial": trial, "objective": obj, "ratio": ratio, "scorer_layer": layer,
+                        "dev_loss": 5.0 - i, "model_dir": f"trials/{trial}/model"})
+    (sweep / "results.json").write_text(json.dumps(results))
+    train = root / "train_nugget"
+    _nugget(tok, 0.1, 1, 9, train / "model")
+    (train / "trainer_state.json").write_text(json.dumps({"best_dev_loss": 3.0}))
+    base = root / "baselines"
+    model = get_bottleneck_model(build_tiny_bart(tok, TinyBartSpec(d_model=32, layers=2, ffn_dim=64)), decoder="gating")
+    model.save_pretrained(base / "systems" / "re_gating" / "model")
+    tok.save_pretrained(base / "systems" / "re_gating" / "model")
+    (base / "systems.json").write_text(json.dumps([{
+        "system": "re_gating", "kind": "bottleneck", "decoder": "gating", "objective": "ae",
+        "deletion_noise": 0.0, "model_dir": "systems/re_gating/model", "dev_loss": 4.0}]))
+    inputs = {
+        "build_mt_docs": artifact("build_mt_docs", data),
+        "sweep_nugget": artifact("sweep_nugget", sweep),
+        "train_nugget": artifact("train_nugget", train, {
+            "nugget": {"ratio": 0.1, "scorer_layer": 1, "selector": "topk", "feedback": True},
+            "train.nugget": {"objective": "ae"}}),
+        "train_baselines": artifact("train_baselines", base),
+    }
+    for task, seed in (("pi", 5), ("rr", 6)):
+        folder = root / task
+        folder.mkdir()
+        rows = make_docs(12, seed)
+        docs = [(f"L{i}", r["source"]) for i, r in enumerate(rows)] + [(f"R{i}", r["source"]) for i, r in enumerate(rows)]
+        tasks = [Task(f"L{i}", tuple(f"R{(i + j) % 12}" for j in range(4)), 0) for i in range(12)]
+        write_dataset(folder, docs, tasks)
+        inputs[f"build_{task}"] = artifact(f"build_{task}", folder)
+    return inputs
