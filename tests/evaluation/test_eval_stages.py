@@ -104,3 +104,22 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     assert "profile tiny" in md and "key ks" in md
     assert (ctx.output_dir / "report.html").exists() and (ctx.output_dir / "bleu_vs_ratio.png").exists()
     assert len(list((ctx.output_dir / "tables").glob("*.csv"))) == 7
+
+
+def test_analyze_nuggets_on_fixture(evaluated):
+    from stages.analyze_nuggets import AnalyzeNuggets
+
+    root, inputs, _, _ = evaluated
+    ctx = context(AnalyzeNuggets, inputs, root / "out_an",
+                  ["eval.analysis_docs=6", "eval.highlight_docs=2", "eval.probe_docs=2", "eval.batch_size=4"])
+    AnalyzeNuggets().run(ctx)
+    freq = json.loads((ctx.output_dir / "token_frequency.json").read_text())
+    assert set(freq) == {"sweep:ae-r0.1-l1", "sweep:mt-r0.1-l0"}  # ratio 0.1 picked; layer 0 before 1
+    ae = freq["sweep:ae-r0.1-l1"]
+    assert sum(c for _, c, _ in ae["top"]) <= 100 and ae["n_nuggets"] < ae["n_tokens"]
+    page = (ctx.output_dir / "nuggets.html").read_text()
+    assert page.count("background: #b6f2b6") >= 2  # at least one nugget per document
+    gain = json.loads((ctx.output_dir / "probability_gain.json").read_text())
+    assert gain["documents"] == 2 and "0" in gain["relative"]
+    for name in ("token_frequency.png", "probability_gain.png", "probability_gain_relative.png"):
+        assert (ctx.output_dir / name).read_bytes()[:4] == b"\x89PNG"
