@@ -1,0 +1,26 @@
+"""Every stage of the pipeline, and the DAG they form (edges come from ``upstream``)."""
+
+from __future__ import annotations
+
+from stages.analyze_nuggets import AnalyzeNuggets
+from stages.build_lm import BuildLM
+from stages.build_mt_docs import BuildMtDocs
+from stages.build_pi import BuildPi
+from stages.build_rr import BuildRr
+from stages.corpus_stats import CorpusStats
+from stages.eval_reconstruction import EvalReconstruction
+from stages.eval_similarity import EvalSimilarity
+from stages.evaluation.optional import resolve_optional_upstream
+from stages.framework.dag import Dag
+from stages.prepare_lm import PrepareLM
+from stages.report import Report
+from stages.tokenizer import Tokenizer
+from stages.train_baselines import TrainBaselines
+from stages.train_nugget import TrainNugget
+
+ALL_STAGES = (
+    CorpusStats, Tokenizer, BuildMtDocs, BuildPi, BuildRr, PrepareLM, BuildLM, TrainNugget, TrainBaselines,
+    EvalSimilarity, EvalReconstruction, AnalyzeNuggets, Report,
+)
+resolve_optional_upstream(ALL_STAGES)  # report / evals read some stages only when registered
+DAG = Dag(ALL_STAGES)
