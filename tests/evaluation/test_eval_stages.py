@@ -15,7 +15,6 @@ from stages.framework.stage import Artifact
 from stages.report import Report
 from tests.evaluation.fixtures import artifact, context, make_eval_inputs
 
-pytestmark = pytest.mark.slow
 SMALL = ["eval.max_examples=4", "eval.max_new_tokens=8", "eval.max_tasks=6", "eval.batch_size=4"]
 
 

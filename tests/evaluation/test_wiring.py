@@ -1,0 +1,88 @@
+"""Baseline task, optional upstreams, and reading the authors' nugget-data layout."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from stages.config import load_config
+from stages.config.schema import BASELINE_SYSTEMS
+from stages.datasets.nugget_data import Task, write_dataset
+from stages.evaluation.optional import resolve_optional_upstream
+from stages.evaluation.similarity import read_similarity_data
+from stages.framework.stage import Stage
+from stages.train_baselines import SYSTEMS
+from stages.training.baseline_task import BaselineTask
+from tests.training.fixtures import make_mt_artifacts
+
+
+def test_schema_lists_every_baseline_system():
+    assert tuple(SYSTEMS) == BASELINE_SYSTEMS
+
+
+def test_optional_upstream_only_when_registered():
+    class A(Stage):
+        name = "a"
+
+    class B(Stage):
+        name = "b"
+        required_upstream = ("a",)
+        optional_upstream = ("sweep_nugget", "eval_lm")
+
+    class Sweep(Stage):
+        name = "sweep_nugget"
+
+    resolve_optional_upstream([A, B])
+    assert B.upstream == ("a",)
+    resolve_optional_upstream([A, B, Sweep])
+    assert B.upstream == ("a", "sweep_nugget")
+
+
+def test_authors_layout_reads_like_ours(tmp_path):
+    docs = [("L0", "a b c"), ("R0", "a b d"), ("R1", "x y z")]
+    write_dataset(tmp_path, docs, [Task("L0", ("R1", "R0"), 1)])
+    ours = read_similarity_data(tmp_path)
+    theirs = read_similarity_data(tmp_path / "nugget-data")  # task.jsonl + docs.txt
+    assert ours == theirs and ours[0][0].positive == "R0"
+    with pytest.raises(FileNotFoundError):
+        read_similarity_data(tmp_path / "missing")
+
+
+@pytest.fixture(scope="module")
+def task_args(tmp_path_factory):
+    data, tok = make_mt_artifacts(tmp_path_factory.mktemp("mt"), n_train=16, n_dev=8)
+    cfg = load_config(["model.seq2seq.tiny.layers=2", "model.seq2seq.tiny.d_model=32",
+                       "model.seq2seq.tiny.ffn_dim=64", "nugget.scorer_layer=1"])
+    return cfg, str(data), str(tok)
+
+
+def test_bottleneck_task_builds_single_vector_model(task_args):
+    from nugget_core.baselines import BottleneckModel, GatingLayer
+
+    cfg, data, tok = task_args
+    task = BaselineTask(data, tok, "ae", cfg.nugget, cfg.model.seq2seq, deletion_noise=0.6, bottleneck="gating")
+    model = task.build_model(None)
+    assert isinstance(model, BottleneckModel)
+    assert any(isinstance(m, GatingLayer) for m in model.modules())
+    batch = task.collate(task.load_split("dev")[:4], step=0, rank=0, train=True)
+    assert "boundary_mask" not in batch
+    # TSDAE noise: training inputs lose tokens, labels keep the whole document
+    assert batch["attention_mask"].sum() < (batch["labels"] != -100).sum()
+    loss = task.loss(model, batch)
+    assert torch.isfinite(loss)
+
+
+def test_chunk_ablation_gets_punctuation_flags(task_args):
+    cfg, data, tok = task_args
+    nugget = dataclasses.replace(cfg.nugget, selector="chunk")
+    task = BaselineTask(data, tok, "mt", nugget, cfg.model.seq2seq)
+    batch = task.collate(task.load_split("dev")[:4], step=0, rank=0, train=False)
+    punct = {task.tokenizer().convert_tokens_to_ids(".")}
+    assert batch["boundary_mask"].any()
+    assert all(int(i) in punct for i in batch["input_ids"][batch["boundary_mask"]])
+    model = task.build_model(None)
+    nuggets = model.encode(batch["input_ids"], batch["attention_mask"], boundary_mask=batch["boundary_mask"])
+    picked = batch["input_ids"].gather(1, nuggets.indices)[nuggets.mask.bool()]
+    assert (picked == next(iter(punct))).float().mean() > 0.5  # chunks end on periods
