@@ -8,6 +8,8 @@ Train, the same MT documents and tokenizer as ``train_nugget``, the same job set
 tsdae_ae / tsdae_mt       TSDAE: mean-pooled single vector, cross-attention decoder; AE with
                           ``eval.baselines.tsdae_deletion`` deletion (paper: 60%) / MT
 re_cross / re_gating      RE: single vector, cross-attention / gating decoder, AE, no noise
+nugget_mt                 Nugget (MT), learned selector: the ablations' reference, trained
+                          with the very same job settings (table 4, first row)
 chunk / sentence          Nugget (MT) with the rule-based chunking / sentence-end selector
 nugget_r0033              Nugget (MT) learned selector at the sentence selector's ratio
 no_feedback               Nugget (MT) without the feedback type embeddings
@@ -46,6 +48,7 @@ SYSTEMS: dict[str, SystemSpec] = {
     "tsdae_mt": SystemSpec("cross", "mt"),
     "re_cross": SystemSpec("cross", "ae"),
     "re_gating": SystemSpec("gating", "ae"),
+    "nugget_mt": SystemSpec("", "mt"),
     "chunk": SystemSpec("", "mt", selector="chunk"),
     "sentence": SystemSpec("", "mt", selector="sentence", sentence_ratio=True),
     "nugget_r0033": SystemSpec("", "mt", sentence_ratio=True),

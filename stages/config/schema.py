@@ -326,7 +326,8 @@ class TrainSection:
 # single-vector baselines and Nugget ablations trained by stage train_baselines
 # (mirrors stages.train_baselines.SYSTEMS; tests/evaluation checks they stay equal)
 BASELINE_SYSTEMS = (
-    "tsdae_ae", "tsdae_mt", "re_cross", "re_gating", "chunk", "sentence", "nugget_r0033", "no_feedback",
+    "tsdae_ae", "tsdae_mt", "re_cross", "re_gating", "nugget_mt", "chunk", "sentence", "nugget_r0033",
+    "no_feedback",
 )
 
 
@@ -337,34 +338,8 @@ class BaselinesSection:
     systems: list[str] = spec(
         list(BASELINE_SYSTEMS),
         help="tsdae_ae/tsdae_mt: mean-pooled bottleneck (TSDAE); re_cross/re_gating: RE "
-        "single vector with cross-attention / gating decoder (AE); chunk, sentence, "
-        "nugget_r0033, no_feedback: Nugget table-4 ablations (MT).",
-        choices=BASELINE_SYSTEMS,
-    )
-    tsdae_deletion: float = spec(0.6, help="TSDAE input token-deletion probability.", ge=0.0, lt=1.0)
-    sentence_ratio: float = spec(
-        0.033, help="Ratio of the learned-selector twin of the sentence selector (paper: 3.3%).",
-        gt=0.0, le=1.0,
-    )
-    train: TrainJob = spec(TrainJob(), help="Training of every baseline (same data as Nugget).")
-
-
-# single-vector baselines and Nugget ablations trained by stage train_baselines
-# (mirrors stages.train_baselines.SYSTEMS; tests/evaluation checks they stay equal)
-BASELINE_SYSTEMS = (
-    "tsdae_ae", "tsdae_mt", "re_cross", "re_gating", "chunk", "sentence", "nugget_r0033", "no_feedback",
-)
-
-
-@dataclass
-class BaselinesSection:
-    """Baselines of the Nugget evaluations (Nugget §6.1.2, §7.1; RE §3.3), one training each."""
-
-    systems: list[str] = spec(
-        list(BASELINE_SYSTEMS),
-        help="tsdae_ae/tsdae_mt: mean-pooled bottleneck (TSDAE); re_cross/re_gating: RE "
-        "single vector with cross-attention / gating decoder (AE); chunk, sentence, "
-        "nugget_r0033, no_feedback: Nugget table-4 ablations (MT).",
+        "single vector with cross-attention / gating decoder (AE); nugget_mt: learned-selector "
+        "reference of the Nugget table-4 ablations chunk, sentence, nugget_r0033, no_feedback (MT).",
         choices=BASELINE_SYSTEMS,
     )
     tsdae_deletion: float = spec(0.6, help="TSDAE input token-deletion probability.", ge=0.0, lt=1.0)

@@ -108,6 +108,11 @@ def table4(sim: dict[str, Any], context: str) -> ReportTable:
             t.add(f"Nugget MT r=0.1 (l = {layer})", {}, row_id)
         for label, values in hits.items():
             t.add(f"Nugget MT r=0.1 (l = {layer}) [{label}]", values, row_id)
+    for r in rows:
+        if r.get("baseline") == "nugget_mt" and r["task"] == "pi":
+            row_id = f"l={r['scorer_layer']}" if f"l={r['scorer_layer']}" in PUBLISHED["nugget_table4"] else None
+            t.add(f"Nugget MT r={r['ratio']:g} (l = {r['scorer_layer']}), learned selector: the ablations' reference",
+                  _by_task(rows, lambda x: x.get("baseline") == "nugget_mt")[r["label"]], row_id)
     for name, label in (("no_feedback", "No feedback"), ("chunk", "Chunking"),
                         ("nugget_r0033", "Nugget (r = 0.033)"), ("sentence", "Sentence boundary")):
         t.add(label, next(iter(_by_task(rows, lambda r, n=name: r.get("baseline") == n).values()), {}), name)
