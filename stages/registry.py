@@ -17,10 +17,11 @@ from stages.report import Report
 from stages.tokenizer import Tokenizer
 from stages.train_baselines import TrainBaselines
 from stages.train_nugget import TrainNugget
+from stages.train_nugget2d import TrainNugget2D, TrainNugget2DAR
 
 ALL_STAGES = (
-    CorpusStats, Tokenizer, BuildMtDocs, BuildPi, BuildRr, PrepareLM, BuildLM, TrainNugget, TrainBaselines,
-    EvalSimilarity, EvalReconstruction, AnalyzeNuggets, Report,
+    CorpusStats, Tokenizer, BuildMtDocs, BuildPi, BuildRr, PrepareLM, BuildLM, TrainNugget,
+    TrainNugget2D, TrainNugget2DAR, TrainBaselines, EvalSimilarity, EvalReconstruction, AnalyzeNuggets, Report,
 )
 resolve_optional_upstream(ALL_STAGES)  # report / evals read some stages only when registered
 DAG = Dag(ALL_STAGES)
