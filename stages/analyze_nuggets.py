@@ -15,7 +15,6 @@ Artifacts:
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 
 import pyarrow.parquet as pq

@@ -19,7 +19,12 @@ import time
 from pathlib import Path
 
 from stages.evaluation.encoders import load_system
-from stages.evaluation.similarity import metric_name, needed_docs, read_similarity_data, similarity_mrr
+from stages.evaluation.similarity import (
+    metric_name,
+    needed_docs,
+    read_similarity_data,
+    similarity_mrr,
+)
 from stages.evaluation.systems import System, collect_systems, to_record
 from stages.evaluation.tables import write_table
 from stages.framework.stage import Stage, StageContext

@@ -19,7 +19,12 @@ import shutil
 from typing import Any
 
 from stages.evaluation.report_tables import (
-    ReportTable, bleu_table, not_run_table, nugget2d_table, table2, table4,
+    ReportTable,
+    bleu_table,
+    not_run_table,
+    nugget2d_table,
+    table2,
+    table4,
 )
 from stages.evaluation.tables import csv_text, html_table, markdown
 from stages.framework.stage import Artifact, Stage, StageContext

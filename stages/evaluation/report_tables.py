@@ -138,13 +138,52 @@ def not_run_table(table_id: str, title: str, context: str, columns: list[str]) -
     return t
 
 
-def nugget2d_table(table_id: str, title: str, art: Artifact | None, columns: list[str], context: str) -> ReportTable:
-    """A Nugget2D table from an ``eval_*`` stage's ``metrics.json`` (see module doc)."""
-    metrics: dict[str, Any] = {}
-    if art is not None:
-        metrics = json.loads(art.file("metrics.json").read_text())
-        context = f"{context}; measured by stage {art.stage} (key {art.key})"
-    t = ReportTable(table_id, title, context, columns)
+# Nugget2D evaluation stages (issue 7) write ``metrics.json`` as
+# {"systems": {name: {"metrics": {key: value}, "note": str}}}; their metric keys for our columns:
+METRIC_KEYS = {
+    "wikitext_subword": ("wiki_subword_ppl", "wikitext_subword_ppl", "wikitext_subword"),
+    "wikitext_word": ("wiki_word_ppl", "wikitext_word_ppl", "wikitext_word"),
+    "pile_subword": ("pile_subword_ppl", "pile_subword"),
+    "accuracy": ("accuracy", "acc"),
+    "rouge1": ("rouge1", "rouge-1", "r1"),
+    "rouge2": ("rouge2", "rouge-2", "r2"),
+    "rougeL": ("rougeL", "rouge-l", "rl"),
+}
+FAMILIES = ("nugget2d", "compressive", "full", "nodoc", "lmsumm")
+
+
+def published_row(table_id: str, system: str) -> str | None:
+    """The published row a measured Nugget2D system corresponds to, if any: same family
+    (Nugget2D / Compressive / Full / NoDoc / LMSumm) and same setting (states, ratio, ZS/FT)."""
+    name = system.lower().replace(" ", "").replace("-", "").replace("_", "")
+    family = next((f for f in FAMILIES if f in name), None)
+    if family is None:
+        return None
     for row_id in PUBLISHED[table_id]:
-        t.add(row_id, {c: metrics.get(f"{row_id}.{c}") for c in columns}, row_id)
+        fam, _, setting = row_id.partition("_")
+        if fam == family and (not setting or setting.replace("_", "") in name.replace(family, "", 1)):
+            return row_id
+    return None
+
+
+def nugget2d_table(table_id: str, title: str, art: Artifact | None, columns: list[str], context: str) -> ReportTable:
+    """A Nugget2D table: every system of an ``eval_*`` stage's ``metrics.json`` beside the
+    published row of the same system and setting; published rows no system measured are
+    kept with `NOT_RUN` (the whole table when the stage is not part of this run)."""
+    t = ReportTable(table_id, title, context, columns)
+    matched: set[str] = set()
+    if art is not None:
+        t.context = f"{context}; measured by stage {art.stage} (key {art.key})"
+        systems = json.loads(art.file("metrics.json").read_text()).get("systems", {})
+        for name, entry in systems.items():
+            values = entry.get("metrics", {})
+            measured = {c: next((values[k] for k in METRIC_KEYS[c] if values.get(k) is not None), None) for c in columns}
+            if all(v is None for v in measured.values()) and entry.get("note"):
+                measured = {c: f"not run: {entry['note']}" for c in columns}
+            row_id = published_row(table_id, name)
+            matched.add(row_id or "")
+            t.add(name, measured, row_id)
+    for row_id in PUBLISHED[table_id]:
+        if row_id not in matched:
+            t.add(row_id, {}, row_id)
     return t

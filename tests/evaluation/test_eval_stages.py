@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -122,3 +121,25 @@ def test_analyze_nuggets_on_fixture(evaluated):
     assert gain["documents"] == 2 and "0" in gain["relative"]
     for name in ("token_frequency.png", "probability_gain.png", "probability_gain_relative.png"):
         assert (ctx.output_dir / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report_reads_nugget2d_metrics(tmp_path):
+    from stages.evaluation.report_tables import nugget2d_table, published_row
+
+    assert published_row("nugget2d_table1", "Nugget2D 64/320/32") == "nugget2d_64"
+    assert published_row("nugget2d_table1", "Full 128") == "full_128"
+    assert published_row("nugget2d_table4", "Full (FT)") == "full_ft"
+    assert published_row("nugget2d_table3", "LMSumm 10x") == "lmsumm_10x"
+    assert published_row("nugget2d_table3", "ICAE") is None
+    (tmp_path / "metrics.json").write_text(json.dumps({"systems": {
+        "Nugget2D 64/320/32": {"metrics": {"wiki_subword_ppl": 12.5, "wiki_word_ppl": 30.0, "pile_subword_ppl": 9.0}},
+        "Compressive 64/320/32": {"metrics": {}, "note": "no checkpoint"},
+    }}))
+    t = nugget2d_table("nugget2d_table1", "T1", artifact("eval_lm", tmp_path),
+                       ["wikitext_subword", "wikitext_word", "pile_subword"], "ctx")
+    rows = {label: (m, p) for label, m, p in t.rows}
+    assert rows["Nugget2D 64/320/32"] == ({"wikitext_subword": 12.5, "wikitext_word": 30.0, "pile_subword": 9.0},
+                                         {"wikitext_subword": 6.91, "wikitext_word": 11.78, "pile_subword": 5.01})
+    assert rows["Compressive 64/320/32"][0]["pile_subword"] == "not run: no checkpoint"
+    assert rows["full_128"][0] == dict.fromkeys(t.columns, NOT_RUN)  # published row nobody measured
+    assert "nugget2d_64" not in rows and "key key-eval_lm" in t.context

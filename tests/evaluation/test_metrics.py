@@ -76,6 +76,6 @@ def test_bleu_equals_sacrebleu_cli(tmp_path):
     # micro-averaged (corpus statistics pooled), not the mean of sentence BLEUs
     import sacrebleu
 
-    sentence_mean = sum(sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(HYPS, REFS)) / len(HYPS)
+    sentence_mean = sum(sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(HYPS, REFS, strict=True)) / len(HYPS)
     assert ours != pytest.approx(sentence_mean, abs=0.5)
     assert corpus_bleu(REFS, REFS) == pytest.approx(100.0)
