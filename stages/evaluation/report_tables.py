@@ -159,11 +159,14 @@ def published_row(table_id: str, system: str) -> str | None:
     family = next((f for f in FAMILIES if f in name), None)
     if family is None:
         return None
-    for row_id in PUBLISHED[table_id]:
-        fam, _, setting = row_id.partition("_")
-        if fam == family and (not setting or setting.replace("_", "") in name.replace(family, "", 1)):
+    rest = name.replace(family, "", 1)
+    candidates = [r for r in PUBLISHED[table_id] if r.partition("_")[0] == family]
+    for row_id in candidates:
+        setting = row_id.partition("_")[2].replace("_", "")
+        if not setting or setting in rest:
             return row_id
-    return None
+    # a family the paper reports in one setting only (e.g. LMSumm 10x) needs no setting in the name
+    return candidates[0] if len(candidates) == 1 and not rest else None
 
 
 def nugget2d_table(table_id: str, title: str, art: Artifact | None, columns: list[str], context: str) -> ReportTable:

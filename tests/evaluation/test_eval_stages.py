@@ -131,6 +131,9 @@ def test_report_reads_nugget2d_metrics(tmp_path):
     assert published_row("nugget2d_table4", "Full (FT)") == "full_ft"
     assert published_row("nugget2d_table3", "LMSumm 10x") == "lmsumm_10x"
     assert published_row("nugget2d_table3", "ICAE") is None
+    # eval_qa's own names
+    assert [published_row("nugget2d_table3", n) for n in ("full", "nodoc", "lmsumm", "nugget2d 5x", "nugget2d 10x")] == [
+        "full", "nodoc", "lmsumm_10x", "nugget2d_5x", "nugget2d_10x"]
     (tmp_path / "metrics.json").write_text(json.dumps({"systems": {
         "Nugget2D 64/320/32": {"metrics": {"wiki_subword_ppl": 12.5, "wiki_word_ppl": 30.0, "pile_subword_ppl": 9.0}},
         "Compressive 64/320/32": {"metrics": {}, "note": "no checkpoint"},
