@@ -7,13 +7,18 @@ from stages.build_lm import BuildLM
 from stages.build_mt_docs import BuildMtDocs
 from stages.build_pi import BuildPi
 from stages.build_rr import BuildRr
+from stages.calibrate_threshold import CalibrateThreshold
 from stages.corpus_stats import CorpusStats
+from stages.eval_lm import EvalLM
+from stages.eval_qa import EvalQA
 from stages.eval_reconstruction import EvalReconstruction
+from stages.eval_summarization import EvalSummarization
 from stages.eval_similarity import EvalSimilarity
 from stages.evaluation.optional import resolve_optional_upstream
 from stages.framework.dag import Dag
 from stages.prepare_lm import PrepareLM
 from stages.report import Report
+from stages.sweep_nugget import SweepNugget
 from stages.tokenizer import Tokenizer
 from stages.train_baselines import TrainBaselines
 from stages.train_nugget import TrainNugget
@@ -21,7 +26,7 @@ from stages.train_nugget2d import TrainNugget2D, TrainNugget2DAR
 
 ALL_STAGES = (
     CorpusStats, Tokenizer, BuildMtDocs, BuildPi, BuildRr, PrepareLM, BuildLM, TrainNugget,
-    TrainNugget2D, TrainNugget2DAR, TrainBaselines, EvalSimilarity, EvalReconstruction, AnalyzeNuggets, Report,
+    TrainNugget2D, TrainNugget2DAR, CalibrateThreshold, EvalLM, EvalQA, EvalSummarization, SweepNugget, TrainBaselines, EvalSimilarity, EvalReconstruction, AnalyzeNuggets, Report,
 )
 resolve_optional_upstream(ALL_STAGES)  # report / evals read some stages only when registered
 DAG = Dag(ALL_STAGES)

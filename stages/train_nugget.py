@@ -24,6 +24,21 @@ from stages.training.loop import PROBE_FILE
 from stages.training.nugget_task import NuggetTask
 
 
+def nugget_task(ctx: StageContext) -> NuggetTask:
+    """The Nugget task of a stage reading tokenizer + build_mt_docs and train.nugget."""
+    job = ctx.cfg("train.nugget")
+    return NuggetTask(
+        data_dir=str(ctx.inputs["build_mt_docs"].path),
+        tokenizer_dir=str(ctx.inputs["tokenizer"].file("tokenizer")),
+        objective=job.objective,
+        nugget=ctx.cfg("nugget"),
+        model=ctx.cfg("model.seq2seq"),
+        deletion_noise=job.deletion_noise,
+        dev_examples=job.dev_examples,
+        seed=ctx.cfg("run.seed"),
+    )
+
+
 class TrainNugget(Stage):
     name = "train_nugget"
     description = "Nugget AE/MT on Ray Train (DDP or DeepSpeed ZeRO-2)."
@@ -35,16 +50,7 @@ class TrainNugget(Stage):
     def run(self, ctx: StageContext) -> None:
         job = ctx.cfg("train.nugget")
         check_resources(job, "train.nugget")
-        task = NuggetTask(
-            data_dir=str(ctx.inputs["build_mt_docs"].path),
-            tokenizer_dir=str(ctx.inputs["tokenizer"].file("tokenizer")),
-            objective=job.objective,
-            nugget=ctx.cfg("nugget"),
-            model=ctx.cfg("model.seq2seq"),
-            deletion_noise=job.deletion_noise,
-            dev_examples=job.dev_examples,
-            seed=ctx.cfg("run.seed"),
-        )
+        task = nugget_task(ctx)
         if ctx.forced:  # never resume a forced recompute from an older attempt
             clear_storage(ctx.work_uri, "train")
         checkpoint, state = fit(task, job, ctx.work_uri, "train", ctx.cfg("run.seed"), ctx.logger)

@@ -316,6 +316,9 @@ class Nugget2DTrainJob(TrainJob):
 class SweepSection:
     ratios: list[float] = spec([0.05, 0.1, 0.15, 0.25], help="Grid over nugget.ratio.", nonempty=True)
     scorer_layers: list[int] = spec([0, 3, 6, 9], help="Grid over nugget.scorer_layer.", nonempty=True)
+    objectives: list[str] = spec(
+        ["ae", "mt"], help="Grid over train.nugget.objective.", nonempty=True, choices=("ae", "mt")
+    )
     max_concurrent_trials: int = spec(1, help="Trials running at once (keep CPUs for workers).", ge=1)
 
     def cross_field_errors(self) -> list[str]:

@@ -1,0 +1,68 @@
+"""The Ray Tune sweep stage over a 2 x 2 grid: 4 trials, 4 nested MLflow runs, a best
+trial, and a model per trial."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from pipelines.cli import main_full
+from stages.framework.dag import Dag
+from stages.framework.stage import Stage, StageContext
+from stages.sweep_nugget import SweepNugget
+from tests.framework.fixtures import runs_of_latest_pipeline
+from tests.training.conftest import TINY
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+class FixtureTokenizer(Stage):
+    name = "tokenizer"
+    config_keys = ("run.sources_dir",)
+
+    def run(self, ctx: StageContext) -> None:
+        from tests.training.fixtures import make_mt_artifacts
+
+        _, tok = make_mt_artifacts(ctx.output_dir / "build")
+        shutil.copytree(tok, ctx.output_dir / "tokenizer")
+
+
+class FixtureMTDocs(Stage):
+    name = "build_mt_docs"
+    upstream = ("tokenizer",)
+
+    def run(self, ctx: StageContext) -> None:
+        for split in ("train", "dev", "test"):
+            shutil.copy(ctx.inputs["tokenizer"].path / "build" / "mt" / f"{split}.parquet", ctx.output_dir)
+
+
+def test_sweep_two_by_two(ray_local, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    root = tmp_path / "artifacts"
+    args = [f"run.artifact_root={root}", f"run.sources_dir={tmp_path}", *TINY,
+            "train.nugget.num_workers=1", "train.nugget.max_steps=6", "train.nugget.eval_every=3",
+            "train.nugget.checkpoint_every=6", "train.sweep.ratios=[0.1,0.5]",
+            "train.sweep.scorer_layers=[0,1]", "train.sweep.objectives=[ae]",
+            "train.sweep.max_concurrent_trials=2"]
+    assert main_full(args, dag=Dag([FixtureTokenizer, FixtureMTDocs, SweepNugget])) == 0
+
+    _, stages = runs_of_latest_pipeline(root)
+    sweep_run = stages["sweep_nugget"]
+    client = MlflowClient(f"sqlite:///{root}/mlflow.db")
+    trials = client.search_runs([sweep_run.info.experiment_id],
+                                filter_string=f"tags.mlflow.parentRunId = '{sweep_run.info.run_id}'")
+    assert len(trials) == 4
+    grid = {(float(t.data.params["nugget.ratio"]), int(t.data.params["nugget.scorer_layer"])) for t in trials}
+    assert grid == {(0.1, 0), (0.1, 1), (0.5, 0), (0.5, 1)}
+    assert all("dev_loss" in t.data.metrics and "train_loss" in t.data.metrics for t in trials)
+
+    out = next((root / "sweep_nugget").iterdir())
+    rows = json.loads((out / "results.json").read_text())
+    assert len(rows) == 4 and all((out / r["model_dir"] / "nugget_config.json").exists() for r in rows)
+    best = json.loads((out / "best.json").read_text())["ae"]
+    assert best["dev_loss"] == min(r["dev_loss"] for r in rows)
+    assert sweep_run.data.tags["best_trial.ae"] == best["trial"]
+    assert sweep_run.data.metrics["trials"] == 4
