@@ -1,0 +1,50 @@
+"""Load what the Nugget2D evaluations run on from upstream artifacts.
+
+``prepare_lm`` holds the base LM and its tokenizer (``model/``); a Nugget2D training
+stage holds the adapters, scorer and soft prompt (``nugget2d/``, `save_nugget2d`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+import torch
+
+from stages.framework.stage import Artifact
+
+log = logging.getLogger("nugget.lm_eval")
+
+
+def load_tokenizer(prepare_lm: Artifact) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(prepare_lm.file("model")))
+
+
+def load_model(prepare_lm: Artifact, trained: Artifact) -> Any:
+    """The trained Nugget2D model on the base LM, in eval mode, gradients off."""
+    from nugget_core.nugget2d import load_nugget2d
+
+    model = load_nugget2d(trained.file("nugget2d"), prepare_lm.file("model")).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    log.info("loaded Nugget2D from %s (stage %s) on %s", trained.path, trained.stage, prepare_lm.path)
+    return model
+
+
+def scorer_fingerprint(model: Any) -> str:
+    """sha256 of the scorer weights: tells whether two checkpoints share the scorer that
+    a threshold was calibrated on."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.scorer.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().to(torch.float32).contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def eos_and_pad(tokenizer: Any) -> tuple[int | None, int]:
+    eos = tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos or 0)
+    return eos, int(pad)

@@ -1,0 +1,120 @@
+"""Autoregressive LM systems of the perplexity evaluation (Nugget2D §5, table 1).
+
+A context configuration fixes the number of states every system may attend to
+(``total_states``): Nugget2D and Compressive attend directly to the last
+``context_tokens`` tokens and to ``total_states - context_tokens`` compressed states of
+the ``compressed_tokens`` before them; Full attends to the last ``total_states`` tokens
+(a sliding window, so that all three hold the same number of states).
+
+- ``nugget2d``: `Nugget2DStream` with the calibrated threshold Lambda;
+- ``compressive``: `CompressiveStream` (mean-pooled chunks of ``round(1/r)`` tokens);
+- ``full``: `FullStream` with a window of ``total_states``.
+
+The windows are set on a copy of the model's config for the duration of a run
+(`windows`); the scorer keeps the window it was trained and calibrated with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+SYSTEMS = ("full", "compressive", "nugget2d")
+
+
+@dataclass(frozen=True)
+class ContextSetting:
+    total_states: int
+    compressed_tokens: int
+    context_tokens: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.total_states}/{self.compressed_tokens}/{self.context_tokens}"
+
+
+@contextmanager
+def windows(model: Any, setting: ContextSetting, threshold: float) -> Iterator[None]:
+    """Apply ``setting`` (and Lambda) to ``model.config`` inside the block."""
+    original = model.config
+    model.config = dataclasses.replace(
+        original,
+        recent_window=setting.context_tokens,
+        distant_window=setting.compressed_tokens,
+        max_nuggets=setting.total_states - setting.context_tokens,
+        scorer_window=original.scorer_context,
+        threshold=threshold,
+    )
+    try:
+        yield
+    finally:
+        model.config = original
+
+
+def make_stream(system: str, model: Any, setting: ContextSetting, ratio: float,
+                adapter: str | None) -> Any:
+    """A fresh stream of ``system`` (call inside `windows`). ``adapter`` is what the
+    baselines decode with: None = the base LM, "decoder" = theta."""
+    from nugget_core.nugget2d import CompressiveStream, FullStream, Nugget2DStream
+
+    if system == "full":
+        return FullStream(model, window=setting.total_states, adapter=adapter)
+    if system == "compressive":
+        return CompressiveStream(model, ratio=ratio, adapter=adapter)
+    if system == "nugget2d":
+        return Nugget2DStream(model)
+    raise ValueError(f"unknown LM system {system!r}; use one of {SYSTEMS}")
+
+
+def attended_states(stream: Any) -> int:
+    """KV positions (per layer) the next step's query attends to, itself included."""
+    from nugget_core.nugget2d import Nugget2DStream
+    from nugget_core.nugget2d.autoregressive import nugget_eligibility
+
+    if isinstance(stream, Nugget2DStream):
+        pos = stream.nugget_positions
+        eligible = nugget_eligibility(
+            torch.tensor([[stream.position]]), pos[None], torch.ones_like(pos)[None], stream.windows
+        )
+        return int(eligible.sum()) + stream.recent.length + 1
+    return stream.kv_positions + 1
+
+
+@dataclass
+class SegmentRun:
+    nll: list[float]  # NLL of tokens start .. n-1
+    attended_states: float  # mean over the predicted tokens
+    kv_bytes: float  # mean bytes held while predicting them
+    ms_per_token: float  # wall time per step, all steps of the segment
+    nugget_ratio: float  # fraction of tokens selected as nuggets (nugget2d), else nan
+
+
+@torch.no_grad()
+def run_segment(stream: Any, ids: Sequence[int], start: int) -> SegmentRun:
+    """Feed ``ids`` token by token; score tokens from ``start`` on (they follow
+    ``start`` tokens of history), recording the memory each prediction used."""
+    nll, attended, held = [], [], []
+    begin = time.perf_counter()
+    for i, token in enumerate(ids[:-1]):
+        predicts_scored = i + 1 >= start
+        if predicts_scored:
+            attended.append(attended_states(stream))
+        logits = stream.step(int(token))
+        if predicts_scored:
+            held.append(stream.kv_bytes())
+            nll.append(float(-torch.log_softmax(logits.float(), dim=-1)[int(ids[i + 1])]))
+    elapsed = time.perf_counter() - begin
+    selected = getattr(stream, "selected", None)
+    return SegmentRun(
+        nll=nll,
+        attended_states=sum(attended) / len(attended),
+        kv_bytes=sum(held) / len(held),
+        ms_per_token=1000 * elapsed / (len(ids) - 1),
+        nugget_ratio=sum(selected) / len(selected) if selected else float("nan"),
+    )

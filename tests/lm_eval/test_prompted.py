@@ -1,0 +1,72 @@
+"""Prompt-based systems: Full is the plain base LM's greedy decoding of document part +
+prompt (padding and adapters make no difference), and the decoding cost is accounted
+per example from what each generated token attended to."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from stages.lm_eval.prompted import encode, generate_batch, split_template
+from stages.lm_eval.loading import eos_and_pad
+
+DOCS = ["[INST] the river delta was born in Paris of a city", "[INST] alpha gamma"]
+PROMPTS = [" Based on the provided document, answer the following question: where? [/INST]", " Please [/INST]"]
+
+
+def _plain_greedy(model, ids: list[int], steps: int, eos: int) -> list[int]:
+    """Reference: the base LM (adapters off) re-reading the whole sequence every step."""
+    out = []
+    with model.router.use(None), torch.no_grad():
+        for _ in range(steps):
+            logits = model.lm(input_ids=torch.tensor([ids + out])).logits[0, -1]
+            token = int(logits.argmax())
+            if token == eos:
+                break
+            out.append(token)
+    return out
+
+
+def test_split_template_keeps_every_token():
+    full = "[INST] Doc text. Based on it: q? [/INST]"
+    doc, prompt = split_template(full, "Based on it: q? [/INST]")
+    assert (doc, prompt) == ("[INST] Doc text.", " Based on it: q? [/INST]")
+    with pytest.raises(ValueError, match="does not end"):
+        split_template(full, "other")
+
+
+def test_full_system_is_the_base_lm_and_padding_free(model, tokenizer):
+    docs, prompts = encode(tokenizer, DOCS), encode(tokenizer, PROMPTS)
+    eos, _ = eos_and_pad(tokenizer)
+    gens = generate_batch(model, tokenizer, docs, prompts, ratio=None, max_new_tokens=6)
+    for g, d, p in zip(gens, docs, prompts, strict=True):
+        assert g.tokens == _plain_greedy(model, d + p, 6, eos)
+        assert g.context_states == len(d)
+    alone = generate_batch(model, tokenizer, docs[1:], prompts[1:], ratio=None, max_new_tokens=6)
+    assert alone[0].tokens == gens[1].tokens
+
+
+def test_nugget2d_keeps_ceil_r_n_states_and_differs_from_full(model, tokenizer):
+    docs, prompts = encode(tokenizer, DOCS), encode(tokenizer, PROMPTS)
+    nug = generate_batch(model, tokenizer, docs, prompts, ratio=0.5, max_new_tokens=6)
+    full = generate_batch(model, tokenizer, docs, prompts, ratio=None, max_new_tokens=6)
+    assert [g.context_states for g in nug] == [math.ceil(0.5 * len(d)) for d in docs]
+    assert [g.tokens for g in nug] != [g.tokens for g in full]
+
+
+@pytest.mark.parametrize("ratio", [None, 0.25])
+def test_decode_cost_counts_what_each_token_attended_to(model, tokenizer, ratio):
+    docs, prompts = encode(tokenizer, DOCS), encode(tokenizer, PROMPTS)
+    gens = generate_batch(model, tokenizer, docs, prompts, ratio=ratio, max_new_tokens=5, soft_prompt=True)
+    layers, kv_heads = model.lm.config.num_hidden_layers, model.lm.config.num_key_value_heads
+    head_dim = model.lm.config.hidden_size // model.lm.config.num_attention_heads
+    per_position = 2 * layers * kv_heads * head_dim * 4  # keys + values, fp32
+    soft = 0 if ratio is None else model.soft_prompt.shape[0]
+    for g, p in zip(gens, prompts, strict=True):
+        n = g.cost.generated_tokens
+        first = g.context_states + len(p) + soft  # positions seen by the query of token 0
+        assert g.cost.attended_states == pytest.approx(sum(first + i for i in range(n)) / n)
+        assert g.cost.kv_bytes == pytest.approx(per_position * (first + n - 1))
+        assert g.cost.ms_per_token > 0 and g.cost.encode_ms > 0

@@ -1,0 +1,65 @@
+"""LM systems of eval_lm: Compressive with ratio 1 equals Full, and the attended-state
+accounting matches the windows of each system."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from stages.lm_eval.streams import ContextSetting, attended_states, make_stream, run_segment, windows
+
+SETTING = ContextSetting(total_states=10, compressed_tokens=20, context_tokens=4)
+
+
+def _ids(model, n: int = 30, seed: int = 3) -> list[int]:
+    vocab = model.lm.config.vocab_size
+    return torch.randint(5, vocab, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+@pytest.mark.parametrize("adapter", [None, "decoder"])
+def test_compressive_with_ratio_one_equals_full(model, adapter):
+    ids = _ids(model)
+    with windows(model, SETTING, threshold=0.0):
+        full = run_segment(make_stream("full", model, SETTING, 1.0, adapter), ids, start=12)
+        comp = run_segment(make_stream("compressive", model, SETTING, 1.0, adapter), ids, start=12)
+        # a real compression ratio changes the predictions (the test can fail)
+        pooled = run_segment(make_stream("compressive", model, SETTING, 0.25, adapter), ids, start=12)
+    torch.testing.assert_close(torch.tensor(comp.nll), torch.tensor(full.nll), rtol=1e-4, atol=1e-4)
+    assert comp.attended_states == full.attended_states == SETTING.total_states
+    assert not torch.allclose(torch.tensor(pooled.nll), torch.tensor(full.nll), atol=1e-3)
+    assert pooled.attended_states < full.attended_states
+
+
+def test_full_window_attends_to_at_most_total_states(model):
+    ids = _ids(model, 16)
+    with windows(model, SETTING, threshold=0.0):
+        run = run_segment(make_stream("full", model, SETTING, 0.1, None), ids, start=1)
+    expected = [min(i + 1, SETTING.total_states) for i in range(len(ids) - 1)]
+    assert run.attended_states == pytest.approx(sum(expected) / len(expected))
+    assert math.isnan(run.nugget_ratio)
+
+
+@pytest.mark.parametrize(("threshold", "ratio"), [(-1e9, 1.0), (1e9, 0.0)])
+def test_nugget2d_attended_states_follow_the_windows(model, threshold, ratio):
+    ids = _ids(model, 40)
+    c, d, cap = SETTING.context_tokens, SETTING.compressed_tokens, SETTING.total_states - SETTING.context_tokens
+    with windows(model, SETTING, threshold=threshold):
+        stream = make_stream("nugget2d", model, SETTING, 0.1, None)
+        seen = []
+        for p, token in enumerate(ids):
+            seen.append(attended_states(stream))
+            stream.step(token)
+            assert stream.nugget_positions.numel() <= cap + c  # memory stays bounded
+    nuggets = [min(max(p - c + 1, 0), d, cap) if ratio else 0 for p in range(len(ids))]
+    assert seen == [n + min(p, c - 1) + 1 for p, n in enumerate(nuggets)]
+    assert sum(stream.selected) / len(stream.selected) == ratio
+
+
+def test_windows_restore_the_config(model):
+    before = model.config
+    with windows(model, SETTING, threshold=0.5):
+        assert model.config.recent_window == 4 and model.config.threshold == 0.5
+        assert model.config.scorer_context == before.scorer_context  # the scorer keeps its window
+    assert model.config is before
