@@ -24,7 +24,12 @@ from stages.lm_eval.cost import mean_cost
 from stages.lm_eval.loading import load_model, load_tokenizer
 from stages.lm_eval.normalize import contains_answer
 from stages.lm_eval.prompted import (
-    INST_OPEN, encode, lmsumm_batch, nodoc_document_part, run_batches, split_template,
+    INST_OPEN,
+    encode,
+    lmsumm_batch,
+    nodoc_document_part,
+    run_batches,
+    split_template,
 )
 from stages.lm_eval.records import batches, read_records, stand_in_label
 from stages.lm_eval.tables import Column, Row, publish
@@ -75,7 +80,7 @@ class EvalQA(Stage):
         def score(system: str, gens, extra: dict[str, float] | None = None, per_example=None) -> None:
             correct = [contains_answer(g.text, r["answer"]) for g, r in zip(gens, records, strict=True)]
             metrics = {"accuracy": 100 * statistics.fmean(correct),
-                       "context_ratio": statistics.fmean(g.context_states / n for g, n in zip(gens, doc_tokens)),
+                       "context_ratio": statistics.fmean(g.context_states / n for g, n in zip(gens, doc_tokens, strict=True)),
                        **mean_cost([g.cost for g in gens]), **(extra or {})}
             rows.append(Row(system, metrics))
             for i, (g, r, ok) in enumerate(zip(gens, records, correct, strict=True)):

@@ -75,7 +75,7 @@ class EvalSummarization(Stage):
                                soft_prompt=soft, **common)
             per = rouge_per_example([g.text for g in gens], references)
             metrics = {**rouge_mean(per),
-                       "context_ratio": statistics.fmean(g.context_states / len(d) for g, d in zip(gens, docs)),
+                       "context_ratio": statistics.fmean(g.context_states / len(d) for g, d in zip(gens, docs, strict=True)),
                        **mean_cost([g.cost for g in gens])}
             note = "" if ratio is None else f"train_nugget2d objective: {objective}" + (
                 "" if objective == "finetune" else " (not fine-tuned on the task in this profile)")

@@ -71,7 +71,7 @@ def segment_counts(
     for i, w in enumerate(words):
         spans.setdefault(w, []).append(i)
     counts = PerplexityCounts()
-    for w, span in spans.items():
+    for span in spans.values():
         predicted = [i for i in span if i >= start]
         if not predicted:
             continue

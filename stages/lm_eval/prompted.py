@@ -104,7 +104,6 @@ def generate_batch(
     """Greedy answers of one batch. ``ratio=None``: Full (base LM, every document
     token); else Nugget2D compression at ``ratio`` decoded by theta."""
     from nugget_core.nugget2d import COMPRESSOR, DECODER, generate_from_context
-
     from stages.lm_eval.loading import eos_and_pad
 
     eos, pad = eos_and_pad(tokenizer)

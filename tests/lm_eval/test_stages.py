@@ -63,8 +63,9 @@ class _FakeTrained(Stage):
     seed = 0
 
     def run(self, ctx: StageContext) -> None:
-        from nugget_core.nugget2d import save_nugget2d
         from transformers import AutoModelForCausalLM
+
+        from nugget_core.nugget2d import save_nugget2d
 
         base = AutoModelForCausalLM.from_pretrained(str(ctx.inputs["prepare_lm"].file("model")))
         save_nugget2d(make_nugget2d(base, seed=self.seed), ctx.output_dir / "nugget2d")
@@ -94,7 +95,7 @@ def _table(out) -> dict[str, dict]:
         return {r["system"]: r for r in csv.DictReader(fh)}
 
 
-def test_calibration_and_the_three_evaluations(ray_local, tmp_path):
+def test_calibration_and_the_three_evaluations(ray_local, tmp_path):  # noqa: F811
     root = tmp_path / "artifacts"
     dag = Dag([FakePrepareLM, FakeBuildLM, FakeTrainNugget2D, FakeTrainNugget2DAR,
                CalibrateThreshold, EvalLM, EvalQA, EvalSummarization])

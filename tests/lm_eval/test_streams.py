@@ -8,7 +8,13 @@ import math
 import pytest
 import torch
 
-from stages.lm_eval.streams import ContextSetting, attended_states, make_stream, run_segment, windows
+from stages.lm_eval.streams import (
+    ContextSetting,
+    attended_states,
+    make_stream,
+    run_segment,
+    windows,
+)
 
 SETTING = ContextSetting(total_states=10, compressed_tokens=20, context_tokens=4)
 
@@ -48,7 +54,7 @@ def test_nugget2d_attended_states_follow_the_windows(model, threshold, ratio):
     with windows(model, SETTING, threshold=threshold):
         stream = make_stream("nugget2d", model, SETTING, 0.1, None)
         seen = []
-        for p, token in enumerate(ids):
+        for token in ids:
             seen.append(attended_states(stream))
             stream.step(token)
             assert stream.nugget_positions.numel() <= cap + c  # memory stays bounded
