@@ -56,6 +56,17 @@ def lr_at(step: int, job: Any) -> float:
     return job.lr
 
 
+def record_dev_loss(state: TrainerState, dev_loss: float, patience: int) -> None:
+    """Track the best dev loss; stop after ``patience`` evaluations without improvement
+    (0 = never). Every rank sees the same all-reduced loss, so all stop together."""
+    state.dev_losses.append(dev_loss)
+    if dev_loss < state.best_dev_loss:
+        state.best_dev_loss, state.evals_without_improvement = dev_loss, 0
+    else:
+        state.evals_without_improvement += 1
+    state.stopped_early = bool(patience) and state.evals_without_improvement >= patience
+
+
 def _all_reduce_sum(values: list[float]) -> list[float]:
     t = torch.tensor(values, dtype=torch.float64)
     if dist.is_available() and dist.is_initialized():
@@ -160,14 +171,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         metrics: dict[str, float] = {"step": state.step, "train_loss": mean_loss}
         if state.step % job.eval_every == 0 or last:
             dev_loss = evaluate(engine, task, dev, rank, world, job)
-            state.dev_losses.append(dev_loss)
+            record_dev_loss(state, dev_loss, job.early_stopping_patience)
             metrics["dev_loss"] = dev_loss
-            if dev_loss < state.best_dev_loss:
-                state.best_dev_loss, state.evals_without_improvement = dev_loss, 0
-            else:
-                state.evals_without_improvement += 1
-            patience = job.early_stopping_patience
-            state.stopped_early = bool(patience) and state.evals_without_improvement >= patience
             if rank == 0 and logger is not None:
                 logger.log_metrics({"dev_loss": dev_loss}, step=state.step)
         if state.step % job.checkpoint_every == 0 or last or state.stopped_early:

@@ -7,7 +7,7 @@ import torch
 
 from stages.config import load_config
 from stages.training.launch import check_resources, fit
-from stages.training.loop import PROBE_FILE, lr_at
+from stages.training.loop import PROBE_FILE, TrainerState, lr_at, record_dev_loss
 from stages.training.nugget_task import NuggetTask, sentence_end_positions
 from tests.training.conftest import TINY
 
@@ -116,3 +116,14 @@ def test_sentence_end_positions_follow_offsets():
     text = "Hi there. Bye now."
     offsets = [(0, 0), (0, 2), (2, 8), (8, 9), (9, 13), (13, 17), (17, 18), (0, 0)]
     assert sentence_end_positions(text, ["Hi there.", "Bye now."], offsets) == [3, 6]
+
+
+def test_early_stopping_counts_evaluations_without_improvement():
+    state = TrainerState()
+    for loss in (3.0, 2.0, 2.5, 2.0):  # best 2.0, then no strict improvement twice
+        record_dev_loss(state, loss, patience=2)
+    assert state.best_dev_loss == 2.0 and state.stopped_early
+    off = TrainerState()
+    for loss in (3.0, 4.0, 5.0, 6.0):
+        record_dev_loss(off, loss, patience=0)
+    assert not off.stopped_early and off.dev_losses == [3.0, 4.0, 5.0, 6.0]
