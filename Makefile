@@ -32,7 +32,10 @@ $(STAMP): pyproject.toml constraints-cpu.txt
 	$(PY) -m pip install -q -c constraints-cpu.txt -e '.[dev]'
 	touch $(STAMP)
 
+# apt-get download needs package lists; a fresh machine may have none yet
 sources: $(STAMP)
+	@ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1 || \
+	  { if [ "$$(id -u)" = 0 ]; then apt-get update -qq; else sudo apt-get update -qq; fi; }
 	$(PY) -m stages.sources fetch --dir $(NUGGET_SOURCES_DIR)
 
 ray-start: $(STAMP)
