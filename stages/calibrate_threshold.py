@@ -16,7 +16,6 @@ one place downstream autoregressive stages take Lambda from), ``scores_hist.png`
 from __future__ import annotations
 
 import json
-import logging
 import time
 
 import numpy as np
@@ -26,8 +25,9 @@ import torch
 from stages.framework.stage import Stage, StageContext
 from stages.lm_eval.calibration import calibrate, document_ratios, histogram_png, spread
 from stages.lm_eval.loading import load_model, scorer_fingerprint
+from stages.lm_eval.progress import progress_logger
 
-log = logging.getLogger("nugget.calibrate_threshold")
+log = progress_logger("nugget.calibrate_threshold")
 THRESHOLD_FILE = "threshold.json"
 # The scorer calibrated is the one autoregressive decoding uses: train_nugget2d_ar's.
 # (In the paper it is the autoencoding compressor's, reused frozen by the AR model; with

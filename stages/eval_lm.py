@@ -17,7 +17,6 @@ time per token. Outputs: ``table.md``, ``table.csv``, ``metrics.json``,
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from collections import defaultdict
@@ -28,10 +27,11 @@ from stages.calibrate_threshold import read_threshold
 from stages.framework.stage import Stage, StageContext
 from stages.lm_eval.loading import load_model, load_tokenizer, scorer_fingerprint
 from stages.lm_eval.perplexity import PerplexityCounts, segment_counts
+from stages.lm_eval.progress import progress_logger
 from stages.lm_eval.streams import ContextSetting, make_stream, run_segment, windows
 from stages.lm_eval.tables import Column, Row, publish
 
-log = logging.getLogger("nugget.eval_lm")
+log = progress_logger("nugget.eval_lm")
 AR_STAGE = "train_nugget2d_ar"
 COST = ("attended_states", "kv_bytes", "ms_per_token", "nugget_ratio")
 

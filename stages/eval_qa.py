@@ -16,13 +16,13 @@ token, KV bytes, ms per decoding step, time before decoding. Outputs: ``table.md
 
 from __future__ import annotations
 
-import logging
 import statistics
 
 from stages.framework.stage import Stage, StageContext
 from stages.lm_eval.cost import mean_cost
 from stages.lm_eval.loading import load_model, load_tokenizer
 from stages.lm_eval.normalize import contains_answer
+from stages.lm_eval.progress import progress_logger
 from stages.lm_eval.prompted import (
     INST_OPEN,
     encode,
@@ -34,7 +34,7 @@ from stages.lm_eval.prompted import (
 from stages.lm_eval.records import batches, read_records, stand_in_label
 from stages.lm_eval.tables import Column, Row, publish
 
-log = logging.getLogger("nugget.eval_qa")
+log = progress_logger("nugget.eval_qa")
 COMPRESSOR_STAGE = "train_nugget2d"
 COLUMNS = [
     Column("accuracy", "acc."), Column("context_ratio", "context ratio", "{:.3f}"),

@@ -18,19 +18,19 @@ real news article as the summary of the rest).
 
 from __future__ import annotations
 
-import logging
 import statistics
 
 from stages.eval_qa import COMPRESSOR_STAGE, trained_with_soft_prompt
 from stages.framework.stage import Stage, StageContext
 from stages.lm_eval.cost import mean_cost
 from stages.lm_eval.loading import load_model, load_tokenizer
+from stages.lm_eval.progress import progress_logger
 from stages.lm_eval.prompted import encode, run_batches, split_template
 from stages.lm_eval.records import read_records, stand_in_label
 from stages.lm_eval.rouge import ROUGE_TYPES, rouge_mean, rouge_per_example
 from stages.lm_eval.tables import NOT_RUN, Column, Row, publish
 
-log = logging.getLogger("nugget.eval_summarization")
+log = progress_logger("nugget.eval_summarization")
 COLUMNS = [
     Column("rouge1", "R1"), Column("rouge2", "R2"), Column("rougeL", "RL"),
     Column("context_ratio", "context ratio", "{:.3f}"),

@@ -7,14 +7,14 @@ stage holds the adapters, scorer and soft prompt (``nugget2d/``, `save_nugget2d`
 from __future__ import annotations
 
 import hashlib
-import logging
 from typing import Any
 
 import torch
 
 from stages.framework.stage import Artifact
+from stages.lm_eval.progress import progress_logger
 
-log = logging.getLogger("nugget.lm_eval")
+log = progress_logger("nugget.lm_eval")
 
 
 def load_tokenizer(prepare_lm: Artifact) -> Any:
