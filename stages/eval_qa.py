@@ -40,7 +40,7 @@ COLUMNS = [
     Column("accuracy", "acc."), Column("context_ratio", "context ratio", "{:.3f}"),
     Column("summary_ratio", "summary ratio", "{:.3f}"),
     Column("attended_states", "attended states/token", "{:.1f}"), Column("kv_bytes", "KV bytes", "{:.0f}"),
-    Column("ms_per_token", "ms/step", "{:.1f}"), Column("encode_ms", "ms before decoding", "{:.0f}"),
+    Column("ms_per_token", "ms/step (incl. prompt pass)", "{:.1f}"), Column("encode_ms", "ms before decoding", "{:.0f}"),
     Column("generated_tokens", "tokens/answer", "{:.1f}"),
 ]
 
@@ -119,6 +119,7 @@ class EvalQA(Stage):
         notes = [f"{len(records)} examples of split {cfg.split!r}" + (f"; stand-in: {label}" if label else ""),
                  "Full / NoDoc / LMSumm: base LM without adapters; Nugget2D: train_nugget2d checkpoint "
                  f"({'with' if soft else 'without'} its soft prompt), zero-shot.",
-                 f"ms/step: wall time per decoding step of a batch of {cfg.batch_size}; KV bytes at the end of decoding."]
+                 f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {cfg.batch_size}; "
+                 "KV bytes at the end of decoding; attended states: mean over generated tokens."]
         ctx.logger.set_tags({"stand_in": label or "none"})
         publish(ctx, "SQuAD-style QA accuracy (Nugget2D table 3)", rows, COLUMNS, examples, notes)

@@ -35,7 +35,7 @@ COLUMNS = [
     Column("rouge1", "R1"), Column("rouge2", "R2"), Column("rougeL", "RL"),
     Column("context_ratio", "context ratio", "{:.3f}"),
     Column("attended_states", "attended states/token", "{:.1f}"), Column("kv_bytes", "KV bytes", "{:.0f}"),
-    Column("ms_per_token", "ms/step", "{:.1f}"), Column("encode_ms", "ms before decoding", "{:.0f}"),
+    Column("ms_per_token", "ms/step (incl. prompt pass)", "{:.1f}"), Column("encode_ms", "ms before decoding", "{:.0f}"),
     Column("generated_tokens", "tokens/summary", "{:.1f}"),
 ]
 FULL_FT_MISSING = f"{NOT_RUN}: no stage of the DAG fine-tunes a plain LM on the task"
@@ -86,6 +86,7 @@ class EvalSummarization(Stage):
             log.info("eval_summarization: %s %s", system, {t: round(metrics[t], 2) for t in ROUGE_TYPES})
         label = stand_in_label(records)
         notes = [f"{len(records)} examples of split {cfg.split!r}" + (f"; stand-in: {label}" if label else ""),
-                 f"ms/step: wall time per decoding step of a batch of {cfg.batch_size}; KV bytes at the end of decoding."]
+                 f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {cfg.batch_size}; "
+                 "KV bytes at the end of decoding; attended states: mean over generated tokens."]
         ctx.logger.set_tags({"stand_in": label or "none", "full_ft": FULL_FT_MISSING})
         publish(ctx, "CNN/DailyMail-style summarisation ROUGE (Nugget2D table 4)", rows, COLUMNS, examples, notes)
