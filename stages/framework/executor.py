@@ -67,6 +67,8 @@ def run_one(
     forced: bool,
 ) -> dict[str, Any]:
     """Run one stage into scratch and publish it (executes inside a Ray task)."""
+    # Ray workers start with an unconfigured root logger: stage progress lines would vanish
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     stage_name = stage_cls.name
     store = ArtifactStore(cfg.run.artifact_root)
     inputs = {u: store.artifact(u, k) for u, k in upstream_keys.items()}

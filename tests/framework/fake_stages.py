@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from stages.corpus_stats import CorpusStats
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
 
@@ -32,4 +33,21 @@ class Fragile(Stage):
         ctx.log_metrics({"parts": 2})
 
 
+class Digest(Stage):
+    """A small real consumer of corpus_stats (the pipeline's report reads every stage)."""
+
+    name = "digest"
+    upstream = ("corpus_stats",)
+    config_keys = ("report.title",)
+
+    def run(self, ctx: StageContext) -> None:
+        import json
+
+        stats = json.loads(ctx.inputs["corpus_stats"].file("stats.json").read_text())
+        text = f"# {ctx.cfg('report.title')}\n\n{stats['documents']} documents from {stats['source']}\n"
+        (ctx.output_dir / "digest.md").write_text(text)
+        ctx.log_metrics({"documents": stats["documents"]})
+
+
 FAKE_DAG = Dag([Source, Fragile])
+STATS_DAG = Dag([CorpusStats, Digest])

@@ -8,7 +8,7 @@ import pytest
 
 from pipelines.cli import main_full, main_stage
 from stages.framework.store import ArtifactStore
-from tests.framework.fake_stages import FAKE_DAG
+from tests.framework.fake_stages import FAKE_DAG, STATS_DAG
 from tests.framework.fixtures import LEE_DOCS, runs_of_latest_pipeline
 
 pytestmark = pytest.mark.ray
@@ -20,11 +20,10 @@ def _statuses(root) -> dict[str, str]:
 
 
 def test_full_run_then_cached_run(ray_local, root, base_args):
-    base_args = [*base_args, "run.targets=[report]"]  # the corpus_stats -> report branch
-    assert main_full(base_args) == 0
+    assert main_full(base_args, dag=STATS_DAG) == 0
     parent, children = runs_of_latest_pipeline(root)
-    assert set(children) == {"corpus_stats", "report"}
-    assert _statuses(root) == {"corpus_stats": "false", "report": "false"}
+    assert set(children) == {"corpus_stats", "digest"}
+    assert _statuses(root) == {"corpus_stats": "false", "digest": "false"}
     stats = children["corpus_stats"]
     assert stats.data.metrics["documents"] == len(LEE_DOCS)
     assert stats.data.metrics["words_total"] == 9 + 6 + 8  # counted by hand
@@ -33,53 +32,56 @@ def test_full_run_then_cached_run(ray_local, root, base_args):
     first_producer = stats.info.run_id
 
     # second run: nothing executes, both stages recorded as hits linking the producer
-    assert main_full(base_args) == 0
+    assert main_full(base_args, dag=STATS_DAG) == 0
     _, children = runs_of_latest_pipeline(root)
-    assert _statuses(root) == {"corpus_stats": "true", "report": "true"}
+    assert _statuses(root) == {"corpus_stats": "true", "digest": "true"}
     hit = children["corpus_stats"]
     assert hit.data.tags["produced_by_run_id"] == first_producer
     assert hit.data.metrics["words_total"] == 23  # metrics carried over to the hit run
 
-    # changing the report's config reruns the report only
-    assert main_full(base_args + ["report.title=Other"]) == 0
-    assert _statuses(root) == {"corpus_stats": "true", "report": "false"}
+    # changing the digest's config reruns the digest only
+    assert main_full(base_args + ["report.title=Other"], dag=STATS_DAG) == 0
+    assert _statuses(root) == {"corpus_stats": "true", "digest": "false"}
 
     # changing corpus_stats' config reruns it and its downstream
-    assert main_full(base_args + ["report.title=Other", "data.corpus_stats.top_words=3"]) == 0
-    assert _statuses(root) == {"corpus_stats": "false", "report": "false"}
-    report_dir = next((root / "report").glob("*/report.md"))
-    assert "Corpus statistics: gensim_lee" in report_dir.read_text()
+    assert main_full(base_args + ["report.title=Other", "data.corpus_stats.top_words=3"], dag=STATS_DAG) == 0
+    assert _statuses(root) == {"corpus_stats": "false", "digest": "false"}
+    digests = sorted(p.read_text() for p in (root / "digest").glob("*/digest.md"))
+    # three digest keys: default title, "Other" on the old stats, "Other" on the new ones
+    assert digests == ["# Other\n\n3 documents from gensim_lee\n"] * 2 + [
+        "# nugget-pipeline report\n\n3 documents from gensim_lee\n"
+    ]
 
 
 def test_stage_rerun_uses_cached_upstream(ray_local, root, base_args, capsys):
-    assert main_stage(["report", *base_args]) == 3  # nothing cached yet
+    assert main_stage(["digest", *base_args], dag=STATS_DAG) == 3  # nothing cached yet
     err = capsys.readouterr().err
     assert "upstream stage 'corpus_stats' has no cached output" in err
     assert "python -m pipelines.stage corpus_stats" in err
 
-    assert main_stage(["corpus_stats", *base_args]) == 0
+    assert main_stage(["corpus_stats", *base_args], dag=STATS_DAG) == 0
     _, children = runs_of_latest_pipeline(root)
     assert set(children) == {"corpus_stats"}
     stats_dir = next((root / "corpus_stats").iterdir())
     stamp = (stats_dir / "stats.json").stat().st_mtime_ns
 
-    assert main_stage(["report", *base_args]) == 0
+    assert main_stage(["digest", *base_args], dag=STATS_DAG) == 0
     _, children = runs_of_latest_pipeline(root)
-    assert set(children) == {"report"} and children["report"].data.tags["cache_hit"] == "false"
+    assert set(children) == {"digest"} and children["digest"].data.tags["cache_hit"] == "false"
     assert (stats_dir / "stats.json").stat().st_mtime_ns == stamp  # upstream untouched
 
-    assert main_stage(["report", *base_args]) == 0  # cached: recorded as a hit
-    assert _statuses(root) == {"report": "true"}
-    assert main_stage(["report", "--force", *base_args]) == 0
+    assert main_stage(["digest", *base_args], dag=STATS_DAG) == 0  # cached: recorded as a hit
+    assert _statuses(root) == {"digest": "true"}
+    assert main_stage(["digest", "--force", *base_args], dag=STATS_DAG) == 0
     _, children = runs_of_latest_pipeline(root)
-    assert children["report"].data.tags["forced"] == "true"
-    assert children["report"].data.tags["cache_hit"] == "false"
+    assert children["digest"].data.tags["forced"] == "true"
+    assert children["digest"].data.tags["cache_hit"] == "false"
 
 
 def test_dry_run_prints_plan_without_running(ray_local, root, base_args, capsys):
-    assert main_full(["--dry-run", *base_args, "run.targets=[report]"]) == 0
+    assert main_full(["--dry-run", *base_args], dag=STATS_DAG) == 0
     out = capsys.readouterr().out
-    assert "corpus_stats           miss" in out and "report                 miss" in out
+    assert "corpus_stats           miss" in out and "digest                 miss" in out
     assert not (root / "corpus_stats").exists()
 
 
@@ -87,7 +89,7 @@ def test_unknown_stage_and_list(capsys):
     assert main_stage(["nosuch"]) == 2
     assert "unknown stage 'nosuch'" in capsys.readouterr().err
     assert main_stage(["--list"]) == 0
-    assert "report                 <- corpus_stats" in capsys.readouterr().out
+    assert "train_nugget           <- tokenizer, build_mt_docs" in capsys.readouterr().out
 
 
 def test_crash_leaves_no_complete_output_and_next_run_redoes_it(ray_local, root, sources, base_args, capsys):
