@@ -76,6 +76,8 @@ class AnalyzeNuggets(Stage):
         report = {n: {"top": [[t, s.share(s.nuggets, t), s.share(s.text, t)] for t, _ in s.nuggets.most_common(TOP_TOKENS)],
                       "punctuation_share_nuggets": s.punctuation_share(s.nuggets),
                       "punctuation_share_text": s.punctuation_share(s.text),
+                      "the_share_nuggets": s.word_share(s.nuggets, "the"), "the_share_text": s.word_share(s.text, "the"),
+                      "objective": systems[n].objective, "ratio": systems[n].ratio, "label": systems[n].describe(),
                       "n_nuggets": sum(s.nuggets.values()), "n_tokens": sum(s.text.values())}
                   for n, s in stats.items()}
         ctx.write_json("token_frequency.json", report)

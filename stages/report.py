@@ -2,7 +2,7 @@
 
 Pure function of its inputs: it reads the upstream artifacts (evaluation outputs and
 manifests), never MLflow, so its cache key covers everything it shows. Tables: Nugget
-figure 4 (BLEU vs r), tables 2-4, Nugget2D tables 1, 3, 4, and the corpus statistics.
+figure 4 (BLEU vs r), figure 5 in numbers, tables 2-4, Nugget2D tables 1, 3, 4, and the corpus statistics.
 Every measured cell is a number from an upstream file or "not run in this profile";
 published numbers (`stages.evaluation.published`) only ever fill the published column.
 Each table states the profile, models and data behind its measured column.
@@ -25,6 +25,7 @@ from stages.evaluation.report_tables import (
     nugget2d_table,
     table2,
     table4,
+    token_table,
 )
 from stages.evaluation.tables import csv_text, html_table, markdown
 from stages.framework.stage import Artifact, Stage, StageContext
@@ -88,6 +89,8 @@ def build_tables(ctx: StageContext) -> list[ReportTable]:
     lm_ctx = f"profile {ctx.cfg('profile')}; base LM: {lm.name_or_path or lm.source} (keep_layers={lm.keep_layers})"
     return [
         bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec)),
+        token_table(_json(ctx, "analyze_nuggets", "token_frequency.json"),
+                    _context(ctx, "analyze_nuggets", "dev documents of build_mt_docs")),
         table2(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR")),
         not_run_table("nugget_table3", "Nugget table 3: Nugget LM perplexity (WikiText-103)",
                       f"profile {ctx.cfg('profile')}; no Nugget-LM stage exists in this pipeline", ["h=0", "h=1", "h=2", "h=4", "h=8"]),

@@ -130,6 +130,22 @@ def bleu_table(rec: dict[str, Any], context: str) -> ReportTable:
     return t
 
 
+def token_table(freq: dict[str, Any], context: str) -> ReportTable:
+    """Nugget fig. 5 in numbers: shares (%) of 'the' and of punctuation among nuggets vs in text."""
+    t = ReportTable("nugget_fig5", "Nugget figure 5: what becomes a nugget (% of tokens)", context,
+                    ["share_nuggets", "share_text"])
+    for stats in freq.values():
+        t.add(f"'the' ({stats['label']})", {"share_nuggets": stats["the_share_nuggets"], "share_text": stats["the_share_text"]},
+              "the_ae" if stats["objective"] == "ae" else None)
+        t.add(f"punctuation ({stats['label']})", {"share_nuggets": stats["punctuation_share_nuggets"],
+                                                  "share_text": stats["punctuation_share_text"]})
+        for token, nug, text in stats["top"][:3]:
+            t.add(f"{token!r} ({stats['label']}, top nugget token)", {"share_nuggets": nug, "share_text": text})
+    if not freq:
+        t.add("'the' (AE)", {}, "the_ae")
+    return t
+
+
 def not_run_table(table_id: str, title: str, context: str, columns: list[str]) -> ReportTable:
     """A table of the paper with no stage of this pipeline behind it."""
     t = ReportTable(table_id, title, context, columns)
@@ -182,7 +198,8 @@ def nugget2d_table(table_id: str, title: str, art: Artifact | None, columns: lis
             values = entry.get("metrics", {})
             measured = {c: next((values[k] for k in METRIC_KEYS[c] if values.get(k) is not None), None) for c in columns}
             if all(v is None for v in measured.values()) and entry.get("note"):
-                measured = {c: f"not run: {entry['note']}" for c in columns}
+                note = entry["note"]
+                measured = dict.fromkeys(columns, note if note.startswith(NOT_RUN) else f"not run: {note}")
             row_id = published_row(table_id, name)
             matched.add(row_id or "")
             t.add(name, measured, row_id)

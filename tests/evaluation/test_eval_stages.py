@@ -80,7 +80,7 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     md = (ctx.output_dir / "report.md").read_text()
     sim = json.loads((sim_ctx.output_dir / "similarity.json").read_text())["rows"]
     # every table present, no blank cell anywhere
-    for title in ("Nugget figure 4", "Nugget table 2", "Nugget table 3", "Nugget table 4",
+    for title in ("Nugget figure 4", "Nugget figure 5", "Nugget table 2", "Nugget table 3", "Nugget table 4",
                   "Nugget2D table 1", "Nugget2D table 3", "Nugget2D table 4"):
         rows = _cells(md, title)
         assert rows and all(all(c for c in row) for row in rows), title
@@ -96,12 +96,14 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     assert tsdae[1] == NOT_RUN and tsdae[2] == f"{PUBLISHED['nugget_table2']['tsdae_ae']['pi']:.2f}"
     re_row = next(r for r in t2 if "gating decoder" in r[0])
     assert re_row[2] == NOT_IN_PAPER and re_row[1] not in (NOT_RUN, NOT_IN_PAPER)
+    # fig. 5 without analyze_nuggets: the paper's 'the' shares stay in the published column
+    assert _cells(md, "Nugget figure 5") == [["'the' (AE)", NOT_RUN, "0.70", NOT_RUN, "5.20"]]
     # Nugget2D stages absent from this run: every measured cell says so
     for row in _cells(md, "Nugget2D table 1"):
         assert row[1::2] == [NOT_RUN] * 3
     assert "profile tiny" in md and "key ks" in md
     assert (ctx.output_dir / "report.html").exists() and (ctx.output_dir / "bleu_vs_ratio.png").exists()
-    assert len(list((ctx.output_dir / "tables").glob("*.csv"))) == 7
+    assert len(list((ctx.output_dir / "tables").glob("*.csv"))) == 8
 
 
 def test_analyze_nuggets_on_fixture(evaluated):
