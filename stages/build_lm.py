@@ -32,8 +32,14 @@ import pyarrow.parquet as pq
 from stages.datasets import paper_sources as paper
 from stages.datasets.articles import from_sections, from_wiki_markup
 from stages.datasets.lm import (
-    QA_STAND_IN, SUMMARY_STAND_IN, cloze_qa, continuation_triples, lead_summary, lm_segments,
-    qa_record, summary_record,
+    QA_STAND_IN,
+    SUMMARY_STAND_IN,
+    cloze_qa,
+    continuation_triples,
+    lead_summary,
+    lm_segments,
+    qa_record,
+    summary_record,
 )
 from stages.datasets.splits import assign_splits
 from stages.datasets.stats import length_stats

@@ -68,7 +68,7 @@ class BuildMtDocs(Stage):
             **{k: float(v) for k, v in corpus.notes.items()},
         }
         for split in SPLITS:
-            rows = [(i, d) for i, (d, s) in enumerate(zip(docs, splits)) if s == split]
+            rows = [(i, d) for i, (d, s) in enumerate(zip(docs, splits, strict=False)) if s == split]
             table = pa.Table.from_pylist(
                 [
                     {"doc_id": f"{split}-{i}", "source": d.left, "target": d.right,

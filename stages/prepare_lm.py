@@ -24,8 +24,9 @@ class PrepareLM(Stage):
     config_keys = ("model.lm",)
 
     def run(self, ctx: StageContext) -> None:
-        from nugget_core.nugget2d import prepare_smollm2, truncate_layers
         from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from nugget_core.nugget2d import prepare_smollm2, truncate_layers
 
         cfg = ctx.cfg("model.lm")
         out = ctx.output_dir / "model"

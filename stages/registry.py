@@ -12,8 +12,8 @@ from stages.corpus_stats import CorpusStats
 from stages.eval_lm import EvalLM
 from stages.eval_qa import EvalQA
 from stages.eval_reconstruction import EvalReconstruction
-from stages.eval_summarization import EvalSummarization
 from stages.eval_similarity import EvalSimilarity
+from stages.eval_summarization import EvalSummarization
 from stages.evaluation.optional import resolve_optional_upstream
 from stages.framework.dag import Dag
 from stages.prepare_lm import PrepareLM

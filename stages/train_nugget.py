@@ -15,12 +15,8 @@ tokens-per-second are logged to MLflow by rank 0 into this stage's run.
 
 from __future__ import annotations
 
-import json
-import shutil
-
 from stages.framework.stage import Stage, StageContext
-from stages.training.launch import check_resources, clear_storage, fit
-from stages.training.loop import PROBE_FILE
+from stages.training.launch import train_into_stage_output
 from stages.training.nugget_task import NuggetTask
 
 
@@ -48,19 +44,4 @@ class TrainNugget(Stage):
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
 
     def run(self, ctx: StageContext) -> None:
-        job = ctx.cfg("train.nugget")
-        check_resources(job, "train.nugget")
-        task = nugget_task(ctx)
-        if ctx.forced:  # never resume a forced recompute from an older attempt
-            clear_storage(ctx.work_uri, "train")
-        checkpoint, state = fit(task, job, ctx.work_uri, "train", ctx.cfg("run.seed"), ctx.logger)
-        shutil.copytree(checkpoint / "model", ctx.output_dir / "model")
-        shutil.copy(checkpoint / PROBE_FILE, ctx.output_dir / PROBE_FILE)
-        ctx.write_json("trainer_state.json", state)
-        clear_storage(ctx.work_uri, "train")
-        ctx.log_metrics({
-            "final_train_loss": state["losses"][-1],
-            "best_dev_loss": state["best_dev_loss"],
-            "steps": state["step"],
-            "stopped_early": float(state["stopped_early"]),
-        })
+        train_into_stage_output(ctx, nugget_task(ctx), ctx.cfg("train.nugget"), "train.nugget", "model")

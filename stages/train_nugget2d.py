@@ -18,12 +18,10 @@ scorer, soft prompt, config, tokenizer; reload with
 
 from __future__ import annotations
 
-import shutil
 from typing import ClassVar
 
 from stages.framework.stage import Stage, StageContext
-from stages.training.launch import check_resources, clear_storage, fit
-from stages.training.loop import PROBE_FILE
+from stages.training.launch import train_into_stage_output
 from stages.training.nugget2d_task import Nugget2DTask
 
 
@@ -35,7 +33,6 @@ class _TrainNugget2D(Stage):
 
     def run(self, ctx: StageContext) -> None:
         job = ctx.cfg(self.job_key)
-        check_resources(job, self.job_key)
         task = Nugget2DTask(
             data_dir=str(ctx.inputs["build_lm"].path),
             base_dir=str(ctx.inputs["prepare_lm"].file("model")),
@@ -47,19 +44,7 @@ class _TrainNugget2D(Stage):
             dev_examples=job.dev_examples,
             seed=ctx.cfg("run.seed"),
         )
-        if ctx.forced:  # never resume a forced recompute from an older attempt
-            clear_storage(ctx.work_uri, "train")
-        checkpoint, state = fit(task, job, ctx.work_uri, "train", ctx.cfg("run.seed"), ctx.logger)
-        shutil.copytree(checkpoint / "model", ctx.output_dir / "nugget2d")
-        shutil.copy(checkpoint / PROBE_FILE, ctx.output_dir / PROBE_FILE)
-        ctx.write_json("trainer_state.json", state)
-        clear_storage(ctx.work_uri, "train")
-        ctx.log_metrics({
-            "final_train_loss": state["losses"][-1],
-            "best_dev_loss": state["best_dev_loss"],
-            "steps": state["step"],
-            "stopped_early": float(state["stopped_early"]),
-        })
+        train_into_stage_output(ctx, task, job, self.job_key, "nugget2d")
 
 
 class TrainNugget2D(_TrainNugget2D):

@@ -77,7 +77,7 @@ def from_wiki_markup(title: str, markup: str) -> Article:
     # the lead may be empty (an article that opens with a heading): keep its slot so that
     # "section 0 = lead" holds; build_rr skips articles without a usable lead
     lead = clean_wiki_markup("\n".join(bodies[0]))
-    rest = _prose((h, clean_wiki_markup("\n".join(b))) for h, b in zip(heads[1:], bodies[1:]))
+    rest = _prose((h, clean_wiki_markup("\n".join(b))) for h, b in zip(heads[1:], bodies[1:], strict=False))
     return Article(title, [("", lead)] + rest)
 
 
@@ -88,7 +88,7 @@ def from_wikitext103(lines: Iterable[str]) -> list[Article]:
 
     def flush() -> None:
         if title is not None:
-            secs = [(h, normalise(" ".join(b))) for h, b in zip(heads, bodies)]
+            secs = [(h, normalise(" ".join(b))) for h, b in zip(heads, bodies, strict=False)]
             articles.append(Article(title, [secs[0]] + _prose(secs[1:])))
 
     for line in lines:

@@ -119,7 +119,7 @@ def mine_pool(
     """Negatives from the pool minus the documents of the query's own group (article)."""
     retriever = build_index(pool_tokens, cfg)
     out = []
-    for q, group, pos in zip(query_tokens, query_groups, positives):
+    for q, group, pos in zip(query_tokens, query_groups, positives, strict=False):
         score = scores(retriever, q)
         out.append(rank_candidates(score, pool_groups == group, pos, n_neg))
     return out

@@ -66,7 +66,7 @@ def pack_parallel(
             out.empty_skipped += 1
         doc, n_left, n_right = PackedDoc(), 0, 0
 
-    for i, (cl, cr) in enumerate(zip(left_counts, right_counts)):
+    for i, (cl, cr) in enumerate(zip(left_counts, right_counts, strict=False)):
         # draw both sides every time: the sample of one side never depends on the other
         keep_l, keep_r = (True, True) if keep_prob >= 1.0 else tuple(rng.random(2) < keep_prob)
         out.deleted_left += not keep_l
@@ -106,7 +106,7 @@ def enforce_limit(
     """
     fixed: list[PackedDoc] = []
     repacked = 0
-    for doc, el, er in zip(docs, exact_left, exact_right):
+    for doc, el, er in zip(docs, exact_left, exact_right, strict=False):
         if doc.truncated or (el <= limit and er <= limit):
             fixed.append(doc)
             continue

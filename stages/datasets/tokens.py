@@ -40,7 +40,7 @@ def encode_texts(texts: list[str], tokenizer_dir: Path, batch_size: int = 512) -
         batch_format="pandas",
     ).to_pandas()
     ids: list[list[int]] = [[] for _ in texts]
-    for i, seq in zip(out["i"].tolist(), out["ids"].tolist()):
+    for i, seq in zip(out["i"].tolist(), out["ids"].tolist(), strict=False):
         ids[i] = [int(t) for t in seq]
     return ids
 

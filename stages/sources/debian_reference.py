@@ -66,7 +66,7 @@ def align_chapters(en_dir: Path, zh_dir: Path) -> AlignedManual:
         if len(en) != len(zh):
             out.skipped_chapters.append(chapter)
             continue
-        pairs = [(e, z) for e, z in zip(en, zh) if e and z]
+        pairs = [(e, z) for e, z in zip(en, zh, strict=False) if e and z]
         out.chapters.append((chapter, pairs))
     return out
 

@@ -69,7 +69,7 @@ def sections(text: str) -> tuple[str, list[Section]]:
             continue
         bodies[-1].append(line)
         i += 1
-    out = [(h, _inline(" ".join(b))) for h, b in zip(heads, bodies)]
+    out = [(h, _inline(" ".join(b))) for h, b in zip(heads, bodies, strict=False)]
     return title, [(h, t) for h, t in out if t]
 
 

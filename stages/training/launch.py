@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from stages.training.loop import STATE_FILE, train_loop_per_worker
+from stages.training.loop import PROBE_FILE, STATE_FILE, train_loop_per_worker
 
 
 def check_resources(job: Any, section: str) -> None:
@@ -85,3 +85,24 @@ def clear_storage(storage: str, name: str) -> None:
             fs.rm(path, recursive=True)
     else:
         shutil.rmtree(Path(storage) / name, ignore_errors=True)
+
+
+def train_into_stage_output(ctx: Any, task: Any, job: Any, job_key: str, model_dir: str) -> dict[str, Any]:
+    """The body of a single-model training stage: check resources, fit (resuming an
+    interrupted attempt of the same key, unless forced), export ``<output>/<model_dir>``,
+    the probe logits and ``trainer_state.json``, drop the checkpoints, log the summary."""
+    check_resources(job, job_key)
+    if ctx.forced:  # never resume a forced recompute from an older attempt
+        clear_storage(ctx.work_uri, "train")
+    checkpoint, state = fit(task, job, ctx.work_uri, "train", ctx.cfg("run.seed"), ctx.logger)
+    shutil.copytree(checkpoint / "model", ctx.output_dir / model_dir)
+    shutil.copy(checkpoint / PROBE_FILE, ctx.output_dir / PROBE_FILE)
+    ctx.write_json("trainer_state.json", state)
+    clear_storage(ctx.work_uri, "train")
+    ctx.log_metrics({
+        "final_train_loss": state["losses"][-1],
+        "best_dev_loss": state["best_dev_loss"],
+        "steps": state["step"],
+        "stopped_early": float(state["stopped_early"]),
+    })
+    return state

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from stages.training.batches import pad
+from stages.training.task import TrainingTask
 
 CHUNKS = ("doc", "prompt", "answer")
 
@@ -40,7 +41,11 @@ class ObjectiveModule(nn.Module):
 
     def forward(self, **batch: torch.Tensor) -> Any:
         from nugget_core.nugget2d import (
-            ARWindows, ar_forward, ar_scores, objective_loss, threshold_for_ratio,
+            ARWindows,
+            ar_forward,
+            ar_scores,
+            objective_loss,
+            threshold_for_ratio,
         )
 
         if self.objective == "autoregressive":
@@ -60,7 +65,7 @@ class ObjectiveModule(nn.Module):
 
 
 @dataclass
-class Nugget2DTask:
+class Nugget2DTask(TrainingTask):
     data_dir: str
     base_dir: str  # prepare_lm's HF folder (weights + tokenizer)
     objective: str
@@ -146,14 +151,6 @@ class Nugget2DTask:
         return batch
 
     @staticmethod
-    def loss(forward: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return forward(**batch).loss
-
-    @staticmethod
-    def logits(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return model(**batch).logits
-
-    @staticmethod
     def n_target_tokens(batch: dict[str, torch.Tensor]) -> int:
         if "input_ids" in batch:
             return int(batch["predict_last"][0]) * batch["input_ids"].shape[0]
@@ -165,13 +162,6 @@ class Nugget2DTask:
         if "input_ids" in batch:
             return batch["input_ids"].numel()
         return sum(int(v.sum()) for k, v in batch.items() if k.endswith("_mask"))
-
-    @staticmethod
-    def parameter_counts(model: nn.Module) -> dict[str, int]:
-        from nugget_core import count_parameters
-
-        counts = count_parameters(model)
-        return {"params.trainable": counts.trainable, "params.frozen": counts.total - counts.trainable}
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """``save_nugget2d`` (peft adapters + scorer + soft prompt + config) + tokenizer."""

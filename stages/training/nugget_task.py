@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from stages.training.batches import Example, delete_tokens, pad
+from stages.training.task import TrainingTask
 
 
 def sentence_end_positions(text: str, sentences: list[str], offsets: list[tuple[int, int]]) -> list[int]:
@@ -48,7 +49,7 @@ def sentence_end_positions(text: str, sentences: list[str], offsets: list[tuple[
 
 
 @dataclass
-class NuggetTask:
+class NuggetTask(TrainingTask):
     """Everything model-specific the training loop needs; picklable (sent to workers)."""
 
     data_dir: str
@@ -144,27 +145,12 @@ class NuggetTask:
         return batch
 
     @staticmethod
-    def loss(forward: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return forward(**batch).loss
-
-    @staticmethod
-    def logits(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return model(**batch).logits
-
-    @staticmethod
     def n_target_tokens(batch: dict[str, torch.Tensor]) -> int:
         return int((batch["labels"] != -100).sum())
 
     @staticmethod
     def n_tokens(batch: dict[str, torch.Tensor]) -> int:
         return int(batch["attention_mask"].sum()) + int((batch["labels"] != -100).sum())
-
-    @staticmethod
-    def parameter_counts(model: nn.Module) -> dict[str, int]:
-        from nugget_core import count_parameters
-
-        counts = count_parameters(model)
-        return {"params.trainable": counts.trainable, "params.frozen": counts.total - counts.trainable}
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """HF ``save_pretrained`` + nugget parts + tokenizer: loadable outside Ray."""

@@ -13,7 +13,6 @@ from stages.build_lm import BuildLM
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
 from tests.data.fixtures import write_python_docs
-from tests.framework.conftest import ray_local  # noqa: F401
 from tests.framework.fixtures import LEE_DOCS, make_fake_sources, runs_of_latest_pipeline
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

@@ -10,7 +10,6 @@ import pytest
 
 from pipelines.cli import main_full
 from tests.data.fixtures import write_bible, write_debian_reference
-from tests.framework.conftest import ray_local  # noqa: F401
 from tests.framework.fixtures import make_fake_sources, runs_of_latest_pipeline
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

@@ -93,8 +93,9 @@ def test_more_workers_than_cpus_fails_before_training(ray_local):
 
 
 def test_pretrained_scorer_layer_too_deep_is_refused(mt_artifacts, tmp_path):
-    from nugget_core import TinyBartSpec, build_tiny_bart
     from transformers import AutoTokenizer
+
+    from nugget_core import TinyBartSpec, build_tiny_bart
 
     data, tok = mt_artifacts
     build_tiny_bart(AutoTokenizer.from_pretrained(tok), TinyBartSpec(layers=2)).save_pretrained(tmp_path)
