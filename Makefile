@@ -5,6 +5,7 @@
 #   make mlflow-ui                             MLflow UI on http://127.0.0.1:5000
 #   make ray-stop                              stop the local Ray head started by `make run`
 
+SHELL      := /bin/bash
 PYTHON     ?= python3
 VENV       ?= .venv
 PY         := $(VENV)/bin/python
@@ -15,6 +16,9 @@ PYTEST_ARGS ?=
 RAY_PORT   ?= 6379
 DASH_PORT  ?= 8265
 MLFLOW_PORT ?= 5000
+# the dashboard agent's default port (52365) is also taken by any local ray.init():
+# a free port, picked when the head starts, avoids a head whose job agent cannot bind
+AGENT_PORT ?= $(shell $(PYTHON) -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export NUGGET_ARTIFACT_ROOT ?= $(HOME)/nugget-artifacts
 export NUGGET_SOURCES_DIR   ?= $(HOME)/.cache/nugget-pipeline/sources
 # local Ray: loopback only, no token auth (ENV-NOTES.md)
@@ -44,13 +48,19 @@ ray-start: $(STAMP)
 	else \
 	  $(RAY_ENV) $(BIN)/ray start --head --node-ip-address=127.0.0.1 --port=$(RAY_PORT) \
 	    --dashboard-host=127.0.0.1 --dashboard-port=$(DASH_PORT) --num-cpus=$$(nproc) \
+	    --dashboard-agent-listen-port=$(AGENT_PORT) \
 	    --disable-usage-stats; \
 	fi
 
+# a just-started head can refuse jobs for a few seconds ("No available agent"): retry
 run: $(STAMP) sources ray-start
-	$(RAY_ENV) $(BIN)/ray job submit --address http://127.0.0.1:$(DASH_PORT) --working-dir . \
-	  --runtime-env-json '{"env_vars": {"NUGGET_GIT_COMMIT": "$(shell git rev-parse HEAD 2>/dev/null || echo unknown)", "NUGGET_ARTIFACT_ROOT": "$(NUGGET_ARTIFACT_ROOT)", "NUGGET_SOURCES_DIR": "$(NUGGET_SOURCES_DIR)"}}' \
-	  -- python pipelines/full.py $(ARGS)
+	@log=$$(mktemp); for attempt in 1 2 3 4 5 6 7 8 9 10 11 12; do \
+	  $(RAY_ENV) $(BIN)/ray job submit --address http://127.0.0.1:$(DASH_PORT) --working-dir . \
+	    --runtime-env-json '{"env_vars": {"NUGGET_GIT_COMMIT": "$(shell git rev-parse HEAD 2>/dev/null || echo unknown)", "NUGGET_ARTIFACT_ROOT": "$(NUGGET_ARTIFACT_ROOT)", "NUGGET_SOURCES_DIR": "$(NUGGET_SOURCES_DIR)"}}' \
+	    -- python pipelines/full.py $(ARGS) 2>&1 | tee $$log; rc=$${PIPESTATUS[0]}; \
+	  grep -q "No available agent" $$log || { rm -f $$log; exit $$rc; }; \
+	  echo "job agent not ready yet; retrying in 5 s ($$attempt/12)"; sleep 5; \
+	done; rm -f $$log; exit 1
 	@echo "Results: $(NUGGET_ARTIFACT_ROOT)  (MLflow store: $(NUGGET_ARTIFACT_ROOT)/mlflow.db)"
 	@echo "Browse:  make mlflow-ui   then open http://127.0.0.1:$(MLFLOW_PORT)"
 

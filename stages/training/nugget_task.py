@@ -5,7 +5,8 @@ Input artifacts (contracts of the dataset stages): a HF tokenizer folder and
 ``ae`` reconstructs the source (optionally from a token-deleted copy, the TSDAE-style
 noise); ``mt`` produces the target. The sentence-boundary selector gets, per source,
 the positions of the last token of each sentence, found from the tokenizer's character
-offsets so the document is tokenised exactly as the model sees it.
+offsets so the document is tokenised exactly as the model sees it; the chunking selector
+gets the positions of punctuation tokens.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class NuggetTask(TrainingTask):
     dev_examples: int = 0
     seed: int = 0
     _tok: Any = field(default=None, init=False, repr=False)  # loaded once per process
+    _punct: Any = field(default=None, init=False, repr=False)
 
     # DDP must tolerate parameters without gradient: the scorer without a learned
     # selector or residual, and the untied tiny BART's `shared` embedding, which neither
@@ -142,6 +144,13 @@ class NuggetTask(TrainingTask):
             for i, e in enumerate(examples):
                 bounds[i, [p for p in e.boundaries if p < ids.shape[1]]] = True
             batch["boundary_mask"] = bounds
+        elif self.nugget.selector == "chunk":
+            # the chunking selector takes the last punctuation token of each chunk (§7.1)
+            from nugget_core import punctuation_token_ids, token_flags
+
+            if self._punct is None:
+                self._punct = punctuation_token_ids(self.tokenizer())
+            batch["boundary_mask"] = token_flags(ids, self._punct)
         return batch
 
     @staticmethod

@@ -76,8 +76,10 @@ def test_bottleneck_task_builds_single_vector_model(task_args):
 
 def test_chunk_ablation_gets_punctuation_flags(task_args):
     cfg, data, tok = task_args
+    from stages.training.nugget_task import NuggetTask
+
     nugget = dataclasses.replace(cfg.nugget, selector="chunk")
-    task = BaselineTask(data, tok, "mt", nugget, cfg.model.seq2seq)
+    task = NuggetTask(data, tok, "mt", nugget, cfg.model.seq2seq)  # train_nugget and the ablations
     batch = task.collate(task.load_split("dev")[:4], step=0, rank=0, train=False)
     punct = {task.tokenizer().convert_tokens_to_ids(".")}
     assert batch["boundary_mask"].any()

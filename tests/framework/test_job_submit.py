@@ -43,7 +43,7 @@ def _wait_for(port: int, timeout: float) -> None:
 
 @pytest.fixture
 def ray_head(tmp_path):
-    gcs, dash = _free_port(), _free_port()
+    gcs, dash, agent = _free_port(), _free_port(), _free_port()
     env = {
         **os.environ,
         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
@@ -55,6 +55,7 @@ def ray_head(tmp_path):
     cmd = [
         str(BIN / "ray"), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
         f"--port={gcs}", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
+        f"--dashboard-agent-listen-port={agent}",  # the default port may belong to another Ray
         "--num-cpus=2", "--disable-usage-stats", f"--temp-dir={temp}",
     ]
     log = open(tmp_path / "head.log", "w")
