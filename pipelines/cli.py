@@ -52,6 +52,7 @@ def connect_ray(cfg: PipelineConfig) -> None:
         return
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     ray.init(
+        address="local",  # a private instance even if a `ray start` head runs on this machine
         num_cpus=cfg.run.num_cpus or None,
         include_dashboard=False,
         runtime_env={"env_vars": {"PYTHONPATH": path}},

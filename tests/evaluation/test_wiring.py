@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from stages.config import load_config
-from stages.config.schema import BASELINE_SYSTEMS
+from stages.config.evaluation import BASELINE_SYSTEMS
 from stages.datasets.nugget_data import Task, write_dataset
 from stages.evaluation.optional import resolve_optional_upstream
 from stages.evaluation.similarity import read_similarity_data

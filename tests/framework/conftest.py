@@ -16,6 +16,7 @@ def ray_local():
 
     if not ray.is_initialized():
         ray.init(
+            address="local",  # never attach to a head the developer has running
             num_cpus=2,
             include_dashboard=False,
             runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}},

@@ -1,0 +1,121 @@
+"""Config sections of the dataset stages (``data.*``); see :mod:`stages.config.schema`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stages.config.validate import spec
+
+
+@dataclass
+class CorpusStatsData:
+    source: str = spec(
+        "gensim_lee",
+        help="Offline corpus to describe (see `python -m stages.sources list`).",
+        choices=("gensim_lee", "gensim_wiki"),
+    )
+    max_docs: int = spec(0, help="Use at most this many documents (0 = all).", ge=0)
+    top_words: int = spec(20, help="How many most frequent words to report.", ge=1)
+
+
+@dataclass
+class MTData:
+    """build_mt_docs (Nugget §4, app. B.1): documents of adjacent sentence pairs."""
+
+    source: str = spec(
+        "debian_reference", help="Parallel text.", choices=("debian_reference", "wmt19")
+    )
+    hf_config: str = spec("zh-en", help="HF dataset config (source=wmt19).")
+    hf_split: str = spec("train", help="HF split to read (source=wmt19).")
+    local_files: str = spec(
+        "", help="Glob of a local copy in the HF layout (parquet/json); empty = load by name."
+    )
+    src_lang: str = spec("en_XX", help="mBART-50 source language code (pretrained tokenizers).")
+    tgt_lang: str = spec("zh_CN", help="mBART-50 target language code (pretrained tokenizers).")
+    max_doc_tokens: int = spec(128, help="Subwords per concatenated document.", ge=8)
+    dev_fraction: float = spec(0.05, help="Documents held out for dev.", ge=0.0, lt=0.5)
+    test_fraction: float = spec(0.05, help="Documents held out for test.", ge=0.0, lt=0.5)
+
+
+@dataclass
+class PIData:
+    """build_pi (Nugget §6.1, app. A.1): paraphrase identification with BM25 negatives."""
+
+    source: str = spec("sword_bible", help="Paraphrase pairs.", choices=("sword_bible", "parabank"))
+    parabank_path: str = spec("", help="Local ParaBank v1 file (source=parabank).")
+    max_doc_tokens: int = spec(256, help="Tokens per document.", ge=8)
+    keep_prob: float = spec(0.8, help="Each sentence kept with this probability per side.", gt=0.0, le=1.0)
+    negatives: int = spec(19, help="BM25 negatives per query.", ge=1)
+    window: int = spec(1024, help="Negatives come from this many documents around the query.", ge=2)
+    window_block: int = spec(
+        32,
+        help="Queries sharing one BM25 window index (the window is centred on the block; "
+        "1 = a window centred on each query).",
+        ge=1,
+    )
+
+    def cross_field_errors(self) -> list[str]:
+        found = []
+        if self.window < self.window_block:
+            found.append(f"window: value {self.window} must be >= window_block={self.window_block}")
+        if self.negatives >= self.window:
+            found.append(f"negatives: value {self.negatives} must be < window={self.window}")
+        return found
+
+
+@dataclass
+class RRData:
+    """build_rr (Nugget app. A.2): lead section -> another section of the same article."""
+
+    source: str = spec(
+        "gensim_wiki",
+        help="Articles with sections.",
+        choices=("gensim_wiki", "python_docs", "wikitext103"),
+    )
+    local_files: str = spec(
+        "", help="Glob of a local WikiText-103 copy in the HF layout; empty = load by name."
+    )
+    negatives: int = spec(19, help="BM25 negatives per query.", ge=1)
+
+
+@dataclass
+class BM25Params:
+    """bm25s settings; BM25 tokens = lowercased Unicode word runs (\\w+), no stemming/stopwords."""
+
+    variant: str = spec(
+        "lucene", help="bm25s scoring variant.", choices=("lucene", "robertson", "atire", "bm25l", "bm25+")
+    )
+    k1: float = spec(1.5, help="Term-frequency saturation.", gt=0.0)
+    b: float = spec(0.75, help="Length normalisation.", ge=0.0, le=1.0)
+
+
+@dataclass
+class LMData:
+    """build_lm (Nugget2D §2.5, §5, §6, app. C): LM segments, continuation, QA, summaries."""
+
+    source: str = spec(
+        "offline", help="offline: real offline text + labelled stand-ins; paper: HF datasets.",
+        choices=("offline", "paper"),
+    )
+    distant_tokens: int = spec(512, help="Distant tokens per LM segment (compressed).", ge=1)
+    recent_tokens: int = spec(128, help="Recent tokens per LM segment (attended directly).", ge=1)
+    doc_tokens: int = spec(512, help="Continuation: document part (Nugget2D §6.1).", ge=1)
+    prompt_tokens: int = spec(16, help="Continuation: prompt part.", ge=1)
+    answer_tokens: int = spec(128, help="Continuation: answer part.", ge=1)
+    summary_ratio: float = spec(0.1, help="LMSumm target ratio r of words (app. C).", gt=0.0, le=1.0)
+    dev_fraction: float = spec(0.05, help="Documents held out for dev.", ge=0.0, lt=0.5)
+    squad_files: str = spec("", help="Local SQuAD copy (glob, HF layout); empty = by name.")
+    cnn_files: str = spec("", help="Local CNN/DailyMail copy (glob, HF layout); empty = by name.")
+    pile_files: str = spec("", help="Local Pile sample (glob, HF layout); empty = by name.")
+
+
+@dataclass
+class DataSection:
+    seed: int = spec(0, help="Seed of every sampling step of the builders.", ge=0)
+    max_docs: int = spec(0, help="Cap on documents per builder (0 = all); tiny profile caps.", ge=0)
+    corpus_stats: CorpusStatsData = spec(CorpusStatsData(), help="corpus_stats stage.")
+    mt: MTData = spec(MTData(), help="build_mt_docs stage.")
+    pi: PIData = spec(PIData(), help="build_pi stage.")
+    rr: RRData = spec(RRData(), help="build_rr stage.")
+    lm: LMData = spec(LMData(), help="build_lm stage.")
+    bm25: BM25Params = spec(BM25Params(), help="BM25 used for negatives mining.")

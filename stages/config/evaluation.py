@@ -1,0 +1,139 @@
+"""Config sections of the evaluation and report stages (``eval.*``, ``report``); see
+:mod:`stages.config.schema`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stages.config.train import TrainJob
+from stages.config.validate import spec
+
+BASELINE_SYSTEMS = (
+    "tsdae_ae", "tsdae_mt", "re_cross", "re_gating", "nugget_mt", "chunk", "sentence", "nugget_r0033",
+    "no_feedback",
+)
+
+
+@dataclass
+class BaselinesSection:
+    """Baselines of the Nugget evaluations (Nugget §6.1.2, §7.1; RE §3.3), one training each."""
+
+    systems: list[str] = spec(
+        list(BASELINE_SYSTEMS),
+        help="tsdae_ae/tsdae_mt: mean-pooled bottleneck (TSDAE); re_cross/re_gating: RE "
+        "single vector with cross-attention / gating decoder (AE); nugget_mt: learned-selector "
+        "reference of the Nugget table-4 ablations chunk, sentence, nugget_r0033, no_feedback (MT).",
+        choices=BASELINE_SYSTEMS,
+    )
+    tsdae_deletion: float = spec(0.6, help="TSDAE input token-deletion probability.", ge=0.0, lt=1.0)
+    sentence_ratio: float = spec(
+        0.033, help="Ratio of the learned-selector twin of the sentence selector (paper: 3.3%).",
+        gt=0.0, le=1.0,
+    )
+    train: TrainJob = spec(TrainJob(), help="Training of every baseline (same data as Nugget).")
+
+
+# --- Nugget2D evaluations (issue 7): calibrate_threshold, eval_lm, eval_qa, eval_summarization
+LM_CORPORA = ("wiki", "pile")  # build_lm's lm_<corpus>.parquet
+SPLITS = ("train", "dev", "test")
+
+
+@dataclass
+class CalibrationEval:
+    """calibrate_threshold (Nugget2D §2.5): Lambda = (1 - r) quantile, r = nugget2d.ratio."""
+
+    corpora: list[str] = spec(["wiki", "pile"], help="LM corpora sampled.", choices=LM_CORPORA, nonempty=True)
+    sample_split: str = spec("train", help="Split Lambda is estimated on.", choices=SPLITS)
+    heldout_split: str = spec("test", help="Split the realised ratio is reported on.", choices=SPLITS)
+    sample_docs: int = spec(256, help="Sampled segments (documents) per corpus for Lambda.", ge=1)
+    heldout_docs: int = spec(128, help="Held-out segments per corpus for the realised ratio.", ge=1)
+    bins: int = spec(50, help="Bins of the score histogram.", ge=5)
+
+
+@dataclass
+class LMContextSetting:
+    """One context configuration of Nugget2D table 1 (total states / cmpr. / ctx. tokens)."""
+
+    total_states: int = spec(128, help="States every system attends to per token.", ge=2)
+    compressed_tokens: int = spec(640, help="Distant tokens compressed (Nugget2D, Compressive).", ge=1)
+    context_tokens: int = spec(64, help="Recent tokens attended directly.", ge=1)
+
+
+@dataclass
+class LMEval:
+    """eval_lm (Nugget2D §5): subword / word perplexity of Full, Compressive, Nugget2D."""
+
+    corpora: list[str] = spec(["wiki", "pile"], help="WikiText-style / Pile-style segments.", choices=LM_CORPORA, nonempty=True)
+    split: str = spec("test", help="Split of build_lm's segments.", choices=SPLITS)
+    max_segments: int = spec(0, help="Segments per corpus (0 = all).", ge=0)
+    contexts: list[LMContextSetting] = spec(
+        [LMContextSetting(128, 640, 64), LMContextSetting(64, 320, 32)],
+        help="Context configurations (paper table 1: 128/640/64 and 64/320/32).",
+    )
+    systems: list[str] = spec(["full", "compressive", "nugget2d"], help="Systems.", choices=("full", "compressive", "nugget2d"), nonempty=True)
+    wiki_oov_token: str = spec("<unk>", help="OOV marker of the wiki corpus, excluded from PPL ('' = none).")
+    baseline_adapter: str = spec(
+        "none", help="Weights of Full / Compressive: none = base LM, decoder = Nugget2D's theta.",
+        choices=("none", "decoder"),
+    )
+
+    def cross_field_errors(self) -> list[str]:
+        return [f"contexts[{i}]: total_states={c.total_states} must exceed context_tokens={c.context_tokens}"
+                for i, c in enumerate(self.contexts) if c.total_states <= c.context_tokens]
+
+
+@dataclass
+class QAEval:
+    """eval_qa (Nugget2D §6.2, app. C-D): SQuAD-style accuracy, zero-shot."""
+
+    split: str = spec("test", help="Split of build_lm's qa.jsonl.", choices=SPLITS)
+    max_examples: int = spec(0, help="Examples (0 = all).", ge=0)
+    batch_size: int = spec(8, help="Examples decoded together.", ge=1)
+    max_new_tokens: int = spec(64, help="Generation cap (app. D: 64).", ge=1)
+    max_doc_tokens: int = spec(0, help="Truncate documents to this many subwords (0 = no cap).", ge=0)
+    nugget_ratios: list[float] = spec([0.2, 0.1], help="Nugget2D ratios (5x, 10x).", nonempty=True)
+    lmsumm_ratio: float = spec(0.1, help="LMSumm: summary length as a ratio of words (app. C).", gt=0.0, le=1.0)
+    lmsumm_max_new_tokens: int = spec(64, help="LMSumm: generation cap of the summary.", ge=1)
+    systems: list[str] = spec(["full", "nodoc", "lmsumm", "nugget2d"], help="Systems.", choices=("full", "nodoc", "lmsumm", "nugget2d"), nonempty=True)
+
+    def cross_field_errors(self) -> list[str]:
+        return [f"nugget_ratios: value {r!r} must be in (0, 1]" for r in self.nugget_ratios if not 0 < r <= 1]
+
+
+@dataclass
+class SummarizationEval:
+    """eval_summarization (Nugget2D §6.3, app. C): ROUGE-1/2/L, stemming on."""
+
+    split: str = spec("test", help="Split of build_lm's summarization.jsonl.", choices=SPLITS)
+    max_examples: int = spec(0, help="Examples (0 = all).", ge=0)
+    batch_size: int = spec(8, help="Examples decoded together.", ge=1)
+    max_new_tokens: int = spec(128, help="Generation cap of a summary.", ge=1)
+    max_doc_tokens: int = spec(0, help="Truncate documents to this many subwords (0 = no cap).", ge=0)
+    nugget_ratio: float = spec(0.1, help="Nugget2D ratio (10x).", gt=0.0, le=1.0)
+    systems: list[str] = spec(["full_zs", "full_ft", "nugget2d_ft"], help="Systems (table 4).", choices=("full_zs", "full_ft", "nugget2d_ft"), nonempty=True)
+
+
+@dataclass
+class EvalSection:
+    beam_size: int = spec(5, help="Beam size for reconstruction decoding.", ge=1)
+    max_new_tokens: int = spec(64, help="Generation cap (QA: 64 in the paper).", ge=1)
+    max_examples: int = spec(0, help="Evaluate at most this many examples (0 = all).", ge=0)
+    max_tasks: int = spec(0, help="PI / RR tasks per dataset (0 = all).", ge=0)
+    batch_size: int = spec(16, help="Documents per encoder / decoder batch.", ge=1)
+    pi_data_dir: str = spec(
+        "", help="Authors' released nugget-data PI folder (docs.txt + task.jsonl); empty = build_pi's."
+    )
+    rr_data_dir: str = spec("", help="Same for RR; empty = build_rr's output.")
+    analysis_docs: int = spec(128, help="Documents for nugget token statistics (paper fig. 5: 128).", ge=1)
+    highlight_docs: int = spec(4, help="Documents shown on the highlighted-nuggets page (fig. 6).", ge=1)
+    probe_docs: int = spec(64, help="Documents of the probability-gain probe (figs. 7-8).", ge=1)
+    baselines: BaselinesSection = spec(BaselinesSection(), help="train_baselines stage.")
+    calibration: CalibrationEval = spec(CalibrationEval(), help="calibrate_threshold stage.")
+    lm: LMEval = spec(LMEval(), help="eval_lm stage.")
+    qa: QAEval = spec(QAEval(), help="eval_qa stage.")
+    summarization: SummarizationEval = spec(SummarizationEval(), help="eval_summarization stage.")
+
+
+@dataclass
+class ReportSection:
+    title: str = spec("nugget-pipeline report", help="Title of the report artifact.")

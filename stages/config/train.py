@@ -1,0 +1,84 @@
+"""Config sections of the training stages and the sweep (``train.*``); see :mod:`stages.config.schema`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stages.config.validate import spec
+
+
+@dataclass
+class TrainJob:
+    backend: str = spec("ddp", help="ddp (torch DDP) or deepspeed (ZeRO-2).", choices=("ddp", "deepspeed"))
+    num_workers: int = spec(1, help="Ray Train workers.", ge=1)
+    use_gpu: bool = spec(False, help="One GPU per worker.")
+    precision: str = spec("fp32", help="Training precision.", choices=("fp32", "bf16"))
+    lr: float = spec(5e-5, help="Peak learning rate (Adam).", gt=0.0)
+    betas: list[float] = spec([0.9, 0.999], help="Adam betas.")
+    weight_decay: float = spec(0.0, help="Weight decay.", ge=0.0)
+    schedule: str = spec("constant", help="LR schedule.", choices=("constant", "cosine"))
+    warmup_steps: int = spec(0, help="Linear warm-up steps.", ge=0)
+    max_steps: int = spec(1000, help="Optimiser steps.", ge=1)
+    batch_size: int = spec(16, help="Sequences per worker per step.", ge=1)
+    grad_accum: int = spec(1, help="Gradient accumulation steps.", ge=1)
+    eval_every: int = spec(100, help="Steps between dev evaluations.", ge=1)
+    checkpoint_every: int = spec(100, help="Steps between checkpoints.", ge=1)
+    early_stopping_patience: int = spec(0, help="Dev evals without improvement before stopping (0 = off).", ge=0)
+    dev_examples: int = spec(256, help="Dev examples per evaluation (0 = all).", ge=0)
+    log_every: int = spec(10, help="Steps between per-step metric logs (rank 0).", ge=1)
+    max_failures: int = spec(1, help="Worker-group restarts from the last checkpoint.", ge=0)
+
+    def cross_field_errors(self) -> list[str]:
+        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+            return [f"betas: value {self.betas!r} must be two numbers in [0, 1)"]
+        return []
+
+
+@dataclass
+class NuggetTrainJob(TrainJob):
+    objective: str = spec("ae", help="ae: reconstruct the source; mt: translate.", choices=("ae", "mt"))
+    deletion_noise: float = spec(
+        0.0, help="AE input token-deletion probability (TSDAE baseline: 0.6).", ge=0.0, lt=1.0
+    )
+
+
+@dataclass
+class Nugget2DTrainJob(TrainJob):
+    objective: str = spec(
+        "continuation",
+        help="Nugget2D objective (paper §2.4-2.5); autoregressive only in train.nugget2d_ar.",
+        choices=("autoencoding", "continuation", "finetune", "autoregressive"),
+    )
+    finetune_task: str = spec(
+        "qa", help="Task data for objective=finetune.", choices=("qa", "summarization")
+    )
+    lm_corpus: str = spec(
+        "pile", help="LM segments for objective=autoregressive (build_lm).", choices=("pile", "wiki")
+    )
+
+
+@dataclass
+class SweepSection:
+    ratios: list[float] = spec([0.05, 0.1, 0.15, 0.25], help="Grid over nugget.ratio.", nonempty=True)
+    scorer_layers: list[int] = spec([0, 3, 6, 9], help="Grid over nugget.scorer_layer.", nonempty=True)
+    objectives: list[str] = spec(
+        ["ae", "mt"], help="Grid over train.nugget.objective.", nonempty=True, choices=("ae", "mt")
+    )
+    max_concurrent_trials: int = spec(1, help="Trials running at once (keep CPUs for workers).", ge=1)
+
+    def cross_field_errors(self) -> list[str]:
+        return [f"ratios: value {r!r} must be in (0, 1]" for r in self.ratios if not 0 < r <= 1]
+
+
+@dataclass
+class TrainSection:
+    nugget: NuggetTrainJob = spec(NuggetTrainJob(), help="train_nugget stage (AE / MT).")
+    nugget2d: Nugget2DTrainJob = spec(Nugget2DTrainJob(), help="train_nugget2d stage (compressor).")
+    nugget2d_ar: Nugget2DTrainJob = spec(
+        Nugget2DTrainJob(objective="autoregressive"), help="train_nugget2d_ar stage."
+    )
+    sweep: SweepSection = spec(SweepSection(), help="Ray Tune sweep over r and l.")
+
+
+# single-vector baselines and Nugget ablations trained by stage train_baselines
+# (mirrors stages.train_baselines.SYSTEMS; tests/evaluation checks they stay equal)
