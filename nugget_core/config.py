@@ -8,13 +8,12 @@ cross-attention logits so that the scorer receives gradients.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
-from pathlib import Path
 from typing import Any
+
+from .config_io import JsonConfig
 
 CONFIG_NAME = "nugget_config.json"
 
@@ -44,12 +43,14 @@ def _enum_value(enum: type[Enum], name: str, value: Any) -> Enum:
 
 
 @dataclass
-class NuggetConfig:
+class NuggetConfig(JsonConfig):
     """Configuration of a Nugget encoder-decoder (see module docstring for the paper).
 
     ``scorer_layer`` is checked against the number of encoder layers when the config is
     attached to a model (`get_nugget_model`); everything else is checked here.
     """
+
+    file_name = CONFIG_NAME  # no annotation: a class attribute, not a dataclass field
 
     ratio: float = field(
         default=0.1, metadata={"help": "compression ratio r in (0, 1]: k = ceil(r * n) nuggets"}
@@ -102,26 +103,3 @@ class NuggetConfig:
                 f"NuggetConfig.scorer_layer={self.scorer_layer} exceeds the number of encoder "
                 f"layers ({num_layers}); use 0..{num_layers}"
             )
-
-    def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["residual"] = self.residual.value
-        out["selector"] = self.selector.value
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> NuggetConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"NuggetConfig: unknown field(s) {unknown}; known: {sorted(known)}")
-        return cls(**data)
-
-    def save(self, directory: str | Path) -> Path:
-        path = Path(directory) / CONFIG_NAME
-        path.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
-        return path
-
-    @classmethod
-    def load(cls, directory: str | Path) -> NuggetConfig:
-        return cls.from_dict(json.loads((Path(directory) / CONFIG_NAME).read_text()))

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
-from typing import Any
+
+from ..config_io import JsonConfig
 
 CONFIG_NAME = "bottleneck_config.json"
 
@@ -17,12 +16,14 @@ class DecoderKind(StrEnum):
 
 
 @dataclass
-class BottleneckConfig:
+class BottleneckConfig(JsonConfig):
     """A single-vector encoder-decoder (TSDAE; RE, Kim et al., ``restorable-embeddings``).
 
     The encoder's last hidden states are mean-pooled over real tokens into one vector
     ``e_repr`` (TSDAE's best pooling, Nugget footnote 3); the decoder reads only it.
     """
+
+    file_name = CONFIG_NAME  # no annotation: a class attribute, not a dataclass field
 
     decoder: str = "cross"
     """``cross``: plain cross-attention over the one vector; ``gating``: RE gating layer."""
@@ -33,15 +34,3 @@ class BottleneckConfig:
         self.decoder = DecoderKind(self.decoder).value
         if self.repr_dim is not None and self.repr_dim < 1:
             raise ValueError(f"repr_dim={self.repr_dim!r} must be positive")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def save(self, directory: str | Path) -> Path:
-        path = Path(directory) / CONFIG_NAME
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        return path
-
-    @classmethod
-    def load(cls, directory: str | Path) -> BottleneckConfig:
-        return cls(**json.loads((Path(directory) / CONFIG_NAME).read_text()))

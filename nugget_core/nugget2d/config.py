@@ -19,14 +19,12 @@ The scorer and the residual are shared with the encoder-decoder Nugget
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..config import NuggetConfig, ResidualMode, SelectorKind, _enum_value
+from ..config_io import JsonConfig
 
 CONFIG_NAME = "nugget2d_config.json"
 COMPRESSOR = "compressor"  # adapter phi
@@ -41,8 +39,10 @@ def _positive_int_or_none(name: str, value: Any) -> None:
 
 
 @dataclass
-class Nugget2DConfig:
+class Nugget2DConfig(JsonConfig):
     """Configuration of a Nugget2D model (see module docstring for the paper)."""
+
+    file_name = CONFIG_NAME  # no annotation: a class attribute, not a dataclass field
 
     ratio: float = field(
         default=0.1, metadata={"help": "compressor ratio r in (0, 1]: k = ceil(r * n) nuggets"}
@@ -134,25 +134,3 @@ class Nugget2DConfig:
                 f"Nugget2DConfig.scorer_layer={self.scorer_layer} exceeds the number of LM "
                 f"layers ({num_layers}); use 0..{num_layers}"
             )
-
-    def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["residual"] = self.residual.value
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Nugget2DConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"Nugget2DConfig: unknown field(s) {unknown}; known: {sorted(known)}")
-        return cls(**data)
-
-    def save(self, directory: str | Path) -> Path:
-        path = Path(directory) / CONFIG_NAME
-        path.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
-        return path
-
-    @classmethod
-    def load(cls, directory: str | Path) -> Nugget2DConfig:
-        return cls.from_dict(json.loads((Path(directory) / CONFIG_NAME).read_text()))
