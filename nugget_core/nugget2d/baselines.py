@@ -19,11 +19,12 @@ from transformers.models.llama.modeling_llama import rotate_half
 
 from .config import DECODER
 from .context import float_mask
+from .greedy import GreedyStepper
 from .kv import LayerKV
 from .model import Nugget2DModel
 
 
-class _WindowStream:
+class _WindowStream(GreedyStepper):
     """Shared decoding loop: attend to ``memory + recent`` and append the new token."""
 
     def __init__(self, model: Nugget2DModel, window: int | None, adapter: str | None) -> None:
@@ -68,23 +69,6 @@ class _WindowStream:
         self.position += 1
         return out.logits[0, 0]
 
-    @torch.no_grad()
-    def generate(
-        self, prompt_ids: torch.Tensor, max_new_tokens: int, eos_token_id: int | None = None
-    ) -> torch.Tensor:
-        logits = None
-        for token in prompt_ids.reshape(-1).tolist():
-            logits = self.step(token)
-        if logits is None:
-            raise ValueError("empty prompt")
-        out = []
-        for _ in range(max_new_tokens):
-            token = int(logits.argmax())
-            out.append(token)
-            if token == eos_token_id:
-                break
-            logits = self.step(token)
-        return torch.tensor(out, dtype=torch.long)
 
 
 class FullStream(_WindowStream):

@@ -20,11 +20,12 @@ from transformers import DynamicCache
 
 from .autoregressive import ARWindows, nugget_eligibility
 from .context import float_mask
+from .greedy import GreedyStepper
 from .kv import LayerKV
 from .model import Nugget2DModel
 
 
-class Nugget2DStream:
+class Nugget2DStream(GreedyStepper):
     """Incremental decoder state for one sequence (see module docstring)."""
 
     def __init__(self, model: Nugget2DModel, threshold: float | None = None) -> None:
@@ -140,21 +141,3 @@ class Nugget2DStream:
             self.nugget_positions = pos[alive]
             self.nugget_scores = self.nugget_scores[alive]
 
-    @torch.no_grad()
-    def generate(
-        self, prompt_ids: torch.Tensor, max_new_tokens: int, eos_token_id: int | None = None
-    ) -> torch.Tensor:
-        """Greedy continuation ``[new]`` of ``prompt_ids [n]`` (fed token by token)."""
-        logits = None
-        for token in prompt_ids.reshape(-1).tolist():
-            logits = self.step(token)
-        if logits is None:
-            raise ValueError("empty prompt")
-        out = []
-        for _ in range(max_new_tokens):
-            token = int(logits.argmax())
-            out.append(token)
-            if token == eos_token_id:
-                break
-            logits = self.step(token)
-        return torch.tensor(out, dtype=torch.long)

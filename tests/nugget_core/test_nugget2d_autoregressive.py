@@ -132,3 +132,25 @@ def test_baselines_share_the_stream_interface(causal_factory):
     for layer in range(2):
         torch.testing.assert_close(one.memory.keys[layer], ref.recent.keys[layer][:, :, :4])
         torch.testing.assert_close(one.memory.values[layer], ref.recent.values[layer][:, :, :4])
+
+
+@pytest.mark.parametrize("make_stream", [
+    lambda m: Nugget2DStream(m), lambda m: FullStream(m, window=6), lambda m: CompressiveStream(m),
+], ids=["nugget2d", "full", "compressive"])
+def test_stream_generate_is_greedy_stepping(causal_factory, make_stream):
+    model = _model(causal_factory)
+    with torch.no_grad():
+        model.config.threshold = threshold_for_ratio(calibration_scores(model, torch.randint(3, 64, (2, 40))), 0.25)
+    prompt = torch.randint(3, 64, (7,))
+    generated = make_stream(model).generate(prompt, max_new_tokens=12)
+    manual, stream = [], make_stream(model)
+    with torch.no_grad():
+        for token in prompt.tolist():
+            logits = stream.step(token)
+        for _ in range(12):
+            manual.append(int(logits.argmax()))
+            logits = stream.step(manual[-1])
+    assert generated.tolist() == manual
+    eos = manual[2]
+    stopped = make_stream(model).generate(prompt, max_new_tokens=12, eos_token_id=eos)
+    assert stopped.tolist() == manual[: manual.index(eos) + 1]  # stops right after the first EOS
