@@ -54,9 +54,6 @@ class PipelineResult:
     tracking_uri: str
     outcomes: list[StageOutcome] = field(default_factory=list)
 
-    def by_name(self) -> dict[str, StageOutcome]:
-        return {o.name: o for o in self.outcomes}
-
 
 def run_one(
     stage_cls: type[Stage],

@@ -116,11 +116,6 @@ class Tracker:
         run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
         return RunLogger(self.tracking_uri, run.info.run_id)
 
-    def children(self, parent_run_id: str) -> list[Any]:
-        return self.client.search_runs(
-            [self.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'"
-        )
-
 
 def git_commit(repo: Path) -> str:
     """The commit of the code being run (``+dirty`` if the tree has uncommitted changes).
