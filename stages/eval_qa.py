@@ -45,15 +45,19 @@ COLUMNS = [
 ]
 
 
-def trained_with_soft_prompt(artifact) -> bool:
-    """Continuation / autoencoding checkpoints read ``[soft prompt] prompt``; fine-tuned
-    ones do not (`nugget_core.nugget2d.objectives`). The objective is taken from the
-    config the checkpoint was trained with (its manifest)."""
+def trained_objective(artifact) -> str:
+    """``train.nugget2d.objective`` of the config the checkpoint was trained with (its
+    manifest); an error if the artifact does not record it."""
     try:
-        objective = artifact.manifest["config"]["train.nugget2d"]["objective"]
+        return artifact.manifest["config"]["train.nugget2d"]["objective"]
     except KeyError as exc:
         raise ValueError(f"{artifact.stage} artifact does not record train.nugget2d.objective") from exc
-    return objective != "finetune"
+
+
+def trained_with_soft_prompt(artifact) -> bool:
+    """Continuation / autoencoding checkpoints read ``[soft prompt] prompt``; fine-tuned
+    ones do not (`nugget_core.nugget2d.objectives`)."""
+    return trained_objective(artifact) != "finetune"
 
 
 class EvalQA(Stage):

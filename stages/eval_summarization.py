@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import statistics
 
-from stages.eval_qa import COMPRESSOR_STAGE, trained_with_soft_prompt
+from stages.eval_qa import COMPRESSOR_STAGE, trained_objective, trained_with_soft_prompt
 from stages.framework.stage import Stage, StageContext
 from stages.lm_eval.cost import mean_cost
 from stages.lm_eval.loading import load_model, load_tokenizer
@@ -41,10 +41,6 @@ COLUMNS = [
 FULL_FT_MISSING = f"{NOT_RUN}: no stage of the DAG fine-tunes a plain LM on the task"
 
 
-def _objective(artifact) -> str:
-    return artifact.manifest.get("config", {}).get("train.nugget2d", {}).get("objective", "unknown")
-
-
 class EvalSummarization(Stage):
     name = "eval_summarization"
     description = "CNN/DM-style ROUGE-1/2/L: Full zero-shot / fine-tuned, Nugget2D 10x, with decode cost."
@@ -56,7 +52,7 @@ class EvalSummarization(Stage):
         cfg = ctx.cfg("eval.summarization")
         records = read_records(ctx.inputs["build_lm"].file("summarization.jsonl"), cfg.split, cfg.max_examples)
         trained = ctx.inputs[COMPRESSOR_STAGE]
-        soft, objective = trained_with_soft_prompt(trained), _objective(trained)
+        soft, objective = trained_with_soft_prompt(trained), trained_objective(trained)
         tokenizer = load_tokenizer(ctx.inputs["prepare_lm"])
         model = load_model(ctx.inputs["prepare_lm"], trained)
         parts = [split_template(r["full_prompt"], r["prompt"]) for r in records]
