@@ -96,13 +96,14 @@ class BuildLM(Stage):
         metrics: dict[str, float] = {}
         rng = np.random.default_rng(seed)
 
+        ids = {name: encode_texts(raw[name], tok_dir) for name in ("wiki", "pile")}  # once each
         for name in ("wiki", "pile"):
-            docs = _split_docs(encode_texts(raw[name], tok_dir), cfg, seed)
+            docs = _split_docs(ids[name], cfg, seed)
             rows = [{"split": s, **seg} for s, d in docs.items()
                     for seg in lm_segments(d, cfg.distant_tokens, cfg.recent_tokens)]
             _write_rows(ctx.output_dir / f"lm_{name}.parquet", rows)
             metrics.update({f"lm_{name}/segments": len(rows)})
-        both = _split_docs(encode_texts(raw["wiki"] + raw["pile"], tok_dir), cfg, seed + 1)
+        both = _split_docs(ids["wiki"] + ids["pile"], cfg, seed + 1)
         triples = [{"split": s, **t} for s, d in both.items()
                    for t in continuation_triples(d, cfg.doc_tokens, cfg.prompt_tokens, cfg.answer_tokens)]
         _write_rows(ctx.output_dir / "continuation.parquet", triples)
