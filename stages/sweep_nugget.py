@@ -12,13 +12,11 @@ trial, objective, ratio, scorer_layer, dev_loss, final_train_loss, steps, model_
 from __future__ import annotations
 
 import csv
-import shutil
-from pathlib import Path
 
 from stages.framework.stage import Stage, StageContext
 from stages.train_nugget import nugget_task
 from stages.training.launch import check_resources, clear_storage
-from stages.training.sweep import run_sweep
+from stages.training.sweep import copy_tree, run_sweep
 
 
 class SweepNugget(Stage):
@@ -46,7 +44,7 @@ class SweepNugget(Stage):
         rows = run_sweep(nugget_task(ctx), job, grid, ctx.work_uri, ctx.cfg("run.seed"), tracking)
         for row in rows:
             dest = ctx.output_dir / "trials" / row["trial"] / "model"
-            shutil.copytree(Path(ctx.work_uri) / "trials" / row["trial"] / "model", dest)
+            copy_tree(f"{ctx.work_uri}/trials/{row['trial']}/model", str(dest))
             row["model_dir"] = str(dest.relative_to(ctx.output_dir))
         best = {o: min((r for r in rows if r["objective"] == o), key=lambda r: r["dev_loss"])
                 for o in sorted({r["objective"] for r in rows})}

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from pathlib import Path
 from typing import Any
 
 from stages.training.launch import fit
@@ -21,12 +20,19 @@ def trial_name(objective: str, ratio: float, layer: int) -> str:
     return f"{objective}_r{ratio:g}_l{layer}"
 
 
-def _copy_out(src: Path, dest: str) -> None:
+def copy_tree(src: str, dest: str) -> None:
+    """Copy a directory between local disk and the run's storage; either side may be a
+    URI (a trial node uploads its model, the stage's node downloads every trial's)."""
     if "://" in dest:
         import fsspec
 
         fs, path = fsspec.core.url_to_fs(dest)
-        fs.put(str(src), path, recursive=True)
+        fs.put(src, path, recursive=True)
+    elif "://" in src:
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(src)
+        fs.get(path, dest, recursive=True)
     else:
         shutil.copytree(src, dest, dirs_exist_ok=True)
 
@@ -57,7 +63,7 @@ def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
         logger = RunLogger(base["tracking_uri"], run.info.run_id)
         logger.log_params({"nugget.ratio": ratio, "nugget.scorer_layer": layer, "train.nugget.objective": objective})
     checkpoint, state = fit(task, job, base["storage"], f"train-{name}", base["seed"], logger)
-    _copy_out(checkpoint / "model", f"{base['storage']}/trials/{name}/model")
+    copy_tree(str(checkpoint / "model"), f"{base['storage']}/trials/{name}/model")
     metrics = {"dev_loss": state["best_dev_loss"], "final_train_loss": state["losses"][-1], "steps": state["step"]}
     if logger is not None:
         logger.log_metrics(metrics)
