@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,9 +115,10 @@ class TrainBaselines(Stage):
             )
             if ctx.forced:
                 clear_storage(ctx.work_uri, name)
-            checkpoint, state = fit(task, cfg.train, ctx.work_uri, name, ctx.cfg("run.seed"),
-                                    PrefixedLogger(ctx.logger, name))
-            shutil.copytree(checkpoint / "model", ctx.output_dir / "systems" / name / "model")
+            with tempfile.TemporaryDirectory(prefix="nugget-checkpoint-") as tmp:
+                checkpoint, state = fit(task, cfg.train, ctx.work_uri, name, ctx.cfg("run.seed"),
+                                        PrefixedLogger(ctx.logger, name), download_to=tmp)
+                shutil.copytree(checkpoint / "model", ctx.output_dir / "systems" / name / "model")
             ctx.write_json(f"systems/{name}/trainer_state.json", state)
             clear_storage(ctx.work_uri, name)
             record = system_record(name, spec, nugget, deletion)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +43,14 @@ def fit(
     seed: int,
     logger: Any = None,
     fail_at_step: int = 0,
+    *,
+    download_to: str | Path,
 ) -> tuple[Path, dict[str, Any]]:
-    """Train; returns (local dir of the final checkpoint, trainer state dict).
+    """Train; returns (``download_to``, now holding the final checkpoint, trainer state dict).
 
-    ``fail_at_step`` injects one worker failure on a fresh start (tests of restarts).
+    The caller owns ``download_to`` (Ray's own default, a fresh ``/tmp/checkpoint_tmp_*``
+    per call, is never removed). ``fail_at_step`` injects one worker failure on a fresh
+    start (tests of restarts).
     """
     import json
 
@@ -70,7 +75,7 @@ def fit(
     result = trainer.fit()
     if result.checkpoint is None:
         raise RuntimeError(f"training run {name!r} finished without a checkpoint")
-    local = Path(result.checkpoint.to_directory())
+    local = Path(result.checkpoint.to_directory(str(download_to)))
     state = json.loads((local / STATE_FILE).read_text())
     return local, state
 
@@ -94,9 +99,11 @@ def train_into_stage_output(ctx: Any, task: Any, job: Any, job_key: str, model_d
     check_resources(job, job_key)
     if ctx.forced:  # never resume a forced recompute from an older attempt
         clear_storage(ctx.work_uri, "train")
-    checkpoint, state = fit(task, job, ctx.work_uri, "train", ctx.cfg("run.seed"), ctx.logger)
-    shutil.copytree(checkpoint / "model", ctx.output_dir / model_dir)
-    shutil.copy(checkpoint / PROBE_FILE, ctx.output_dir / PROBE_FILE)
+    with tempfile.TemporaryDirectory(prefix="nugget-checkpoint-") as tmp:
+        checkpoint, state = fit(task, job, ctx.work_uri, "train", ctx.cfg("run.seed"), ctx.logger,
+                                download_to=tmp)
+        shutil.copytree(checkpoint / "model", ctx.output_dir / model_dir)
+        shutil.copy(checkpoint / PROBE_FILE, ctx.output_dir / PROBE_FILE)
     ctx.write_json("trainer_state.json", state)
     clear_storage(ctx.work_uri, "train")
     ctx.log_metrics({

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import tempfile
 from typing import Any
 
 from stages.training.launch import fit
@@ -62,8 +63,10 @@ def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
         )
         logger = RunLogger(base["tracking_uri"], run.info.run_id)
         logger.log_params({"nugget.ratio": ratio, "nugget.scorer_layer": layer, "train.nugget.objective": objective})
-    checkpoint, state = fit(task, job, base["storage"], f"train-{name}", base["seed"], logger)
-    copy_tree(str(checkpoint / "model"), f"{base['storage']}/trials/{name}/model")
+    with tempfile.TemporaryDirectory(prefix="nugget-checkpoint-") as tmp:
+        checkpoint, state = fit(task, job, base["storage"], f"train-{name}", base["seed"], logger,
+                                download_to=tmp)
+        copy_tree(str(checkpoint / "model"), f"{base['storage']}/trials/{name}/model")
     metrics = {"dev_loss": state["best_dev_loss"], "final_train_loss": state["losses"][-1], "steps": state["step"]}
     if logger is not None:
         logger.log_metrics(metrics)

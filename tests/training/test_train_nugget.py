@@ -32,7 +32,8 @@ def ddp_run(ray_local, mt_artifacts, tmp_path_factory):
     data, tok = mt_artifacts
     cfg = load_config(TINY)
     storage = tmp_path_factory.mktemp("storage")
-    checkpoint, state = fit(_task(cfg, data, tok), cfg.train.nugget, str(storage), "ddp", seed=0)
+    checkpoint, state = fit(_task(cfg, data, tok), cfg.train.nugget, str(storage), "ddp", seed=0,
+                            download_to=storage / "final")
     return cfg, checkpoint, state
 
 
@@ -59,7 +60,8 @@ def test_ddp_two_workers_trains_and_checkpoint_reloads(ddp_run, mt_artifacts):
 def test_deepspeed_zero2_two_workers(ray_local, mt_artifacts, tmp_path):
     data, tok = mt_artifacts
     cfg = load_config(TINY + ["train.nugget.backend=deepspeed"])
-    checkpoint, state = fit(_task(cfg, data, tok), cfg.train.nugget, str(tmp_path), "ds", seed=0)
+    checkpoint, state = fit(_task(cfg, data, tok), cfg.train.nugget, str(tmp_path), "ds", seed=0,
+                            download_to=tmp_path / "final")
     _assert_trained_and_reloads(cfg, data, tok, checkpoint, state)
     shards = sorted(p.name for p in (checkpoint / "ds").glob("*optim_states.pt"))
     assert len(shards) == 2  # ZeRO-2 optimiser shards from both ranks
@@ -75,7 +77,8 @@ def test_injected_failure_resumes_exactly_in_one_mlflow_run(ddp_run, mt_artifact
     tracker = Tracker(f"sqlite:///{tmp_path}/mlflow.db", "train-test", str(tmp_path / "mlartifacts"))
     logger = tracker.start_run("train_nugget", {"stage": "train_nugget"})
     checkpoint, state = fit(_task(cfg, data, tok), cfg.train.nugget, str(tmp_path / "storage"),
-                            "crash", seed=0, logger=logger, fail_at_step=15)
+                            "crash", seed=0, logger=logger, fail_at_step=15,
+                            download_to=tmp_path / "final")
     assert state["resumed_from_step"] == 10  # restarted from the step-10 checkpoint
     assert state["step"] == 20
     assert state["losses"] == uninterrupted["losses"]  # bit-exact continuation

@@ -56,7 +56,7 @@ def test_nugget2d_objective_trains_and_reloads(ray_local, lm_artifacts, tmp_path
     ])
     job = getattr(cfg.train, job_key)
     task = Nugget2DTask(str(data), str(base), objective, cfg.nugget2d, seed=0)
-    checkpoint, state = fit(task, job, str(tmp_path), "n2d", seed=0)
+    checkpoint, state = fit(task, job, str(tmp_path), "n2d", seed=0, download_to=tmp_path / "final")
     losses = state["losses"]
     assert len(losses) == 12 and sum(losses[-3:]) < sum(losses[:3])  # it learns
     model = ObjectiveModule(load_nugget2d(checkpoint / "model", base), objective).eval()
