@@ -1,8 +1,8 @@
 """Stage ``calibrate_threshold``: the autoregressive threshold Lambda (Nugget2D §2.5).
 
-The scorer of the autoregressive checkpoint (``train_nugget2d_ar``; the paper's AR model
-reuses the autoencoding scorer, frozen, to solve the cold start) runs over ``sample_docs``
-segments per corpus of ``build_lm`` (``eval.calibration.sample_split``), exactly as
+The compressor's scorer (``train_nugget2d``; paper §2.5: the autoregressive model reuses
+it, frozen, to solve the cold start, and ``train_nugget2d_ar`` trains with the Lambda
+calibrated here) runs over ``sample_docs`` segments per corpus of ``build_lm`` (``eval.calibration.sample_split``), exactly as
 autoregressive mode scores tokens (frozen LM, layer l, the scorer's window). Lambda is
 the ``1 - r`` quantile of the pooled scores (r = ``nugget2d.ratio``). The ratio it
 realises is then measured on ``heldout_docs`` segments of another split, per document
@@ -29,10 +29,9 @@ from stages.lm_eval.progress import progress_logger
 
 log = progress_logger("nugget.calibrate_threshold")
 THRESHOLD_FILE = "threshold.json"
-# The scorer calibrated is the one autoregressive decoding uses: train_nugget2d_ar's.
-# (In the paper it is the autoencoding compressor's, reused frozen by the AR model; with
-# an AR stage initialised from train_nugget2d the two are the same weights.)
-SCORER_STAGE = "train_nugget2d_ar"
+# The scorer calibrated is the compressor's; train_nugget2d_ar copies it in frozen, so
+# autoregressive training and decoding use the very weights Lambda was calibrated on.
+SCORER_STAGE = "train_nugget2d"
 
 
 def read_threshold(artifact) -> dict:

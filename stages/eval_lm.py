@@ -5,8 +5,10 @@ For each corpus of ``build_lm`` (WikiText-style ``wiki``, Pile-style ``pile``) a
 context configuration of ``eval.lm.contexts`` (total states / compressed tokens /
 context tokens), every system reads each segment token by token (`stages.lm_eval.streams`)
 and is scored on the segment's ``recent`` tokens, with its ``distant`` tokens as history.
-Nugget2D is the ``train_nugget2d_ar`` checkpoint with Lambda from ``calibrate_threshold``
-(never a constant); Compressive uses the ratio Lambda was calibrated for.
+Nugget2D is the ``train_nugget2d_ar`` checkpoint (trained with ``train_nugget2d``'s scorer
+frozen) with Lambda from ``calibrate_threshold``, calibrated on that very scorer (never
+a constant; the scorer fingerprints are compared and the result tagged); Compressive
+uses the ratio Lambda was calibrated for.
 
 Reported per system and configuration: subword and word-level perplexity per corpus
 (`stages.lm_eval.perplexity`; the wiki corpus's OOV marker excluded), the realised

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import statistics
 
+from stages.datasets.task_prompts import encode, encode_task_records
 from stages.framework.stage import Stage, StageContext
 from stages.lm_eval.cost import mean_cost
 from stages.lm_eval.loading import load_model, load_tokenizer
@@ -25,11 +26,9 @@ from stages.lm_eval.normalize import contains_answer
 from stages.lm_eval.progress import progress_logger
 from stages.lm_eval.prompted import (
     INST_OPEN,
-    encode,
     lmsumm_batch,
     nodoc_document_part,
     run_batches,
-    split_template,
 )
 from stages.lm_eval.records import batches, read_records, stand_in_label
 from stages.lm_eval.tables import Column, Row, publish
@@ -73,9 +72,7 @@ class EvalQA(Stage):
         soft = trained_with_soft_prompt(ctx.inputs[COMPRESSOR_STAGE])
         tokenizer = load_tokenizer(ctx.inputs["prepare_lm"])
         model = load_model(ctx.inputs["prepare_lm"], ctx.inputs[COMPRESSOR_STAGE])
-        parts = [split_template(r["full_prompt"], r["prompt"]) for r in records]
-        docs = encode(tokenizer, [d for d, _ in parts], cfg.max_doc_tokens)
-        prompts = encode(tokenizer, [p for _, p in parts])
+        docs, prompts = encode_task_records(tokenizer, records, cfg.max_doc_tokens)
         doc_tokens = [len(d) for d in docs]
         common = {"batch_size": cfg.batch_size, "log": log, "max_new_tokens": cfg.max_new_tokens}
 

@@ -3,32 +3,33 @@
 Systems, all with the appendix-C prompt ("... Please summarize the above document in
 one sentence.") and greedy decoding capped at ``eval.summarization.max_new_tokens``:
 
-- ``full_zs``: the base LM, zero-shot, reading the whole document;
-- ``full_ft``: the base LM fine-tuned on the task. No stage of the DAG fine-tunes a
-  plain LM, so this row is reported as "not run in this profile" (never invented);
-- ``nugget2d_ft``: Nugget2D at ``nugget_ratio`` (10x) from the ``train_nugget2d``
-  checkpoint; the table notes its training objective (the paper fine-tunes it on the
-  task, objective ``finetune`` with ``finetune_task=summarization``).
+- ``full_zs``: the base LM, zero-shot, reading the whole document part;
+- ``full_ft``: the base LM fine-tuned on the task (``train_full_ft``: one LoRA adapter,
+  merged for decoding), reading the whole document part;
+- ``nugget2d_ft``: Nugget2D at ``nugget_ratio`` (10x): ``train_nugget2d``'s compressor
+  fine-tuned on the task (``train_nugget2d_ft``, objective ``finetune``, no soft prompt).
 
-ROUGE-1/2/L F1 x 100 with stemming (`stages.lm_eval.rouge`), and the decoding cost per
-system (`stages.lm_eval.cost`). Outputs: ``table.md``, ``table.csv``, ``metrics.json``,
-``examples.jsonl``. On profile=tiny the data is a labelled stand-in (lead sentence of a
-real news article as the summary of the rest).
+The two fine-tuning stages tokenise the records as this stage does
+(`stages.datasets.task_prompts`). ROUGE-1/2/L F1 x 100 with stemming
+(`stages.lm_eval.rouge`), and the decoding cost per system (`stages.lm_eval.cost`).
+Outputs: ``table.md``, ``table.csv``, ``metrics.json``, ``examples.jsonl``. On
+profile=tiny the data is a labelled stand-in (lead sentence of a real news article as
+the summary of the rest).
 """
 
 from __future__ import annotations
 
 import statistics
 
-from stages.eval_qa import COMPRESSOR_STAGE, trained_objective, trained_with_soft_prompt
+from stages.datasets.task_prompts import encode_task_records
 from stages.framework.stage import Stage, StageContext
 from stages.lm_eval.cost import mean_cost
-from stages.lm_eval.loading import load_model, load_tokenizer
+from stages.lm_eval.loading import load_full_finetuned, load_model, load_tokenizer
 from stages.lm_eval.progress import progress_logger
-from stages.lm_eval.prompted import encode, run_batches, split_template
+from stages.lm_eval.prompted import run_batches
 from stages.lm_eval.records import read_records, stand_in_label
 from stages.lm_eval.rouge import ROUGE_TYPES, rouge_mean, rouge_per_example
-from stages.lm_eval.tables import NOT_RUN, Column, Row, publish
+from stages.lm_eval.tables import Column, Row, publish
 
 log = progress_logger("nugget.eval_summarization")
 COLUMNS = [
@@ -38,51 +39,45 @@ COLUMNS = [
     Column("ms_per_token", "ms/step (incl. prompt pass)", "{:.1f}"), Column("encode_ms", "ms before decoding", "{:.0f}"),
     Column("generated_tokens", "tokens/summary", "{:.1f}"),
 ]
-FULL_FT_MISSING = f"{NOT_RUN}: no stage of the DAG fine-tunes a plain LM on the task"
 
 
 class EvalSummarization(Stage):
     name = "eval_summarization"
     description = "CNN/DM-style ROUGE-1/2/L: Full zero-shot / fine-tuned, Nugget2D 10x, with decode cost."
-    upstream = ("prepare_lm", "build_lm", COMPRESSOR_STAGE)
+    upstream = ("prepare_lm", "build_lm", "train_full_ft", "train_nugget2d_ft")
     config_keys = ("eval.summarization",)
-    code_modules = ("stages.eval_summarization", "stages.eval_qa", "stages.lm_eval", "nugget_core")
+    code_modules = ("stages.eval_summarization", "stages.lm_eval", "stages.datasets.task_prompts", "nugget_core")
 
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.summarization")
         records = read_records(ctx.inputs["build_lm"].file("summarization.jsonl"), cfg.split, cfg.max_examples)
-        trained = ctx.inputs[COMPRESSOR_STAGE]
-        soft, objective = trained_with_soft_prompt(trained), trained_objective(trained)
         tokenizer = load_tokenizer(ctx.inputs["prepare_lm"])
-        model = load_model(ctx.inputs["prepare_lm"], trained)
-        parts = [split_template(r["full_prompt"], r["prompt"]) for r in records]
-        docs = encode(tokenizer, [d for d, _ in parts], cfg.max_doc_tokens)
-        prompts = encode(tokenizer, [p for _, p in parts])
+        nugget2d = load_model(ctx.inputs["prepare_lm"], ctx.inputs["train_nugget2d_ft"])
+        docs, prompts = encode_task_records(tokenizer, records, cfg.max_doc_tokens)
         references = [r["answer"] for r in records]
         common = {"batch_size": cfg.batch_size, "log": log, "max_new_tokens": cfg.max_new_tokens}
 
         rows, examples = [], []
         for system in cfg.systems:
-            if system == "full_ft":
-                rows.append(Row(system, note=FULL_FT_MISSING))
-                continue
-            ratio = None if system == "full_zs" else cfg.nugget_ratio
-            gens = run_batches(system, model, tokenizer, docs, prompts, ratio=ratio,
-                               soft_prompt=soft, **common)
+            ratio = cfg.nugget_ratio if system == "nugget2d_ft" else None
+            # full_zs: the Full path of any Nugget2D model is the bare base LM (adapters gated off)
+            model = (load_full_finetuned(ctx.inputs["prepare_lm"], ctx.inputs["train_full_ft"], nugget2d.config)
+                     if system == "full_ft" else nugget2d)
+            gens = run_batches(system, model, tokenizer, docs, prompts, ratio=ratio, **common)
             per = rouge_per_example([g.text for g in gens], references)
             metrics = {**rouge_mean(per),
                        "context_ratio": statistics.fmean(g.context_states / len(d) for g, d in zip(gens, docs, strict=True)),
                        **mean_cost([g.cost for g in gens])}
-            note = "" if ratio is None else f"train_nugget2d objective: {objective}" + (
-                "" if objective == "finetune" else " (not fine-tuned on the task in this profile)")
-            rows.append(Row(system if ratio is None else f"{system} {1 / ratio:g}x", metrics, note))
+            rows.append(Row(system if ratio is None else f"{system} {1 / ratio:g}x", metrics))
             for g, r, scores in zip(gens, records, per, strict=True):
                 examples.append({"id": r["id"], "system": system, "output": g.text, "reference": r["answer"],
                                  **scores, "context_states": g.context_states, **g.cost.as_dict()})
             log.info("eval_summarization: %s %s", system, {t: round(metrics[t], 2) for t in ROUGE_TYPES})
         label = stand_in_label(records)
         notes = [f"{len(records)} examples of split {cfg.split!r}" + (f"; stand-in: {label}" if label else ""),
+                 "full_ft: train_full_ft (base LM + LoRA, merged); nugget2d_ft: train_nugget2d_ft "
+                 "(train_nugget2d's compressor fine-tuned on the task); full_zs: the base LM.",
                  f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {cfg.batch_size}; "
                  "KV bytes at the end of decoding; attended states: mean over generated tokens."]
-        ctx.logger.set_tags({"stand_in": label or "none", "full_ft": FULL_FT_MISSING})
+        ctx.logger.set_tags({"stand_in": label or "none"})
         publish(ctx, "CNN/DailyMail-style summarisation ROUGE (Nugget2D table 4)", rows, COLUMNS, examples, notes)

@@ -21,12 +21,14 @@ from stages.report import Report
 from stages.sweep_nugget import SweepNugget
 from stages.tokenizer import Tokenizer
 from stages.train_baselines import TrainBaselines
+from stages.train_full_ft import TrainFullFT
 from stages.train_nugget import TrainNugget
-from stages.train_nugget2d import TrainNugget2D, TrainNugget2DAR
+from stages.train_nugget2d import TrainNugget2D, TrainNugget2DAR, TrainNugget2DFT
 
 ALL_STAGES = (
     CorpusStats, Tokenizer, BuildMtDocs, BuildPi, BuildRr, PrepareLM, BuildLM, TrainNugget,
-    TrainNugget2D, TrainNugget2DAR, CalibrateThreshold, EvalLM, EvalQA, EvalSummarization, SweepNugget, TrainBaselines, EvalSimilarity, EvalReconstruction, AnalyzeNuggets, Report,
+    TrainNugget2D, TrainNugget2DFT, TrainFullFT, TrainNugget2DAR, CalibrateThreshold, EvalLM, EvalQA,
+    EvalSummarization, SweepNugget, TrainBaselines, EvalSimilarity, EvalReconstruction, AnalyzeNuggets, Report,
 )
 resolve_optional_upstream(ALL_STAGES)  # report / evals read some stages only when registered
 DAG = Dag(ALL_STAGES)

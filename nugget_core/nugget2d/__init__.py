@@ -20,7 +20,7 @@ from .objectives import (
     objective_loss,
     set_objective,
 )
-from .persistence import load_nugget2d, save_nugget2d
+from .persistence import load_nugget2d, load_scorer, save_nugget2d
 from .smollm2 import find_smollm2_package, prepare_smollm2, truncate_layers
 from .stream import Nugget2DStream
 from .tiny import TinyCausalSpec, build_tiny_causal_lm
@@ -53,6 +53,7 @@ __all__ = [
     "find_smollm2_package",
     "generate_from_context",
     "load_nugget2d",
+    "load_scorer",
     "objective_loss",
     "prepare_smollm2",
     "realised_ratio",

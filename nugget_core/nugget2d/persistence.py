@@ -61,3 +61,20 @@ def load_nugget2d(
         model.soft_prompt.copy_(parts.pop("soft_prompt"))
     model.scorer.load_state_dict({k.removeprefix("scorer."): v for k, v in parts.items()})
     return model
+
+
+def load_scorer(model: Nugget2DModel, directory: str | Path) -> None:
+    """Copy the scorer of the model saved in ``directory`` into ``model`` (the paper's
+    autoregressive model reuses the compressor's scorer). The saved config must agree on
+    what the scorer reads (layer l and its window), or its scores would mean something else."""
+    directory = Path(directory)
+    saved = Nugget2DConfig.load(directory)
+    for field in ("scorer_layer", "scorer_context"):
+        if getattr(saved, field) != getattr(model.config, field):
+            raise ValueError(
+                f"scorer of {directory} was trained with {field}={getattr(saved, field)!r}, "
+                f"this model has {field}={getattr(model.config, field)!r}"
+            )
+    parts = load_file(str(directory / PARTS_NAME))
+    with torch.no_grad():
+        model.scorer.load_state_dict({k.removeprefix("scorer."): v for k, v in parts.items() if k.startswith("scorer.")})

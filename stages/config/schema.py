@@ -169,6 +169,12 @@ class PipelineConfig:
             found.append("train.nugget2d.objective: 'autoregressive' is trained by train.nugget2d_ar")
         if self.train.nugget2d_ar.objective != "autoregressive":
             found.append("train.nugget2d_ar.objective: must be 'autoregressive'")
+        if self.train.nugget2d_ft.objective != "finetune":
+            found.append("train.nugget2d_ft.objective: must be 'finetune'")
+        for key in ("nugget2d_ft", "full_ft"):  # their one consumer is eval_summarization (table 4)
+            task = getattr(self.train, key).finetune_task
+            if task != "summarization":
+                found.append(f"train.{key}.finetune_task: value {task!r}; eval_summarization needs 'summarization'")
         tiny = self.model.seq2seq.tiny
         if self.model.seq2seq.source == "tiny_random" and self.nugget.scorer_layer > tiny.layers:
             found.append(

@@ -43,14 +43,22 @@ class NuggetTrainJob(TrainJob):
 
 
 @dataclass
-class Nugget2DTrainJob(TrainJob):
+class FinetuneJob(TrainJob):
+    finetune_task: str = spec(
+        "qa", help="Task data (build_lm) for fine-tuning: qa or summarization.", choices=("qa", "summarization")
+    )
+    max_doc_tokens: int = spec(
+        0, help="Fine-tuning: keep the first N tokens of each document part (0 = all); match eval.<task>.max_doc_tokens.",
+        ge=0,
+    )
+
+
+@dataclass
+class Nugget2DTrainJob(FinetuneJob):
     objective: str = spec(
         "continuation",
         help="Nugget2D objective (paper §2.4-2.5); autoregressive only in train.nugget2d_ar.",
         choices=("autoencoding", "continuation", "finetune", "autoregressive"),
-    )
-    finetune_task: str = spec(
-        "qa", help="Task data for objective=finetune.", choices=("qa", "summarization")
     )
     lm_corpus: str = spec(
         "pile", help="LM segments for objective=autoregressive (build_lm).", choices=("pile", "wiki")
@@ -76,6 +84,14 @@ class TrainSection:
     nugget2d: Nugget2DTrainJob = spec(Nugget2DTrainJob(), help="train_nugget2d stage (compressor).")
     nugget2d_ar: Nugget2DTrainJob = spec(
         Nugget2DTrainJob(objective="autoregressive"), help="train_nugget2d_ar stage."
+    )
+    nugget2d_ft: Nugget2DTrainJob = spec(
+        Nugget2DTrainJob(objective="finetune", finetune_task="summarization"),
+        help="train_nugget2d_ft stage: train_nugget2d's model fine-tuned on a task (objective finetune).",
+    )
+    full_ft: FinetuneJob = spec(
+        FinetuneJob(finetune_task="summarization"),
+        help="train_full_ft stage: the base LM fine-tuned on a task with one LoRA adapter (the Full FT baseline).",
     )
     sweep: SweepSection = spec(SweepSection(), help="Ray Tune sweep over r and l.")
 

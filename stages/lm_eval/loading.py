@@ -34,6 +34,25 @@ def load_model(prepare_lm: Artifact, trained: Artifact) -> Any:
     return model
 
 
+def load_full_finetuned(prepare_lm: Artifact, trained: Artifact, config: Any) -> Any:
+    """``train_full_ft``'s LM (base LM with its LoRA adapter merged in) inside a fresh
+    `Nugget2DModel` of ``config``, in eval mode. Only the wrapper's Full path runs on it
+    (``router.use(None)``: every Nugget2D adapter gated off), so Full zero-shot and Full
+    fine-tuned decode through one code path and their costs compare directly."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from nugget_core.nugget2d import Nugget2DModel
+
+    base = AutoModelForCausalLM.from_pretrained(str(prepare_lm.file("model")))
+    merged = PeftModel.from_pretrained(base, str(trained.file("lm_lora"))).merge_and_unload()
+    model = Nugget2DModel(merged, config).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    log.info("loaded the fine-tuned full LM from %s (stage %s)", trained.path, trained.stage)
+    return model
+
+
 def scorer_fingerprint(model: Any) -> str:
     """sha256 of the scorer weights: tells whether two checkpoints share the scorer that
     a threshold was calibrated on."""

@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from stages.datasets.task_prompts import encode, split_template
 from stages.lm_eval.cost import DecodeCost
 
 INST_OPEN, INST_CLOSE = "[INST]", "[/INST]"
@@ -39,21 +40,8 @@ class Generation:
     cost: DecodeCost
 
 
-def split_template(full_prompt: str, prompt: str) -> tuple[str, str]:
-    """(document part, prompt part) of an appendix-C prompt whose tail is ``prompt``."""
-    if not full_prompt.endswith(prompt):
-        raise ValueError(f"full_prompt does not end with the record's prompt {prompt[:40]!r}")
-    return full_prompt[: len(full_prompt) - len(prompt)].rstrip(), " " + prompt.strip()
-
-
 def nodoc_document_part() -> str:
     return INST_OPEN
-
-
-def encode(tokenizer: Any, texts: Sequence[str], limit: int = 0) -> list[list[int]]:
-    """Token ids without special tokens; ``limit`` > 0 keeps the first ``limit``."""
-    ids = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-    return [list(x[:limit]) if limit else list(x) for x in ids]
 
 
 def pad_right(rows: Sequence[Sequence[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:

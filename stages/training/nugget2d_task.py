@@ -6,9 +6,13 @@ Objectives (paper §2.4-2.5; trainable parts per ``nugget_core.nugget2d.set_obje
   ``doc`` chunks);
 - ``continuation``: doc / prompt / answer = consecutive chunks (``continuation.parquet``);
 - ``finetune``: answer a task prompt from the nuggets of its document (``qa.jsonl`` or
-  ``summarization.jsonl``, tokenised here with the appendix-C prompt text);
+  ``summarization.jsonl``, cut and tokenised as the evaluations do, answer + EOS),
+  optionally starting from a trained compressor (``init_dir``);
 - ``autoregressive``: the parallel training approximation on full-length LM segments
-  (``lm_pile.parquet`` / ``lm_wiki.parquet``): predict the recent tokens.
+  (``lm_pile.parquet`` / ``lm_wiki.parquet``): predict the recent tokens. As in the paper
+  the scorer can come frozen from the compressor (``scorer_dir``) with nuggets above a
+  calibrated Lambda (``threshold``); without them a ratio r of each batch's tokens
+  become nuggets.
 
 The model handed to the engine is :class:`ObjectiveModule`, whose ``forward`` computes
 the objective's loss, so DDP / DeepSpeed see one ordinary module call per micro-batch.
@@ -16,7 +20,6 @@ the objective's loss, so DDP / DeepSpeed see one ordinary module call per micro-
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,7 +30,7 @@ import torch
 from torch import nn
 
 from stages.training.batches import pad
-from stages.training.task import TrainingTask
+from stages.training.lm_task import BaseLMTask
 
 CHUNKS = ("doc", "prompt", "answer")
 
@@ -35,9 +38,9 @@ CHUNKS = ("doc", "prompt", "answer")
 class ObjectiveModule(nn.Module):
     """``forward(**batch)`` -> output with ``.loss`` (and ``.logits``) for one objective."""
 
-    def __init__(self, model: nn.Module, objective: str) -> None:
+    def __init__(self, model: nn.Module, objective: str, threshold: float | None = None) -> None:
         super().__init__()
-        self.model, self.objective = model, objective
+        self.model, self.objective, self.threshold = model, objective, threshold
 
     def forward(self, **batch: torch.Tensor) -> Any:
         from nugget_core.nugget2d import (
@@ -50,11 +53,11 @@ class ObjectiveModule(nn.Module):
 
         if self.objective == "autoregressive":
             ids, predict = batch["input_ids"], int(batch["predict_last"][0])
-            # Lambda is calibrated after training; during training a ratio r of each
-            # batch's tokens become nuggets (the in-batch (1 - r) score quantile)
-            with torch.no_grad():
-                scores = ar_scores(self.model, ids, ARWindows.from_model(self.model).scorer)
-            threshold = threshold_for_ratio(scores, self.model.config.ratio)
+            threshold = self.threshold
+            if threshold is None:  # no calibrated Lambda: a ratio r of the batch's tokens
+                with torch.no_grad():
+                    scores = ar_scores(self.model, ids, ARWindows.from_model(self.model).scorer)
+                threshold = threshold_for_ratio(scores, self.model.config.ratio)
             logits = ar_forward(self.model, ids, threshold=threshold).logits
             start = ids.shape[1] - predict
             loss = nn.functional.cross_entropy(
@@ -65,40 +68,24 @@ class ObjectiveModule(nn.Module):
 
 
 @dataclass
-class Nugget2DTask(TrainingTask):
-    data_dir: str
-    base_dir: str  # prepare_lm's HF folder (weights + tokenizer)
+class Nugget2DTask(BaseLMTask):
     objective: str
     nugget2d: Any  # stages.config.schema.Nugget2DSection
     attn_implementation: str = "sdpa"
     finetune_task: str = "qa"
+    max_doc_tokens: int = 0  # finetune: document-part tokens kept (0 = all)
     lm_corpus: str = "pile"
     dev_examples: int = 0
     seed: int = 0
+    init_dir: str | None = None  # a saved Nugget2D to start from (fine-tuning a trained compressor)
+    scorer_dir: str | None = None  # a saved Nugget2D whose scorer is copied in and frozen (autoregressive)
+    threshold: float | None = None  # autoregressive: the calibrated Lambda (None: in-batch (1 - r) quantile)
     find_unused_parameters: bool = field(default=True, init=False)  # frozen adapter per objective
-    _tok: Any = field(default=None, init=False, repr=False)
-
-    def tokenizer(self) -> Any:
-        from transformers import AutoTokenizer
-
-        if self._tok is None:
-            self._tok = AutoTokenizer.from_pretrained(self.base_dir)
-        return self._tok
-
-    def _pad_id(self) -> int:
-        tok = self.tokenizer()
-        return tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
 
     def _records(self, split: str) -> list[dict[str, Any]]:
         data = Path(self.data_dir)
         if self.objective == "finetune":
-            path = data / f"{self.finetune_task}.jsonl"
-            rows = [json.loads(x) for x in path.read_text().splitlines()]
-            rows = [r for r in rows if r["split"] == split]
-            tok = self.tokenizer()
-            enc = lambda xs: tok(xs, add_special_tokens=False)["input_ids"]  # noqa: E731
-            docs, prompts, answers = (enc([r[k] for r in rows]) for k in ("document", "prompt", "answer"))
-            return [{"doc": d, "prompt": p, "answer": a} for d, p, a in zip(docs, prompts, answers, strict=True)]
+            return self.task_examples(self.finetune_task, split, self.max_doc_tokens)
         name = f"lm_{self.lm_corpus}.parquet" if self.objective == "autoregressive" else "continuation.parquet"
         path = data / name
         if not path.exists():
@@ -128,25 +115,30 @@ class Nugget2DTask(TrainingTask):
         )
 
     def build_model(self, init_dir: Path | None) -> nn.Module:
-        from nugget_core.nugget2d import Nugget2DModel, load_nugget2d, set_objective
+        from nugget_core.nugget2d import Nugget2DModel, load_nugget2d, load_scorer, set_objective
 
         impl = {"attn_implementation": self.attn_implementation}
+        init_dir = init_dir if init_dir is not None else self.init_dir  # a resume wins
         if init_dir is not None:
             model = load_nugget2d(init_dir, self.base_dir, **impl)
         else:
             torch.manual_seed(self.seed)  # LoRA, scorer and soft prompt initialisation
             model = Nugget2DModel.from_lm(self.base_dir, self.model_config(), **impl)
+            if self.scorer_dir is not None:
+                load_scorer(model, self.scorer_dir)
         if self.objective != "autoregressive":
             set_objective(model, self.objective)
-        return ObjectiveModule(model, self.objective)
+        if self.scorer_dir is not None:  # paper §2.5: the reused scorer "is not optimized"
+            model.scorer.requires_grad_(False)
+        return ObjectiveModule(model, self.objective, self.threshold)
 
     def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
         if self.objective == "autoregressive":
-            ids, _ = pad([r["ids"] for r in rows], self._pad_id())
+            ids, _ = pad([r["ids"] for r in rows], self.pad_id())
             return {"input_ids": ids, "predict_last": torch.tensor([rows[0]["predict"]])}
         batch = {}
         for chunk in CHUNKS if self.objective != "autoencoding" else ("doc",):
-            ids, mask = pad([r[chunk] for r in rows], self._pad_id())
+            ids, mask = pad([r[chunk] for r in rows], self.pad_id())
             batch[f"{chunk}_ids"], batch[f"{chunk}_mask"] = ids, mask
         return batch
 

@@ -51,6 +51,8 @@ def test_overrides_and_group_swap_win_in_order():
         ("train.nugget.num_workers=0", "train.nugget.num_workers: value 0 must be >= 1"),
         ("nugget.residual=sideways", "nugget.residual: value 'sideways' is not one of"),
         ("nugget.scorer_layer=9", "nugget.scorer_layer: value 9 exceeds model.seq2seq.tiny.layers=4"),
+        ("train.nugget2d_ft.objective=continuation", "train.nugget2d_ft.objective: must be 'finetune'"),
+        ("train.full_ft.finetune_task=qa", "train.full_ft.finetune_task: value 'qa'; eval_summarization needs"),
         ("model=nope", "model='nope' is not an option; available: ['paper', 'tiny']"),
         ("profile=huge", "profile='huge' is not an option"),
         ("no_equals_sign", "override 'no_equals_sign' is not of the form key=value"),

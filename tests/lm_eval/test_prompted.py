@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from stages.lm_eval.loading import eos_and_pad
-from stages.lm_eval.prompted import encode, generate_batch, split_template
+from stages.datasets.task_prompts import encode, split_template
+from stages.lm_eval.prompted import generate_batch
 
 DOCS = ["[INST] the river delta was born in Paris of a city", "[INST] alpha gamma"]
 PROMPTS = [" Based on the provided document, answer the following question: where? [/INST]", " Please [/INST]"]

@@ -1,6 +1,8 @@
-"""The four stages through the DAG, with fake upstream stages that save a tiny random
-Nugget2D (the real ones train SmolLM2): Lambda flows from calibrate_threshold to
-eval_lm, and every table has all of its systems."""
+"""The four stages through the DAG on a tiny random LLaMA, with a fake compressor stage
+(a random Nugget2D; the real one trains SmolLM2) and the real downstream training stages
+(train_nugget2d_ar, train_full_ft, train_nugget2d_ft): Lambda is calibrated on the
+compressor's scorer and flows into autoregressive training and eval_lm, and every table
+has all of its systems, measured."""
 
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from stages.eval_lm import EvalLM
 from stages.eval_qa import EvalQA
 from stages.eval_summarization import EvalSummarization
 from stages.framework.dag import Dag
-from stages.framework.stage import Stage, StageContext
+from stages.framework.stage import Artifact, Stage, StageContext
+from stages.train_full_ft import TrainFullFT
+from stages.train_nugget2d import TrainNugget2DAR, TrainNugget2DFT
 from tests.framework.conftest import ray_local  # noqa: F401
 from tests.framework.fixtures import make_fake_sources, runs_of_latest_pipeline
 from tests.lm_eval.fixtures import TEXTS, make_base_lm, make_nugget2d, make_tokenizer
@@ -46,21 +50,24 @@ class FakeBuildLM(Stage):
         tok = AutoTokenizer.from_pretrained(str(ctx.inputs["prepare_lm"].file("model")))
         ids = tok(" ".join(TEXTS), add_special_tokens=False)["input_ids"]
         for corpus, offset in (("wiki", 0), ("pile", 200)):
-            rows = [{"split": "train" if i % 3 else "test", "distant": ids[s : s + 16], "recent": ids[s + 16 : s + 24]}
+            split = lambda i: "test" if i % 3 == 0 else "dev" if i % 6 == 1 else "train"  # noqa: E731
+            rows = [{"split": split(i), "distant": ids[s : s + 16], "recent": ids[s + 16 : s + 24]}
                     for i, s in enumerate(range(offset, offset + 24 * 12, 24))]
             pq.write_table(pa.Table.from_pylist(rows), ctx.output_dir / f"lm_{corpus}.parquet")
         rng = np.random.default_rng(0)
         qa = [qa_record(TEXTS[i], f"Fill in the blank: {TEXTS[i + 1][:30]} _____", str(rng.integers(5))) for i in range(4)]
-        summ = [summary_record(" ".join(TEXTS[i : i + 3]), TEXTS[i + 3]) for i in range(4)]
+        summ = [summary_record(" ".join(TEXTS[i : i + 3]), TEXTS[i + 3]) for i in range(20)]
         for name, records in (("qa", qa), ("summarization", summ)):
             with open(ctx.output_dir / f"{name}.jsonl", "w") as fh:
-                for i, r in enumerate(records):
-                    fh.write(json.dumps({"id": f"{name}-{i}", "split": "test", **r}) + "\n")
+                for i, r in enumerate(records):  # 4 test records first; the fine-tuning stages use the rest
+                    split = "test" if i < 4 else "dev" if i < 8 else "train"
+                    fh.write(json.dumps({"id": f"{name}-{i}", "split": split, **r}) + "\n")
 
 
-class _FakeTrained(Stage):
+class FakeTrainNugget2D(Stage):
+    name = "train_nugget2d"
     upstream = ("prepare_lm",)
-    seed = 0
+    config_keys = ("train.nugget2d",)
 
     def run(self, ctx: StageContext) -> None:
         from transformers import AutoModelForCausalLM
@@ -68,21 +75,15 @@ class _FakeTrained(Stage):
         from nugget_core.nugget2d import save_nugget2d
 
         base = AutoModelForCausalLM.from_pretrained(str(ctx.inputs["prepare_lm"].file("model")))
-        save_nugget2d(make_nugget2d(base, seed=self.seed), ctx.output_dir / "nugget2d")
+        save_nugget2d(make_nugget2d(base, seed=0), ctx.output_dir / "nugget2d")
 
 
-class FakeTrainNugget2D(_FakeTrained):
-    name = "train_nugget2d"
-    config_keys = ("train.nugget2d",)
-
-
-class FakeTrainNugget2DAR(_FakeTrained):
-    name = "train_nugget2d_ar"
-    config_keys = ("train.nugget2d_ar",)
-    seed = 1
-
-
-ARGS = [
+TRAIN_ARGS = [f"train.{job}.{k}" for job in ("full_ft", "nugget2d_ft", "nugget2d_ar") for k in (
+    "max_steps=4", "batch_size=2", "eval_every=4", "checkpoint_every=4", "dev_examples=2", "lr=5e-3",
+    "warmup_steps=0")] + ["train.full_ft.max_doc_tokens=24", "train.nugget2d_ft.max_doc_tokens=24"]
+# the fake compressor's Nugget2D config (tests.lm_eval.fixtures.make_nugget2d)
+ARGS = [*TRAIN_ARGS, "nugget2d.lora_rank=4", "nugget2d.lora_alpha=4", "nugget2d.scorer_layer=1",
+        "nugget2d.recent_window=8",
     "eval.calibration.sample_docs=8", "eval.calibration.heldout_docs=4", "eval.calibration.bins=10",
     "eval.lm.max_segments=2", "eval.lm.contexts=[{total_states: 6, compressed_tokens: 10, context_tokens: 3}]",
     "eval.qa.max_examples=3", "eval.qa.batch_size=2", "eval.qa.max_new_tokens=4", "eval.qa.lmsumm_max_new_tokens=4",
@@ -95,14 +96,27 @@ def _table(out) -> dict[str, dict]:
         return {r["system"]: r for r in csv.DictReader(fh)}
 
 
-def test_calibration_and_the_three_evaluations(ray_local, tmp_path):  # noqa: F811
+def _published(root, stage: str):
+    """The stage's one complete artifact (training stages also leave ``.work-*`` folders)."""
+    (done,) = [d for d in (root / stage).iterdir() if (d / "_COMPLETE").exists()]
+    return done
+
+
+@pytest.fixture(scope="module")
+def pipeline_run(ray_local, tmp_path_factory):  # noqa: F811
+    tmp_path = tmp_path_factory.mktemp("lm_eval_dag")
     root = tmp_path / "artifacts"
-    dag = Dag([FakePrepareLM, FakeBuildLM, FakeTrainNugget2D, FakeTrainNugget2DAR,
+    dag = Dag([FakePrepareLM, FakeBuildLM, FakeTrainNugget2D, TrainNugget2DAR, TrainFullFT, TrainNugget2DFT,
                CalibrateThreshold, EvalLM, EvalQA, EvalSummarization])
     sources = make_fake_sources(tmp_path / "sources")  # unused by these stages; the config needs a dir
     assert main_full([f"run.artifact_root={root}", f"run.sources_dir={sources}", *ARGS], dag=dag) == 0
-    out = {name: next((root / name).iterdir()) for name in
-           ("calibrate_threshold", "eval_lm", "eval_qa", "eval_summarization")}
+    return root, {name: _published(root, name) for name in
+                  ("prepare_lm", "build_lm", "train_full_ft", "train_nugget2d_ft", "calibrate_threshold",
+                   "eval_lm", "eval_qa", "eval_summarization")}
+
+
+def test_calibration_and_the_three_evaluations(pipeline_run):
+    root, out = pipeline_run
 
     threshold = json.loads((out["calibrate_threshold"] / "threshold.json").read_text())
     assert threshold["ratio"] == 0.1 and threshold["metrics"]["sample_ratio"] == pytest.approx(0.1, abs=0.01)
@@ -125,11 +139,76 @@ def test_calibration_and_the_three_evaluations(ray_local, tmp_path):  # noqa: F8
 
     summ = _table(out["eval_summarization"])
     assert set(summ) == {"full_zs", "full_ft", "nugget2d_ft 10x"}
-    assert summ["full_ft"]["note"].startswith("not run in this profile") and summ["full_ft"]["rouge1"] == ""
+    assert all(0 <= float(r[m]) <= 100 for r in summ.values() for m in ("rouge1", "rouge2", "rougeL"))
+    assert float(summ["full_ft"]["context_ratio"]) == 1.0 and float(summ["nugget2d_ft 10x"]["context_ratio"]) < 0.2
+    summaries = [json.loads(x) for x in (out["eval_summarization"] / "examples.jsonl").read_text().splitlines()]
+    by_system = {s: [e["output"] for e in summaries if e["system"] == s] for s in ("full_zs", "full_ft")}
+    assert by_system["full_zs"] != by_system["full_ft"]  # the fine-tuned adapter is in the decoded LM
     assert (out["eval_summarization"] / "table.md").read_text().count("|") > 20
 
     _, runs = runs_of_latest_pipeline(root)
     assert runs["calibrate_threshold"].data.metrics["lambda"] == pytest.approx(threshold["lambda"])
     assert "full/accuracy" in runs["eval_qa"].data.metrics
     assert "nugget2d_ft 10x/rougeL" in runs["eval_summarization"].data.metrics
+    assert runs["train_full_ft"].data.metrics["steps"] == 4 and "best_dev_loss" in runs["train_nugget2d_ft"].data.metrics
     assert runs["eval_lm"].data.tags["lambda_scorer_match"] == "True"
+
+
+def _artifact(out, stage: str) -> Artifact:
+    return Artifact(stage, out[stage].name, str(out[stage]), out[stage], {})
+
+
+def test_merged_full_ft_lm_reproduces_the_training_logits(pipeline_run):
+    """train_full_ft's export, merged into the base LM for decoding, gives the logits the
+    peft model had in the worker on the probe batch; the Full path adds nothing to it."""
+    import torch
+
+    from nugget_core.nugget2d import Nugget2DConfig
+    from stages.lm_eval.loading import load_full_finetuned
+    from stages.training.full_ft_task import FullFinetuneTask
+    from stages.training.loop import PROBE_FILE
+
+    _, out = pipeline_run
+    model = load_full_finetuned(_artifact(out, "prepare_lm"), _artifact(out, "train_full_ft"),
+                                Nugget2DConfig(lora_rank=4, lora_alpha=4, scorer_layer=1))
+    task = FullFinetuneTask(str(out["build_lm"]), str(out["prepare_lm"] / "model"), "summarization",
+                            lora_rank=4, lora_alpha=4, max_doc_tokens=24, dev_examples=2)
+    probe = task.collate(task.load_split("dev")[:2], step=-1, rank=0, train=False)
+    with torch.no_grad(), model.router.use(None):
+        logits = model.lm(input_ids=probe["input_ids"], attention_mask=probe["attention_mask"]).logits
+    torch.testing.assert_close(logits, torch.load(out["train_full_ft"] / PROBE_FILE), atol=1e-4, rtol=1e-4)
+
+
+def test_nugget2d_ft_starts_from_the_compressor_and_moves_away(pipeline_run):
+    """train_nugget2d_ft loads train_nugget2d's model (same config, adapters present) and
+    fine-tuning changes the decoder adapter theta (trained by objective finetune)."""
+    from transformers import AutoModelForCausalLM
+
+    from nugget_core.nugget2d import load_nugget2d
+
+    root, out = pipeline_run
+    base = lambda: AutoModelForCausalLM.from_pretrained(str(out["prepare_lm"] / "model"))  # noqa: E731
+    start = load_nugget2d(_published(root, "train_nugget2d") / "nugget2d", base())
+    tuned = load_nugget2d(out["train_nugget2d_ft"] / "nugget2d", base())
+    assert tuned.config == start.config
+    theta = lambda m: {n: p for n, p in m.named_parameters() if ".decoder." in n and "lora_" in n}  # noqa: E731
+    before, after = theta(start), theta(tuned)
+    assert before.keys() == after.keys() and before
+    assert any(not (before[n] == after[n]).all() for n in before)
+    assert max(float((before[n] - after[n]).abs().max()) for n in before) < 1.0  # fine-tuned, not re-initialised
+
+
+def test_autoregressive_stage_reuses_the_compressor_scorer_frozen(pipeline_run):
+    """Paper §2.5: train_nugget2d_ar copies train_nugget2d's scorer and never updates it,
+    so the Lambda calibrated on the compressor is the threshold of the AR model."""
+    from nugget_core.nugget2d import load_nugget2d
+    from stages.lm_eval.loading import scorer_fingerprint
+
+    root, out = pipeline_run
+    base = str(out["prepare_lm"] / "model")
+    ar = load_nugget2d(_published(root, "train_nugget2d_ar") / "nugget2d", base)
+    threshold = json.loads((out["calibrate_threshold"] / "threshold.json").read_text())
+    assert threshold["scorer_stage"] == "train_nugget2d"
+    assert scorer_fingerprint(ar) == threshold["scorer_fingerprint"]
+    theta = [p for n, p in ar.named_parameters() if ".decoder." in n and "lora_B" in n]
+    assert any(bool(p.abs().sum() > 0) for p in theta)  # the adapters did train (LoRA B starts at 0)

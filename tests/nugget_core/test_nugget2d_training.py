@@ -85,3 +85,29 @@ def test_save_load_round_trip(causal_factory, doc_batch, tmp_path):
         after = loaded(**doc_batch, soft_prompt=True)
     torch.testing.assert_close(after.context.positions, before.context.positions)
     torch.testing.assert_close(after.logits, before.logits)
+
+
+def test_load_scorer_copies_only_the_scorer_and_checks_what_it_reads(causal_factory, tmp_path):
+    from nugget_core.nugget2d import load_scorer
+
+    trained = Nugget2DModel(causal_factory(), Nugget2DConfig(scorer_layer=1, lora_rank=4, recent_window=8))
+    with torch.no_grad():
+        for p in trained.scorer.parameters():
+            p.normal_()
+    save_nugget2d(trained, tmp_path / "compressor")
+    fresh = Nugget2DModel(causal_factory(), Nugget2DConfig(scorer_layer=1, lora_rank=4, recent_window=8))
+    adapters_before = {n: p.clone() for n, p in fresh.peft.named_parameters() if "lora_" in n}
+    soft_before = fresh.soft_prompt.detach().clone()
+    load_scorer(fresh, tmp_path / "compressor")
+    for (name, p), q in zip(fresh.scorer.state_dict().items(), trained.scorer.state_dict().values(), strict=True):
+        torch.testing.assert_close(p, q, msg=name)
+    for n, p in fresh.peft.named_parameters():
+        if "lora_" in n:
+            torch.testing.assert_close(p, adapters_before[n])
+    torch.testing.assert_close(fresh.soft_prompt.detach(), soft_before)
+    other_layer = Nugget2DModel(causal_factory(), Nugget2DConfig(scorer_layer=2, lora_rank=4, recent_window=8))
+    with pytest.raises(ValueError, match="scorer_layer=1"):
+        load_scorer(other_layer, tmp_path / "compressor")
+    other_window = Nugget2DModel(causal_factory(), Nugget2DConfig(scorer_layer=1, lora_rank=4, recent_window=16))
+    with pytest.raises(ValueError, match="scorer_context=8"):
+        load_scorer(other_window, tmp_path / "compressor")
