@@ -19,7 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from stages.datasets.bm25 import BM25Config, block_window, bm25_tokens, mine_windows, rank_candidates
+from stages.datasets.bm25 import (
+    BM25Config,
+    block_window,
+    bm25_tokens,
+    mine_windows,
+    rank_candidates,
+)
 from stages.datasets.nugget_data import read_docs
 
 OUT = Path(__file__).parent / "results" / "bm25_mining.json"
@@ -71,7 +77,7 @@ def main() -> None:
         dt = time.perf_counter() - t0
         results[f"{name}_seconds"] = dt
         results[f"{name}_queries_per_s"] = len(queries) / dt
-    same = sum(set(a[0]) == set(b[0]) for a, b in zip(timed["bm25s_robertson"], timed["rank_bm25_okapi"]))
+    same = sum(set(a[0]) == set(b[0]) for a, b in zip(timed["bm25s_robertson"], timed["rank_bm25_okapi"], strict=True))
     results["robertson_vs_rank_bm25_same_candidates_rate"] = same / len(queries)
     results["speedup_bm25s_robertson_over_rank_bm25"] = (
         results["bm25s_robertson_queries_per_s"] / results["rank_bm25_okapi_queries_per_s"])

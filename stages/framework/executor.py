@@ -99,7 +99,8 @@ def run_one(
         uri = store.publish(stage_name, key, scratch, manifest)
     except BaseException:
         store.discard(scratch)
-        raise
+        raise  # the work space stays: the next attempt resumes from it
+    store.drop_work(stage_name, key)
     return {"uri": uri, "seconds": seconds}
 
 

@@ -57,8 +57,14 @@ class ArtifactStore:
 
     def work_uri(self, stage: str, key: str) -> str:
         """Durable working space of (stage, key) that outlives a crashed attempt (e.g. Ray
-        Train checkpoints to resume from); the stage removes it when done."""
+        Train checkpoints to resume from); removed once the output is published."""
         return f"{self.uri(stage, key).rsplit('/', 1)[0]}/.work-{key}"
+
+    def drop_work(self, stage: str, key: str) -> None:
+        """Remove the working space of (stage, key); called once its output is published."""
+        path = f"{self.base}/{stage}/.work-{key}"
+        if self.fs.exists(path):
+            self.fs.rm(path, recursive=True)
 
     def is_complete(self, stage: str, key: str) -> bool:
         return self.fs.exists(f"{self._dir(stage, key)}/{MARKER}")

@@ -19,7 +19,8 @@ class Source(Stage):
 
 
 class Fragile(Stage):
-    """Writes part of its output, then crashes while a CRASH file sits in sources_dir."""
+    """Writes part of its output and a file in its work space, then crashes while a CRASH
+    file sits in sources_dir."""
 
     name = "fragile"
     upstream = ("source",)
@@ -27,6 +28,8 @@ class Fragile(Stage):
 
     def run(self, ctx: StageContext) -> None:
         (ctx.output_dir / "part1.txt").write_text("half done")
+        Path(ctx.work_uri).mkdir(parents=True, exist_ok=True)
+        (Path(ctx.work_uri) / "resume.txt").write_text("state of the attempt")
         if (Path(ctx.sources_dir) / "CRASH").exists():
             raise RuntimeError("injected crash after a partial write")
         (ctx.output_dir / "part2.txt").write_text("done")

@@ -100,7 +100,8 @@ def test_crash_leaves_no_complete_output_and_next_run_redoes_it(ray_local, root,
     plan = FAKE_DAG.plan(_cfg(base_args), store)
     status = {p.name: p.status for p in plan}
     assert status == {"source": "hit", "fragile": "miss"}
-    assert list((root / "fragile").iterdir()) == []  # scratch removed, nothing published
+    # scratch removed, nothing published; the work space survives for the next attempt
+    assert [p.name for p in (root / "fragile").iterdir()] == [f".work-{plan[1].key}"]
     parent, children = runs_of_latest_pipeline(root)
     assert children["fragile"].info.status == "FAILED"
     assert parent.info.status == "FAILED"
@@ -111,6 +112,7 @@ def test_crash_leaves_no_complete_output_and_next_run_redoes_it(ray_local, root,
     done = store.artifact("fragile", plan[1].key)
     assert done.file("part2.txt").read_text() == "done"
     assert json.loads(done.file("_nugget_manifest.json").read_text())["metrics"] == {"parts": 2.0}
+    assert [p.name for p in (root / "fragile").iterdir()] == [plan[1].key]  # work space removed
 
 
 def _cfg(args):

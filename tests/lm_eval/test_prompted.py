@@ -9,8 +9,8 @@ import math
 import pytest
 import torch
 
-from stages.lm_eval.loading import eos_and_pad
 from stages.datasets.task_prompts import encode, split_template
+from stages.lm_eval.loading import eos_and_pad
 from stages.lm_eval.prompted import generate_batch
 
 DOCS = ["[INST] the river delta was born in Paris of a city", "[INST] alpha gamma"]
