@@ -18,18 +18,13 @@ from __future__ import annotations
 
 import statistics
 
-from stages.datasets.task_prompts import encode, encode_task_records
+from stages.datasets.task_prompts import PromptFormat, encode, encode_task_records
 from stages.framework.stage import Stage, StageContext
 from stages.lm_eval.cost import mean_cost
 from stages.lm_eval.loading import load_model, load_tokenizer
 from stages.lm_eval.normalize import contains_answer
 from stages.lm_eval.progress import progress_logger
-from stages.lm_eval.prompted import (
-    INST_OPEN,
-    lmsumm_batch,
-    nodoc_document_part,
-    run_batches,
-)
+from stages.lm_eval.prompted import lmsumm_batch, run_batches
 from stages.lm_eval.records import batches, read_records, stand_in_label
 from stages.lm_eval.tables import Column, Row, publish
 
@@ -63,8 +58,8 @@ class EvalQA(Stage):
     name = "eval_qa"
     description = "SQuAD-style accuracy: Full, NoDoc, LMSumm, Nugget2D 5x/10x, with decode cost."
     upstream = ("prepare_lm", "build_lm", COMPRESSOR_STAGE)
-    config_keys = ("eval.qa",)
-    code_modules = ("stages.eval_qa", "stages.lm_eval", "stages.datasets.lm", "nugget_core")
+    config_keys = ("eval.qa", "prompts")
+    code_modules = ("stages.eval_qa", "stages.lm_eval", "stages.datasets.lm", "stages.datasets.task_prompts", "nugget_core")
 
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.qa")
@@ -72,7 +67,8 @@ class EvalQA(Stage):
         soft = trained_with_soft_prompt(ctx.inputs[COMPRESSOR_STAGE])
         tokenizer = load_tokenizer(ctx.inputs["prepare_lm"])
         model = load_model(ctx.inputs["prepare_lm"], ctx.inputs[COMPRESSOR_STAGE])
-        docs, prompts = encode_task_records(tokenizer, records, cfg.max_doc_tokens)
+        fmt = PromptFormat(ctx.cfg("prompts").format, tokenizer)
+        docs, prompts = encode_task_records(tokenizer, records, fmt, cfg.max_doc_tokens)
         doc_tokens = [len(d) for d in docs]
         common = {"batch_size": cfg.batch_size, "log": log, "max_new_tokens": cfg.max_new_tokens}
 
@@ -94,20 +90,22 @@ class EvalQA(Stage):
             if system == "full":
                 score("full", run_batches("full", model, tokenizer, docs, prompts, ratio=None, **common))
             elif system == "nodoc":
-                bare = encode(tokenizer, [nodoc_document_part()] * len(records))
-                score("nodoc", run_batches("nodoc", model, tokenizer, bare, prompts, ratio=None, **common))
+                bare = [fmt.parts("", r["instruction"]) for r in records]
+                score("nodoc", run_batches("nodoc", model, tokenizer, encode(tokenizer, [d for d, _ in bare]),
+                                           encode(tokenizer, [p for _, p in bare]), ratio=None, **common))
             elif system == "lmsumm":
                 summaries = []
                 for chunk in batches([r["document"] for r in records], cfg.batch_size):
-                    summaries += lmsumm_batch(model, tokenizer, chunk, ratio=cfg.lmsumm_ratio,
+                    summaries += lmsumm_batch(model, tokenizer, chunk, fmt, ratio=cfg.lmsumm_ratio,
                                               max_new_tokens=cfg.lmsumm_max_new_tokens,
                                               doc_limit=cfg.max_doc_tokens)
                     log.info("eval_qa: lmsumm summaries %d/%d", len(summaries), len(records))
                 document_tokens = [len(d) for d in encode(tokenizer, [r["document"] for r in records],
                                                           cfg.max_doc_tokens)]
                 ratios = [s.tokens / max(n, 1) for s, n in zip(summaries, document_tokens, strict=True)]
-                summed = encode(tokenizer, [f"{INST_OPEN} {s.text}" for s in summaries])
-                gens = run_batches("lmsumm", model, tokenizer, summed, prompts, ratio=None,
+                summed = [fmt.parts(s.text, r["instruction"]) for s, r in zip(summaries, records, strict=True)]
+                gens = run_batches("lmsumm", model, tokenizer, encode(tokenizer, [d for d, _ in summed]),
+                                   encode(tokenizer, [p for _, p in summed]), ratio=None,
                                    extra_encode_ms=[s.ms for s in summaries], **common)
                 score("lmsumm", gens, {"summary_ratio": statistics.fmean(ratios)},
                       [{"summary": s.text, "summary_ratio": r} for s, r in zip(summaries, ratios, strict=True)])
@@ -117,7 +115,8 @@ class EvalQA(Stage):
                     score(name, run_batches(name, model, tokenizer, docs, prompts, ratio=r,
                                             soft_prompt=soft, **common))
         label = stand_in_label(records)
-        notes = [f"{len(records)} examples of split {cfg.split!r}" + (f"; stand-in: {label}" if label else ""),
+        notes = [f"{len(records)} examples of split {cfg.split!r}" + (f"; stand-in: {label}" if label else "")
+                 + f"; prompts laid out as {fmt.name} (appendix-C text)",
                  "Full / NoDoc / LMSumm: base LM without adapters; Nugget2D: train_nugget2d checkpoint "
                  f"({'with' if soft else 'without'} its soft prompt), zero-shot.",
                  f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {cfg.batch_size}; "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import statistics
 
-from stages.datasets.task_prompts import encode_task_records
+from stages.datasets.task_prompts import PromptFormat, encode_task_records
 from stages.framework.stage import Stage, StageContext
 from stages.lm_eval.cost import mean_cost
 from stages.lm_eval.loading import load_full_finetuned, load_model, load_tokenizer
@@ -45,7 +45,7 @@ class EvalSummarization(Stage):
     name = "eval_summarization"
     description = "CNN/DM-style ROUGE-1/2/L: Full zero-shot / fine-tuned, Nugget2D 10x, with decode cost."
     upstream = ("prepare_lm", "build_lm", "train_full_ft", "train_nugget2d_ft")
-    config_keys = ("eval.summarization",)
+    config_keys = ("eval.summarization", "prompts")
     code_modules = ("stages.eval_summarization", "stages.lm_eval", "stages.datasets.task_prompts", "nugget_core")
 
     def run(self, ctx: StageContext) -> None:
@@ -53,7 +53,8 @@ class EvalSummarization(Stage):
         records = read_records(ctx.inputs["build_lm"].file("summarization.jsonl"), cfg.split, cfg.max_examples)
         tokenizer = load_tokenizer(ctx.inputs["prepare_lm"])
         nugget2d = load_model(ctx.inputs["prepare_lm"], ctx.inputs["train_nugget2d_ft"])
-        docs, prompts = encode_task_records(tokenizer, records, cfg.max_doc_tokens)
+        fmt = PromptFormat(ctx.cfg("prompts").format, tokenizer)
+        docs, prompts = encode_task_records(tokenizer, records, fmt, cfg.max_doc_tokens)
         references = [r["answer"] for r in records]
         common = {"batch_size": cfg.batch_size, "log": log, "max_new_tokens": cfg.max_new_tokens}
 
@@ -74,7 +75,8 @@ class EvalSummarization(Stage):
                                  **scores, "context_states": g.context_states, **g.cost.as_dict()})
             log.info("eval_summarization: %s %s", system, {t: round(metrics[t], 2) for t in ROUGE_TYPES})
         label = stand_in_label(records)
-        notes = [f"{len(records)} examples of split {cfg.split!r}" + (f"; stand-in: {label}" if label else ""),
+        notes = [f"{len(records)} examples of split {cfg.split!r}" + (f"; stand-in: {label}" if label else "")
+                 + f"; prompts laid out as {fmt.name} (appendix-C text)",
                  "full_ft: train_full_ft (base LM + LoRA, merged); nugget2d_ft: train_nugget2d_ft "
                  "(train_nugget2d's compressor fine-tuned on the task); full_zs: the base LM.",
                  f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {cfg.batch_size}; "

@@ -23,7 +23,7 @@ class TrainFullFT(Stage):
     name = "train_full_ft"
     description = "Full-LM fine-tuning baseline (one LoRA adapter on the base LM) on Ray Train."
     upstream = ("prepare_lm", "build_lm")
-    config_keys = ("nugget2d.lora_rank", "nugget2d.lora_alpha", "model.lm", "train.full_ft", "run.seed")
+    config_keys = ("nugget2d.lora_rank", "nugget2d.lora_alpha", "model.lm", "train.full_ft", "prompts", "run.seed")
     code_modules = ("stages.train_full_ft", "stages.training", "stages.datasets.task_prompts",
                     "stages.lm_eval.records", "nugget_core")
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
@@ -37,6 +37,7 @@ class TrainFullFT(Stage):
             lora_rank=ctx.cfg("nugget2d.lora_rank"),
             lora_alpha=ctx.cfg("nugget2d.lora_alpha"),
             max_doc_tokens=job.max_doc_tokens,
+            prompt_format=ctx.cfg("prompts").format,
             attn_implementation=ctx.cfg("model.lm").attn_implementation,
             dev_examples=job.dev_examples,
             seed=ctx.cfg("run.seed"),

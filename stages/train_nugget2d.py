@@ -53,6 +53,7 @@ class _TrainNugget2D(Stage):
             attn_implementation=ctx.cfg("model.lm").attn_implementation,
             finetune_task=job.finetune_task,
             max_doc_tokens=job.max_doc_tokens,
+            prompt_format=ctx.cfg("prompts").format,
             lm_corpus=job.lm_corpus,
             dev_examples=job.dev_examples,
             seed=ctx.cfg("run.seed"),
@@ -65,7 +66,7 @@ class TrainNugget2D(_TrainNugget2D):
     name = "train_nugget2d"
     description = "Nugget2D compressor (autoencoding / continuation / finetune) on Ray Train."
     job_key = "train.nugget2d"
-    config_keys = ("nugget2d", "model.lm", "train.nugget2d", "run.seed")
+    config_keys = ("nugget2d", "model.lm", "train.nugget2d", "prompts", "run.seed")
 
 
 class TrainNugget2DFT(_TrainNugget2D):
@@ -73,7 +74,7 @@ class TrainNugget2DFT(_TrainNugget2D):
     description = "train_nugget2d's compressor fine-tuned on a task (objective finetune) on Ray Train."
     job_key = "train.nugget2d_ft"
     upstream = ("prepare_lm", "build_lm", "train_nugget2d")
-    config_keys = ("nugget2d", "model.lm", "train.nugget2d_ft", "run.seed")
+    config_keys = ("nugget2d", "model.lm", "train.nugget2d_ft", "prompts", "run.seed")
 
     def from_upstream(self, ctx: StageContext) -> dict[str, Any]:
         return {"init_dir": str(ctx.inputs["train_nugget2d"].file("nugget2d"))}
@@ -84,7 +85,7 @@ class TrainNugget2DAR(_TrainNugget2D):
     description = "Autoregressive Nugget2D LM (compressor's scorer frozen, calibrated Lambda) on Ray Train."
     job_key = "train.nugget2d_ar"
     upstream = ("prepare_lm", "build_lm", SCORER_STAGE, "calibrate_threshold")
-    config_keys = ("nugget2d", "model.lm", "train.nugget2d_ar", "run.seed")
+    config_keys = ("nugget2d", "model.lm", "train.nugget2d_ar", "prompts", "run.seed")
     code_modules = (*_TrainNugget2D.code_modules, "stages.calibrate_threshold")
 
     def from_upstream(self, ctx: StageContext) -> dict[str, Any]:

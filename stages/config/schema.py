@@ -18,6 +18,7 @@ from stages.config.data import DataSection
 from stages.config.evaluation import EvalSection, ReportSection
 from stages.config.train import TrainSection
 from stages.config.validate import spec
+from stages.datasets.task_prompts import PROMPT_FORMATS
 
 # mirror nugget_core's enums (tests/framework/test_config.py checks they stay equal);
 # not imported from there so that loading a config never imports torch
@@ -152,6 +153,19 @@ class ModelSection:
 
 
 @dataclass
+class PromptSection:
+    """How the appendix-C task prompts are laid out for the LM (`stages.datasets.task_prompts`)."""
+
+    format: str = spec(
+        "inst",
+        help="inst: '[INST] ... [/INST]' as printed in appendix C (LLaMA-2-chat's format, the paper's); "
+        "chat_template: the same user turn in the base LM's own chat template (for instruct LMs trained "
+        "on another format).",
+        choices=PROMPT_FORMATS,
+    )
+
+
+@dataclass
 class PipelineConfig:
     profile: str = spec("tiny", help="Profile file under conf/profile/ that selected the groups.")
     run: RunSection = spec(RunSection(), help="Where and how the pipeline runs.")
@@ -161,6 +175,7 @@ class PipelineConfig:
     data: DataSection = spec(DataSection(), help="Dataset builders.")
     train: TrainSection = spec(TrainSection(), help="Training stages.")
     eval: EvalSection = spec(EvalSection(), help="Evaluation stages.")
+    prompts: PromptSection = spec(PromptSection(), help="Task prompt layout (QA, summarisation, LMSumm).")
     report: ReportSection = spec(ReportSection(), help="Report stage.")
 
     def cross_field_errors(self) -> list[str]:

@@ -7,7 +7,9 @@
 - :func:`qa_record` / :func:`summary_record`: task examples with the exact prompts of
   appendix C (``[INST] ... [/INST]``). ``prompt`` is the template text after the
   document (what the decoder reads next to the nuggets); ``full_prompt`` fills the
-  document in, for the uncompressed Full/NoDoc baselines.
+  document in, for the uncompressed Full/NoDoc baselines; ``instruction`` is the user
+  turn's text after the document without the ``[INST]`` markers, which
+  `stages.datasets.task_prompts.PromptFormat` lays out in another chat format.
 - Offline stand-ins, labelled in every record (``stand_in``): :func:`cloze_qa` (SQuAD
   stand-in: a capitalised word or number of a real sentence is blanked out; the question
   is that sentence with a blank, the answer the removed span, the document the passage
@@ -39,9 +41,17 @@ BLANK = "_____"
 SPAN = re.compile(r"(?<=\s)(?:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*|\d[\d,.]*\d|\d)(?=[\s,.;:!?])")
 
 
+def lmsumm_words(text: str, ratio: float) -> int:
+    return max(1, math.ceil(ratio * len(text.split(" "))))
+
+
 def lmsumm_prompt(text: str, ratio: float) -> str:
-    words = max(1, math.ceil(ratio * len(text.split(" "))))
-    return LMSUMM_PROMPT.replace("$WORD", str(words)).replace("$TEXT", text)
+    return LMSUMM_PROMPT.replace("$WORD", str(lmsumm_words(text, ratio))).replace("$TEXT", text)
+
+
+def lmsumm_instruction(text: str, ratio: float) -> str:
+    """LMSumm's user-turn text before ``$TEXT`` (appendix C, without the ``[INST]`` markers)."""
+    return LMSUMM_PROMPT.split("$TEXT")[0].removeprefix("[INST] ").replace("$WORD", str(lmsumm_words(text, ratio)))
 
 
 def _split_template(template: str, **fields: str) -> tuple[str, str]:
@@ -56,16 +66,20 @@ def _split_template(template: str, **fields: str) -> tuple[str, str]:
     return full, after.strip()
 
 
+def _instruction(after: str) -> str:
+    return after.removesuffix("[/INST]").strip()
+
+
 def qa_record(document: str, question: str, answer: str, stand_in: str = "") -> dict[str, str]:
     full, after = _split_template(QA_PROMPT, DOCUMENT=document, QUESTION=question)
     return {"task": "qa", "document": document, "prompt": after, "full_prompt": full,
-            "answer": answer, "stand_in": stand_in}
+            "instruction": _instruction(after), "answer": answer, "stand_in": stand_in}
 
 
 def summary_record(document: str, summary: str, stand_in: str = "") -> dict[str, str]:
     full, after = _split_template(SUMMARY_PROMPT, DOCUMENT=document)
     return {"task": "summarization", "document": document, "prompt": after, "full_prompt": full,
-            "answer": summary, "stand_in": stand_in}
+            "instruction": _instruction(after), "answer": summary, "stand_in": stand_in}
 
 
 def lm_segments(docs: Sequence[Sequence[int]], distant: int, recent: int) -> list[dict[str, list[int]]]:

@@ -1,25 +1,67 @@
 """Appendix-C task records cut into what a model reads and what it must produce.
 
-``build_lm``'s ``qa.jsonl`` / ``summarization.jsonl`` records carry ``full_prompt`` (the
-whole appendix-C prompt, ``[INST] $DOCUMENT ... [/INST]``), ``prompt`` (the template
-text after ``$DOCUMENT``) and ``answer``. The *document part* is ``full_prompt`` up to
-where ``prompt`` begins; Full reads it whole, Nugget2D compresses it. Fine-tuning (the
-Nugget2D and Full fine-tuned systems) and evaluation must cut and tokenise the records
-identically, or the fine-tuned models would be evaluated on inputs they never saw; so
-both go through :func:`encode_task_records`.
+A prompt is one user turn: ``[before] $DOCUMENT [instruction]`` (QA / summary records
+of ``build_lm``: the document then ``instruction``; LMSumm: an instruction then the
+text). :class:`PromptFormat` lays the turn out, either as printed in appendix C
+(``inst``: ``[INST] ... [/INST]``, LLaMA-2-chat's format, the paper's) or in the base
+LM's own chat template (``chat_template``, for instruct LMs trained on another format),
+and cuts it where the document ends: the *document part* (Full reads it whole, Nugget2D
+compresses it) and the *prompt part* (the decoder reads it next to the nuggets).
+
+Fine-tuning (the Nugget2D and Full fine-tuned systems) and evaluation must cut and
+tokenise records identically, or the fine-tuned models would be evaluated on inputs they
+never saw; so both go through :func:`encode_task_records`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+PROMPT_FORMATS = ("inst", "chat_template")
+INST_OPEN, INST_CLOSE = "[INST]", "[/INST]"
+_DOCUMENT = "\x00DOCUMENT\x00"  # placeholder that no template or tokenizer alters
 
-def split_template(full_prompt: str, prompt: str) -> tuple[str, str]:
-    """(document part, prompt part) of an appendix-C prompt whose tail is ``prompt``."""
-    if not full_prompt.endswith(prompt):
-        raise ValueError(f"full_prompt does not end with the record's prompt {prompt[:40]!r}")
-    return full_prompt[: len(full_prompt) - len(prompt)].rstrip(), " " + prompt.strip()
+
+@dataclass(frozen=True)
+class PromptFormat:
+    name: str
+    tokenizer: Any = None  # needed by chat_template
+
+    def __post_init__(self) -> None:
+        if self.name not in PROMPT_FORMATS:
+            raise ValueError(f"prompts.format: value {self.name!r} is not one of {PROMPT_FORMATS}")
+        if self.name == "chat_template" and getattr(self.tokenizer, "chat_template", None) is None:
+            name = getattr(self.tokenizer, "name_or_path", self.tokenizer)
+            raise ValueError(f"prompts.format: chat_template, but tokenizer {name!r} has no chat template")
+
+    def wrap(self, user: str) -> str:
+        """One user turn, ready for the answer to follow."""
+        if self.name == "inst":
+            return f"{INST_OPEN} {user} {INST_CLOSE}"
+        return self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+        )
+
+    def parts(self, document: str, instruction: str = "", before: str = "") -> tuple[str, str]:
+        """(document part, prompt part) of the turn ``before + document + " " + instruction``.
+
+        The document part ends with the document's last non-space character; whitespace
+        after it starts the prompt part, so ``"[INST]"`` + ``" Based on ..."`` (NoDoc)
+        tokenises like the whole prompt.
+        """
+        sep = " " if document and instruction else ""
+        head, tail = self.wrap(f"{before}{_DOCUMENT}{sep}{instruction}").split(_DOCUMENT)
+        text = head + document
+        document_part = text.rstrip()
+        return document_part, text[len(document_part) :] + tail
+
+    @property
+    def answer_prefix(self) -> str:
+        """What separates the turn from the answer: a space after ``[/INST]``; nothing
+        after a chat template's assistant header (it ends in a newline)."""
+        return " " if self.name == "inst" else ""
 
 
 def encode(tokenizer: Any, texts: Sequence[str], limit: int = 0) -> list[list[int]]:
@@ -29,16 +71,17 @@ def encode(tokenizer: Any, texts: Sequence[str], limit: int = 0) -> list[list[in
 
 
 def encode_task_records(
-    tokenizer: Any, records: Sequence[dict[str, Any]], max_doc_tokens: int = 0
+    tokenizer: Any, records: Sequence[dict[str, Any]], fmt: PromptFormat, max_doc_tokens: int = 0
 ) -> tuple[list[list[int]], list[list[int]]]:
     """(document-part ids cut to ``max_doc_tokens`` (0 = all), prompt-part ids) per record."""
-    parts = [split_template(r["full_prompt"], r["prompt"]) for r in records]
+    parts = [fmt.parts(r["document"], r["instruction"]) for r in records]
     return encode(tokenizer, [d for d, _ in parts], max_doc_tokens), encode(tokenizer, [p for _, p in parts])
 
 
-def encode_answers(tokenizer: Any, records: Sequence[dict[str, Any]]) -> list[list[int]]:
-    """Training targets: `` answer`` ids followed by EOS, so a fine-tuned model learns
-    where to stop (greedy decoding ends at EOS)."""
+def encode_answers(tokenizer: Any, records: Sequence[dict[str, Any]], fmt: PromptFormat) -> list[list[int]]:
+    """Training targets: answer ids followed by EOS, so a fine-tuned model learns where
+    to stop (greedy decoding ends at EOS)."""
     if tokenizer.eos_token_id is None:
         raise ValueError(f"tokenizer {tokenizer.name_or_path!r} has no eos_token; fine-tuning needs one")
-    return [ids + [tokenizer.eos_token_id] for ids in encode(tokenizer, [" " + r["answer"].strip() for r in records])]
+    answers = [fmt.answer_prefix + r["answer"].strip() for r in records]
+    return [ids + [tokenizer.eos_token_id] for ids in encode(tokenizer, answers)]

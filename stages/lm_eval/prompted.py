@@ -5,15 +5,15 @@ code path, `generate_from_context`, so that quality and cost differ only by what
 decoder attends to:
 
 - ``full``: the base LM (no adapter) attends to every token of the document part;
-- ``nodoc``: the same with the document left out of the template (``[INST]`` only);
+- ``nodoc``: the same with the document left out of the prompt;
 - ``nugget2d``: the document part is compressed by phi to ``ceil(r n)`` nuggets and
   theta decodes (with the soft prompt when the checkpoint was trained with one);
 - ``lmsumm``: the base LM first summarises the document with the appendix-C LMSumm
-  prompt, then answers like ``full`` from ``[INST] <summary>``.
+  prompt, then answers like ``full`` with the summary in the document's place.
 
-The document part is the appendix-C template up to where the record's ``prompt``
-(the template text after ``$DOCUMENT``) begins, so Full and Nugget2D read the same
-tokens. Examples are decoded in right-padded batches; costs are per example (see
+Prompts are laid out by a `stages.datasets.task_prompts.PromptFormat` (appendix C's
+``[INST] ... [/INST]`` or the LM's chat template) and cut where the document ends, so
+Full and Nugget2D read the same tokens. Examples are decoded in right-padded batches; costs are per example (see
 `stages.lm_eval.cost`), with time per decoding step of the batch.
 """
 
@@ -26,10 +26,8 @@ from typing import Any
 
 import torch
 
-from stages.datasets.task_prompts import encode, split_template
+from stages.datasets.task_prompts import PromptFormat, encode
 from stages.lm_eval.cost import DecodeCost
-
-INST_OPEN, INST_CLOSE = "[INST]", "[/INST]"
 
 
 @dataclass
@@ -38,10 +36,6 @@ class Generation:
     tokens: list[int]  # generated ids, EOS excluded
     context_states: int  # KV positions per layer kept for the document part
     cost: DecodeCost
-
-
-def nodoc_document_part() -> str:
-    return INST_OPEN
 
 
 def pad_right(rows: Sequence[Sequence[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -141,15 +135,15 @@ class Summary:
 
 @torch.no_grad()
 def lmsumm_batch(
-    model: Any, tokenizer: Any, documents: Sequence[str], *, ratio: float, max_new_tokens: int,
-    doc_limit: int = 0,
+    model: Any, tokenizer: Any, documents: Sequence[str], fmt: PromptFormat, *, ratio: float,
+    max_new_tokens: int, doc_limit: int = 0,
 ) -> list[Summary]:
     """LMSumm's first step: the base LM summarises each document into ~``ratio`` of its
-    words with the appendix-C prompt (Full decoding of ``[INST] ... $TEXT`` + ``[/INST]``)."""
-    from stages.datasets.lm import lmsumm_prompt
+    words with the appendix-C prompt (Full decoding of ``... $TEXT`` + the turn's end)."""
+    from stages.datasets.lm import lmsumm_instruction
 
     texts = [tokenizer.decode(ids) for ids in encode(tokenizer, documents, doc_limit)]
-    parts = [split_template(lmsumm_prompt(t, ratio), INST_CLOSE) for t in texts]
+    parts = [fmt.parts(t, before=lmsumm_instruction(t, ratio)) for t in texts]
     start = time.perf_counter()
     gens = generate_batch(
         model, tokenizer, encode(tokenizer, [d for d, _ in parts]),

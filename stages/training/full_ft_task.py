@@ -28,13 +28,14 @@ class FullFinetuneTask(BaseLMTask):
     lora_rank: int
     lora_alpha: int
     max_doc_tokens: int = 0
+    prompt_format: str = "inst"  # stages.datasets.task_prompts.PROMPT_FORMATS
     attn_implementation: str = "sdpa"
     dev_examples: int = 0
     seed: int = 0
     find_unused_parameters: bool = field(default=False, init=False)
 
     def load_split(self, split: str) -> list[dict[str, list[int]]]:
-        rows = self.task_examples(self.finetune_task, split, self.max_doc_tokens)
+        rows = self.task_examples(self.finetune_task, split, self.max_doc_tokens, self.prompt_format)
         if split == "dev" and self.dev_examples:
             rows = rows[: self.dev_examples]
         return rows

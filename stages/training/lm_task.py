@@ -28,11 +28,13 @@ class BaseLMTask(TrainingTask):
         tok = self.tokenizer()
         return tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
 
-    def task_examples(self, task: str, split: str, max_doc_tokens: int) -> list[dict[str, list[int]]]:
-        """``{"doc", "prompt", "answer"}`` ids of split ``split`` of ``<task>.jsonl``: the
-        document part (cut to ``max_doc_tokens``, 0 = all), the prompt part, and the
-        answer followed by EOS."""
-        from stages.datasets.task_prompts import encode_answers, encode_task_records
+    def task_examples(
+        self, task: str, split: str, max_doc_tokens: int, prompt_format: str
+    ) -> list[dict[str, list[int]]]:
+        """``{"doc", "prompt", "answer"}`` ids of split ``split`` of ``<task>.jsonl`` laid
+        out in ``prompt_format``: the document part (cut to ``max_doc_tokens``, 0 = all),
+        the prompt part, and the answer followed by EOS."""
+        from stages.datasets.task_prompts import PromptFormat, encode_answers, encode_task_records
         from stages.lm_eval.records import read_records
 
         path = Path(self.data_dir) / f"{task}.jsonl"
@@ -40,6 +42,7 @@ class BaseLMTask(TrainingTask):
             raise FileNotFoundError(f"fine-tuning data missing: {path}")
         records = read_records(path, split, 0)
         tok = self.tokenizer()
-        docs, prompts = encode_task_records(tok, records, max_doc_tokens)
-        answers = encode_answers(tok, records)
+        fmt = PromptFormat(prompt_format, tok)
+        docs, prompts = encode_task_records(tok, records, fmt, max_doc_tokens)
+        answers = encode_answers(tok, records, fmt)
         return [{"doc": d, "prompt": p, "answer": a} for d, p, a in zip(docs, prompts, answers, strict=True)]

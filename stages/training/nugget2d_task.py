@@ -74,6 +74,7 @@ class Nugget2DTask(BaseLMTask):
     attn_implementation: str = "sdpa"
     finetune_task: str = "qa"
     max_doc_tokens: int = 0  # finetune: document-part tokens kept (0 = all)
+    prompt_format: str = "inst"  # finetune: stages.datasets.task_prompts.PROMPT_FORMATS
     lm_corpus: str = "pile"
     dev_examples: int = 0
     seed: int = 0
@@ -85,7 +86,7 @@ class Nugget2DTask(BaseLMTask):
     def _records(self, split: str) -> list[dict[str, Any]]:
         data = Path(self.data_dir)
         if self.objective == "finetune":
-            return self.task_examples(self.finetune_task, split, self.max_doc_tokens)
+            return self.task_examples(self.finetune_task, split, self.max_doc_tokens, self.prompt_format)
         name = f"lm_{self.lm_corpus}.parquet" if self.objective == "autoregressive" else "continuation.parquet"
         path = data / name
         if not path.exists():

@@ -4,12 +4,13 @@ per example from what each generated token attended to."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
 import torch
 
-from stages.datasets.task_prompts import encode, split_template
+from stages.datasets.task_prompts import PromptFormat, encode
 from stages.lm_eval.loading import eos_and_pad
 from stages.lm_eval.prompted import generate_batch
 
@@ -30,12 +31,38 @@ def _plain_greedy(model, ids: list[int], steps: int, eos: int) -> list[int]:
     return out
 
 
-def test_split_template_keeps_every_token():
-    full = "[INST] Doc text. Based on it: q? [/INST]"
-    doc, prompt = split_template(full, "Based on it: q? [/INST]")
-    assert (doc, prompt) == ("[INST] Doc text.", " Based on it: q? [/INST]")
-    with pytest.raises(ValueError, match="does not end"):
-        split_template(full, "other")
+def test_inst_format_lays_out_appendix_c_exactly():
+    from stages.datasets.lm import lmsumm_instruction, lmsumm_prompt, qa_record, summary_record
+
+    fmt = PromptFormat("inst")
+    for record in (qa_record("Doc text.", "q?", "a"), summary_record("Doc text.", "s")):
+        doc, prompt = fmt.parts(record["document"], record["instruction"])
+        assert doc == "[INST] Doc text." and prompt == " " + record["prompt"]
+        assert doc + prompt == record["full_prompt"]
+    nodoc = fmt.parts("", qa_record("Doc text.", "q?", "a")["instruction"])
+    assert nodoc == ("[INST]", " Based on the provided document, answer the following question: q? [/INST]")
+    text = "one two three four five six seven eight nine ten eleven"
+    doc, prompt = fmt.parts(text, before=lmsumm_instruction(text, 0.1))
+    assert doc + prompt == lmsumm_prompt(text, 0.1) and prompt == " [/INST]"
+
+
+def test_chat_template_format_cuts_the_turn_where_the_document_ends(tokenizer):
+    from stages.datasets.lm import qa_record
+
+    with pytest.raises(ValueError, match="prompts.format: chat_template, but tokenizer"):
+        PromptFormat("chat_template", tokenizer)
+    with pytest.raises(ValueError, match="prompts.format: value 'llama3'"):
+        PromptFormat("llama3")
+    chat = copy.deepcopy(tokenizer)
+    chat.chat_template = ("{% for m in messages %}<|user|>\n{{ m['content'] }}\n{% endfor %}"
+                          "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+    fmt = PromptFormat("chat_template", chat)
+    record = qa_record("Doc text.", "q?", "a")
+    doc, prompt = fmt.parts(record["document"], record["instruction"])
+    assert doc == "<|user|>\nDoc text."
+    assert prompt == " Based on the provided document, answer the following question: q?\n<|assistant|>\n"
+    assert fmt.parts("", record["instruction"])[0] == "<|user|>"  # NoDoc: the newline opens the prompt part
+    assert fmt.answer_prefix == "" and PromptFormat("inst").answer_prefix == " "
 
 
 def test_full_system_is_the_base_lm_and_padding_free(model, tokenizer):

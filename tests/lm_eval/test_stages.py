@@ -31,12 +31,18 @@ from tests.lm_eval.fixtures import TEXTS, make_base_lm, make_nugget2d, make_toke
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
+CHAT_TEMPLATE = ("{% for m in messages %}<|user|>\n{{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+
+
 class FakePrepareLM(Stage):
     name = "prepare_lm"
     config_keys = ("model.lm",)
 
     def run(self, ctx: StageContext) -> None:
-        tok = make_tokenizer(ctx.output_dir / "model")
+        tok = make_tokenizer()
+        tok.chat_template = CHAT_TEMPLATE  # profile=tiny lays prompts out in the LM's chat template
+        tok.save_pretrained(str(ctx.output_dir / "model"))
         make_base_lm(len(tok)).save_pretrained(ctx.output_dir / "model")
 
 
@@ -145,6 +151,8 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
     by_system = {s: [e["output"] for e in summaries if e["system"] == s] for s in ("full_zs", "full_ft")}
     assert by_system["full_zs"] != by_system["full_ft"]  # the fine-tuned adapter is in the decoded LM
     assert (out["eval_summarization"] / "table.md").read_text().count("|") > 20
+    assert all("prompts laid out as chat_template" in (out[s] / "table.md").read_text()
+               for s in ("eval_qa", "eval_summarization"))
 
     _, runs = runs_of_latest_pipeline(root)
     assert runs["calibrate_threshold"].data.metrics["lambda"] == pytest.approx(threshold["lambda"])
@@ -172,7 +180,8 @@ def test_merged_full_ft_lm_reproduces_the_training_logits(pipeline_run):
     model = load_full_finetuned(_artifact(out, "prepare_lm"), _artifact(out, "train_full_ft"),
                                 Nugget2DConfig(lora_rank=4, lora_alpha=4, scorer_layer=1))
     task = FullFinetuneTask(str(out["build_lm"]), str(out["prepare_lm"] / "model"), "summarization",
-                            lora_rank=4, lora_alpha=4, max_doc_tokens=24, dev_examples=2)
+                            lora_rank=4, lora_alpha=4, max_doc_tokens=24, dev_examples=2,
+                            prompt_format="chat_template")
     probe = task.collate(task.load_split("dev")[:2], step=-1, rank=0, train=False)
     with torch.no_grad(), model.router.use(None):
         logits = model.lm(input_ids=probe["input_ids"], attention_mask=probe["attention_mask"]).logits

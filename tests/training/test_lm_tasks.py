@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from stages.datasets.lm import summary_record
-from stages.datasets.task_prompts import encode_answers, encode_task_records
+from stages.datasets.task_prompts import PromptFormat, encode_answers, encode_task_records
 from stages.training.full_ft_task import IGNORE, FullFinetuneTask
 from stages.training.nugget2d_task import Nugget2DTask, ObjectiveModule
 from tests.lm_eval.fixtures import TEXTS, make_base_lm, make_nugget2d, make_tokenizer
@@ -46,15 +46,16 @@ def test_task_records_are_cut_where_the_prompt_begins(lm_dirs):
     base, data = lm_dirs
     tok = make_tokenizer()
     records = _records(data)
-    docs, prompts = encode_task_records(tok, records)
+    fmt = PromptFormat("inst")
+    docs, prompts = encode_task_records(tok, records, fmt)
     assert tok.decode(docs[0]).startswith("[INST]") and TEXTS[0][:20] in tok.decode(docs[0])
     assert tok.decode(prompts[0]).strip() == records[0]["prompt"]
     assert [d + p for d, p in zip(docs, prompts, strict=True)] == [
         tok(r["full_prompt"], add_special_tokens=False)["input_ids"] for r in records
     ]  # nothing lost or added at the cut (the prompt starts a new word)
-    short, same_prompts = encode_task_records(tok, records, max_doc_tokens=5)
+    short, same_prompts = encode_task_records(tok, records, fmt, max_doc_tokens=5)
     assert all(len(d) == 5 for d in short) and same_prompts == prompts  # only the document is cut
-    answers = encode_answers(tok, records)
+    answers = encode_answers(tok, records, fmt)
     assert all(a[-1] == tok.eos_token_id for a in answers)
     assert tok.decode(answers[0][:-1]).strip() == records[0]["answer"]
 
