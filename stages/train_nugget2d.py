@@ -53,7 +53,8 @@ class _TrainNugget2D(Stage):
             attn_implementation=ctx.cfg("model.lm").attn_implementation,
             finetune_task=job.finetune_task,
             max_doc_tokens=job.max_doc_tokens,
-            prompt_format=ctx.cfg("prompts").format,
+            # only stages whose objective may read task records declare (and key on) prompts
+            prompt_format=ctx.cfg("prompts").format if "prompts" in self.config_keys else "inst",
             lm_corpus=job.lm_corpus,
             dev_examples=job.dev_examples,
             seed=ctx.cfg("run.seed"),
@@ -85,7 +86,7 @@ class TrainNugget2DAR(_TrainNugget2D):
     description = "Autoregressive Nugget2D LM (compressor's scorer frozen, calibrated Lambda) on Ray Train."
     job_key = "train.nugget2d_ar"
     upstream = ("prepare_lm", "build_lm", SCORER_STAGE, "calibrate_threshold")
-    config_keys = ("nugget2d", "model.lm", "train.nugget2d_ar", "prompts", "run.seed")
+    config_keys = ("nugget2d", "model.lm", "train.nugget2d_ar", "run.seed")
     code_modules = (*_TrainNugget2D.code_modules, "stages.calibrate_threshold")
 
     def from_upstream(self, ctx: StageContext) -> dict[str, Any]:

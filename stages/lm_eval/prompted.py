@@ -13,8 +13,9 @@ decoder attends to:
 
 Prompts are laid out by a `stages.datasets.task_prompts.PromptFormat` (appendix C's
 ``[INST] ... [/INST]`` or the LM's chat template) and cut where the document ends, so
-Full and Nugget2D read the same tokens. Examples are decoded in right-padded batches; costs are per example (see
-`stages.lm_eval.cost`), with time per decoding step of the batch.
+Full and Nugget2D read the same tokens. Examples are decoded in right-padded batches;
+costs are per example (see `stages.lm_eval.cost`), with time per decoding step of the
+batch.
 """
 
 from __future__ import annotations

@@ -81,4 +81,3 @@ class FullFinetuneTask(BaseLMTask):
         """The peft adapter (``adapter_config.json`` + weights) and the tokenizer."""
         model.save_pretrained(str(directory))
         self.tokenizer().save_pretrained(directory)
-
