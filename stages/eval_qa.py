@@ -59,7 +59,8 @@ class EvalQA(Stage):
     description = "SQuAD-style accuracy: Full, NoDoc, LMSumm, Nugget2D 5x/10x, with decode cost."
     upstream = ("prepare_lm", "build_lm", COMPRESSOR_STAGE)
     config_keys = ("eval.qa", "prompts")
-    code_modules = ("stages.eval_qa", "stages.lm_eval", "stages.datasets.lm", "stages.datasets.task_prompts", "nugget_core")
+    code_modules = ("stages.eval_qa", "stages.lm_eval", "stages.training.batches", "stages.datasets.lm",
+                    "stages.datasets.task_prompts", "nugget_core")
 
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.qa")

@@ -46,7 +46,7 @@ class EvalSummarization(Stage):
     description = "CNN/DM-style ROUGE-1/2/L: Full zero-shot / fine-tuned, Nugget2D 10x, with decode cost."
     upstream = ("prepare_lm", "build_lm", "train_full_ft", "train_nugget2d_ft")
     config_keys = ("eval.summarization", "prompts")
-    code_modules = ("stages.eval_summarization", "stages.lm_eval", "stages.datasets.task_prompts", "nugget_core")
+    code_modules = ("stages.eval_summarization", "stages.lm_eval", "stages.training.batches", "stages.datasets.task_prompts", "nugget_core")
 
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.summarization")

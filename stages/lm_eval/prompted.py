@@ -29,6 +29,7 @@ import torch
 
 from stages.datasets.task_prompts import PromptFormat, encode
 from stages.lm_eval.cost import DecodeCost
+from stages.training.batches import pad
 
 
 @dataclass
@@ -37,16 +38,6 @@ class Generation:
     tokens: list[int]  # generated ids, EOS excluded
     context_states: int  # KV positions per layer kept for the document part
     cost: DecodeCost
-
-
-def pad_right(rows: Sequence[Sequence[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
-    n = max(len(r) for r in rows)
-    ids = torch.full((len(rows), n), pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), n), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-        mask[i, : len(r)] = 1
-    return ids, mask
 
 
 @torch.no_grad()
@@ -89,8 +80,8 @@ def generate_batch(
     from nugget_core.nugget2d import COMPRESSOR, DECODER, generate_from_context
     from stages.lm_eval.loading import eos_and_pad
 
-    eos, pad = eos_and_pad(tokenizer)
-    doc_ids, doc_mask = pad_right(docs, pad)
+    eos, pad_id = eos_and_pad(tokenizer)
+    doc_ids, doc_mask = pad(docs, pad_id)
     start = time.perf_counter()
     if ratio is None:
         context, adapter, soft = full_context(model, doc_ids, doc_mask), None, False
@@ -98,10 +89,10 @@ def generate_batch(
         context = model.compress(doc_ids, doc_mask, ratio=ratio, adapter=COMPRESSOR)
         adapter, soft = DECODER, soft_prompt
     encoded = time.perf_counter()
-    prompt_ids, prompt_mask = pad_right(prompts, pad)
+    prompt_ids, prompt_mask = pad(prompts, pad_id)
     result = generate_from_context(
         model, context, prompt_ids, prompt_mask, max_new_tokens=max_new_tokens,
-        eos_token_id=eos, pad_token_id=pad, soft_prompt=soft, adapter=adapter,
+        eos_token_id=eos, pad_token_id=pad_id, soft_prompt=soft, adapter=adapter,
     )
     decoded = time.perf_counter()
     batch, steps = result.tokens.shape

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from stages.training.batches import pad
 from stages.training.lm_task import BaseLMTask
 
 IGNORE = -100
@@ -58,15 +59,10 @@ class FullFinetuneTask(BaseLMTask):
     def collate(self, rows: list[dict[str, list[int]]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
         """Right-padded ``input_ids`` / ``attention_mask`` / ``labels`` (answer + EOS only)."""
         sequences = [r["doc"] + r["prompt"] + r["answer"] for r in rows]
-        width = max(len(s) for s in sequences)
-        ids = torch.full((len(rows), width), self.pad_id(), dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        labels = torch.full((len(rows), width), IGNORE, dtype=torch.long)
+        ids, mask = pad(sequences, self.pad_id())
+        labels = torch.full_like(ids, IGNORE)
         for i, (row, seq) in enumerate(zip(rows, sequences, strict=True)):
-            ids[i, : len(seq)] = torch.tensor(seq)
-            mask[i, : len(seq)] = 1
-            start = len(seq) - len(row["answer"])
-            labels[i, start : len(seq)] = torch.tensor(row["answer"])
+            labels[i, len(seq) - len(row["answer"]) : len(seq)] = torch.tensor(row["answer"])
         return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
     @staticmethod
