@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import statistics
 
-from stages.datasets.task_prompts import PromptFormat, encode, encode_task_records
+from stages.datasets.task_prompts import PromptFormat, encode, encode_parts, encode_task_records
 from stages.framework.stage import Stage, StageContext
 from stages.lm_eval.cost import mean_cost
 from stages.lm_eval.loading import load_model, load_tokenizer
@@ -91,9 +91,8 @@ class EvalQA(Stage):
             if system == "full":
                 score("full", run_batches("full", model, tokenizer, docs, prompts, ratio=None, **common))
             elif system == "nodoc":
-                bare = [fmt.parts("", r["instruction"]) for r in records]
-                score("nodoc", run_batches("nodoc", model, tokenizer, encode(tokenizer, [d for d, _ in bare]),
-                                           encode(tokenizer, [p for _, p in bare]), ratio=None, **common))
+                bare = encode_parts(tokenizer, [fmt.parts("", r["instruction"]) for r in records])
+                score("nodoc", run_batches("nodoc", model, tokenizer, *bare, ratio=None, **common))
             elif system == "lmsumm":
                 summaries = []
                 for chunk in batches([r["document"] for r in records], cfg.batch_size):
@@ -104,9 +103,9 @@ class EvalQA(Stage):
                 document_tokens = [len(d) for d in encode(tokenizer, [r["document"] for r in records],
                                                           cfg.max_doc_tokens)]
                 ratios = [s.tokens / max(n, 1) for s, n in zip(summaries, document_tokens, strict=True)]
-                summed = [fmt.parts(s.text, r["instruction"]) for s, r in zip(summaries, records, strict=True)]
-                gens = run_batches("lmsumm", model, tokenizer, encode(tokenizer, [d for d, _ in summed]),
-                                   encode(tokenizer, [p for _, p in summed]), ratio=None,
+                summed = encode_parts(tokenizer, [fmt.parts(s.text, r["instruction"])
+                                                  for s, r in zip(summaries, records, strict=True)])
+                gens = run_batches("lmsumm", model, tokenizer, *summed, ratio=None,
                                    extra_encode_ms=[s.ms for s in summaries], **common)
                 score("lmsumm", gens, {"summary_ratio": statistics.fmean(ratios)},
                       [{"summary": s.text, "summary_ratio": r} for s, r in zip(summaries, ratios, strict=True)])

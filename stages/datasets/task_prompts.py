@@ -70,12 +70,19 @@ def encode(tokenizer: Any, texts: Sequence[str], limit: int = 0) -> list[list[in
     return [list(x[:limit]) if limit else list(x) for x in ids]
 
 
+def encode_parts(
+    tokenizer: Any, parts: Sequence[tuple[str, str]], max_doc_tokens: int = 0
+) -> tuple[list[list[int]], list[list[int]]]:
+    """(document-part ids cut to ``max_doc_tokens`` (0 = all), prompt-part ids) of
+    `PromptFormat.parts` outputs."""
+    return encode(tokenizer, [d for d, _ in parts], max_doc_tokens), encode(tokenizer, [p for _, p in parts])
+
+
 def encode_task_records(
     tokenizer: Any, records: Sequence[dict[str, Any]], fmt: PromptFormat, max_doc_tokens: int = 0
 ) -> tuple[list[list[int]], list[list[int]]]:
-    """(document-part ids cut to ``max_doc_tokens`` (0 = all), prompt-part ids) per record."""
-    parts = [fmt.parts(r["document"], r["instruction"]) for r in records]
-    return encode(tokenizer, [d for d, _ in parts], max_doc_tokens), encode(tokenizer, [p for _, p in parts])
+    """`encode_parts` of each record's document and instruction."""
+    return encode_parts(tokenizer, [fmt.parts(r["document"], r["instruction"]) for r in records], max_doc_tokens)
 
 
 def encode_answers(tokenizer: Any, records: Sequence[dict[str, Any]], fmt: PromptFormat) -> list[list[int]]:

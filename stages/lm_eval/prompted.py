@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from stages.datasets.task_prompts import PromptFormat, encode
+from stages.datasets.task_prompts import PromptFormat, encode, encode_parts
 from stages.lm_eval.cost import DecodeCost
 from stages.training.batches import pad
 
@@ -138,8 +138,7 @@ def lmsumm_batch(
     parts = [fmt.parts(t, before=lmsumm_instruction(t, ratio)) for t in texts]
     start = time.perf_counter()
     gens = generate_batch(
-        model, tokenizer, encode(tokenizer, [d for d, _ in parts]),
-        encode(tokenizer, [p for _, p in parts]), ratio=None, max_new_tokens=max_new_tokens,
+        model, tokenizer, *encode_parts(tokenizer, parts), ratio=None, max_new_tokens=max_new_tokens,
     )
     per_example = 1000 * (time.perf_counter() - start) / len(texts)
     return [Summary(g.text, len(g.tokens), per_example) for g in gens]
