@@ -69,7 +69,22 @@ class BottleneckModel(nn.Module):
         ).last_hidden_state
         return mean_pool(hidden, attention_mask)
 
-    def _bottleneck(self, vectors: torch.Tensor) -> tuple[BaseModelOutput, torch.Tensor]:
+    def _decoder_inputs(
+        self,
+        input_ids: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        vectors: torch.Tensor | None,
+        hf_kwargs: dict[str, Any],
+    ) -> tuple[BaseModelOutput, torch.Tensor]:
+        """The one-position encoder output (``vectors``, computed from ``input_ids`` when
+        not given) and its mask; turns the KV cache off in ``hf_kwargs`` for the gating
+        decoder (its running mean is not cached, gating.py)."""
+        if vectors is None:
+            if input_ids is None:
+                raise ValueError("pass input_ids (or precomputed vectors)")
+            vectors = self.embed(input_ids, attention_mask)
+        if self.config.decoder == DecoderKind.GATING:
+            hf_kwargs["use_cache"] = False
         ones = torch.ones(vectors.shape[0], 1, dtype=torch.long, device=vectors.device)
         return BaseModelOutput(last_hidden_state=vectors[:, None, :]), ones
 
@@ -83,13 +98,7 @@ class BottleneckModel(nn.Module):
     ) -> Seq2SeqLMOutput:
         """HF forward (loss with ``labels``) with the decoder reading ``vectors [batch, d]``
         (computed from ``input_ids`` when not given)."""
-        if vectors is None:
-            if input_ids is None:
-                raise ValueError("pass input_ids (or precomputed vectors)")
-            vectors = self.embed(input_ids, attention_mask)
-        encoder_outputs, mask = self._bottleneck(vectors)
-        if self.config.decoder == DecoderKind.GATING:
-            kwargs["use_cache"] = False  # the running mean is not cached (gating.py)
+        encoder_outputs, mask = self._decoder_inputs(input_ids, attention_mask, vectors, kwargs)
         return self.base_model(
             input_ids=input_ids, encoder_outputs=encoder_outputs, attention_mask=mask,
             labels=labels, **kwargs,
@@ -104,13 +113,7 @@ class BottleneckModel(nn.Module):
         **generate_kwargs: Any,
     ) -> Any:
         """HF ``generate`` from the single vector (beam search included)."""
-        if vectors is None:
-            if input_ids is None:
-                raise ValueError("pass input_ids (or precomputed vectors)")
-            vectors = self.embed(input_ids, attention_mask)
-        encoder_outputs, mask = self._bottleneck(vectors)
-        if self.config.decoder == DecoderKind.GATING:
-            generate_kwargs["use_cache"] = False
+        encoder_outputs, mask = self._decoder_inputs(input_ids, attention_mask, vectors, generate_kwargs)
         return self.base_model.generate(
             encoder_outputs=encoder_outputs, attention_mask=mask, **generate_kwargs
         )
