@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from stages.config import load_config  # noqa: E402
-from stages.training.batches import BatchSchedule  # noqa: E402
-from stages.training.nugget_task import NuggetTask  # noqa: E402
+from stages.train.batches import BatchSchedule  # noqa: E402
+from stages.train.nugget_task import NuggetTask  # noqa: E402
 
 
 def main() -> None:

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from stages.analyze_nuggets import AnalyzeNuggets
-from stages.build_lm import BuildLM
-from stages.build_mt_docs import BuildMtDocs
-from stages.build_pi import BuildPi
-from stages.build_rr import BuildRr
-from stages.calibrate_threshold import CalibrateThreshold
-from stages.corpus_stats import CorpusStats
-from stages.eval_lm import EvalLM
-from stages.eval_qa import EvalQA
-from stages.eval_reconstruction import EvalReconstruction
-from stages.eval_similarity import EvalSimilarity
-from stages.eval_summarization import EvalSummarization
-from stages.evaluation.optional import resolve_optional_upstream
+from stages.calibrate.calibrate_threshold import CalibrateThreshold
+from stages.data.build_lm import BuildLM
+from stages.data.build_mt_docs import BuildMtDocs
+from stages.data.build_pi import BuildPi
+from stages.data.build_rr import BuildRr
+from stages.data.corpus_stats import CorpusStats
+from stages.data.prepare_lm import PrepareLM
+from stages.data.tokenizer import Tokenizer
+from stages.evaluate.analyze_nuggets import AnalyzeNuggets
+from stages.evaluate.eval_lm import EvalLM
+from stages.evaluate.eval_qa import EvalQA
+from stages.evaluate.eval_reconstruction import EvalReconstruction
+from stages.evaluate.eval_similarity import EvalSimilarity
+from stages.evaluate.eval_summarization import EvalSummarization
 from stages.framework.dag import Dag
-from stages.prepare_lm import PrepareLM
-from stages.report import Report
-from stages.sweep_nugget import SweepNugget
-from stages.tokenizer import Tokenizer
-from stages.train_baselines import TrainBaselines
-from stages.train_full_ft import TrainFullFT
-from stages.train_nugget import TrainNugget
-from stages.train_nugget2d import TrainNugget2D, TrainNugget2DAR, TrainNugget2DFT
+from stages.framework.optional import resolve_optional_upstream
+from stages.report.report import Report
+from stages.train.sweep_nugget import SweepNugget
+from stages.train.train_baselines import TrainBaselines
+from stages.train.train_full_ft import TrainFullFT
+from stages.train.train_nugget import TrainNugget
+from stages.train.train_nugget2d import TrainNugget2D, TrainNugget2DAR, TrainNugget2DFT
 
 ALL_STAGES = (
     CorpusStats, Tokenizer, BuildMtDocs, BuildPi, BuildRr, PrepareLM, BuildLM, TrainNugget,

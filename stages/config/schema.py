@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stages.common.prompts import PROMPT_FORMATS
 from stages.config.data import DataSection
 from stages.config.evaluation import EvalSection, ReportSection
 from stages.config.train import TrainSection
 from stages.config.validate import spec
-from stages.datasets.task_prompts import PROMPT_FORMATS
 
 # mirror nugget_core's enums (tests/framework/test_config.py checks they stay equal);
 # not imported from there so that loading a config never imports torch
@@ -154,7 +154,7 @@ class ModelSection:
 
 @dataclass
 class PromptSection:
-    """How the appendix-C task prompts are laid out for the LM (`stages.datasets.task_prompts`)."""
+    """How the appendix-C task prompts are laid out for the LM (`stages.common.prompts`)."""
 
     format: str = spec(
         "inst",

@@ -97,4 +97,4 @@ class TrainSection:
 
 
 # single-vector baselines and Nugget ablations trained by stage train_baselines
-# (mirrors stages.train_baselines.SYSTEMS; tests/evaluation checks they stay equal)
+# (mirrors stages.train.train_baselines.SYSTEMS; tests/evaluation checks they stay equal)

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from stages.datasets import lm
-from stages.datasets import paper_sources as paper
-from stages.datasets.articles import from_wikitext103
-from stages.datasets.nugget_data import Task, read_docs, read_tasks, write_dataset
+from stages.data import lm_builders as lm
+from stages.data import paper_sources as paper
+from stages.data.articles import from_wikitext103
+from stages.data.nugget_data import Task, read_docs, read_tasks, write_dataset
 
 
 def test_nugget_data_round_trips_in_both_layouts(tmp_path):

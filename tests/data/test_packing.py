@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stages.datasets.corpora import ParallelCorpus, mt_corpus
-from stages.datasets.documents import build_documents
-from stages.datasets.packing import pack_parallel
-from stages.datasets.splits import assign_splits
-from stages.datasets.tokens import exact_count
+from stages.data.corpora import ParallelCorpus, mt_corpus
+from stages.data.documents import build_documents
+from stages.data.packing import pack_parallel
+from stages.data.splits import assign_splits
+from stages.data.tokens import exact_count
 
 
 def test_pack_closes_before_overflow_and_isolates_long_units():

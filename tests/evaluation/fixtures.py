@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from stages.config import load_config
-from stages.datasets.nugget_data import Task, write_dataset
+from stages.data.nugget_data import Task, write_dataset
 from stages.framework.stage import Artifact, StageContext
 from tests.training.fixtures import make_docs, make_mt_artifacts
 

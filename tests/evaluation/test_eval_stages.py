@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from stages.eval_reconstruction import EvalReconstruction
-from stages.eval_similarity import EvalSimilarity
-from stages.evaluation.published import PUBLISHED
-from stages.evaluation.report_tables import NOT_IN_PAPER, NOT_RUN
+from stages.evaluate.eval_reconstruction import EvalReconstruction
+from stages.evaluate.eval_similarity import EvalSimilarity
 from stages.framework.stage import Artifact
-from stages.report import Report
+from stages.report.published import PUBLISHED
+from stages.report.report import Report
+from stages.report.tables import NOT_IN_PAPER, NOT_RUN
 from tests.evaluation.fixtures import artifact, context, make_eval_inputs
 
 SMALL = ["eval.max_examples=4", "eval.max_new_tokens=8", "eval.max_tasks=6", "eval.batch_size=4"]
@@ -107,7 +107,7 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
 
 
 def test_analyze_nuggets_on_fixture(evaluated):
-    from stages.analyze_nuggets import AnalyzeNuggets
+    from stages.evaluate.analyze_nuggets import AnalyzeNuggets
 
     root, inputs, _, _ = evaluated
     ctx = context(AnalyzeNuggets, inputs, root / "out_an",
@@ -127,7 +127,7 @@ def test_analyze_nuggets_on_fixture(evaluated):
 
 
 def test_report_reads_nugget2d_metrics(tmp_path):
-    from stages.evaluation.report_tables import nugget2d_table, published_row
+    from stages.report.tables import nugget2d_table, published_row
 
     assert published_row("nugget2d_table1", "Nugget2D 64/320/32") == "nugget2d_64"
     assert published_row("nugget2d_table1", "Full 128") == "full_128"

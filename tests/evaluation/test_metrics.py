@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from stages.evaluation.metrics import corpus_bleu, cosine, mean_maxsim, mrr, reciprocal_rank
+from stages.evaluate.nugget.metrics import corpus_bleu, cosine, mean_maxsim, mrr, reciprocal_rank
 
 
 def test_mean_maxsim_on_hand_computed_vectors():

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from stages.corpus_stats import document_counts, summarise, words
+from stages.data.corpus_stats import document_counts, summarise, words
 from stages.framework.stage import Artifact
-from stages.report import corpus_table, to_html, to_markdown
+from stages.report.report import corpus_table, to_html, to_markdown
 from stages.sources.readers import documents, wiki_articles
 from stages.sources.registry import SourceMissingError, wheel_path
 from tests.framework.fixtures import LEE_DOCS

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from stages.config import load_config
-from stages.corpus_stats import CorpusStats
+from stages.data.corpus_stats import CorpusStats
 from stages.framework.keys import cache_key
 from stages.framework.store import MARKER, ArtifactStore, MissingArtifactError
-from stages.report import Report
+from stages.report.report import Report
 
 
 def test_key_depends_on_declared_config_and_upstream_only():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from stages.lm_eval.calibration import calibrate, document_ratios, histogram_png, spread
+from stages.calibrate.quantile import calibrate, document_ratios, histogram_png, spread
 
 
 def _documents(seed: int, n_docs: int, skewed: bool) -> list[torch.Tensor]:

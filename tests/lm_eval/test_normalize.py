@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from stages.lm_eval.normalize import contains_answer, normalize_answer
+from stages.evaluate.lm.normalize import contains_answer, normalize_answer
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from stages.lm_eval.perplexity import PerplexityCounts, segment_counts, word_ids
+from stages.evaluate.lm.perplexity import PerplexityCounts, segment_counts, word_ids
 
 
 def test_word_ids_follow_leading_spaces_and_newlines():

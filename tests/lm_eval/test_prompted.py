@@ -10,9 +10,9 @@ import math
 import pytest
 import torch
 
-from stages.datasets.task_prompts import PromptFormat, encode
-from stages.lm_eval.loading import eos_and_pad
-from stages.lm_eval.prompted import generate_batch
+from stages.common.prompts import PromptFormat, encode
+from stages.evaluate.lm.loading import eos_and_pad
+from stages.evaluate.lm.prompted import generate_batch
 
 DOCS = ["[INST] the river delta was born in Paris of a city", "[INST] alpha gamma"]
 PROMPTS = [" Based on the provided document, answer the following question: where? [/INST]", " Please [/INST]"]
@@ -32,7 +32,7 @@ def _plain_greedy(model, ids: list[int], steps: int, eos: int) -> list[int]:
 
 
 def test_inst_format_lays_out_appendix_c_exactly():
-    from stages.datasets.lm import lmsumm_instruction, lmsumm_prompt, qa_record, summary_record
+    from stages.data.lm_builders import lmsumm_instruction, lmsumm_prompt, qa_record, summary_record
 
     fmt = PromptFormat("inst")
     for record in (qa_record("Doc text.", "q?", "a"), summary_record("Doc text.", "s")):
@@ -47,7 +47,7 @@ def test_inst_format_lays_out_appendix_c_exactly():
 
 
 def test_chat_template_format_cuts_the_turn_where_the_document_ends(tokenizer):
-    from stages.datasets.lm import qa_record
+    from stages.data.lm_builders import qa_record
 
     with pytest.raises(ValueError, match="prompts.format: chat_template, but tokenizer"):
         PromptFormat("chat_template", tokenizer)

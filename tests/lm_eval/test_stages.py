@@ -15,15 +15,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import main_full
-from stages.calibrate_threshold import CalibrateThreshold
-from stages.datasets.lm import qa_record, summary_record
-from stages.eval_lm import EvalLM
-from stages.eval_qa import EvalQA
-from stages.eval_summarization import EvalSummarization
+from stages.calibrate.calibrate_threshold import CalibrateThreshold
+from stages.data.lm_builders import qa_record, summary_record
+from stages.evaluate.eval_lm import EvalLM
+from stages.evaluate.eval_qa import EvalQA
+from stages.evaluate.eval_summarization import EvalSummarization
 from stages.framework.dag import Dag
 from stages.framework.stage import Artifact, Stage, StageContext
-from stages.train_full_ft import TrainFullFT
-from stages.train_nugget2d import TrainNugget2DAR, TrainNugget2DFT
+from stages.train.train_full_ft import TrainFullFT
+from stages.train.train_nugget2d import TrainNugget2DAR, TrainNugget2DFT
 from tests.framework.conftest import ray_local  # noqa: F401
 from tests.framework.fixtures import make_fake_sources, runs_of_latest_pipeline
 from tests.lm_eval.fixtures import TEXTS, make_base_lm, make_nugget2d, make_tokenizer
@@ -172,9 +172,9 @@ def test_merged_full_ft_lm_reproduces_the_training_logits(pipeline_run):
     import torch
 
     from nugget_core.nugget2d import Nugget2DConfig
-    from stages.lm_eval.loading import load_full_finetuned
-    from stages.training.full_ft_task import FullFinetuneTask
-    from stages.training.loop import PROBE_FILE
+    from stages.evaluate.lm.loading import load_full_finetuned
+    from stages.train.full_ft_task import FullFinetuneTask
+    from stages.train.loop import PROBE_FILE
 
     _, out = pipeline_run
     model = load_full_finetuned(_artifact(out, "prepare_lm"), _artifact(out, "train_full_ft"),
@@ -211,7 +211,7 @@ def test_autoregressive_stage_reuses_the_compressor_scorer_frozen(pipeline_run):
     """Paper §2.5: train_nugget2d_ar copies train_nugget2d's scorer and never updates it,
     so the Lambda calibrated on the compressor is the threshold of the AR model."""
     from nugget_core.nugget2d import load_nugget2d
-    from stages.lm_eval.loading import scorer_fingerprint
+    from stages.evaluate.lm.loading import scorer_fingerprint
 
     root, out = pipeline_run
     base = str(out["prepare_lm"] / "model")

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from stages.lm_eval.streams import (
+from stages.evaluate.lm.streams import (
     ContextSetting,
     attended_states,
     make_stream,

@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from stages.datasets.lm import summary_record
-from stages.datasets.task_prompts import PromptFormat, encode_answers, encode_task_records
-from stages.training.full_ft_task import IGNORE, FullFinetuneTask
-from stages.training.nugget2d_task import Nugget2DTask, ObjectiveModule
+from stages.common.prompts import PromptFormat, encode_answers, encode_task_records
+from stages.data.lm_builders import summary_record
+from stages.train.full_ft_task import IGNORE, FullFinetuneTask
+from stages.train.nugget2d_task import Nugget2DTask, ObjectiveModule
 from tests.lm_eval.fixtures import TEXTS, make_base_lm, make_nugget2d, make_tokenizer
 
 

@@ -11,7 +11,7 @@ import pytest
 from pipelines.cli import main_full
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
-from stages.sweep_nugget import SweepNugget
+from stages.train.sweep_nugget import SweepNugget
 from tests.framework.fixtures import runs_of_latest_pipeline
 from tests.training.conftest import TINY
 

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from stages.config import load_config
-from stages.training.launch import check_resources, fit
-from stages.training.loop import PROBE_FILE, TrainerState, lr_at, record_dev_loss
-from stages.training.nugget_task import NuggetTask, sentence_end_positions
+from stages.train.launch import check_resources, fit
+from stages.train.loop import PROBE_FILE, TrainerState, lr_at, record_dev_loss
+from stages.train.nugget_task import NuggetTask, sentence_end_positions
 from tests.training.conftest import TINY
 
 pytestmark = pytest.mark.ray

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from stages.config import load_config
-from stages.training.launch import fit
-from stages.training.loop import PROBE_FILE
-from stages.training.nugget2d_task import Nugget2DTask
+from stages.train.launch import fit
+from stages.train.loop import PROBE_FILE
+from stages.train.nugget2d_task import Nugget2DTask
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -43,7 +43,7 @@ def lm_artifacts(tmp_path_factory):
 @pytest.mark.parametrize("objective, workers", [("continuation", 2), ("autoregressive", 1)])
 def test_nugget2d_objective_trains_and_reloads(ray_local, lm_artifacts, tmp_path, objective, workers):
     from nugget_core.nugget2d import load_nugget2d
-    from stages.training.nugget2d_task import ObjectiveModule
+    from stages.train.nugget2d_task import ObjectiveModule
 
     base, data = lm_artifacts
     job_key = "nugget2d_ar" if objective == "autoregressive" else "nugget2d"

@@ -1,0 +1,1 @@
+"""Calibration group: the autoregressive threshold Lambda (Nugget2D §2.5)."""

@@ -1,0 +1,134 @@
+"""Stage ``build_lm``: the Nugget2D data (paper §2.5, §5, §6, appendix C).
+
+Outputs (token ids use the base LM's tokenizer from ``prepare_lm``; splits by whole
+document with ``data.seed``):
+
+- ``lm_wiki.parquet`` / ``lm_pile.parquet``: autoregressive LM segments
+  (``split``, ``distant``, ``recent``: ``data.lm.distant_tokens`` + ``recent_tokens``);
+- ``continuation.parquet``: text-continuation triples (``split``, ``doc``, ``prompt``,
+  ``answer``: up to ``doc_tokens`` / ``prompt_tokens`` / ``answer_tokens``);
+- ``qa.jsonl`` and ``summarization.jsonl``: records with the appendix-C prompts
+  (``document``, ``prompt``, ``full_prompt``, ``answer``, ``stand_in``, ``split``).
+
+``data.lm.source=offline`` (profile=tiny) uses real offline text: WikiText-style =
+gensim's Wikipedia articles, Pile-style = the Python documentation; QA and
+summarisation are *stand-ins* labelled in every record and in MLflow (``stand_in``):
+cloze questions cut from real Wikipedia sentences (for SQuAD) and lead sentence as the
+summary of the rest of a real Lee news article (for CNN/DailyMail).
+``source=paper`` reads WikiText-103, a Pile sample, SQuAD and CNN/DailyMail 3.0.0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from stages.data import paper_sources as paper
+from stages.data.articles import from_sections, from_wiki_markup
+from stages.data.lm_builders import (
+    QA_STAND_IN,
+    SUMMARY_STAND_IN,
+    cloze_qa,
+    continuation_triples,
+    lead_summary,
+    lm_segments,
+    qa_record,
+    summary_record,
+)
+from stages.data.splits import assign_splits
+from stages.data.stats import length_stats
+from stages.data.tokens import encode_texts
+from stages.framework import raydata
+from stages.framework.stage import Stage, StageContext
+from stages.sources import python_docs
+from stages.sources.readers import lee_documents, wiki_articles
+
+
+def _article_text(article: Any) -> str:
+    return "\n\n".join(text for _, text in article.sections)
+
+
+def _texts(cfg: Any, sources_dir: Any, cap: int) -> dict[str, list[str]]:
+    """Raw material per use: wiki/pile LM text, QA passages, (document, summary) pairs."""
+    if cfg.source == "paper":
+        wiki = paper.texts_from_rows(paper.load_rows("wikitext103", "test"))
+        pile = paper.texts_from_rows(paper.load_rows("pile", "train", cfg.pile_files))
+        squad = paper.squad_from_rows(paper.load_rows("squad", "validation", cfg.squad_files))
+        cnn = paper.cnn_from_rows(paper.load_rows("cnn_dailymail", "test", cfg.cnn_files))
+        return {"wiki": wiki, "pile": pile, "qa": squad, "summ": cnn}
+    wiki = [_article_text(from_wiki_markup(t, m)) for t, m in wiki_articles(sources_dir)]
+    pile = [_article_text(from_sections(t, s)) for t, s in python_docs.read(sources_dir)]
+    # SQuAD-sized passages: single paragraphs of 30-300 words
+    passages = [p for w in wiki for p in re.split(r"\n+", w) if 30 <= len(p.split()) <= 300]
+    take = (lambda xs: xs[:cap]) if cap else (lambda xs: xs)
+    return {"wiki": take(wiki), "pile": take(pile), "qa": take(passages), "summ": take(lee_documents(sources_dir))}
+
+
+def _write_rows(path: Any, rows: list[dict]) -> None:
+    if not rows:
+        raise ValueError(f"build_lm: no rows for {path.name}; the source texts are too short")
+    pq.write_table(pa.Table.from_pylist(rows), path)
+
+
+def _split_docs(ids: Sequence[list[int]], cfg: Any, seed: int) -> dict[str, list[list[int]]]:
+    splits = assign_splits(len(ids), cfg.dev_fraction, cfg.dev_fraction, seed)
+    return {s: [x for x, t in zip(ids, splits, strict=True) if t == s] for s in ("train", "dev", "test")}
+
+
+class BuildLM(Stage):
+    name = "build_lm"
+    description = "Nugget2D LM segments, continuation triples, QA and summarisation sets."
+    upstream = ("prepare_lm",)
+    config_keys = ("data.lm", "data.seed", "data.max_docs")
+    resources = {"num_cpus": 0}  # tokenisation runs on Ray Data
+
+    def run(self, ctx: StageContext) -> None:
+        raydata.configure()
+        cfg, seed = ctx.cfg("data.lm"), ctx.cfg("data.seed")
+        tok_dir = ctx.inputs["prepare_lm"].file("model")
+        raw = _texts(cfg, ctx.sources_dir, ctx.cfg("data.max_docs"))
+        metrics: dict[str, float] = {}
+        rng = np.random.default_rng(seed)
+
+        ids = {name: encode_texts(raw[name], tok_dir) for name in ("wiki", "pile")}  # once each
+        for name in ("wiki", "pile"):
+            docs = _split_docs(ids[name], cfg, seed)
+            rows = [{"split": s, **seg} for s, d in docs.items()
+                    for seg in lm_segments(d, cfg.distant_tokens, cfg.recent_tokens)]
+            _write_rows(ctx.output_dir / f"lm_{name}.parquet", rows)
+            metrics.update({f"lm_{name}/segments": len(rows)})
+        both = _split_docs(ids["wiki"] + ids["pile"], cfg, seed + 1)
+        triples = [{"split": s, **t} for s, d in both.items()
+                   for t in continuation_triples(d, cfg.doc_tokens, cfg.prompt_tokens, cfg.answer_tokens)]
+        _write_rows(ctx.output_dir / "continuation.parquet", triples)
+        metrics.update({"continuation/triples": len(triples),
+                        **length_stats("continuation/answer_tokens", [len(t["answer"]) for t in triples])})
+
+        if cfg.source == "paper":
+            qa = [qa_record(c, q, a) for c, q, a in raw["qa"]]
+            summ = [summary_record(d, s) for d, s in raw["summ"]]
+        else:
+            qa = [r for p in raw["qa"] if (r := cloze_qa(p, rng)) is not None]
+            summ = [r for d in raw["summ"] if (r := lead_summary(d)) is not None]
+        for name, records in (("qa", qa), ("summarization", summ)):
+            if not records:
+                raise ValueError(f"build_lm: no {name} records could be built from the source texts")
+            splits = assign_splits(len(records), cfg.dev_fraction, cfg.dev_fraction, seed)
+            with open(ctx.output_dir / f"{name}.jsonl", "w") as fh:
+                for i, (rec, split) in enumerate(zip(records, splits, strict=True)):
+                    fh.write(json.dumps({"id": f"{name}-{i}", "split": split, **rec}) + "\n")
+            metrics[f"{name}/records"] = len(records)
+            metrics.update(length_stats(f"{name}/document_words", [len(r["document"].split()) for r in records]))
+        ctx.write_json("stats.json", {
+            **metrics,
+            "stand_ins": {} if cfg.source == "paper" else {"qa": QA_STAND_IN, "summarization": SUMMARY_STAND_IN},
+        })
+        ctx.logger.set_tags({"stand_in.qa": QA_STAND_IN, "stand_in.summarization": SUMMARY_STAND_IN}
+                            if cfg.source != "paper" else {"stand_in": "none"})
+        ctx.log_metrics(metrics)

@@ -1,0 +1,90 @@
+"""Stage ``build_mt_docs``: document-level MT/AE data (Nugget §4, appendix B.1).
+
+Adjacent sentence pairs are concatenated into documents of at most
+``data.mt.max_doc_tokens`` subwords of the model's tokenizer (upstream ``tokenizer``),
+never splitting a sentence; a sentence pair longer than the limit becomes its own
+document cut to the limit (counted as ``truncated_docs``). Documents are assigned to
+train/dev/test as wholes, deterministically from ``data.seed``. The AE objective uses
+``source`` as its target; MT uses ``target``. English is the source, Chinese the target.
+
+Offline (profile=tiny) the units are aligned paragraphs of the Debian Reference (see
+:mod:`stages.data.corpora`). Outputs ``{train,dev,test}.parquet`` with columns
+doc_id, source, target, source_sentences, target_sentences, n_source_tokens,
+n_target_tokens; ``stats.json`` (every number also an MLflow metric).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from stages.data.corpora import mt_corpus
+from stages.data.documents import build_documents
+from stages.data.splits import SPLITS, assign_splits
+from stages.data.stats import length_stats, scoped
+from stages.framework import raydata
+from stages.framework.stage import Stage, StageContext
+
+log = logging.getLogger("nugget.build_mt_docs")
+
+SCHEMA = pa.schema([
+    ("doc_id", pa.string()),
+    ("source", pa.string()),
+    ("target", pa.string()),
+    ("source_sentences", pa.list_(pa.string())),
+    ("target_sentences", pa.list_(pa.string())),
+    ("n_source_tokens", pa.int64()),
+    ("n_target_tokens", pa.int64()),
+])
+
+
+class BuildMtDocs(Stage):
+    name = "build_mt_docs"
+    description = "WMT-style documents of <= 128 subwords from adjacent sentence pairs."
+    upstream = ("tokenizer",)
+    config_keys = ("data.mt", "data.seed", "data.max_docs")
+    resources = {"num_cpus": 0}  # the Ray Data tasks it launches take the CPUs
+
+    def run(self, ctx: StageContext) -> None:
+        raydata.configure()
+        cfg, max_docs = ctx.cfg("data.mt"), ctx.cfg("data.max_docs")
+        tokenizer_dir = ctx.inputs["tokenizer"].file("tokenizer")
+        t0 = time.time()
+        corpus = mt_corpus(cfg, ctx.sources_dir)
+        built = build_documents(corpus, tokenizer_dir, cfg.max_doc_tokens)
+        docs = built.docs[:max_docs] if max_docs else built.docs
+        splits = assign_splits(len(docs), cfg.dev_fraction, cfg.test_fraction, ctx.cfg("data.seed"))
+
+        stats: dict[str, float] = {
+            "sentence_pairs": built.units,
+            "documents_built": len(built.docs),
+            "documents": len(docs),
+            "truncated_docs": built.truncated,
+            "repacked_docs": built.repacked,
+            **{k: float(v) for k, v in corpus.notes.items()},
+        }
+        for split in SPLITS:
+            rows = [(i, d) for i, (d, s) in enumerate(zip(docs, splits, strict=False)) if s == split]
+            table = pa.Table.from_pylist(
+                [
+                    {"doc_id": f"{split}-{i}", "source": d.left, "target": d.right,
+                     "source_sentences": d.left_sentences, "target_sentences": d.right_sentences,
+                     "n_source_tokens": d.n_left, "n_target_tokens": d.n_right}
+                    for i, d in rows
+                ],
+                schema=SCHEMA,
+            )
+            pq.write_table(table, ctx.output_dir / f"{split}.parquet")
+            stats.update(scoped(split, length_stats("source", [d.n_left for _, d in rows])))
+            stats.update(scoped(split, length_stats("target", [d.n_right for _, d in rows])))
+            stats[f"{split}/sentences_per_doc"] = (
+                sum(len(d.left_sentences) for _, d in rows) / len(rows) if rows else 0.0
+            )
+        stats["wall_seconds"] = time.time() - t0
+        log.info("build_mt_docs: %d documents (%d truncated) in %.1fs", len(docs), built.truncated,
+                 stats["wall_seconds"])
+        ctx.log_artifact(ctx.write_json("stats.json", {**stats, "source": corpus.source}))
+        ctx.log_metrics(stats)

@@ -1,0 +1,108 @@
+"""The one interface over sources: parallel streams and sectioned articles.
+
+Builders ask for a kind of corpus, not a source: :func:`mt_corpus` (English–Chinese
+sentence pairs), :func:`pi_corpus` (English paraphrase pairs in document order) and
+:func:`rr_articles`. Each dispatches on the configured source to an offline reader
+(DESIGN.md §6) or a paper adapter (:mod:`stages.data.paper_sources`), and returns
+records plus counted skips. An empty result is an error naming the source.
+
+Units of the offline stand-ins: the Debian Reference is aligned by paragraph, not by
+sentence (sentence alignment across languages would be a guess), so an MT "sentence" is
+a paragraph; the Bible is aligned by verse, and each book is a stream (documents never
+cross books).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stages.data import paper_sources as paper
+from stages.data.articles import Article, from_sections, from_wiki_markup, from_wikitext103
+from stages.sources import debian_reference, python_docs, sword
+from stages.sources.readers import wiki_articles
+from stages.sources.registry import deb_root
+
+
+@dataclass
+class ParallelCorpus:
+    """Aligned (left, right) units; each stream is one run of adjacent units."""
+
+    source: str
+    streams: list[list[tuple[str, str]]]
+    joiners: tuple[str, str]  # how units of each side are concatenated into a document
+    notes: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def n_units(self) -> int:
+        return sum(len(s) for s in self.streams)
+
+
+def _require(source: str, n: int, what: str) -> None:
+    if n == 0:
+        raise ValueError(f"source {source!r} yielded no {what}: refusing to build an empty dataset")
+
+
+def _clean_streams(streams: list[list[tuple[str, str]]]) -> tuple[list[list[tuple[str, str]]], int]:
+    """Drop pairs with an empty side (counted), and empty streams."""
+    kept, dropped = [], 0
+    for s in streams:
+        good = [(a.strip(), b.strip()) for a, b in s if a.strip() and b.strip()]
+        dropped += len(s) - len(good)
+        if good:
+            kept.append(good)
+    return kept, dropped
+
+
+def mt_corpus(cfg: Any, sources_dir: Path) -> ParallelCorpus:
+    """English (left) – Chinese (right) units for build_mt_docs and the tokenizer."""
+    notes: dict[str, float] = {}
+    if cfg.source == "debian_reference":
+        manual = debian_reference.read(sources_dir)
+        streams = [pairs for _, pairs in manual.chapters]
+        notes["skipped_unaligned_chapters"] = len(manual.skipped_chapters)
+    elif cfg.source == "wmt19":
+        rows = paper.load_rows("wmt19", cfg.hf_split, cfg.local_files, cfg.hf_config)
+        streams = [paper.wmt_pairs_from_rows(rows)]
+    else:
+        raise ValueError(f"data.mt.source: unknown source {cfg.source!r}")
+    streams, dropped = _clean_streams(streams)
+    notes["skipped_empty_pairs"] = dropped
+    _require(cfg.source, sum(map(len, streams)), "sentence pairs")
+    return ParallelCorpus(cfg.source, streams, (" ", ""), notes)
+
+
+def pi_corpus(cfg: Any, sources_dir: Path) -> ParallelCorpus:
+    """English paraphrase pairs in document order for build_pi."""
+    if cfg.source == "sword_bible":
+        left = sword.module_dir(deb_root(sources_dir, "sword_bible", "sword-text-kjv"))
+        right = sword.module_dir(deb_root(sources_dir, "sword_bible", "sword-text-web"))
+        books: dict[str, list[tuple[str, str]]] = {}
+        for (book, _, _), a, b in sword.aligned_verses(left, right):
+            books.setdefault(book, []).append((a, b))
+        streams = list(books.values())
+    elif cfg.source == "parabank":
+        if not cfg.parabank_path:
+            raise ValueError("data.pi.parabank_path: must be set when data.pi.source=parabank")
+        streams = [paper.parabank_pairs(cfg.parabank_path)]
+    else:
+        raise ValueError(f"data.pi.source: unknown source {cfg.source!r}")
+    streams, dropped = _clean_streams(streams)
+    _require(cfg.source, sum(map(len, streams)), "paraphrase pairs")
+    return ParallelCorpus(cfg.source, streams, (" ", " "), {"skipped_empty_pairs": dropped})
+
+
+def rr_articles(cfg: Any, sources_dir: Path) -> list[Article]:
+    """Sectioned articles for build_rr (lead first)."""
+    if cfg.source == "gensim_wiki":
+        arts = [from_wiki_markup(t, m) for t, m in wiki_articles(sources_dir)]
+    elif cfg.source == "python_docs":
+        arts = [from_sections(t, s) for t, s in python_docs.read(sources_dir)]
+    elif cfg.source == "wikitext103":
+        rows = paper.load_rows("wikitext103", "train", cfg.local_files)
+        arts = from_wikitext103(paper.texts_from_rows(rows))
+    else:
+        raise ValueError(f"data.rr.source: unknown source {cfg.source!r}")
+    _require(cfg.source, len(arts), "articles")
+    return arts

@@ -1,0 +1,49 @@
+"""Stage ``tokenizer``: the subword tokenizer of the Nugget encoder-decoder.
+
+- ``model.seq2seq.source == "tiny_random"``: a byte-level BPE
+  (:func:`nugget_core.train_bpe_tokenizer`) trained on BOTH sides of the MT corpus
+  (English sources, Chinese targets), ``model.seq2seq.tiny.tokenizer_vocab_size`` types.
+  Training on the data (not a fixed vocabulary) is what makes a tiny random BART usable
+  offline; it sees every split's text, which only affects segmentation, not labels.
+- ``"pretrained"``: ``AutoTokenizer.from_pretrained(model.seq2seq.name_or_path)``; for
+  mBART-50 the source/target language codes come from ``data.mt.src_lang/tgt_lang``.
+
+Output: ``tokenizer/`` (a HF ``save_pretrained`` folder) and ``stats.json``.
+"""
+
+from __future__ import annotations
+
+from stages.data.corpora import mt_corpus
+from stages.framework.stage import Stage, StageContext
+
+
+class Tokenizer(Stage):
+    name = "tokenizer"
+    description = "Subword tokenizer of the seq2seq model (BPE on the MT corpus or pretrained)."
+    config_keys = ("model.seq2seq", "data.mt")
+    resources = {"num_cpus": 1}
+
+    def run(self, ctx: StageContext) -> None:
+        model = ctx.cfg("model.seq2seq")
+        mt = ctx.cfg("data.mt")
+        out = ctx.output_dir / "tokenizer"
+        stats: dict[str, float] = {}
+        if model.source == "tiny_random":
+            from nugget_core import train_bpe_tokenizer
+
+            corpus = mt_corpus(mt, ctx.sources_dir)
+            texts = [side for stream in corpus.streams for pair in stream for side in pair]
+            tok = train_bpe_tokenizer(texts, vocab_size=model.tiny.tokenizer_vocab_size, min_frequency=2)
+            stats["training_texts"] = len(texts)
+        elif model.source == "pretrained":
+            from transformers import AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(model.name_or_path)
+            if "mbart" in type(tok).__name__.lower():
+                tok.src_lang, tok.tgt_lang = mt.src_lang, mt.tgt_lang
+        else:
+            raise ValueError(f"model.seq2seq.source: unknown value {model.source!r}")
+        tok.save_pretrained(str(out))
+        stats["vocab_size"] = len(tok)
+        ctx.log_artifact(ctx.write_json("stats.json", {**stats, "source": model.source}))
+        ctx.log_metrics(stats)

@@ -1,0 +1,132 @@
+"""Stage ``analyze_nuggets``: what Nugget selects and encodes (Nugget §5.2-5.3).
+
+Models: the AE Nugget model with the ratio closest to 0.1 (the paper's setting) among
+the sweep's and ``train_nugget``'s learned-selector models, and likewise an MT model for
+the token statistics when one exists. Data: the dev split of ``build_mt_docs``.
+
+Artifacts:
+- ``token_frequency.png`` / ``token_frequency.json`` (fig. 5): the 6 most frequent nugget
+  tokens, their share among nuggets (AE, MT) vs in text, and the punctuation share;
+- ``nuggets.html`` (fig. 6): sample documents, text shaded by score, nuggets in green;
+- ``probability_gain.png`` (fig. 7: gain vs token index for the 1st-3rd nuggets),
+  ``probability_gain_relative.png`` (fig. 8: gain vs index relative to the nugget),
+  ``probability_gain.json``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pyarrow.parquet as pq
+
+from stages.evaluate.nugget.analysis import TokenStats, probability_gain
+from stages.evaluate.nugget.encoders import batches, load_system
+from stages.evaluate.nugget.highlight import highlight_document, highlight_page
+from stages.evaluate.nugget.plots import probability_gain as plot_gain
+from stages.evaluate.nugget.plots import token_frequencies
+from stages.evaluate.nugget.systems import System, collect_systems
+from stages.framework.stage import Stage, StageContext
+
+TOP_TOKENS = 6  # paper fig. 5
+RELATIVE_SPAN = 16  # fig. 8: token indices -16..16 around the nugget
+
+
+def pick(systems: list[System], objective: str) -> System | None:
+    learned = [s for s in systems if s.kind == "nugget" and s.selector == "topk" and s.feedback
+               and s.baseline is None and s.objective == objective]
+    return min(learned, key=lambda s: (abs((s.ratio or 0) - 0.1), s.scorer_layer or 0, s.name), default=None)
+
+
+class AnalyzeNuggets(Stage):
+    name = "analyze_nuggets"
+    description = "Nugget token frequencies (fig. 5), highlighted texts (fig. 6), probability gain (figs. 7-8)."
+    required_upstream = ("build_mt_docs", "train_nugget")
+    optional_upstream = ("sweep_nugget",)
+    upstream = required_upstream
+    config_keys = ("eval.analysis_docs", "eval.highlight_docs", "eval.probe_docs", "eval.batch_size")
+
+    def run(self, ctx: StageContext) -> None:
+        texts = pq.read_table(ctx.inputs["build_mt_docs"].file("dev.parquet"), columns=["source"]).column("source").to_pylist()
+        systems = collect_systems(ctx.inputs)
+        ae, mt = pick(systems, "ae"), pick(systems, "mt")
+        if ae is None:
+            raise ValueError("analyze_nuggets needs an AE Nugget model (sweep_nugget or train_nugget with objective ae)")
+        stats = {s.name: self._token_stats(ctx, s, texts[: ctx.cfg("eval.analysis_docs")]) for s in (ae, mt) if s}
+        self._frequency_outputs(ctx, stats, {s.name: s for s in (ae, mt) if s})
+        self._highlight(ctx, ae, texts[: ctx.cfg("eval.highlight_docs")])
+        self._probe(ctx, ae, texts[: ctx.cfg("eval.probe_docs")])
+
+    def _token_stats(self, ctx: StageContext, system: System, texts: list[str]) -> TokenStats:
+        loaded, stats = load_system(system), TokenStats()
+        for chunk in batches(texts, ctx.cfg("eval.batch_size")):
+            nuggets, enc = loaded.encode(chunk)
+            for ids, mask, idx, nmask in zip(enc["input_ids"], enc["attention_mask"], nuggets.indices, nuggets.mask, strict=True):
+                tokens = loaded.tokenizer.convert_ids_to_tokens(ids[mask.bool()].tolist())
+                chosen = set(idx[nmask.bool()].tolist())
+                stats.add(tokens, [i in chosen for i in range(len(tokens))])
+        return stats
+
+    def _frequency_outputs(self, ctx: StageContext, stats: dict[str, TokenStats], systems: dict[str, System]) -> None:
+        first = next(iter(stats.values()))
+        top = [t for t, _ in first.nuggets.most_common(TOP_TOKENS)]
+        series = {f"nuggets {systems[n].objective.upper()} r={systems[n].ratio:g}": [s.share(s.nuggets, t) for t in top]
+                  for n, s in stats.items()}
+        series["text"] = [first.share(first.text, t) for t in top]
+        report = {n: {"top": [[t, s.share(s.nuggets, t), s.share(s.text, t)] for t, _ in s.nuggets.most_common(TOP_TOKENS)],
+                      "punctuation_share_nuggets": s.punctuation_share(s.nuggets),
+                      "punctuation_share_text": s.punctuation_share(s.text),
+                      "the_share_nuggets": s.word_share(s.nuggets, "the"), "the_share_text": s.word_share(s.text, "the"),
+                      "objective": systems[n].objective, "ratio": systems[n].ratio, "label": systems[n].describe(),
+                      "n_nuggets": sum(s.nuggets.values()), "n_tokens": sum(s.text.values())}
+                  for n, s in stats.items()}
+        ctx.write_json("token_frequency.json", report)
+        token_frequencies(top, series, ctx.output_dir / "token_frequency.png")
+        ctx.log_artifact(ctx.output_dir / "token_frequency.png")
+        for n, r in report.items():
+            obj = systems[n].objective
+            ctx.log_metrics({f"punct_share_nuggets.{obj}": r["punctuation_share_nuggets"],
+                             f"punct_share_text.{obj}": r["punctuation_share_text"]})
+
+    def _highlight(self, ctx: StageContext, system: System, texts: list[str]) -> None:
+        loaded, docs = load_system(system), []
+        for text in texts:
+            enc = loaded.tokenize([text])
+            with loaded.model.encoder_pass(enc["attention_mask"]) as p:
+                loaded.model.base_model.get_encoder()(**enc)
+            tokens = [t.replace("Ġ", " ") for t in loaded.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())]
+            docs.append(highlight_document(tokens, p.scores[0].tolist(), p.selected[0].tolist()))
+        page = ctx.output_dir / "nuggets.html"
+        page.write_text(highlight_page(f"Nuggets of {system.describe()}", docs))
+        ctx.log_artifact(page)
+
+    def _probe(self, ctx: StageContext, system: System, texts: list[str]) -> None:
+        loaded = load_system(system)
+        by_nugget: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        relative: dict[int, list[float]] = defaultdict(list)
+        for n, text in enumerate(texts, 1):
+            ids = loaded.tokenize([text])["input_ids"]
+            gains, positions = probability_gain(loaded.model, ids)
+            for j, (row, pos) in enumerate(zip(gains.tolist(), positions, strict=True)):
+                for i, g in enumerate(row):
+                    by_nugget[j][i].append(g)
+                    if abs(i - pos) <= RELATIVE_SPAN:
+                        relative[i - pos].append(g)
+            if n % 8 == 0:
+                print(f"[analyze_nuggets] probe {n}/{len(texts)} documents", flush=True)
+        mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+        curves = {f"nugget {j + 1}": (sorted(by_nugget[j]), [mean(by_nugget[j][i]) for i in sorted(by_nugget[j])])
+                  for j in range(min(3, len(by_nugget)))}
+        rel = sorted(relative)
+        plot_gain(curves, ctx.output_dir / "probability_gain.png", "token index in the document")
+        plot_gain({"all nuggets": (rel, [mean(relative[i]) for i in rel])},
+                  ctx.output_dir / "probability_gain_relative.png", "token index relative to the nugget", mark_zero=True)
+        before = [g for i in rel if -RELATIVE_SPAN <= i <= 0 for g in relative[i]]
+        after = [g for i in rel if i > 0 for g in relative[i]]
+        summary = {"system": system.name, "documents": len(texts),
+                   "mean_gain_at_or_before_nugget": mean(before), "mean_gain_after_nugget": mean(after) if after else 0.0,
+                   "relative": {str(i): mean(relative[i]) for i in rel}}
+        ctx.write_json("probability_gain.json", summary)
+        for name in ("probability_gain.png", "probability_gain_relative.png"):
+            ctx.log_artifact(ctx.output_dir / name)
+        ctx.log_metrics({"gain_before_nugget": summary["mean_gain_at_or_before_nugget"],
+                         "gain_after_nugget": summary["mean_gain_after_nugget"]})

@@ -1,0 +1,123 @@
+"""Stage ``eval_qa``: SQuAD-style question answering (Nugget2D §6.2, table 3).
+
+Zero-shot systems on ``build_lm``'s ``qa.jsonl`` (on profile=tiny a labelled stand-in:
+cloze questions cut from real Wikipedia sentences), all with the appendix-C prompt and
+greedy decoding capped at ``eval.qa.max_new_tokens`` (64 in the paper):
+Full, NoDoc, LMSumm (the base LM summarises the document to ~``lmsumm_ratio`` of its
+words, then answers from the summary; the realised summary ratio is reported) and
+Nugget2D at each ratio of ``eval.qa.nugget_ratios`` (5x, 10x) from the
+``train_nugget2d`` checkpoint (`stages.evaluate.lm.prompted`).
+
+Accuracy: the appendix-D normalised output contains the normalised answer
+(`stages.evaluate.lm.normalize`). Decoding cost per system: attended states per generated
+token, KV bytes, ms per decoding step, time before decoding. Outputs: ``table.md``,
+``table.csv``, ``metrics.json``, ``examples.jsonl``.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from stages.common.progress import progress_logger
+from stages.common.prompts import PromptFormat, encode, encode_parts, encode_task_records
+from stages.common.records import batches, read_records, stand_in_label
+from stages.evaluate.lm.cost import mean_cost
+from stages.evaluate.lm.loading import load_model, load_tokenizer
+from stages.evaluate.lm.normalize import contains_answer
+from stages.evaluate.lm.prompted import lmsumm_batch, run_batches
+from stages.evaluate.lm.tables import Column, Row, publish
+from stages.framework.stage import Stage, StageContext
+
+log = progress_logger("nugget.eval_qa")
+COMPRESSOR_STAGE = "train_nugget2d"
+COLUMNS = [
+    Column("accuracy", "acc."), Column("context_ratio", "context ratio", "{:.3f}"),
+    Column("summary_ratio", "summary ratio", "{:.3f}"),
+    Column("attended_states", "attended states/token", "{:.1f}"), Column("kv_bytes", "KV bytes", "{:.0f}"),
+    Column("ms_per_token", "ms/step (incl. prompt pass)", "{:.1f}"), Column("encode_ms", "ms before decoding", "{:.0f}"),
+    Column("generated_tokens", "tokens/answer", "{:.1f}"),
+]
+
+
+def trained_objective(artifact) -> str:
+    """``train.nugget2d.objective`` of the config the checkpoint was trained with (its
+    manifest); an error if the artifact does not record it."""
+    try:
+        return artifact.manifest["config"]["train.nugget2d"]["objective"]
+    except KeyError as exc:
+        raise ValueError(f"{artifact.stage} artifact does not record train.nugget2d.objective") from exc
+
+
+def trained_with_soft_prompt(artifact) -> bool:
+    """Continuation / autoencoding checkpoints read ``[soft prompt] prompt``; fine-tuned
+    ones do not (`nugget_core.nugget2d.objectives`)."""
+    return trained_objective(artifact) != "finetune"
+
+
+class EvalQA(Stage):
+    name = "eval_qa"
+    description = "SQuAD-style accuracy: Full, NoDoc, LMSumm, Nugget2D 5x/10x, with decode cost."
+    upstream = ("prepare_lm", "build_lm", COMPRESSOR_STAGE)
+    config_keys = ("eval.qa", "prompts")
+
+    def run(self, ctx: StageContext) -> None:
+        cfg = ctx.cfg("eval.qa")
+        records = read_records(ctx.inputs["build_lm"].file("qa.jsonl"), cfg.split, cfg.max_examples)
+        soft = trained_with_soft_prompt(ctx.inputs[COMPRESSOR_STAGE])
+        tokenizer = load_tokenizer(ctx.inputs["prepare_lm"])
+        model = load_model(ctx.inputs["prepare_lm"], ctx.inputs[COMPRESSOR_STAGE])
+        fmt = PromptFormat(ctx.cfg("prompts").format, tokenizer)
+        docs, prompts = encode_task_records(tokenizer, records, fmt, cfg.max_doc_tokens)
+        doc_tokens = [len(d) for d in docs]
+        common = {"batch_size": cfg.batch_size, "log": log, "max_new_tokens": cfg.max_new_tokens}
+
+        rows, examples = [], []
+
+        def score(system: str, gens, extra: dict[str, float] | None = None, per_example=None) -> None:
+            correct = [contains_answer(g.text, r["answer"]) for g, r in zip(gens, records, strict=True)]
+            metrics = {"accuracy": 100 * statistics.fmean(correct),
+                       "context_ratio": statistics.fmean(g.context_states / n for g, n in zip(gens, doc_tokens, strict=True)),
+                       **mean_cost([g.cost for g in gens]), **(extra or {})}
+            rows.append(Row(system, metrics))
+            for i, (g, r, ok) in enumerate(zip(gens, records, correct, strict=True)):
+                examples.append({"id": r["id"], "system": system, "output": g.text, "answer": r["answer"],
+                                 "correct": ok, "context_states": g.context_states, "doc_tokens": doc_tokens[i],
+                                 **g.cost.as_dict(), **(per_example[i] if per_example else {})})
+            log.info("eval_qa: %s accuracy %.1f", system, metrics["accuracy"])
+
+        for system in cfg.systems:
+            if system == "full":
+                score("full", run_batches("full", model, tokenizer, docs, prompts, ratio=None, **common))
+            elif system == "nodoc":
+                bare = encode_parts(tokenizer, [fmt.parts("", r["instruction"]) for r in records])
+                score("nodoc", run_batches("nodoc", model, tokenizer, *bare, ratio=None, **common))
+            elif system == "lmsumm":
+                summaries = []
+                for chunk in batches([r["document"] for r in records], cfg.batch_size):
+                    summaries += lmsumm_batch(model, tokenizer, chunk, fmt, ratio=cfg.lmsumm_ratio,
+                                              max_new_tokens=cfg.lmsumm_max_new_tokens,
+                                              doc_limit=cfg.max_doc_tokens)
+                    log.info("eval_qa: lmsumm summaries %d/%d", len(summaries), len(records))
+                document_tokens = [len(d) for d in encode(tokenizer, [r["document"] for r in records],
+                                                          cfg.max_doc_tokens)]
+                ratios = [s.tokens / max(n, 1) for s, n in zip(summaries, document_tokens, strict=True)]
+                summed = encode_parts(tokenizer, [fmt.parts(s.text, r["instruction"])
+                                                  for s, r in zip(summaries, records, strict=True)])
+                gens = run_batches("lmsumm", model, tokenizer, *summed, ratio=None,
+                                   extra_encode_ms=[s.ms for s in summaries], **common)
+                score("lmsumm", gens, {"summary_ratio": statistics.fmean(ratios)},
+                      [{"summary": s.text, "summary_ratio": r} for s, r in zip(summaries, ratios, strict=True)])
+            else:  # nugget2d at each ratio
+                for r in cfg.nugget_ratios:
+                    name = f"nugget2d {1 / r:g}x"
+                    score(name, run_batches(name, model, tokenizer, docs, prompts, ratio=r,
+                                            soft_prompt=soft, **common))
+        label = stand_in_label(records)
+        notes = [f"{len(records)} examples of split {cfg.split!r}" + (f"; stand-in: {label}" if label else "")
+                 + f"; prompts laid out as {fmt.name} (appendix-C text)",
+                 "Full / NoDoc / LMSumm: base LM without adapters; Nugget2D: train_nugget2d checkpoint "
+                 f"({'with' if soft else 'without'} its soft prompt), zero-shot.",
+                 f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {cfg.batch_size}; "
+                 "KV bytes at the end of decoding; attended states: mean over generated tokens."]
+        ctx.logger.set_tags({"stand_in": label or "none"})
+        publish(ctx, "SQuAD-style QA accuracy (Nugget2D table 3)", rows, COLUMNS, examples, notes)

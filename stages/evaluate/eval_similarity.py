@@ -1,0 +1,86 @@
+"""Stage ``eval_similarity``: PI and RR MRR x 100 of every system (Nugget tables 2 and 4).
+
+Systems: every Nugget model of the sweep and of ``train_nugget`` (their nuggets, scored
+by mean-MaxSim), the baselines of ``train_baselines`` (TSDAE and RE single vectors by
+cosine; the rule-selector / no-feedback / r=0.033 Nugget ablations by mean-MaxSim) and
+ColBART (all last-layer encoder states of one MT-trained Nugget model, mean-MaxSim: the
+tiny profile has no pretrained mBART, so the encoder of our own MT model stands in for
+it; ``colbart_from`` in the output says which).
+
+Data: the ``build_pi`` / ``build_rr`` artifacts, or the authors' released nugget-data
+folders given by ``eval.pi_data_dir`` / ``eval.rr_data_dir``; ``eval.max_tasks`` caps
+the tasks (first N). Outputs ``similarity.json`` / ``.csv`` / ``.md``; every MRR is also
+an MLflow metric ``mrr.<task>.<system>``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from stages.common.render import write_table
+from stages.evaluate.nugget.encoders import load_system
+from stages.evaluate.nugget.similarity import (
+    metric_name,
+    needed_docs,
+    read_similarity_data,
+    similarity_mrr,
+)
+from stages.evaluate.nugget.systems import System, collect_systems, to_record
+from stages.framework.stage import Stage, StageContext
+
+
+def colbart_source(systems: list[System]) -> System | None:
+    """The Nugget model whose full encoder plays ColBART: MT-trained, learned selector,
+    lowest dev loss (AE only if no MT model exists)."""
+    learned = [s for s in systems if s.kind == "nugget" and s.selector == "topk" and s.feedback]
+    pool = [s for s in learned if s.objective == "mt"] or learned
+    return min(pool, key=lambda s: (s.dev_loss if s.dev_loss is not None else float("inf"), s.name), default=None)
+
+
+class EvalSimilarity(Stage):
+    name = "eval_similarity"
+    description = "PI / RR MRR (mean-MaxSim / cosine) of Nugget, ColBART, TSDAE, RE and ablations."
+    required_upstream = ("build_pi", "build_rr", "train_nugget", "train_baselines")
+    optional_upstream = ("sweep_nugget",)
+    upstream = required_upstream
+    config_keys = ("eval.max_tasks", "eval.batch_size", "eval.pi_data_dir", "eval.rr_data_dir")
+
+    def _datasets(self, ctx: StageContext) -> dict[str, tuple[list, dict, str]]:
+        out = {}
+        for task, stage, override in (("pi", "build_pi", "eval.pi_data_dir"), ("rr", "build_rr", "eval.rr_data_dir")):
+            folder = Path(ctx.cfg(override)).expanduser() if ctx.cfg(override) else ctx.inputs[stage].path
+            tasks, docs = read_similarity_data(folder)
+            cap = ctx.cfg("eval.max_tasks")
+            tasks = tasks[:cap] if cap else tasks
+            if not tasks:
+                raise ValueError(f"{task}: no tasks in {folder}")
+            out[task] = (tasks, docs, str(folder) if ctx.cfg(override) else f"{stage} artifact {ctx.inputs[stage].key}")
+        return out
+
+    def run(self, ctx: StageContext) -> None:
+        datasets = self._datasets(ctx)  # fail on missing data before loading any model
+        systems = collect_systems(ctx.inputs)
+        colbart = colbart_source(systems)
+        jobs = [(s, s.kind) for s in systems] + ([(colbart, "colbart")] if colbart else [])
+        rows, metrics = [], {}
+        for n, (system, mode) in enumerate(jobs, 1):
+            loaded = load_system(system, mode)
+            for task, (tasks, docs, origin) in datasets.items():
+                tick = time.time()
+                ids = needed_docs(tasks)
+                vecs = dict(zip(ids, loaded.vectors([docs[i] for i in ids], ctx.cfg("eval.batch_size")), strict=True))
+                value = similarity_mrr(vecs, tasks, multi=mode != "bottleneck")
+                label = "ColBART" if mode == "colbart" else system.name
+                rows.append({
+                    **to_record(system), "mode": mode, "label": label, "task": task, "mrr": value,
+                    "n_tasks": len(tasks), "data": origin,
+                    "vectors_per_doc": sum(len(v) for v in vecs.values()) / len(vecs),
+                })
+                metrics[metric_name("mrr", task, label)] = value
+                print(f"[eval_similarity] {n}/{len(jobs)} {label} {task}: MRR {value:.2f} "
+                      f"({len(tasks)} tasks, {time.time() - tick:.1f}s)", flush=True)
+        ctx.write_json("similarity.json", {"rows": rows, "colbart_from": colbart.name if colbart else None})
+        write_table(ctx, "similarity", rows, ["label", "mode", "objective", "ratio", "scorer_layer",
+                                              "selector", "feedback", "task", "mrr", "vectors_per_doc", "n_tasks"])
+        ctx.log_metrics(metrics)

@@ -1,0 +1,119 @@
+"""Texts -> vectors and texts -> decoded texts, for every kind of evaluated system.
+
+- ``nugget``: the nuggets (``Nuggets.encoding``, after the value projection), one vector
+  per selected token; rule-based selectors get their flags from the tokens (chunking:
+  punctuation; sentence: sentence-final punctuation, as PI/RR documents carry no
+  sentence lists);
+- ``colbart``: every last-layer encoder state of a Nugget model's encoder (ColBART,
+  Nugget §6.1.2: "the last hidden states of the encoder");
+- ``bottleneck``: the one mean-pooled vector (TSDAE, RE).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from stages.evaluate.nugget.systems import System
+
+SENTENCE_END = set(".!?。！？")
+
+
+def batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+@dataclass
+class LoadedSystem:
+    """A system's model and tokenizer, ready for `vectors` / `decode`."""
+
+    system: System
+    mode: str  # nugget | colbart | bottleneck
+    model: Any
+    tokenizer: Any
+    max_length: int
+    _flags: dict[str, set[int]] = field(default_factory=dict)
+
+    def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        enc = self.tokenizer(list(texts), return_tensors="pt", padding=True, truncation=True,
+                             max_length=self.max_length)
+        return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
+
+    def _boundary_mask(self, input_ids: torch.Tensor) -> torch.Tensor | None:
+        from nugget_core import punctuation_token_ids, token_flags
+
+        selector = self.system.selector
+        if self.mode != "nugget" or selector == "topk":
+            return None
+        if selector not in self._flags:
+            punct = punctuation_token_ids(self.tokenizer)
+            if selector == "sentence":
+                vocab = {i: t for t, i in self.tokenizer.get_vocab().items()}
+                punct = {i for i in punct if set(vocab[i].replace("Ġ", "").replace("▁", "")) <= SENTENCE_END}
+            self._flags[selector] = punct
+        return token_flags(input_ids, self._flags[selector])
+
+    @torch.no_grad()
+    def encode(self, texts: Sequence[str]) -> tuple[Any, dict[str, torch.Tensor]]:
+        """Raw encoder result of one batch: `Nuggets`, hidden states, or vectors."""
+        enc = self.tokenize(texts)
+        if self.mode == "bottleneck":
+            return self.model.embed(**enc), enc
+        if self.mode == "colbart":
+            with self.model.encoder_pass(enc["attention_mask"], ratio=1.0):
+                hidden = self.model.base_model.get_encoder()(**enc).last_hidden_state
+            return hidden, enc
+        return self.model.encode(**enc, boundary_mask=self._boundary_mask(enc["input_ids"])), enc
+
+    def vectors(self, texts: Sequence[str], batch_size: int) -> list[torch.Tensor]:
+        """One ``[k_i, d]`` tensor per text (k_i = 1 for single-vector systems)."""
+        out: list[torch.Tensor] = []
+        for chunk in batches(texts, batch_size):
+            result, enc = self.encode(chunk)
+            if self.mode == "bottleneck":
+                out += [v[None, :] for v in result]
+            elif self.mode == "colbart":
+                out += [h[m.bool()] for h, m in zip(result, enc["attention_mask"], strict=True)]
+            else:
+                out += [e[m.bool()] for e, m in zip(result.encoding, result.mask, strict=True)]
+        return out
+
+    @torch.no_grad()
+    def decode(self, texts: Sequence[str], batch_size: int, num_beams: int, max_new_tokens: int) -> list[str]:
+        """Texts generated from each text's encoding with beam search."""
+        if self.mode == "colbart":
+            raise ValueError("ColBART is a similarity system only: it has no decoder of its own")
+        out: list[str] = []
+        for chunk in batches(texts, batch_size):
+            enc = self.tokenize(chunk)
+            kwargs: dict[str, Any] = {"num_beams": num_beams, "max_new_tokens": max_new_tokens}
+            if self.mode == "nugget":
+                kwargs["boundary_mask"] = self._boundary_mask(enc["input_ids"])
+            ids = self.model.generate(**enc, **kwargs)
+            out += [t.strip() for t in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
+        return out
+
+
+def load_system(system: System, mode: str | None = None) -> LoadedSystem:
+    """Load ``system`` (``mode="colbart"`` to use a Nugget model's full encoder)."""
+    from transformers import AutoTokenizer
+
+    mode = mode or system.kind
+    if system.kind == "bottleneck":
+        from nugget_core.baselines import BottleneckModel
+
+        model = BottleneckModel.from_pretrained(system.model_dir)
+    else:
+        from nugget_core import NuggetModel
+
+        model = NuggetModel.from_pretrained(system.model_dir)
+    if mode == "colbart" and system.kind != "nugget":
+        raise ValueError(f"ColBART reads a Nugget model's encoder, not a {system.kind}")
+    tokenizer = AutoTokenizer.from_pretrained(system.model_dir)
+    config = model.base_model.config
+    max_length = int(getattr(config, "max_position_embeddings", 1024))
+    return LoadedSystem(system, mode, model.eval(), tokenizer, max_length)

@@ -1,0 +1,1 @@
+"""Report group: the papers' tables, measured beside published."""

@@ -1,0 +1,153 @@
+"""Stage ``report``: the papers' tables, measured beside published, as markdown and HTML.
+
+Pure function of its inputs: it reads the upstream artifacts (evaluation outputs and
+manifests), never MLflow, so its cache key covers everything it shows. Tables: Nugget
+figure 4 (BLEU vs r), figure 5 in numbers, tables 2-4, Nugget2D tables 1, 3, 4, and the corpus statistics.
+Every measured cell is a number from an upstream file or "not run in this profile";
+published numbers (`stages.report.published`) only ever fill the published column.
+Each table states the profile, models and data behind its measured column.
+
+Outputs: ``report.md``, ``report.html``, one ``tables/<id>.csv`` per table, figures of
+the evaluations copied beside the report.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+from typing import Any
+
+from stages.common.render import csv_text, html_table, markdown
+from stages.framework.stage import Artifact, Stage, StageContext
+from stages.report.tables import (
+    ReportTable,
+    bleu_table,
+    not_run_table,
+    nugget2d_table,
+    table2,
+    table4,
+    token_table,
+)
+
+FIGURES = {"eval_reconstruction": ["bleu_vs_ratio.png"],
+           "analyze_nuggets": ["token_frequency.png", "probability_gain.png", "probability_gain_relative.png",
+                               "nuggets.html"]}
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def corpus_table(art: Artifact) -> tuple[str, list[tuple[str, str]]]:
+    stats = json.loads(art.file("stats.json").read_text())
+    rows = [(k, _fmt(v)) for k, v in sorted(stats.items()) if k not in ("top_words", "source")]
+    top = ", ".join(f"{w} ({c})" for w, c in stats.get("top_words", [])[:10])
+    rows.append(("top words", top))
+    title = f"Corpus statistics: {stats['source']} (stage corpus_stats, key {art.key})"
+    return title, rows
+
+
+def to_markdown(title: str, tables: list[tuple[str, list[tuple[str, str]]]]) -> str:
+    out = [f"# {title}", ""]
+    for caption, rows in tables:
+        out += [f"## {caption}", "", markdown(["quantity", "value"], rows)]
+    return "\n".join(out)
+
+
+def to_html(title: str, tables: list[tuple[str, list[tuple[str, str]]]]) -> str:
+    parts = [f"<html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>"]
+    parts.append(f"<h1>{html.escape(title)}</h1>")
+    for caption, rows in tables:
+        parts.append(f"<h2>{html.escape(caption)}</h2>" + html_table(["quantity", "value"], rows))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _json(ctx: StageContext, stage: str, name: str) -> dict[str, Any]:
+    return json.loads(ctx.inputs[stage].file(name).read_text()) if stage in ctx.inputs else {}
+
+
+def _context(ctx: StageContext, stage: str, data: str) -> str:
+    model = ctx.cfg("model.seq2seq")
+    base = model.name_or_path if model.source == "pretrained" else (
+        f"random-init tiny BART (d={model.tiny.d_model}, {model.tiny.layers}+{model.tiny.layers} layers) "
+        f"trained from scratch")
+    where = f"stage {stage} (key {ctx.inputs[stage].key})" if stage in ctx.inputs else f"stage {stage} absent"
+    return f"profile {ctx.cfg('profile')}; base model: {base}; data: {data}; measured by {where}"
+
+
+def build_tables(ctx: StageContext) -> list[ReportTable]:
+    sim = _json(ctx, "eval_similarity", "similarity.json")
+    rec = _json(ctx, "eval_reconstruction", "reconstruction.json")
+    data_sim = "; ".join(sorted({f"{r['task'].upper()}: {r['n_tasks']} tasks from {r['data']}" for r in sim.get("rows", [])}))
+    data_rec = (f"first {rec['rows'][0]['n_docs']} {rec['split']} documents of build_mt_docs, beam {rec['beam_size']}"
+                if rec.get("rows") else "build_mt_docs dev split")
+    lm = ctx.cfg("model.lm")
+    lm_ctx = f"profile {ctx.cfg('profile')}; base LM: {lm.name_or_path or lm.source} (keep_layers={lm.keep_layers})"
+    return [
+        bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec)),
+        token_table(_json(ctx, "analyze_nuggets", "token_frequency.json"),
+                    _context(ctx, "analyze_nuggets", "dev documents of build_mt_docs")),
+        table2(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR")),
+        not_run_table("nugget_table3", "Nugget table 3: Nugget LM perplexity (WikiText-103)",
+                      f"profile {ctx.cfg('profile')}; no Nugget-LM stage exists in this pipeline", ["h=0", "h=1", "h=2", "h=4", "h=8"]),
+        table4(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR")),
+        nugget2d_table("nugget2d_table1", "Nugget2D table 1: LM perplexity", ctx.inputs.get("eval_lm"),
+                       ["wikitext_subword", "wikitext_word", "pile_subword"], lm_ctx),
+        nugget2d_table("nugget2d_table3", "Nugget2D table 3: QA accuracy", ctx.inputs.get("eval_qa"), ["accuracy"], lm_ctx),
+        nugget2d_table("nugget2d_table4", "Nugget2D table 4: summarisation ROUGE", ctx.inputs.get("eval_summarization"),
+                       ["rouge1", "rouge2", "rougeL"], lm_ctx),
+    ]
+
+
+def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[str, str]]] | None,
+           figures: list[str]) -> tuple[str, str]:
+    md = [f"# {title}", "", "Measured values come from this pipeline run's artifacts; published values are the "
+          "papers' (source under each title). 'not run in this profile': no stage of this run measured the cell.", ""]
+    page = [f"<html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>",
+            f"<h1>{html.escape(title)}</h1>"]
+    for t in tables:
+        md += [f"## {t.title}", "", f"*Source of published values:* {t.source}.", "",
+               f"*Measured:* {t.context}.", "", markdown(t.headers(), t.cells())]
+        page += [f"<h2>{html.escape(t.title)}</h2>", f"<p><i>Source of published values:</i> {html.escape(t.source)}.<br>",
+                 f"<i>Measured:</i> {html.escape(t.context)}.</p>", html_table(t.headers(), t.cells())]
+    if corpus:
+        md += [f"## {corpus[0]}", "", markdown(["quantity", "value"], corpus[1])]
+        page += [f"<h2>{html.escape(corpus[0])}</h2>", html_table(["quantity", "value"], corpus[1])]
+    if figures:
+        md += ["## Figures", ""] + [f"![{f}]({f})" if f.endswith(".png") else f"- [{f}]({f})" for f in figures]
+        page += ["<h2>Figures</h2>"] + [f"<p><img src='{f}'></p>" if f.endswith(".png") else f"<p><a href='{f}'>{f}</a></p>"
+                                        for f in figures]
+    page.append("</body></html>")
+    return "\n".join(md) + "\n", "\n".join(page)
+
+
+class Report(Stage):
+    name = "report"
+    description = "The papers' tables (measured vs published) as markdown and HTML."
+    required_upstream = ("corpus_stats", "eval_similarity", "eval_reconstruction")
+    optional_upstream = ("analyze_nuggets", "eval_lm", "eval_qa", "eval_summarization")
+    upstream = required_upstream
+    config_keys = ("report", "profile", "model.seq2seq", "model.lm")
+
+    def run(self, ctx: StageContext) -> None:
+        tables = build_tables(ctx)
+        figures = []
+        for stage, names in FIGURES.items():
+            for name in names:
+                if stage in ctx.inputs and (ctx.inputs[stage].path / name).exists():
+                    shutil.copy(ctx.inputs[stage].path / name, ctx.output_dir / name)
+                    figures.append(name)
+        corpus = corpus_table(ctx.inputs["corpus_stats"]) if "corpus_stats" in ctx.inputs else None
+        md, page = render(ctx.cfg("report").title, tables, corpus, figures)
+        (ctx.output_dir / "report.md").write_text(md)
+        (ctx.output_dir / "report.html").write_text(page)
+        (ctx.output_dir / "tables").mkdir()
+        for t in tables:
+            (ctx.output_dir / "tables" / f"{t.id}.csv").write_text(csv_text(t.headers(), t.cells()))
+        for name in ("report.md", "report.html", *figures):
+            ctx.log_artifact(ctx.output_dir / name)
+        ctx.log_metrics({"tables": len(tables), "measured_cells": sum(t.measured_count() for t in tables)})

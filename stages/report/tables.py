@@ -1,0 +1,209 @@
+"""The papers' tables, filled from upstream artifacts: measured beside published.
+
+Each `ReportTable` row has, per metric column, a measured value (a number read from an
+evaluation stage's output, or the text `NOT_RUN`) and the published value of that cell
+(`stages.report.published`, or `NOT_IN_PAPER` where the paper has none). Nothing is
+ever blank, and a published number never fills a measured cell.
+
+Nugget2D evaluation stages (``eval_lm``, ``eval_qa``, ``eval_summarization``) are read
+through their ``metrics.json``: a flat ``{"<row id>.<column>": value}`` with the row ids
+and columns of `published.PUBLISHED` (e.g. ``"nugget2d_64.wikitext_subword"``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from stages.framework.stage import Artifact
+from stages.report.published import PUBLISHED, SOURCES, published
+
+NOT_RUN = "not run in this profile"
+NOT_IN_PAPER = "not in paper"
+
+
+@dataclass
+class ReportTable:
+    id: str
+    title: str
+    context: str  # profile, models and data behind the measured column
+    columns: list[str]
+    rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)  # label, measured, published
+
+    @property
+    def source(self) -> str:
+        return SOURCES.get(self.id, "")
+
+    def add(self, label: str, measured: dict[str, Any], row_id: str | None = None) -> None:
+        pub = {c: published(self.id, row_id, c) if row_id else None for c in self.columns}
+        self.rows.append((
+            label,
+            {c: NOT_RUN if measured.get(c) is None else measured[c] for c in self.columns},
+            {c: NOT_IN_PAPER if pub[c] is None else pub[c] for c in self.columns},
+        ))
+
+    def headers(self) -> list[str]:
+        return ["system"] + [f"{c} {kind}" for c in self.columns for kind in ("measured", "published")]
+
+    def cells(self) -> list[list[Any]]:
+        return [[label] + [v for c in self.columns for v in (m[c], p[c])] for label, m, p in self.rows]
+
+    def measured_count(self) -> int:
+        return sum(1 for _, m, _ in self.rows for v in m.values() if v != NOT_RUN)
+
+
+def _is_learned(r: dict[str, Any]) -> bool:
+    return r.get("kind") == "nugget" and r.get("selector") == "topk" and r.get("feedback") and not r.get("baseline")
+
+
+def _by_task(rows: list[dict[str, Any]], keep: Callable[[dict[str, Any]], bool]) -> dict[str, dict[str, float]]:
+    """{system label: {task: mrr}} of the similarity rows ``keep`` accepts."""
+    out: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if keep(r):
+            out.setdefault(r["label"], {})[r["task"]] = r["mrr"]
+    return out
+
+
+def _nugget_label(r: dict[str, Any]) -> str:
+    return f"Nugget {r['objective'].upper()} r={r['ratio']:g} l={r['scorer_layer']} [{r['source']}]"
+
+
+def table2(sim: dict[str, Any], context: str) -> ReportTable:
+    t = ReportTable("nugget_table2", "Nugget table 2: PI / RR (MRR x 100)", context, ["pi", "rr"])
+    rows = sim["rows"] if sim else []
+    learned = [r for r in rows if _is_learned(r) and r["mode"] == "nugget"]
+    shown: set[str] = set()
+    for row_id in PUBLISHED["nugget_table2"]:
+        if not row_id.startswith("nugget_"):
+            continue
+        _, objective, ratio = row_id.split("_")
+        hits = _by_task(learned, lambda r, o=objective, x=float(ratio): r["objective"] == o and abs(r["ratio"] - x) < 1e-9)
+        for label, values in hits.items() or [(f"Nugget {objective.upper()} r={ratio}", {})]:
+            t.add(_nugget_label(next(r for r in learned if r["label"] == label)) if values else label, values, row_id)
+            shown.add(label)
+    for label, values in _by_task(learned, lambda r: r["label"] not in shown).items():
+        t.add(_nugget_label(next(r for r in learned if r["label"] == label)), values)
+    for name, row_id in (("tsdae_ae", "tsdae_ae"), ("tsdae_mt", "tsdae_mt"), ("re_cross", None), ("re_gating", None)):
+        values = _by_task(rows, lambda r, n=name: r.get("baseline") == n)
+        label = {"tsdae_ae": "TSDAE AE (60% deletion)", "tsdae_mt": "TSDAE MT",
+                 "re_cross": "RE single vector, cross decoder (AE)", "re_gating": "RE single vector, gating decoder (AE)"}[name]
+        t.add(label, next(iter(values.values()), {}), row_id)
+    t.add(f"ColBART (all encoder states of {sim.get('colbart_from') if sim else '-'})",
+          _by_task(rows, lambda r: r["mode"] == "colbart").get("ColBART", {}), "colbart")
+    return t
+
+
+def table4(sim: dict[str, Any], context: str) -> ReportTable:
+    t = ReportTable("nugget_table4", "Nugget table 4: ablations (MT, MRR x 100)", context, ["pi", "rr"])
+    rows = sim["rows"] if sim else []
+    mt01 = [r for r in rows if _is_learned(r) and r["mode"] == "nugget" and r["objective"] == "mt" and abs(r["ratio"] - 0.1) < 1e-9]
+    layers = sorted({r["scorer_layer"] for r in mt01} | {0, 3, 6, 9})
+    for layer in layers:
+        hits = _by_task(mt01, lambda r, x=layer: r["scorer_layer"] == x)
+        row_id = f"l={layer}" if f"l={layer}" in PUBLISHED["nugget_table4"] else None
+        if not hits:
+            t.add(f"Nugget MT r=0.1 (l = {layer})", {}, row_id)
+        for label, values in hits.items():
+            t.add(f"Nugget MT r=0.1 (l = {layer}) [{label}]", values, row_id)
+    for r in rows:
+        if r.get("baseline") == "nugget_mt" and r["task"] == "pi":
+            row_id = f"l={r['scorer_layer']}" if f"l={r['scorer_layer']}" in PUBLISHED["nugget_table4"] else None
+            t.add(f"Nugget MT r={r['ratio']:g} (l = {r['scorer_layer']}), learned selector: the ablations' reference",
+                  _by_task(rows, lambda x: x.get("baseline") == "nugget_mt")[r["label"]], row_id)
+    for name, label in (("no_feedback", "No feedback"), ("chunk", "Chunking"),
+                        ("nugget_r0033", "Nugget (r = 0.033)"), ("sentence", "Sentence boundary")):
+        t.add(label, next(iter(_by_task(rows, lambda r, n=name: r.get("baseline") == n).values()), {}), name)
+    return t
+
+
+def bleu_table(rec: dict[str, Any], context: str) -> ReportTable:
+    t = ReportTable("nugget_fig4", "Nugget figure 4: BLEU of texts decoded from nuggets vs ratio r", context, ["bleu"])
+    rows = sorted(rec["rows"] if rec else [], key=lambda r: (r["kind"], r["objective"], r.get("scorer_layer") or 0, r.get("ratio") or 0))
+    for r in rows:
+        row_id = "ae_r>=0.1" if r["kind"] == "nugget" and r["objective"] == "ae" and r["ratio"] >= 0.1 else None
+        t.add(r["label"], {"bleu": r["bleu"]}, row_id)
+    if not rows:
+        t.add("Nugget AE / MT", {}, "ae_r>=0.1")
+    return t
+
+
+def token_table(freq: dict[str, Any], context: str) -> ReportTable:
+    """Nugget fig. 5 in numbers: shares (%) of 'the' and of punctuation among nuggets vs in text."""
+    t = ReportTable("nugget_fig5", "Nugget figure 5: what becomes a nugget (% of tokens)", context,
+                    ["share_nuggets", "share_text"])
+    for stats in freq.values():
+        t.add(f"'the' ({stats['label']})", {"share_nuggets": stats["the_share_nuggets"], "share_text": stats["the_share_text"]},
+              "the_ae" if stats["objective"] == "ae" else None)
+        t.add(f"punctuation ({stats['label']})", {"share_nuggets": stats["punctuation_share_nuggets"],
+                                                  "share_text": stats["punctuation_share_text"]})
+        for token, nug, text in stats["top"][:3]:
+            t.add(f"{token!r} ({stats['label']}, top nugget token)", {"share_nuggets": nug, "share_text": text})
+    if not freq:
+        t.add("'the' (AE)", {}, "the_ae")
+    return t
+
+
+def not_run_table(table_id: str, title: str, context: str, columns: list[str]) -> ReportTable:
+    """A table of the paper with no stage of this pipeline behind it."""
+    t = ReportTable(table_id, title, context, columns)
+    for row_id in PUBLISHED[table_id]:
+        t.add(row_id, {}, row_id)
+    return t
+
+
+# Nugget2D evaluation stages (issue 7) write ``metrics.json`` as
+# {"systems": {name: {"metrics": {key: value}, "note": str}}}; their metric keys for our columns:
+METRIC_KEYS = {
+    "wikitext_subword": ("wiki_subword_ppl", "wikitext_subword_ppl", "wikitext_subword"),
+    "wikitext_word": ("wiki_word_ppl", "wikitext_word_ppl", "wikitext_word"),
+    "pile_subword": ("pile_subword_ppl", "pile_subword"),
+    "accuracy": ("accuracy", "acc"),
+    "rouge1": ("rouge1", "rouge-1", "r1"),
+    "rouge2": ("rouge2", "rouge-2", "r2"),
+    "rougeL": ("rougeL", "rouge-l", "rl"),
+}
+FAMILIES = ("nugget2d", "compressive", "full", "nodoc", "lmsumm")
+
+
+def published_row(table_id: str, system: str) -> str | None:
+    """The published row a measured Nugget2D system corresponds to, if any: same family
+    (Nugget2D / Compressive / Full / NoDoc / LMSumm) and same setting (states, ratio, ZS/FT)."""
+    name = system.lower().replace(" ", "").replace("-", "").replace("_", "")
+    family = next((f for f in FAMILIES if f in name), None)
+    if family is None:
+        return None
+    rest = name.replace(family, "", 1)
+    candidates = [r for r in PUBLISHED[table_id] if r.partition("_")[0] == family]
+    for row_id in candidates:
+        setting = row_id.partition("_")[2].replace("_", "")
+        if not setting or setting in rest:
+            return row_id
+    # a family the paper reports in one setting only (e.g. LMSumm 10x) needs no setting in the name
+    return candidates[0] if len(candidates) == 1 and not rest else None
+
+
+def nugget2d_table(table_id: str, title: str, art: Artifact | None, columns: list[str], context: str) -> ReportTable:
+    """A Nugget2D table: every system of an ``eval_*`` stage's ``metrics.json`` beside the
+    published row of the same system and setting; published rows no system measured are
+    kept with `NOT_RUN` (the whole table when the stage is not part of this run)."""
+    t = ReportTable(table_id, title, context, columns)
+    matched: set[str] = set()
+    if art is not None:
+        t.context = f"{context}; measured by stage {art.stage} (key {art.key})"
+        systems = json.loads(art.file("metrics.json").read_text()).get("systems", {})
+        for name, entry in systems.items():
+            values = entry.get("metrics", {})
+            measured = {c: next((values[k] for k in METRIC_KEYS[c] if values.get(k) is not None), None) for c in columns}
+            if all(v is None for v in measured.values()) and entry.get("note"):
+                note = entry["note"]
+                measured = dict.fromkeys(columns, note if note.startswith(NOT_RUN) else f"not run: {note}")
+            row_id = published_row(table_id, name)
+            matched.add(row_id or "")
+            t.add(name, measured, row_id)
+    for row_id in PUBLISHED[table_id]:
+        if row_id not in matched:
+            t.add(row_id, {}, row_id)
+    return t

@@ -1,0 +1,79 @@
+"""The "Full fine-tuned" baseline (Nugget2D §6.3, table 4): the base LM reads the whole
+appendix-C prompt and is fine-tuned, with one LoRA adapter of the same rank as
+Nugget2D's, to produce the answer.
+
+Each example is ``document part + prompt part + answer + EOS`` as one sequence
+(`BaseLMTask.task_examples`, the tokenisation the evaluations use); the loss is the
+mean NLL of the answer tokens and EOS only (labels are -100 elsewhere). The export is a
+peft adapter folder plus the tokenizer; `stages.evaluate.lm.loading.load_full_finetuned`
+rebuilds the LM with the adapter merged in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from stages.common.padding import pad
+from stages.train.lm_task import BaseLMTask
+
+IGNORE = -100
+
+
+@dataclass
+class FullFinetuneTask(BaseLMTask):
+    finetune_task: str
+    lora_rank: int
+    lora_alpha: int
+    max_doc_tokens: int = 0
+    prompt_format: str = "inst"  # stages.common.prompts.PROMPT_FORMATS
+    attn_implementation: str = "sdpa"
+    dev_examples: int = 0
+    seed: int = 0
+    find_unused_parameters: bool = field(default=False, init=False)
+
+    def load_split(self, split: str) -> list[dict[str, list[int]]]:
+        rows = self.task_examples(self.finetune_task, split, self.max_doc_tokens, self.prompt_format)
+        if split == "dev" and self.dev_examples:
+            rows = rows[: self.dev_examples]
+        return rows
+
+    def build_model(self, init_dir: Path | None) -> nn.Module:
+        from peft import PeftModel, get_peft_model
+        from transformers import AutoModelForCausalLM
+
+        from nugget_core.nugget2d import Nugget2DConfig
+        from nugget_core.nugget2d.adapters import lora_config
+
+        base = AutoModelForCausalLM.from_pretrained(self.base_dir, attn_implementation=self.attn_implementation)
+        if init_dir is not None:
+            return PeftModel.from_pretrained(base, str(init_dir), is_trainable=True)
+        torch.manual_seed(self.seed)  # LoRA A initialisation
+        # the same adapter shape (rank, alpha, target modules) as Nugget2D's phi and theta
+        config = lora_config(Nugget2DConfig(lora_rank=self.lora_rank, lora_alpha=self.lora_alpha))
+        return get_peft_model(base, config)
+
+    def collate(self, rows: list[dict[str, list[int]]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+        """Right-padded ``input_ids`` / ``attention_mask`` / ``labels`` (answer + EOS only)."""
+        sequences = [r["doc"] + r["prompt"] + r["answer"] for r in rows]
+        ids, mask = pad(sequences, self.pad_id())
+        labels = torch.full_like(ids, IGNORE)
+        for i, (row, seq) in enumerate(zip(rows, sequences, strict=True)):
+            labels[i, len(seq) - len(row["answer"]) : len(seq)] = torch.tensor(row["answer"])
+        return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+    @staticmethod
+    def n_target_tokens(batch: dict[str, torch.Tensor]) -> int:
+        return int((batch["labels"] != IGNORE).sum())
+
+    @staticmethod
+    def n_tokens(batch: dict[str, torch.Tensor]) -> int:
+        return int(batch["attention_mask"].sum())
+
+    def export(self, model: nn.Module, directory: Path) -> None:
+        """The peft adapter (``adapter_config.json`` + weights) and the tokenizer."""
+        model.save_pretrained(str(directory))
+        self.tokenizer().save_pretrained(directory)

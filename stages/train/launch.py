@@ -1,0 +1,115 @@
+"""Build and fit a ``TorchTrainer`` for a task; used by training stages and Tune trials.
+
+Ray Train storage (checkpoints of this fit) lives beside the stage's artifacts under
+``<artifact_root>/<stage>/.train-<key>/`` so every node of a cluster reaches it; it is
+deleted once the final model is exported. Reports are synchronised across workers, so
+the health-check interval is shortened (ENV-NOTES: ~2 s per report otherwise).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from stages.train.loop import PROBE_FILE, STATE_FILE, train_loop_per_worker
+
+
+def check_resources(job: Any, section: str) -> None:
+    """Fail before training when the cluster cannot host the worker group."""
+    import ray
+
+    need_cpu = job.num_workers * (0 if job.use_gpu else 1)
+    have = ray.cluster_resources()
+    if need_cpu > have.get("CPU", 0):
+        raise ValueError(
+            f"{section}.num_workers={job.num_workers} needs {need_cpu} CPUs but the Ray "
+            f"cluster has {have.get('CPU', 0):g}; lower {section}.num_workers"
+        )
+    if job.use_gpu and job.num_workers > have.get("GPU", 0):
+        raise ValueError(
+            f"{section}.num_workers={job.num_workers} with use_gpu needs {job.num_workers} GPUs "
+            f"but the Ray cluster has {have.get('GPU', 0):g}"
+        )
+
+
+def fit(
+    task: Any,
+    job: Any,
+    storage: str,
+    name: str,
+    seed: int,
+    logger: Any = None,
+    fail_at_step: int = 0,
+    *,
+    download_to: str | Path,
+) -> tuple[Path, dict[str, Any]]:
+    """Train; returns (``download_to``, now holding the final checkpoint, trainer state dict).
+
+    The caller owns ``download_to`` (Ray's own default, a fresh ``/tmp/checkpoint_tmp_*``
+    per call, is never removed). ``fail_at_step`` injects one worker failure on a fresh
+    start (tests of restarts).
+    """
+    import json
+
+    import ray.train
+    from ray.train.torch import TorchConfig, TorchTrainer
+
+    os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.2")
+    trainer = TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config={
+            "task": task, "job": job, "logger": logger, "seed": seed, "fail_at_step": fail_at_step,
+        },
+        torch_config=TorchConfig(backend="nccl" if job.use_gpu else "gloo"),
+        scaling_config=ray.train.ScalingConfig(num_workers=job.num_workers, use_gpu=job.use_gpu),
+        run_config=ray.train.RunConfig(
+            name=name,
+            storage_path=storage,
+            failure_config=ray.train.FailureConfig(max_failures=job.max_failures),
+            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
+        ),
+    )
+    result = trainer.fit()
+    if result.checkpoint is None:
+        raise RuntimeError(f"training run {name!r} finished without a checkpoint")
+    local = Path(result.checkpoint.to_directory(str(download_to)))
+    state = json.loads((local / STATE_FILE).read_text())
+    return local, state
+
+
+def clear_storage(storage: str, name: str) -> None:
+    """Remove a finished (or forced-over) run's checkpoints."""
+    if "://" in storage:
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(f"{storage}/{name}")
+        if fs.exists(path):
+            fs.rm(path, recursive=True)
+    else:
+        shutil.rmtree(Path(storage) / name, ignore_errors=True)
+
+
+def train_into_stage_output(ctx: Any, task: Any, job: Any, job_key: str, model_dir: str) -> dict[str, Any]:
+    """The body of a single-model training stage: check resources, fit (resuming an
+    interrupted attempt of the same key, unless forced), export ``<output>/<model_dir>``,
+    the probe logits and ``trainer_state.json``, drop the checkpoints, log the summary."""
+    check_resources(job, job_key)
+    if ctx.forced:  # never resume a forced recompute from an older attempt
+        clear_storage(ctx.work_uri, "train")
+    with tempfile.TemporaryDirectory(prefix="nugget-checkpoint-") as tmp:
+        checkpoint, state = fit(task, job, ctx.work_uri, "train", ctx.cfg("run.seed"), ctx.logger,
+                                download_to=tmp)
+        shutil.copytree(checkpoint / "model", ctx.output_dir / model_dir)
+        shutil.copy(checkpoint / PROBE_FILE, ctx.output_dir / PROBE_FILE)
+    ctx.write_json("trainer_state.json", state)
+    clear_storage(ctx.work_uri, "train")
+    ctx.log_metrics({
+        "final_train_loss": state["losses"][-1],
+        "best_dev_loss": state["best_dev_loss"],
+        "steps": state["step"],
+        "stopped_early": float(state["stopped_early"]),
+    })
+    return state

@@ -1,0 +1,183 @@
+"""The per-worker training loop run by Ray Train (``train_loop_per_worker``).
+
+One loop for every task (Nugget AE/MT now; Nugget2D objectives later): the task object
+builds the model, tokenises data, builds batches and computes the loss; this module owns
+what is common: seeding, resume from the latest Ray Train checkpoint, the LR schedule,
+gradient steps through :mod:`.engine`, dev evaluation with early stopping, periodic
+checkpoints, and metrics (per-step loss / lr / tokens-per-second to MLflow from rank 0;
+eval and checkpoint metrics through ``ray.train.report``).
+
+Resume is exact on CPU: a checkpoint holds the model, optimiser state, every rank's RNG
+state and the trainer state (step, early-stopping counters, loss history), and batches
+are a pure function of the step (:mod:`.batches`), so a run restarted from step ``s``
+produces the same losses as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from stages.train.batches import BatchSchedule
+from stages.train.engine import make_engine
+
+STATE_FILE = "trainer_state.json"
+PROBE_FILE = "probe_logits.pt"
+
+
+@dataclass
+class TrainerState:
+    step: int = 0
+    losses: list[float] = field(default_factory=list)
+    dev_losses: list[float] = field(default_factory=list)
+    best_dev_loss: float = math.inf
+    evals_without_improvement: int = 0
+    stopped_early: bool = False
+    resumed_from_step: int = -1
+
+
+def lr_at(step: int, job: Any) -> float:
+    """Linear warm-up, then constant or cosine decay to 0 at ``max_steps``."""
+    if job.warmup_steps and step < job.warmup_steps:
+        return job.lr * (step + 1) / job.warmup_steps
+    if job.schedule == "cosine":
+        span = max(1, job.max_steps - job.warmup_steps)
+        progress = min(1.0, (step - job.warmup_steps) / span)
+        return job.lr * 0.5 * (1.0 + math.cos(math.pi * progress))
+    return job.lr
+
+
+def record_dev_loss(state: TrainerState, dev_loss: float, patience: int) -> None:
+    """Track the best dev loss; stop after ``patience`` evaluations without improvement
+    (0 = never). Every rank sees the same all-reduced loss, so all stop together."""
+    state.dev_losses.append(dev_loss)
+    if dev_loss < state.best_dev_loss:
+        state.best_dev_loss, state.evals_without_improvement = dev_loss, 0
+    else:
+        state.evals_without_improvement += 1
+    state.stopped_early = bool(patience) and state.evals_without_improvement >= patience
+
+
+def _all_reduce_sum(values: list[float]) -> list[float]:
+    t = torch.tensor(values, dtype=torch.float64)
+    if dist.is_available() and dist.is_initialized():
+        dist.all_reduce(t)
+    return t.tolist()
+
+
+def evaluate(engine: Any, task: Any, dev: list, rank: int, world: int, job: Any) -> float:
+    """Token-weighted mean dev loss over all ranks' shards."""
+    mine = dev[rank::world]
+    loss_sum, tokens = 0.0, 0.0
+    engine.module.eval()
+    with torch.no_grad():
+        for i in range(0, len(mine), job.batch_size):
+            batch = task.collate(mine[i : i + job.batch_size], step=-1, rank=rank, train=False)
+            n = task.n_target_tokens(batch)
+            loss_sum += task.loss(engine.forward, batch).item() * n
+            tokens += n
+    engine.module.train()
+    loss_sum, tokens = _all_reduce_sum([loss_sum, tokens])
+    return loss_sum / max(tokens, 1.0)
+
+
+def _save(engine: Any, task: Any, state: TrainerState, rank: int, directory: Path, probe: dict) -> None:
+    if rank == 0:
+        task.export(engine.module, directory / "model")
+        (directory / STATE_FILE).write_text(json.dumps(asdict(state)))
+        # logits of the in-memory model on a fixed batch: a reload must reproduce them
+        engine.module.eval()
+        with torch.no_grad():
+            torch.save(task.logits(engine.module, probe), directory / PROBE_FILE)
+        engine.module.train()
+    torch.save(torch.get_rng_state(), directory / f"rng_rank{rank}.pt")
+    engine.save(directory, rank)
+
+
+def _restore_state(directory: Path) -> TrainerState:
+    state = TrainerState(**json.loads((directory / STATE_FILE).read_text()))
+    state.resumed_from_step = state.step
+    return state
+
+
+def train_loop_per_worker(config: dict[str, Any]) -> None:
+    """Entry point given to ``TorchTrainer``; ``config`` holds task, job, logger, seed."""
+    import ray.train
+
+    task, job, logger = config["task"], config["job"], config.get("logger")
+    ctx = ray.train.get_context()
+    rank, world = ctx.get_world_rank(), ctx.get_world_size()
+    torch.manual_seed(config["seed"] * 1000 + rank)
+
+    state, init_dir, restored = TrainerState(), None, None
+    checkpoint = ray.train.get_checkpoint()
+    if checkpoint is not None:  # a restart: continue from the latest checkpoint
+        restored = Path(tempfile.mkdtemp(prefix="nugget-resume-"))
+        with checkpoint.as_directory() as d:
+            shutil.copytree(d, restored, dirs_exist_ok=True)
+        state = _restore_state(restored)
+        init_dir = restored / "model"
+
+    train, dev = task.load_split("train"), task.load_split("dev")
+    model = task.build_model(init_dir)
+    model.train()  # from_pretrained returns eval-mode modules: dropout would be off after a resume
+    engine = make_engine(model, job, task.find_unused_parameters)
+    if restored is not None:
+        engine.load(restored)
+        # last: building the model and engine draws random numbers
+        torch.set_rng_state(torch.load(restored / f"rng_rank{rank}.pt", weights_only=True))
+        shutil.rmtree(restored, ignore_errors=True)
+    schedule = BatchSchedule(len(train), job.batch_size, rank, world, config["seed"])
+    if rank == 0 and logger is not None and checkpoint is None:
+        logger.log_params({"train.world_size": world, "train.train_examples": len(train),
+                           "train.dev_examples": len(dev), **task.parameter_counts(model)})
+
+    probe = task.collate(dev[: job.batch_size], step=-1, rank=0, train=False)
+    fail_at = config.get("fail_at_step", 0)
+    tick, tokens = time.time(), 0.0
+    while state.step < job.max_steps and not state.stopped_early:
+        step = state.step
+        lr = lr_at(step, job)
+        micro = [
+            task.collate([train[i] for i in schedule.indices(step * job.grad_accum + m)],
+                         step=step * job.grad_accum + m, rank=rank, train=True)
+            for m in range(job.grad_accum)
+        ]
+        loss = engine.train_step(micro, lr, task.loss)
+        mean_loss, n_tok = _all_reduce_sum([loss / world, sum(task.n_tokens(b) for b in micro)])
+        state.losses.append(mean_loss)
+        tokens += n_tok
+        state.step += 1
+        if fail_at and state.step == fail_at and state.resumed_from_step < 0:
+            raise RuntimeError(f"injected failure at step {fail_at} (fail_at_step)")
+        if rank == 0 and logger is not None and state.step % job.log_every == 0:
+            now = time.time()
+            logger.log_metrics(
+                {"train_loss": mean_loss, "lr": lr, "tokens_per_s": tokens / max(now - tick, 1e-9)},
+                step=state.step,
+            )
+            tick, tokens = now, 0.0
+
+        last = state.step == job.max_steps
+        metrics: dict[str, float] = {"step": state.step, "train_loss": mean_loss}
+        if state.step % job.eval_every == 0 or last:
+            dev_loss = evaluate(engine, task, dev, rank, world, job)
+            record_dev_loss(state, dev_loss, job.early_stopping_patience)
+            metrics["dev_loss"] = dev_loss
+            if rank == 0 and logger is not None:
+                logger.log_metrics({"dev_loss": dev_loss}, step=state.step)
+        if state.step % job.checkpoint_every == 0 or last or state.stopped_early:
+            with tempfile.TemporaryDirectory() as tmp:
+                _save(engine, task, state, rank, Path(tmp), probe)
+                ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(tmp))
+        elif "dev_loss" in metrics:
+            ray.train.report(metrics)

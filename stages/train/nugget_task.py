@@ -1,0 +1,168 @@
+"""The Nugget encoder-decoder training task (objectives ``ae`` and ``mt``).
+
+Input artifacts (contracts of the dataset stages): a HF tokenizer folder and
+``{train,dev}.parquet`` with columns ``source``, ``target``, ``source_sentences``.
+``ae`` reconstructs the source (optionally from a token-deleted copy, the TSDAE-style
+noise); ``mt`` produces the target. The sentence-boundary selector gets, per source,
+the positions of the last token of each sentence, found from the tokenizer's character
+offsets so the document is tokenised exactly as the model sees it; the chunking selector
+gets the positions of punctuation tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import torch
+from torch import nn
+
+from stages.common.padding import pad
+from stages.train.batches import Example, delete_tokens
+from stages.train.task import TrainingTask
+
+
+def sentence_end_positions(text: str, sentences: list[str], offsets: list[tuple[int, int]]) -> list[int]:
+    """Token positions whose character span ends a sentence of ``sentences``.
+
+    Sentences are located in order in ``text``; a token ends sentence ``i`` if it is the
+    last token starting before the sentence's end offset.
+    """
+    ends, cursor = [], 0
+    for sentence in sentences:
+        at = text.find(sentence, cursor)
+        if at < 0:
+            raise ValueError(f"sentence {sentence[:40]!r} not found in its document")
+        cursor = at + len(sentence)
+        ends.append(cursor)
+    positions, e = [], 0
+    for pos, (start, end) in enumerate(offsets):
+        if end == 0 and start == 0:
+            continue  # special tokens
+        while e < len(ends) and start >= ends[e]:
+            e += 1
+        if e < len(ends) and end >= ends[e]:
+            positions.append(pos)
+            e += 1
+    return positions
+
+
+@dataclass
+class NuggetTask(TrainingTask):
+    """Everything model-specific the training loop needs; picklable (sent to workers)."""
+
+    data_dir: str
+    tokenizer_dir: str
+    objective: str  # ae | mt
+    nugget: Any  # stages.config.schema.NuggetSection
+    model: Any  # stages.config.schema.Seq2SeqModel
+    deletion_noise: float = 0.0
+    dev_examples: int = 0
+    seed: int = 0
+    _tok: Any = field(default=None, init=False, repr=False)  # loaded once per process
+    _punct: Any = field(default=None, init=False, repr=False)
+
+    # DDP must tolerate parameters without gradient: the scorer without a learned
+    # selector or residual, and the untied tiny BART's `shared` embedding, which neither
+    # the (separately embedded) decoder nor the frozen encoder embedding uses.
+    find_unused_parameters: bool = field(default=True, init=False)
+
+    def tokenizer(self) -> Any:
+        from transformers import AutoTokenizer
+
+        if self._tok is None:
+            self._tok = AutoTokenizer.from_pretrained(self.tokenizer_dir)
+        return self._tok
+
+    def load_split(self, split: str) -> list[Example]:
+        path = Path(self.data_dir) / f"{split}.parquet"
+        if not path.exists():
+            raise FileNotFoundError(f"training data split {split!r} missing: {path}")
+        table = pq.read_table(path, columns=["source", "target", "source_sentences"]).to_pydict()
+        if split == "dev" and self.dev_examples:
+            table = {k: v[: self.dev_examples] for k, v in table.items()}
+        if not table["source"]:
+            raise ValueError(f"training data split {split!r} at {path} has no rows")
+        tok = self.tokenizer()
+        limit = self._max_len()
+        enc = tok(table["source"], truncation=True, max_length=limit, return_offsets_mapping=True)
+        targets = table["source"] if self.objective == "ae" else table["target"]
+        dec = tok(targets, truncation=True, max_length=limit)
+        return [
+            Example(ids, tgt, sentence_end_positions(text, sents, offs))
+            for ids, tgt, text, sents, offs in zip(
+                enc["input_ids"], dec["input_ids"], table["source"],
+                table["source_sentences"], enc["offset_mapping"], strict=True,
+            )
+        ]
+
+    def _max_len(self) -> int:
+        if self.model.source == "tiny_random":
+            return self.model.tiny.max_positions
+        return 1024
+
+    def nugget_config(self) -> Any:
+        from nugget_core import NuggetConfig
+
+        n = self.nugget
+        return NuggetConfig(
+            ratio=n.ratio, scorer_layer=n.scorer_layer, residual=n.residual, feedback=n.feedback,
+            freeze_bottom=n.freeze_bottom, value_projection=n.value_projection,
+            selector=n.selector, scorer_hidden=n.scorer_hidden or None,
+        )
+
+    def build_model(self, init_dir: Path | None) -> nn.Module:
+        """A fresh Nugget model, or the one saved in ``init_dir`` (resume)."""
+        from nugget_core import NuggetModel, TinyBartSpec, build_tiny_bart, get_nugget_model
+
+        impl = self.model.attn_implementation
+        if init_dir is not None:
+            return NuggetModel.from_pretrained(init_dir, attn_implementation=impl)
+        if self.model.source == "tiny_random":
+            spec = {k: v for k, v in vars(self.model.tiny).items() if k != "tokenizer_vocab_size"}
+            base = build_tiny_bart(self.tokenizer(), TinyBartSpec(**spec), seed=self.seed)
+        else:
+            from transformers import AutoModelForSeq2SeqLM
+
+            base = AutoModelForSeq2SeqLM.from_pretrained(self.model.name_or_path, attn_implementation=impl)
+        return get_nugget_model(base, self.nugget_config())
+
+    def collate(self, examples: list[Example], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+        pad_id = self.tokenizer().pad_token_id
+        rng = np.random.default_rng([self.seed, max(step, 0), rank])
+        sources = [
+            delete_tokens(e.source, self.deletion_noise, rng) if train and self.objective == "ae" else e.source
+            for e in examples
+        ]
+        ids, mask = pad(sources, pad_id)
+        labels, _ = pad([e.target for e in examples], -100)
+        batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+        if self.nugget.selector == "sentence":
+            bounds = torch.zeros_like(ids, dtype=torch.bool)
+            for i, e in enumerate(examples):
+                bounds[i, [p for p in e.boundaries if p < ids.shape[1]]] = True
+            batch["boundary_mask"] = bounds
+        elif self.nugget.selector == "chunk":
+            # the chunking selector takes the last punctuation token of each chunk (§7.1)
+            from nugget_core import punctuation_token_ids, token_flags
+
+            if self._punct is None:
+                self._punct = punctuation_token_ids(self.tokenizer())
+            batch["boundary_mask"] = token_flags(ids, self._punct)
+        return batch
+
+    @staticmethod
+    def n_target_tokens(batch: dict[str, torch.Tensor]) -> int:
+        return int((batch["labels"] != -100).sum())
+
+    @staticmethod
+    def n_tokens(batch: dict[str, torch.Tensor]) -> int:
+        return int(batch["attention_mask"].sum()) + int((batch["labels"] != -100).sum())
+
+    def export(self, model: nn.Module, directory: Path) -> None:
+        """HF ``save_pretrained`` + nugget parts + tokenizer: loadable outside Ray."""
+        model.save_pretrained(directory)
+        self.tokenizer().save_pretrained(directory)

@@ -1,0 +1,129 @@
+"""Stage ``train_baselines``: the baselines and ablations the Nugget evaluations compare.
+
+Each name of ``eval.baselines.systems`` is one training run (``launch.fit`` on Ray
+Train, the same MT documents and tokenizer as ``train_nugget``, the same job settings
+``eval.baselines.train``):
+
+========================  ==================================================================
+tsdae_ae / tsdae_mt       TSDAE: mean-pooled single vector, cross-attention decoder; AE with
+                          ``eval.baselines.tsdae_deletion`` deletion (paper: 60%) / MT
+re_cross / re_gating      RE: single vector, cross-attention / gating decoder, AE, no noise
+nugget_mt                 Nugget (MT), learned selector: the ablations' reference, trained
+                          with the very same job settings (table 4, first row)
+chunk / sentence          Nugget (MT) with the rule-based chunking / sentence-end selector
+nugget_r0033              Nugget (MT) learned selector at the sentence selector's ratio
+no_feedback               Nugget (MT) without the feedback type embeddings
+========================  ==================================================================
+
+Nugget ablations take every other Nugget setting (ratio 0.1 in the paper, scorer layer,
+residual, ...) from the ``nugget`` section. Output: ``systems/<name>/model/`` (loadable
+with ``NuggetModel`` / ``BottleneckModel.from_pretrained``), ``systems.json`` (one record
+per system: what it is, its dev loss, its model dir) and per-system trainer states.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from stages.framework.stage import Stage, StageContext
+from stages.train.baseline_task import BaselineTask
+from stages.train.launch import check_resources, clear_storage, fit
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    bottleneck: str  # "" (Nugget) | cross | gating
+    objective: str
+    noisy: bool = False  # TSDAE deletion noise
+    selector: str = "topk"
+    feedback: bool = True
+    sentence_ratio: bool = False  # ratio = eval.baselines.sentence_ratio
+
+
+SYSTEMS: dict[str, SystemSpec] = {
+    "tsdae_ae": SystemSpec("cross", "ae", noisy=True),
+    "tsdae_mt": SystemSpec("cross", "mt"),
+    "re_cross": SystemSpec("cross", "ae"),
+    "re_gating": SystemSpec("gating", "ae"),
+    "nugget_mt": SystemSpec("", "mt"),
+    "chunk": SystemSpec("", "mt", selector="chunk"),
+    "sentence": SystemSpec("", "mt", selector="sentence", sentence_ratio=True),
+    "nugget_r0033": SystemSpec("", "mt", sentence_ratio=True),
+    "no_feedback": SystemSpec("", "mt", feedback=False),
+}
+
+
+@dataclass
+class PrefixedLogger:
+    """Per-step metrics of one system under ``<system>.`` in the stage's MLflow run."""
+
+    logger: Any
+    prefix: str
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        self.logger.log_metrics({f"{self.prefix}.{k}": v for k, v in metrics.items()}, step=step)
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        self.logger.log_params({f"{self.prefix}.{k}": v for k, v in params.items()})
+
+
+def system_record(name: str, spec: SystemSpec, nugget: Any, deletion: float) -> dict[str, Any]:
+    """What the evaluations need to know about a trained system (``systems.json``)."""
+    record: dict[str, Any] = {
+        "system": name, "objective": spec.objective, "deletion_noise": deletion,
+        "kind": "bottleneck" if spec.bottleneck else "nugget",
+        "model_dir": f"systems/{name}/model",
+    }
+    if spec.bottleneck:
+        record["decoder"] = spec.bottleneck
+    else:
+        record.update(ratio=nugget.ratio, scorer_layer=nugget.scorer_layer,
+                      selector=nugget.selector, feedback=nugget.feedback)
+    return record
+
+
+class TrainBaselines(Stage):
+    name = "train_baselines"
+    description = "TSDAE, RE (cross / gating) and Nugget selector/feedback ablations."
+    upstream = ("tokenizer", "build_mt_docs")
+    config_keys = ("eval.baselines", "nugget", "model.seq2seq", "run.seed")
+    resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
+
+    def run(self, ctx: StageContext) -> None:
+        cfg = ctx.cfg("eval.baselines")
+        check_resources(cfg.train, "eval.baselines.train")
+        records = []
+        for i, name in enumerate(cfg.systems):
+            spec = SYSTEMS[name]
+            nugget = dataclasses.replace(
+                ctx.cfg("nugget"), selector=spec.selector, feedback=spec.feedback,
+                ratio=cfg.sentence_ratio if spec.sentence_ratio else ctx.cfg("nugget").ratio,
+            )
+            deletion = cfg.tsdae_deletion if spec.noisy else 0.0
+            print(f"[train_baselines] {i + 1}/{len(cfg.systems)}: {name} {spec}", flush=True)
+            task = BaselineTask(
+                data_dir=str(ctx.inputs["build_mt_docs"].path),
+                tokenizer_dir=str(ctx.inputs["tokenizer"].file("tokenizer")),
+                objective=spec.objective, nugget=nugget, model=ctx.cfg("model.seq2seq"),
+                deletion_noise=deletion, dev_examples=cfg.train.dev_examples,
+                seed=ctx.cfg("run.seed"), bottleneck=spec.bottleneck,
+            )
+            if ctx.forced:
+                clear_storage(ctx.work_uri, name)
+            with tempfile.TemporaryDirectory(prefix="nugget-checkpoint-") as tmp:
+                checkpoint, state = fit(task, cfg.train, ctx.work_uri, name, ctx.cfg("run.seed"),
+                                        PrefixedLogger(ctx.logger, name), download_to=tmp)
+                shutil.copytree(checkpoint / "model", ctx.output_dir / "systems" / name / "model")
+            ctx.write_json(f"systems/{name}/trainer_state.json", state)
+            clear_storage(ctx.work_uri, name)
+            record = system_record(name, spec, nugget, deletion)
+            record["dev_loss"] = state["best_dev_loss"]
+            records.append(record)
+            ctx.log_metrics({f"{name}.best_dev_loss": state["best_dev_loss"],
+                             f"{name}.final_train_loss": state["losses"][-1]})
+        ctx.write_json("systems.json", records)
+        ctx.log_metrics({"systems": len(records)})

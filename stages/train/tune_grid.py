@@ -1,0 +1,107 @@
+"""Ray Tune grid over Nugget's ratio r, scorer layer l and objective (Nugget §5.1, §7.1).
+
+Each trial is a function trainable that fits its own ``TorchTrainer`` (Tune cannot wrap a
+Train V2 trainer directly, ENV-NOTES) and holds no CPU itself, so concurrency is bounded
+by ``max_concurrent_trials`` and the workers' CPUs, never deadlocked by trials waiting
+for CPUs their parents hold. Every trial logs into its own MLflow run nested under the
+sweep stage's run, and copies its final model to ``<work>/trials/<trial>/model``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from typing import Any
+
+from stages.train.launch import fit
+
+
+def trial_name(objective: str, ratio: float, layer: int) -> str:
+    return f"{objective}_r{ratio:g}_l{layer}"
+
+
+def copy_tree(src: str, dest: str) -> None:
+    """Copy a directory between local disk and the run's storage; either side may be a
+    URI (a trial node uploads its model, the stage's node downloads every trial's)."""
+    if "://" in dest:
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(dest)
+        fs.put(src, path, recursive=True)
+    elif "://" in src:
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(src)
+        fs.get(path, dest, recursive=True)
+    else:
+        shutil.copytree(src, dest, dirs_exist_ok=True)
+
+
+def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
+    """Train one grid point; returns its metrics (also reported to Tune)."""
+    from ray import tune
+
+    from stages.framework.tracking import RunLogger
+
+    objective, ratio, layer = config["objective"], config["ratio"], config["scorer_layer"]
+    name = trial_name(objective, ratio, layer)
+    task = dataclasses.replace(
+        base["task"],
+        objective=objective,
+        nugget=dataclasses.replace(base["task"].nugget, ratio=ratio, scorer_layer=layer),
+    )
+    job = dataclasses.replace(base["job"], objective=objective)
+    logger = None
+    if base.get("tracking_uri"):
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(base["tracking_uri"])
+        run = client.create_run(
+            base["experiment_id"], run_name=name,
+            tags={"mlflow.parentRunId": base["parent_run_id"], "trial": name, "stage": "sweep_trial"},
+        )
+        logger = RunLogger(base["tracking_uri"], run.info.run_id)
+        logger.log_params({"nugget.ratio": ratio, "nugget.scorer_layer": layer, "train.nugget.objective": objective})
+    with tempfile.TemporaryDirectory(prefix="nugget-checkpoint-") as tmp:
+        checkpoint, state = fit(task, job, base["storage"], f"train-{name}", base["seed"], logger,
+                                download_to=tmp)
+        copy_tree(str(checkpoint / "model"), f"{base['storage']}/trials/{name}/model")
+    metrics = {"dev_loss": state["best_dev_loss"], "final_train_loss": state["losses"][-1], "steps": state["step"]}
+    if logger is not None:
+        logger.log_metrics(metrics)
+        logger.end()
+    tune.report(metrics)
+    return metrics
+
+
+def run_sweep(task: Any, job: Any, grid: Any, storage: str, seed: int, tracking: dict[str, str]) -> list[dict[str, Any]]:
+    """Fit every grid point; returns one row per trial (objective, ratio, layer, metrics)."""
+    from ray import tune
+
+    base = {"task": task, "job": job, "storage": storage, "seed": seed, **tracking}
+    # no CPU for the trial itself (its TorchTrainer workers take them); Tune needs some
+    # non-empty request, so a token amount of memory
+    trainable = tune.with_resources(tune.with_parameters(run_trial, base=base), {"cpu": 0, "memory": 1})
+    tuner = tune.Tuner(
+        trainable,
+        param_space={
+            "objective": tune.grid_search(list(grid.objectives)),
+            "ratio": tune.grid_search(list(grid.ratios)),
+            "scorer_layer": tune.grid_search(list(grid.scorer_layers)),
+        },
+        tune_config=tune.TuneConfig(max_concurrent_trials=grid.max_concurrent_trials),
+        run_config=tune.RunConfig(name="tune", storage_path=storage),
+    )
+    results = tuner.fit()
+    rows = []
+    for result in results:
+        if result.error is not None:
+            raise RuntimeError(f"sweep trial {result.config} failed: {result.error}")
+        c = result.config
+        rows.append({
+            "trial": trial_name(c["objective"], c["ratio"], c["scorer_layer"]),
+            "objective": c["objective"], "ratio": c["ratio"], "scorer_layer": c["scorer_layer"],
+            **{k: result.metrics[k] for k in ("dev_loss", "final_train_loss", "steps")},
+        })
+    return sorted(rows, key=lambda r: (r["objective"], r["ratio"], r["scorer_layer"]))
