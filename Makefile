@@ -21,7 +21,7 @@ MLFLOW_PORT ?= 5000
 AGENT_PORT ?= $(shell $(PYTHON) -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export NUGGET_ARTIFACT_ROOT ?= $(HOME)/nugget-artifacts
 export NUGGET_SOURCES_DIR   ?= $(HOME)/.cache/nugget-pipeline/sources
-# local Ray: loopback only, no token auth (ENV-NOTES.md)
+# local Ray: loopback only, no token auth (docs/environment-notes.md)
 RAY_ENV    := PATH=$(BIN):$$PATH RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_AUTH_MODE=disabled
 
 .PHONY: install run test sources mlflow-ui ray-start ray-stop lint clean-artifacts

@@ -15,6 +15,7 @@ Writes benchmarks/results/train_overhead.json and .md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import tempfile
@@ -54,8 +55,8 @@ def main() -> None:
     from nugget_core import TinyBartSpec, build_tiny_bart
 
     nugget = task.build_model(None)  # tiny BART built with seed 0, then nuggified
-    spec = {k: v for k, v in vars(cfg.model.seq2seq.tiny).items() if k != "tokenizer_vocab_size"}
-    vanilla = build_tiny_bart(task.tokenizer(), TinyBartSpec(**spec), seed=0)  # same weights, no Nugget
+    spec = TinyBartSpec(**dataclasses.asdict(cfg.model.seq2seq.tiny))  # the section has its fields
+    vanilla = build_tiny_bart(task.tokenizer(), spec, seed=0)  # same weights, no Nugget
     models = {"vanilla_hf": vanilla, "nugget": nugget}
     opts = {k: torch.optim.Adam([q for q in m.parameters() if q.requires_grad], lr=1e-3) for k, m in models.items()}
     schedule = BatchSchedule(len(train), args.batch_size, 0, 1, 0)

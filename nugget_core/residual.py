@@ -30,16 +30,32 @@ from typing import Any
 import torch
 from torch import nn
 
-from .config import ResidualMode
+from .modes import ResidualMode
 
 
 def residual_bias(scores: torch.Tensor, mode: ResidualMode) -> torch.Tensor:
-    """``[batch, k]`` bias to add to the cross-attention logits."""
+    """``[batch, k]`` bias to add to the attention logits of the ``k`` nugget keys.
+
+    Linear in ``scores``, so keys given a score of 0 (non-nuggets) get a bias of 0.
+    """
     if mode is ResidualMode.DIRECT:
         return scores
     if mode is ResidualMode.STRAIGHT_THROUGH:
         return scores - scores.detach()  # zero in the forward pass, d/ds = 1 backward
     return torch.zeros_like(scores).detach()
+
+
+def active_residual_bias(scores: torch.Tensor, mode: ResidualMode) -> torch.Tensor | None:
+    """`residual_bias`, or None when that bias is exactly 0 and carries no gradient
+    (``none``; ``straight_through`` outside autograd), so callers can leave the attention
+    mask (and sdpa's kernel choice) untouched. ``scores [batch, k]`` -> ``[batch, k]``."""
+    if mode is ResidualMode.NONE:
+        return None
+    if mode is ResidualMode.STRAIGHT_THROUGH and not (
+        torch.is_grad_enabled() and scores.requires_grad
+    ):
+        return None
+    return residual_bias(scores, mode)
 
 
 def add_bias_to_mask(
@@ -113,11 +129,7 @@ class CrossAttentionResidual:
     def _hook(
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-        if self._scores is None or self.mode is ResidualMode.NONE:
-            return None
-        if self.mode is ResidualMode.STRAIGHT_THROUGH and not (
-            torch.is_grad_enabled() and self._scores.requires_grad
-        ):
+        if self._scores is None or active_residual_bias(self._scores, self.mode) is None:
             # The bias is exactly 0 and nothing will backpropagate: leave the HF mask (and
             # so the fast sdpa kernel choice) untouched, e.g. during generation.
             return None
@@ -133,7 +145,7 @@ class CrossAttentionResidual:
                 f"nugget scores cover {scores.shape[1]} nuggets but the decoder attends to "
                 f"{states.shape[1]} encoder states; pass nuggets.encoding / nuggets.mask"
             )
-        bias = residual_bias(scores, self.mode)
+        bias = residual_bias(scores, self.mode)  # active: checked above
         kwargs = dict(kwargs)
         kwargs[self.mask_kwarg] = add_bias_to_mask(kwargs.get(self.mask_kwarg), bias, states.dtype)
         return args, kwargs

@@ -11,14 +11,24 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import nn
 
-from .config import NuggetConfig, SelectorKind
+from .modes import SelectorKind
 from .nuggets import Nuggets, gather_tokens, selection_to_indices
 from .residual import CrossAttentionResidual
 from .selectors import build_selector
+
+
+class ScorerSettings(Protocol):
+    """The fields of `NuggetConfig` (or ``Nugget2DConfig.scorer_config()``) the scorer reads."""
+
+    scorer_hidden: int | None
+    selector: SelectorKind
+    value_projection: bool
+    feedback: bool
 
 
 @dataclass
@@ -35,7 +45,7 @@ class EncoderPass:
 class NuggetScorer(nn.Module):
     """Scores tokens, selects nuggets, projects them, and supplies the feedback embeddings."""
 
-    def __init__(self, d_model: int, config: NuggetConfig) -> None:
+    def __init__(self, d_model: int, config: ScorerSettings) -> None:
         super().__init__()
         self.config = config
         hidden = config.scorer_hidden or d_model

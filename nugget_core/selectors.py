@@ -14,7 +14,7 @@ from typing import Protocol
 
 import torch
 
-from .config import SelectorKind
+from .modes import SelectorKind
 from .nuggets import nugget_counts
 
 

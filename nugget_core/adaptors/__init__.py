@@ -1,40 +1,38 @@
-"""Per-architecture adaptors and the lookup by ``config.model_type``."""
+"""Per-architecture adaptors for both families and their one registry.
+
+``get_adaptor(model)`` (seq2seq, Nugget) and ``get_adaptor(model, "causal")`` /
+``get_causal_adaptor(model)`` (decoder-only, Nugget2D) look up `register_adaptor`'s
+table by ``config.model_type``; see `nugget_core.adaptors.registry` for adding a family.
+"""
 
 from __future__ import annotations
 
-from transformers import PreTrainedModel
-
 from .bart import BartAdaptor
-from .base import Seq2SeqAdaptor
-from .llama import LlamaFamilyAdaptor, get_causal_adaptor
+from .base import AdaptorKind, CausalLMAdaptor, Seq2SeqAdaptor
+from .llama import LlamaFamilyAdaptor
+from .registry import (
+    SUPPORTED_ATTENTION,
+    get_adaptor,
+    get_causal_adaptor,
+    register_adaptor,
+    supported_model_types,
+)
 from .t5 import T5Adaptor
 
-_ADAPTORS: tuple[type[Seq2SeqAdaptor], ...] = (BartAdaptor, T5Adaptor)
-
-
-def supported_model_types() -> list[str]:
-    return sorted(t for cls in _ADAPTORS for t in cls.model_types)
-
-
-def get_adaptor(model: PreTrainedModel) -> Seq2SeqAdaptor:
-    """The adaptor for ``model``; a clear error naming the supported types otherwise."""
-    config = getattr(model, "config", None)
-    model_type = getattr(config, "model_type", None)
-    for cls in _ADAPTORS:
-        if model_type in cls.model_types and getattr(config, "is_encoder_decoder", False):
-            return cls()
-    raise ValueError(
-        f"Nugget does not support model_type={model_type!r} ({type(model).__name__}); "
-        f"supported encoder-decoder types: {', '.join(supported_model_types())}"
-    )
-
+register_adaptor(BartAdaptor, "bart", "mbart")
+register_adaptor(T5Adaptor, "t5")
+register_adaptor(LlamaFamilyAdaptor, "llama", "mistral", "qwen2")
 
 __all__ = [
+    "SUPPORTED_ATTENTION",
+    "AdaptorKind",
     "BartAdaptor",
+    "CausalLMAdaptor",
     "LlamaFamilyAdaptor",
     "Seq2SeqAdaptor",
     "T5Adaptor",
     "get_adaptor",
     "get_causal_adaptor",
+    "register_adaptor",
     "supported_model_types",
 ]

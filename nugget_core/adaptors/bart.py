@@ -10,8 +10,6 @@ from .base import Seq2SeqAdaptor
 
 
 class BartAdaptor(Seq2SeqAdaptor):
-    model_types = ("bart", "mbart")
-
     def encoder_layers(self, model: PreTrainedModel) -> nn.ModuleList:
         return model.get_encoder().layers
 

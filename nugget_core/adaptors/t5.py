@@ -10,7 +10,6 @@ from .base import Seq2SeqAdaptor
 
 
 class T5Adaptor(Seq2SeqAdaptor):
-    model_types = ("t5",)
     cross_mask_kwarg = "mask"
 
     def encoder_layers(self, model: PreTrainedModel) -> nn.ModuleList:

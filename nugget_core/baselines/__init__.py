@@ -2,7 +2,7 @@
 
 - TSDAE (Wang et al., 2021): the mean-pooled encoder states are the only thing the
   decoder's cross-attention sees; trained as a denoising autoencoder (60% deletion).
-- RE, restorable embeddings (``papers/restorable-embeddings.txt``): the same single
+- RE, restorable embeddings (see docs/papers.md): the same single
   mean-pooled vector, decoded either with plain cross-attention ("cross decoder") or
   with the gating layer replacing each decoder cross-attention ("gating decoder", §3.3).
 
@@ -18,4 +18,10 @@ from .config import BottleneckConfig, DecoderKind
 from .gating import GatingLayer
 from .model import BottleneckModel, get_bottleneck_model
 
-__all__ = ["BottleneckConfig", "BottleneckModel", "DecoderKind", "GatingLayer", "get_bottleneck_model"]
+__all__ = [
+    "BottleneckConfig",
+    "BottleneckModel",
+    "DecoderKind",
+    "GatingLayer",
+    "get_bottleneck_model",
+]

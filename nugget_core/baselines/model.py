@@ -58,9 +58,13 @@ class BottleneckModel(nn.Module):
                 layer = GatingLayer(d_model, config.repr_dim or d_model)
                 _replace_module(base_model, module, layer.to(base_model.device, base_model.dtype))
             if config.repr_dim not in (None, d_model):
-                raise ValueError("repr_dim != d_model needs a projection of e_repr; not implemented")
+                raise ValueError(
+                    "repr_dim != d_model needs a projection of e_repr; not implemented"
+                )
 
-    def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def embed(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """The single vector ``[batch, d]`` of each ``input_ids [batch, n]`` sequence."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
@@ -100,8 +104,11 @@ class BottleneckModel(nn.Module):
         (computed from ``input_ids`` when not given)."""
         encoder_outputs, mask = self._decoder_inputs(input_ids, attention_mask, vectors, kwargs)
         return self.base_model(
-            input_ids=input_ids, encoder_outputs=encoder_outputs, attention_mask=mask,
-            labels=labels, **kwargs,
+            input_ids=input_ids,
+            encoder_outputs=encoder_outputs,
+            attention_mask=mask,
+            labels=labels,
+            **kwargs,
         )
 
     @torch.no_grad()
@@ -113,7 +120,9 @@ class BottleneckModel(nn.Module):
         **generate_kwargs: Any,
     ) -> Any:
         """HF ``generate`` from the single vector (beam search included)."""
-        encoder_outputs, mask = self._decoder_inputs(input_ids, attention_mask, vectors, generate_kwargs)
+        encoder_outputs, mask = self._decoder_inputs(
+            input_ids, attention_mask, vectors, generate_kwargs
+        )
         return self.base_model.generate(
             encoder_outputs=encoder_outputs, attention_mask=mask, **generate_kwargs
         )

@@ -1,37 +1,62 @@
 """Nugget2D (decoder-only LMs): compressor and autoregressive modes, baselines, loaders.
 
 See `model` (compressor mode), `autoregressive` / `stream` (autoregressive mode),
-`baselines` (Full, Compressive), `calibration` (Lambda), `smollm2` (offline model).
+`bias` (the one attention-bias builder), `objectives` (losses), `baselines` (Full,
+Compressive), `calibration` (Lambda), `smollm2` (offline model). Names are imported
+lazily (PEP 562): ``from nugget_core.nugget2d import Nugget2DConfig`` loads no torch.
 """
 
-from .autoregressive import AROutput, ARWindows, ar_forward, ar_loss, ar_scores
-from .baselines import CompressiveStream, FullStream, stream_nll
-from .calibration import calibration_scores, realised_ratio, threshold_for_ratio
-from .config import COMPRESSOR, DECODER, Nugget2DConfig
-from .context import CompressedContext
-from .generation import GenerationResult, generate_from_context
-from .kv import LayerKV, cache_nbytes
-from .model import Nugget2DModel, Nugget2DOutput
-from .objectives import (
-    Objective,
-    autoencoding_loss,
-    continuation_loss,
-    finetune_loss,
-    objective_loss,
-    set_objective,
-)
-from .persistence import load_nugget2d, load_scorer, save_nugget2d
-from .smollm2 import find_smollm2_package, prepare_smollm2, truncate_layers
-from .stream import Nugget2DStream
-from .tiny import TinyCausalSpec, build_tiny_causal_lm
+from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "AROutput": ".autoregressive",
+    "ARWindows": ".autoregressive",
+    "ar_forward": ".autoregressive",
+    "ar_loss": ".autoregressive",
+    "ar_scores": ".autoregressive",
+    "CompressiveStream": ".baselines",
+    "FullStream": ".baselines",
+    "stream_nll": ".baselines",
+    "calibration_scores": ".calibration",
+    "realised_ratio": ".calibration",
+    "threshold_for_ratio": ".calibration",
+    "COMPRESSOR": ".config",
+    "DECODER": ".config",
+    "Nugget2DConfig": ".config",
+    "CompressedContext": ".context",
+    "GenerationResult": ".generation",
+    "generate_from_context": ".generation",
+    "LayerKV": ".kv",
+    "cache_nbytes": ".kv",
+    "Nugget2DModel": ".model",
+    "Nugget2DOutput": ".model",
+    "Objective": ".objectives",
+    "autoencoding_loss": ".objectives",
+    "continuation_loss": ".objectives",
+    "finetune_loss": ".objectives",
+    "objective_loss": ".objectives",
+    "set_objective": ".objectives",
+    "load_nugget2d": ".persistence",
+    "load_scorer": ".persistence",
+    "save_nugget2d": ".persistence",
+    "find_smollm2_package": ".smollm2",
+    "prepare_smollm2": ".smollm2",
+    "truncate_layers": ".smollm2",
+    "Nugget2DStream": ".stream",
+    "TinyCausalSpec": "..testing.tiny_causal",
+    "build_tiny_causal_lm": "..testing.tiny_causal",
+}
 __all__ = [
-    "COMPRESSOR",
-    "DECODER",
     "AROutput",
     "ARWindows",
+    "COMPRESSOR",
     "CompressedContext",
     "CompressiveStream",
+    "DECODER",
     "FullStream",
     "GenerationResult",
     "LayerKV",
@@ -49,8 +74,8 @@ __all__ = [
     "cache_nbytes",
     "calibration_scores",
     "continuation_loss",
-    "finetune_loss",
     "find_smollm2_package",
+    "finetune_loss",
     "generate_from_context",
     "load_nugget2d",
     "load_scorer",
@@ -63,3 +88,26 @@ __all__ = [
     "threshold_for_ratio",
     "truncate_layers",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from ..testing.tiny_causal import TinyCausalSpec, build_tiny_causal_lm
+    from .autoregressive import AROutput, ARWindows, ar_forward, ar_loss, ar_scores
+    from .baselines import CompressiveStream, FullStream, stream_nll
+    from .calibration import calibration_scores, realised_ratio, threshold_for_ratio
+    from .config import COMPRESSOR, DECODER, Nugget2DConfig
+    from .context import CompressedContext
+    from .generation import GenerationResult, generate_from_context
+    from .kv import LayerKV, cache_nbytes
+    from .model import Nugget2DModel, Nugget2DOutput
+    from .objectives import (
+        Objective,
+        autoencoding_loss,
+        continuation_loss,
+        finetune_loss,
+        objective_loss,
+        set_objective,
+    )
+    from .persistence import load_nugget2d, load_scorer, save_nugget2d
+    from .smollm2 import find_smollm2_package, prepare_smollm2, truncate_layers
+    from .stream import Nugget2DStream

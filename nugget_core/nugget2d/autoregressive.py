@@ -30,8 +30,7 @@ import torch
 from torch import nn
 
 from ..nuggets import gather_tokens, selection_to_indices
-from ..residual import residual_bias
-from .context import float_mask
+from .bias import nugget_attention_mask
 from .model import Nugget2DModel
 
 
@@ -55,7 +54,7 @@ def sliding_window_mask(n: int, window: int, dtype: torch.dtype) -> torch.Tensor
     """``[1, 1, n, n]`` float mask: token i sees j in ``(i - window, i]``."""
     i = torch.arange(n)
     visible = (i[None, :] <= i[:, None]) & (i[None, :] > i[:, None] - window)
-    return float_mask(visible[None], None, dtype)
+    return nugget_attention_mask(visible[None], dtype)
 
 
 def nugget_eligibility(
@@ -76,11 +75,13 @@ def nugget_eligibility(
 
 @dataclass
 class AROutput:
-    """``logits [batch, T, vocab]``, ``scores [batch, T]``, ``selected [batch, T]`` bool."""
+    """``logits [batch, T, vocab]``, ``scores [batch, T]``, ``selected [batch, T]`` bool,
+    and (from `ar_loss`) the scalar ``loss``."""
 
     logits: torch.Tensor
     scores: torch.Tensor
     selected: torch.Tensor
+    loss: torch.Tensor | None = None
 
 
 def ar_scores(model: Nugget2DModel, input_ids: torch.Tensor, window: int) -> torch.Tensor:
@@ -90,22 +91,51 @@ def ar_scores(model: Nugget2DModel, input_ids: torch.Tensor, window: int) -> tor
     return model.scorer.score(features.to(model.dtype), torch.ones_like(input_ids))
 
 
+def threshold_for_ratio(scores: torch.Tensor, ratio: float) -> float:
+    """Lambda such that a fraction ``ratio`` of ``scores`` (any shape) lies above it."""
+    if not 0.0 < ratio <= 1.0:
+        raise ValueError(f"ratio={ratio!r} must be in (0, 1]")
+    return float(torch.quantile(scores.float(), 1.0 - ratio))
+
+
+def ar_select(
+    model: Nugget2DModel,
+    scores: torch.Tensor,
+    threshold: float | None = None,
+    ratio: float | None = None,
+) -> torch.Tensor:
+    """``[batch, T]`` bool: tokens whose score exceeds Lambda.
+
+    Lambda is ``threshold`` when given; else, with ``ratio``, the in-batch ``1 - ratio``
+    quantile of ``scores`` (a ratio r of the batch's tokens: training before a
+    calibrated Lambda exists); else ``model.config.threshold``.
+    """
+    if threshold is None and ratio is not None:
+        threshold = threshold_for_ratio(scores.detach(), ratio)
+    threshold = model.config.threshold if threshold is None else threshold
+    if threshold is None:
+        raise ValueError("autoregressive mode needs a threshold (Lambda): calibrate it")
+    return scores.detach() > threshold
+
+
 def ar_forward(
     model: Nugget2DModel,
     input_ids: torch.Tensor,
     threshold: float | None = None,
     selected: torch.Tensor | None = None,
+    ratio: float | None = None,
 ) -> AROutput:
-    """All next-token logits of ``input_ids [batch, T]`` (no padding) in one pass."""
+    """All next-token logits of ``input_ids [batch, T]`` (no padding) in one pass.
+
+    Nuggets are ``selected [batch, T]`` when given, else `ar_select` (``threshold``, then
+    ``ratio``, then ``model.config.threshold``).
+    """
     w = ARWindows.from_model(model)
     batch, t = input_ids.shape
     device = input_ids.device
     scores = ar_scores(model, input_ids, w.scorer)
     if selected is None:
-        threshold = model.config.threshold if threshold is None else threshold
-        if threshold is None:
-            raise ValueError("autoregressive mode needs a threshold (Lambda): calibrate it")
-        selected = scores.detach() > threshold
+        selected = ar_select(model, scores, threshold, ratio)
     idx, nmask = selection_to_indices(selected)
     idx, nmask = idx.to(device), nmask.to(device)
     n = idx.shape[1]
@@ -121,33 +151,41 @@ def ar_forward(
     own = torch.zeros_like(phi)
     own[:, t:, :] = torch.eye(n, dtype=torch.bool, device=device)
     visible = torch.cat([recent, phi | own], dim=2)
-    nugget_scores = gather_tokens(scores, idx, nmask)
-    bias = None
-    if model.config.residual.value != "none":
-        bias = torch.cat(
-            [scores.new_zeros(batch, t), residual_bias(nugget_scores, model.config.residual)], 1
-        )
+    # Keys: T theta tokens (no residual), then the N phi nugget copies (their scores).
+    key_scores = torch.cat([scores.new_zeros(batch, t), gather_tokens(scores, idx, nmask)], 1)
     embeds = model.embed(torch.cat([input_ids, torch.gather(input_ids, 1, idx)], dim=1))
     phi_gate = torch.cat([torch.zeros_like(theta_pos), nmask], dim=1)[..., None]
     theta_gate = (~is_phi).long().expand(batch, -1)[..., None]
-    with model.router.route(phi_gate.to(model.dtype), theta_gate.to(model.dtype)):
-        out = model.lm(
-            inputs_embeds=embeds,
-            attention_mask=float_mask(visible, bias, model.dtype),
-            position_ids=query_pos,
-            use_cache=False,
-        )
+    out = model.lm_forward(
+        gates=(phi_gate.to(model.dtype), theta_gate.to(model.dtype)),
+        inputs_embeds=embeds,
+        attention_mask=nugget_attention_mask(
+            visible, model.dtype, key_scores, model.config.residual
+        ),
+        position_ids=query_pos,
+        use_cache=False,
+    )
     return AROutput(out.logits[:, :t], scores, selected)
 
 
 def ar_loss(
-    model: Nugget2DModel, input_ids: torch.Tensor, predict_last: int | None = None
-) -> torch.Tensor:
-    """Training approximation: on samples of ``omega_d + omega_r`` tokens, the mean NLL
-    of the last ``predict_last`` (default omega_r) tokens."""
+    model: Nugget2DModel,
+    input_ids: torch.Tensor,
+    predict_last: int | None = None,
+    threshold: float | None = None,
+    ratio: float | None = None,
+) -> AROutput:
+    """Training approximation: on samples ``input_ids [batch, T]`` of ``omega_d + omega_r``
+    tokens, ``loss`` = the mean NLL of the last ``predict_last`` (default omega_r) tokens.
+
+    Nugget selection as in `ar_forward` (``threshold``, else the in-batch ``ratio``
+    quantile, else ``model.config.threshold``). Returns the `AROutput` (logits of all
+    ``T`` positions, scores, selection) with ``loss`` set.
+    """
     predict_last = predict_last or model.config.recent_window
-    logits = ar_forward(model, input_ids).logits
+    out = ar_forward(model, input_ids, threshold=threshold, ratio=ratio)
     start = max(input_ids.shape[1] - predict_last, 1)
-    return nn.functional.cross_entropy(
-        logits[:, start - 1 : -1].flatten(0, 1).float(), input_ids[:, start:].flatten()
+    out.loss = nn.functional.cross_entropy(
+        out.logits[:, start - 1 : -1].flatten(0, 1).float(), input_ids[:, start:].flatten()
     )
+    return out

@@ -17,8 +17,8 @@ import torch
 from transformers import DynamicCache
 from transformers.models.llama.modeling_llama import rotate_half
 
+from .bias import nugget_attention_mask
 from .config import DECODER
-from .context import float_mask
 from .greedy import GreedyStepper
 from .kv import LayerKV
 from .model import Nugget2DModel
@@ -53,14 +53,14 @@ class _WindowStream(GreedyStepper):
         past = self.memory.cat(self.recent)
         cache = past.to_cache() if past.keys else DynamicCache()
         visible = torch.ones(1, 1, past.length + 1, dtype=torch.bool, device=device)
-        with model.router.use(self.adapter):
-            out = model.lm(
-                input_ids=token,
-                attention_mask=float_mask(visible, None, model.dtype),
-                position_ids=torch.full((1, 1), self.position, device=device),
-                past_key_values=cache,
-                use_cache=True,
-            )
+        out = model.lm_forward(
+            self.adapter,
+            input_ids=token,
+            attention_mask=nugget_attention_mask(visible, model.dtype),
+            position_ids=torch.full((1, 1), self.position, device=device),
+            past_key_values=cache,
+            use_cache=True,
+        )
         self.recent = self.recent.cat(LayerKV.from_cache(cache).slice(past.length))
         if self.window is not None and self.recent.length > self.window - 1:
             cut = self.recent.length - (self.window - 1)
@@ -68,7 +68,6 @@ class _WindowStream(GreedyStepper):
             self.recent = self.recent.slice(cut)
         self.position += 1
         return out.logits[0, 0]
-
 
 
 class FullStream(_WindowStream):
@@ -100,11 +99,9 @@ class CompressiveStream(_WindowStream):
         self.pending_start = 0  # position of the first pending token
 
     def _rotary(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        lm = self.model.lm
-        rotary = self.model.adaptor.rotary(lm)
-        probe = self.model.embed(torch.zeros(1, 1, dtype=torch.long, device=positions.device))
-        cos, sin = rotary(probe, positions[None])
-        return cos[:, None], sin[:, None]  # [1, 1, n, head_dim]
+        """``(cos, sin)``, each ``[1, 1, n, head_dim]``, at ``positions [n]``."""
+        cos, sin = self.model.rotary(positions[None])
+        return cos[:, None], sin[:, None]
 
     def _pool(self, block: LayerKV, first: int) -> LayerKV:
         n = block.length

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from .autoregressive import ar_scores
+from .autoregressive import ar_scores, threshold_for_ratio
 from .model import Nugget2DModel
+
+__all__ = ["calibration_scores", "realised_ratio", "threshold_for_ratio"]
 
 
 @torch.no_grad()
@@ -30,13 +32,6 @@ def calibration_scores(
         if n:
             out.append(ar_scores(model, row[None, :n], window)[0].float())
     return torch.cat(out) if out else torch.zeros(0)
-
-
-def threshold_for_ratio(scores: torch.Tensor, ratio: float) -> float:
-    """Lambda such that a fraction ``ratio`` of ``scores`` lies above it."""
-    if not 0.0 < ratio <= 1.0:
-        raise ValueError(f"ratio={ratio!r} must be in (0, 1]")
-    return float(torch.quantile(scores.float(), 1.0 - ratio))
 
 
 def realised_ratio(scores: torch.Tensor, threshold: float) -> float:

@@ -23,8 +23,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import NuggetConfig, ResidualMode, SelectorKind, _enum_value
 from ..config_io import JsonConfig
+from ..modes import ResidualMode, SelectorKind
+from ..modes import enum_value as _enum_value
+from ..nugget.config import NuggetConfig
 
 CONFIG_NAME = "nugget2d_config.json"
 COMPRESSOR = "compressor"  # adapter phi
@@ -45,47 +47,73 @@ class Nugget2DConfig(JsonConfig):
     file_name = CONFIG_NAME  # no annotation: a class attribute, not a dataclass field
 
     ratio: float = field(
-        default=0.1, metadata={"help": "compressor ratio r in (0, 1]: k = ceil(r * n) nuggets"}
+        default=0.1,
+        metadata={
+            "help": "compressor ratio r in (0, 1]: k = ceil(r * n) nuggets",
+            "gt": 0.0,
+            "le": 1.0,
+        },
     )
     scorer_layer: int = field(
         default=3,
-        metadata={"help": "layer l of the frozen LM whose states the scorer reads; 0 = embeddings"},
+        metadata={
+            "help": "layer l of the frozen LM whose states the scorer reads; 0 = embeddings",
+            "ge": 0,
+        },
     )
     residual: ResidualMode = field(
         default=ResidualMode.STRAIGHT_THROUGH,
         metadata={"help": "straight_through | direct | none (scores on nugget attention logits)"},
     )
     scorer_hidden: int | None = field(
-        default=None, metadata={"help": "hidden width of the scorer FFN; None = hidden size"}
+        default=None,
+        metadata={"help": "hidden width of the scorer FFN; None = hidden size", "ge": 1},
     )
-    lora_rank: int = field(default=32, metadata={"help": "LoRA rank of phi and theta (paper: 32)"})
-    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (scaling alpha / rank)"})
-    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout"})
+    lora_rank: int = field(
+        default=32, metadata={"help": "LoRA rank of phi and theta (paper: 32)", "ge": 1}
+    )
+    lora_alpha: int = field(
+        default=32, metadata={"help": "LoRA alpha (scaling alpha / rank)", "ge": 1}
+    )
+    lora_dropout: float = field(
+        default=0.0, metadata={"help": "LoRA dropout", "ge": 0.0, "lt": 1.0}
+    )
     lora_target_modules: list[str] = field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
-        metadata={"help": "module names that get LoRA in both adapters"},
+        metadata={"help": "module names that get LoRA in both adapters", "nonempty": True},
     )
     soft_prompt_tokens: int = field(
-        default=1, metadata={"help": "length of the soft prompt (autoencoding / continuation)"}
+        default=1,
+        metadata={"help": "length of the soft prompt (autoencoding / continuation)", "ge": 0},
     )
     threshold: float | None = field(
         default=None,
         metadata={"help": "autoregressive Lambda: score > threshold makes a nugget (calibrate)"},
     )
     recent_window: int = field(
-        default=64, metadata={"help": "omega_r: tokens attended directly in autoregressive mode"}
+        default=64,
+        metadata={"help": "omega_r: tokens attended directly in autoregressive mode", "ge": 1},
     )
     distant_window: int | None = field(
-        default=None, metadata={"help": "omega_d: nuggets older than omega_r + omega_d drop"}
+        default=None,
+        metadata={
+            "help": "omega_d: nuggets older than omega_r + omega_d drop; None = unbounded",
+            "ge": 1,
+        },
     )
     max_nuggets: int | None = field(
-        default=None, metadata={"help": "cap on the distant nuggets kept (the most recent)"}
+        default=None,
+        metadata={
+            "help": "cap on the distant nuggets kept (the most recent); None = no cap",
+            "ge": 1,
+        },
     )
     scorer_window: int | None = field(
         default=None,
         metadata={
             "help": "autoregressive mode: the frozen scorer LM attends to this many recent "
-            "tokens (bounded memory); None = recent_window"
+            "tokens (bounded memory); None = recent_window",
+            "ge": 1,
         },
     )
 

@@ -1,12 +1,11 @@
-"""`CompressedContext` (the nuggets of a document at every layer) and the 4D masks
-that let the unmodified LM attend to it.
+"""`CompressedContext` (the nuggets of a document at every layer) and the layout of the
+tokens that attend to it.
 
 Every Nugget2D pass is a plain HF forward with three things of our own: a cache object
 holding the states to attend to, explicit ``position_ids`` (nuggets keep their original
-positions; new tokens continue after the document) and a 4D float mask ``[batch, 1,
-q_len, kv_len]`` that both ``eager`` and ``sdpa`` add to the attention logits. The mask
-carries visibility (``finfo.min`` = hidden) and the residual: the nugget scores are
-added to the columns of the nugget keys, so they reach every layer (paper eq. 4).
+positions; new tokens continue after the document) and a 4D float mask built by
+`nugget_core.nugget2d.bias.nugget_attention_mask` from the visibility below and the nugget
+scores (`CompressedContext.key_scores`).
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import ResidualMode
-from ..residual import add_bias_to_mask, residual_bias
 from .kv import LayerKV
 
 
@@ -51,6 +48,13 @@ class CompressedContext:
     def nbytes(self) -> int:
         """Bytes of the nugget keys and values (all layers)."""
         return self.kv.nbytes()
+
+    def key_scores(self, n_after: int) -> torch.Tensor:
+        """``[batch, k_max + n_after]``: the nugget scores on the nugget keys (0 at padding
+        slots) and 0 on the ``n_after`` token keys cached after them (for
+        `bias.nugget_attention_mask`)."""
+        scores = self.scores * self.mask
+        return torch.cat([scores, scores.new_zeros(scores.shape[0], n_after)], dim=1)
 
 
 def pack_segments(
@@ -91,27 +95,3 @@ def decoder_visibility(context_mask: torch.Tensor, token_mask: torch.Tensor) -> 
     own = causal[None] & token_mask.bool()[:, None, :]
     nuggets = context_mask.bool()[:, None, :].expand(-1, m, -1)
     return torch.cat([nuggets, own], dim=2)
-
-
-def key_bias(context: CompressedContext, n_other: int, mode: ResidualMode) -> torch.Tensor | None:
-    """``[batch, k + n_other]`` residual on the nugget columns (0 on the others), or None
-    when it is exactly 0 and no gradient can flow (keeps sdpa's mask simple)."""
-    if mode is ResidualMode.NONE:
-        return None
-    if mode is ResidualMode.STRAIGHT_THROUGH and not (
-        torch.is_grad_enabled() and context.scores.requires_grad
-    ):
-        return None
-    bias = residual_bias(context.scores * context.mask, mode)
-    return torch.cat([bias, bias.new_zeros(bias.shape[0], n_other)], dim=1)
-
-
-def float_mask(
-    visible: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype
-) -> torch.Tensor:
-    """Visibility ``[batch, q, kv]`` bool + per-key ``bias [batch, kv]`` -> ``[batch, 1, q, kv]``."""
-    mask = visible[:, None]
-    if bias is None:
-        zeros = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
-        return zeros.masked_fill(~mask, torch.finfo(dtype).min)
-    return add_bias_to_mask(mask, bias, dtype)

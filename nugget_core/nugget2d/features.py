@@ -10,14 +10,12 @@ output of the top layer (before the final norm); ``l = 0`` the token embeddings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
-from peft import PeftModel
+from torch import nn
 from transformers import DynamicCache
-
-from ..adaptors.llama import LlamaFamilyAdaptor
-from .adapters import AdapterRouter
 
 
 class _Stop(Exception):  # noqa: N818 - control flow, not an error
@@ -31,20 +29,27 @@ def _first(value: Any) -> torch.Tensor:
 
 
 class FrozenFeatures:
-    """Computes frozen layer-l features of a LLaMA-family LM wrapped by peft."""
+    """Computes frozen layer-l features of a LLaMA-family LM wrapped by peft.
+
+    Args:
+        layers: the LM's decoder layers (hooked here).
+        embed: ``input_ids [batch, n] -> [batch, n, d]`` token embeddings.
+        backbone: runs the decoder stack with every adapter off (keyword arguments of
+            the HF backbone's forward), e.g. ``Nugget2DModel.backbone_forward``.
+        layer: ``l``.
+    """
 
     def __init__(
         self,
-        peft_model: PeftModel,
-        router: AdapterRouter,
-        adaptor: LlamaFamilyAdaptor,
+        layers: nn.ModuleList,
+        embed: Callable[[torch.Tensor], torch.Tensor],
+        backbone: Callable[..., Any],
         layer: int,
     ) -> None:
-        self.lm = peft_model.get_base_model()
-        self.router = router
-        self.adaptor = adaptor
+        self.embed = embed
+        self.backbone = backbone
         self.layer = layer
-        self.layers = adaptor.layers(self.lm)
+        self.layers = layers
         self._armed = False
         if layer < len(self.layers):
             self.layers[layer].register_forward_pre_hook(self._pre_hook, with_kwargs=True)
@@ -74,17 +79,16 @@ class FrozenFeatures:
         ``< l`` only (that is all an incremental scorer needs).
         """
         if self.layer == 0:
-            return self.adaptor.embed_tokens(self.lm)(input_ids)
+            return self.embed(input_ids)
         self._armed = True
         try:
-            with self.router.use(None):
-                self.adaptor.backbone(self.lm)(
-                    input_ids=input_ids,
-                    attention_mask=attention_mask,
-                    position_ids=position_ids,
-                    past_key_values=past_key_values,
-                    use_cache=past_key_values is not None,
-                )
+            self.backbone(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                past_key_values=past_key_values,
+                use_cache=past_key_values is not None,
+            )
         except _Stop as stop:
             return stop.states
         finally:

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
+from .bias import nugget_attention_mask
 from .config import DECODER
-from .context import CompressedContext, float_mask, gather_rows, key_bias, pack_segments
+from .context import CompressedContext, gather_rows, pack_segments
 from .kv import cache_nbytes
 from .model import Nugget2DModel
 
@@ -70,15 +71,18 @@ def generate_from_context(
         if bool(finished.all()) or step == max_new_tokens - 1:
             break
         keys_real = torch.cat([keys_real, torch.ones(batch, 1, dtype=torch.bool, device=device)], 1)
-        bias = key_bias(context, keys_real.shape[1] - context.mask.shape[1], model.config.residual)
-        with model.router.use(adapter):
-            step_out = model.lm(
-                inputs_embeds=model.embed(token[:, None]),
-                attention_mask=float_mask(keys_real[:, None, :], bias, model.dtype),
-                position_ids=(positions + step)[:, None],
-                past_key_values=cache,
-                use_cache=True,
-            )
+        key_scores = context.key_scores(keys_real.shape[1] - context.mask.shape[1])
+        mask = nugget_attention_mask(
+            keys_real[:, None, :], model.dtype, key_scores, model.config.residual
+        )
+        step_out = model.lm_forward(
+            adapter,
+            inputs_embeds=model.embed(token[:, None]),
+            attention_mask=mask,
+            position_ids=(positions + step)[:, None],
+            past_key_values=cache,
+            use_cache=True,
+        )
         last = step_out.logits[:, -1]
     return GenerationResult(
         tokens=torch.stack(out, dim=1),

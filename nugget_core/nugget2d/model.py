@@ -7,6 +7,11 @@ Compressor mode (paper 2.4)::
     out = model(doc_ids, doc_mask, prompt_ids, prompt_mask, answer_ids, answer_mask)
     out.loss.backward()
 
+Evaluation helpers that need no knowledge of the adapters' routing::
+
+    full = model.encode_full(doc_ids, doc_mask)        # Full baseline: every token's KV
+    logits = model.lm_forward(input_ids=ids).logits    # the plain base LM (adapters off)
+
 The base LM is never copied or subclassed: peft injects the two LoRA adapters, an
 `AdapterRouter` gates them per pass, and each pass is a plain HF forward given a cache
 object, position ids and a 4D float mask (`nugget_core.nugget2d.context`).
@@ -23,20 +28,20 @@ import torch
 from peft import PeftModel
 from torch import nn
 from transformers import AutoModelForCausalLM, DynamicCache, PreTrainedModel
+from transformers.modeling_outputs import CausalLMOutputWithPast
 
-from ..adaptors.llama import get_causal_adaptor
+from ..adaptors import get_causal_adaptor
 from ..nuggets import gather_tokens, selection_to_indices
 from ..scorer import NuggetScorer
 from ..selectors import TopKSelector
 from .adapters import AdapterRouter, attach_adapters
+from .bias import nugget_attention_mask
 from .config import COMPRESSOR, DECODER, Nugget2DConfig
 from .context import (
     CompressedContext,
     continuation_positions,
     decoder_visibility,
-    float_mask,
     gather_rows,
-    key_bias,
     pack_segments,
 )
 from .features import FrozenFeatures
@@ -55,7 +60,14 @@ class Nugget2DOutput:
 
 
 class Nugget2DModel(nn.Module):
-    """Nugget2D on a LLaMA / Mistral / Qwen2 causal LM (see module docstring)."""
+    """Nugget2D on a LLaMA / Mistral / Qwen2 causal LM (see module docstring).
+
+    Passes: `compress` (phi, nuggets only), `encode_full` (every token, Full baseline),
+    `decoder_pass` / `forward` (theta on a context), `lm_forward` / `backbone_forward`
+    (any HF forward with an adapter or per-token gates routed), `score` / `select`,
+    `embed`, `rotary`. ``router`` and ``adaptor`` are internals: callers outside
+    `nugget_core` use these methods instead.
+    """
 
     def __init__(
         self,
@@ -72,7 +84,9 @@ class Nugget2DModel(nn.Module):
         self.peft = peft_model if peft_model is not None else attach_adapters(base_model, config)
         self.lm: PreTrainedModel = self.peft.get_base_model()
         self.router = AdapterRouter(self.peft)
-        self.features = FrozenFeatures(self.peft, self.router, self.adaptor, config.scorer_layer)
+        self.features = FrozenFeatures(
+            self.adaptor.layers(self.lm), self.embed, self.backbone_forward, config.scorer_layer
+        )
         d = self.adaptor.hidden_size(self.lm)
         param = next(self.lm.parameters())
         self.scorer = NuggetScorer(d, config.scorer_config()).to(param.device, param.dtype)
@@ -96,7 +110,53 @@ class Nugget2DModel(nn.Module):
         return self.soft_prompt.dtype
 
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Token embeddings ``[batch, n, d]`` of ``input_ids [batch, n]`` (frozen table)."""
         return self.adaptor.embed_tokens(self.lm)(input_ids)
+
+    def rotary(self, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The LM's rotary ``(cos, sin)``, each ``[batch, n, head_dim]``, at
+        ``position_ids [batch, n]``."""
+        probe = self.embed(torch.zeros(1, 1, dtype=torch.long, device=position_ids.device))
+        return self.adaptor.rotary(self.lm)(probe, position_ids)
+
+    def lm_forward(
+        self,
+        adapter: str | None = None,
+        *,
+        gates: tuple[torch.Tensor, torch.Tensor] | None = None,
+        **hf_kwargs: Any,
+    ) -> CausalLMOutputWithPast:
+        """One HF forward of the causal LM (``input_ids`` or ``inputs_embeds``, masks,
+        ``position_ids``, caches: whatever ``*ForCausalLM.forward`` takes).
+
+        ``adapter`` is routed for the whole pass: ``"compressor"`` (phi), ``"decoder"``
+        (theta) or None (the plain base LM, every adapter off). ``gates`` instead routes
+        per token: ``(phi, theta)`` gates ``[batch, seq, 1]`` (1 = on, 0 = off).
+        """
+        routing = self.router.route(*gates) if gates is not None else self.router.use(adapter)
+        with routing:
+            return self.lm(**hf_kwargs)
+
+    def backbone_forward(self, adapter: str | None = None, **hf_kwargs: Any) -> Any:
+        """`lm_forward` without the LM head: the decoder stack's HF forward (hidden states
+        and caches only) with ``adapter`` routed for the whole pass."""
+        with self.router.use(adapter):
+            return self.adaptor.backbone(self.lm)(**hf_kwargs)
+
+    def _encode_kv(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, adapter: str | None
+    ) -> LayerKV:
+        """Every layer's KV ``[batch, kv_heads, n, head_dim]`` of right-padded
+        ``input_ids [batch, n]`` under ``adapter`` (the backbone only: no LM head)."""
+        cache = DynamicCache()
+        self.backbone_forward(
+            adapter,
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        return LayerKV.from_cache(cache)
 
     # --- scoring and selection ---------------------------------------------------
 
@@ -143,20 +203,37 @@ class Nugget2DModel(nn.Module):
         if selected is None:
             selected = self.select(scores, attention_mask, ratio)
         selected = selected & attention_mask.bool()
-        cache = DynamicCache()
-        with self.router.use(adapter):
-            self.adaptor.backbone(self.lm)(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                past_key_values=cache,
-                use_cache=True,
-            )
+        kv = self._encode_kv(input_ids, attention_mask, adapter)
         indices, mask = selection_to_indices(selected)
         return CompressedContext(
-            kv=LayerKV.from_cache(cache).gather(indices),
+            kv=kv.gather(indices),
             mask=mask,
             scores=gather_tokens(scores, indices, mask),
             positions=indices,
+            lengths=attention_mask.ne(0).sum(dim=1),
+        )
+
+    def encode_full(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        adapter: str | None = None,
+    ) -> CompressedContext:
+        """Every real token's KV of right-padded ``input_ids [batch, n]`` as a
+        `CompressedContext` (the Full baseline: nothing dropped, no scorer run).
+
+        ``adapter=None`` encodes with the plain base LM. Scores are 0, so even the
+        ``direct`` residual leaves the decoder's attention unchanged; ``kv`` holds
+        ``[batch, kv_heads, n, head_dim]`` per layer, padding columns masked by ``mask``.
+        """
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        batch, n = input_ids.shape
+        return CompressedContext(
+            kv=self._encode_kv(input_ids, attention_mask, adapter),
+            mask=attention_mask.long(),
+            scores=torch.zeros(batch, n, dtype=self.dtype, device=input_ids.device),
+            positions=torch.arange(n, device=input_ids.device).expand(batch, -1),
             lengths=attention_mask.ne(0).sum(dim=1),
         )
 
@@ -169,18 +246,21 @@ class Nugget2DModel(nn.Module):
     ) -> tuple[torch.Tensor, DynamicCache]:
         """Run theta on packed tokens ``[batch, m, d]`` attending to the nuggets and to
         themselves. Returns logits ``[batch, m, vocab]`` and the cache (nuggets + tokens)."""
-        m = inputs_embeds.shape[1]
-        visible = decoder_visibility(context.mask, token_mask)
-        mask = float_mask(visible, key_bias(context, m, self.config.residual), self.dtype)
+        mask = nugget_attention_mask(
+            decoder_visibility(context.mask, token_mask),
+            self.dtype,
+            context.key_scores(inputs_embeds.shape[1]),
+            self.config.residual,
+        )
         cache = context.kv.to_cache()
-        with self.router.use(adapter):
-            out = self.lm(
-                inputs_embeds=inputs_embeds,
-                attention_mask=mask,
-                position_ids=continuation_positions(context, token_mask),
-                past_key_values=cache,
-                use_cache=True,
-            )
+        out = self.lm_forward(
+            adapter,
+            inputs_embeds=inputs_embeds,
+            attention_mask=mask,
+            position_ids=continuation_positions(context, token_mask),
+            past_key_values=cache,
+            use_cache=True,
+        )
         return out.logits, cache
 
     def forward(

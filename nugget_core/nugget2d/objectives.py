@@ -44,58 +44,40 @@ def set_objective(model: Nugget2DModel, objective: Objective | str) -> list[torc
     return [p for p in model.parameters() if p.requires_grad]
 
 
+#: The batch keys of the three-chunk objectives: ``<chunk>_ids`` / ``<chunk>_mask``.
+CHUNKS = ("doc", "prompt", "answer")
+
+
 def autoencoding_loss(
     model: Nugget2DModel, doc_ids: torch.Tensor, doc_mask: torch.Tensor
 ) -> Nugget2DOutput:
-    """Reconstruct the document from its nuggets after the soft prompt."""
+    """Reconstruct the document ``doc_ids [batch, n]`` from its nuggets after the soft
+    prompt."""
     return model(doc_ids, doc_mask, None, None, doc_ids, doc_mask, soft_prompt=True)
-
-
-def continuation_loss(
-    model: Nugget2DModel,
-    doc_ids: torch.Tensor,
-    doc_mask: torch.Tensor,
-    prompt_ids: torch.Tensor,
-    prompt_mask: torch.Tensor,
-    answer_ids: torch.Tensor,
-    answer_mask: torch.Tensor,
-) -> Nugget2DOutput:
-    """Continue text: three consecutive chunks serve as document, prompt and answer."""
-    return model(
-        doc_ids, doc_mask, prompt_ids, prompt_mask, answer_ids, answer_mask, soft_prompt=True
-    )
-
-
-def finetune_loss(
-    model: Nugget2DModel,
-    doc_ids: torch.Tensor,
-    doc_mask: torch.Tensor,
-    prompt_ids: torch.Tensor,
-    prompt_mask: torch.Tensor,
-    answer_ids: torch.Tensor,
-    answer_mask: torch.Tensor,
-) -> Nugget2DOutput:
-    """Task fine-tuning (QA, summarisation): answer the prompt from the nuggets."""
-    return model(
-        doc_ids, doc_mask, prompt_ids, prompt_mask, answer_ids, answer_mask, soft_prompt=False
-    )
 
 
 def objective_loss(
     model: Nugget2DModel, objective: Objective | str, batch: dict[str, torch.Tensor]
 ) -> Nugget2DOutput:
-    """Dispatch on ``objective`` with a batch dict of ``doc_ids``/``doc_mask`` and, except
-    for autoencoding, ``prompt_ids``/``prompt_mask``/``answer_ids``/``answer_mask``."""
+    """The loss of ``objective`` on a batch of right-padded ``doc_ids`` / ``doc_mask``
+    ``[batch, n_doc]`` and, except for autoencoding, ``prompt_*`` / ``answer_*``.
+
+    continuation: three consecutive chunks serve as document, prompt and answer, after
+    the soft prompt; finetune (QA, summarisation): answer the prompt from the nuggets,
+    no soft prompt. Returns `Nugget2DOutput` (``loss``: mean NLL of the answer tokens).
+    """
     objective = Objective(objective)
     if objective is Objective.AUTOENCODING:
         return autoencoding_loss(model, batch["doc_ids"], batch["doc_mask"])
-    fn = continuation_loss if objective is Objective.CONTINUATION else finetune_loss
-    return fn(
-        model,
-        batch["doc_ids"],
-        batch["doc_mask"],
-        batch["prompt_ids"],
-        batch["prompt_mask"],
-        batch["answer_ids"],
-        batch["answer_mask"],
-    )
+    chunks = [batch[f"{chunk}_{part}"] for chunk in CHUNKS for part in ("ids", "mask")]
+    return model(*chunks, soft_prompt=objective is Objective.CONTINUATION)
+
+
+def continuation_loss(model: Nugget2DModel, batch: dict[str, torch.Tensor]) -> Nugget2DOutput:
+    """``objective_loss(model, "continuation", batch)``."""
+    return objective_loss(model, Objective.CONTINUATION, batch)
+
+
+def finetune_loss(model: Nugget2DModel, batch: dict[str, torch.Tensor]) -> Nugget2DOutput:
+    """``objective_loss(model, "finetune", batch)``."""
+    return objective_loss(model, Objective.FINETUNE, batch)

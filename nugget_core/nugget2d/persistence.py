@@ -77,4 +77,6 @@ def load_scorer(model: Nugget2DModel, directory: str | Path) -> None:
             )
     parts = load_file(str(directory / PARTS_NAME))
     with torch.no_grad():
-        model.scorer.load_state_dict({k.removeprefix("scorer."): v for k, v in parts.items() if k.startswith("scorer.")})
+        model.scorer.load_state_dict(
+            {k.removeprefix("scorer."): v for k, v in parts.items() if k.startswith("scorer.")}
+        )

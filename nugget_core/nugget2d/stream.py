@@ -19,7 +19,7 @@ import torch
 from transformers import DynamicCache
 
 from .autoregressive import ARWindows, nugget_eligibility
-from .context import float_mask
+from .bias import nugget_attention_mask
 from .greedy import GreedyStepper
 from .kv import LayerKV
 from .model import Nugget2DModel
@@ -95,21 +95,23 @@ class Nugget2DStream(GreedyStepper):
         visible[0, 0, n_past + 1 :] = False  # theta copy: not the phi twin
         if is_nugget:
             visible[0, 1, n_past] = False  # phi copy: not the theta twin
-        bias = torch.zeros(1, n_past + q, dtype=model.dtype, device=device)
-        if model.config.residual.value == "direct":
-            bias[0, :n_nug] = self.nugget_scores[eligible]
-            if is_nugget:
-                bias[0, -1] = score
+        # Keys: eligible nuggets, recent tokens, the token's theta copy [, its phi copy].
+        key_scores = torch.zeros(1, n_past + q, dtype=model.dtype, device=device)
+        key_scores[0, :n_nug] = self.nugget_scores[eligible]
+        if is_nugget:
+            key_scores[0, -1] = score
         gates = torch.tensor([[[0.0], [1.0]]], dtype=model.dtype, device=device)[:, :q]
         cache = past.to_cache() if past.keys else DynamicCache()
-        with model.router.route(gates, 1.0 - gates):
-            out = model.lm(
-                inputs_embeds=model.embed(token.expand(1, q)),
-                attention_mask=float_mask(visible, bias, model.dtype),
-                position_ids=torch.full((1, q), p, device=device),
-                past_key_values=cache,
-                use_cache=True,
-            )
+        out = model.lm_forward(
+            gates=(gates, 1.0 - gates),  # (phi, theta): row 0 the theta copy, row 1 the phi copy
+            inputs_embeds=model.embed(token.expand(1, q)),
+            attention_mask=nugget_attention_mask(
+                visible, model.dtype, key_scores, model.config.residual
+            ),
+            position_ids=torch.full((1, q), p, device=device),
+            past_key_values=cache,
+            use_cache=True,
+        )
         new = LayerKV.from_cache(cache).slice(n_past)
         keep = w.recent - 1
         recent = self.recent.cat(new.slice(0, 1))
@@ -140,4 +142,3 @@ class Nugget2DStream(GreedyStepper):
             self.nuggets = self.nuggets.select(alive)
             self.nugget_positions = pos[alive]
             self.nugget_scores = self.nugget_scores[alive]
-

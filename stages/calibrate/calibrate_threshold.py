@@ -2,14 +2,15 @@
 
 The compressor's scorer (``train_nugget2d``; paper §2.5: the autoregressive model reuses
 it, frozen, to solve the cold start, and ``train_nugget2d_ar`` trains with the Lambda
-calibrated here) runs over ``sample_docs`` segments per corpus of ``build_lm`` (``eval.calibration.sample_split``), exactly as
+calibrated here) runs over ``sample_docs`` segments per corpus of ``build_lm`` (``calibrate.threshold.sample_split``), exactly as
 autoregressive mode scores tokens (frozen LM, layer l, the scorer's window). Lambda is
 the ``1 - r`` quantile of the pooled scores (r = ``nugget2d.ratio``). The ratio it
 realises is then measured on ``heldout_docs`` segments of another split, per document
 (mean, spread) and pooled.
 
-Outputs: ``threshold.json`` (Lambda, r, realised ratios, the scorer's fingerprint; the
-one place downstream autoregressive stages take Lambda from), ``scores_hist.png``,
+Outputs: `stages.artifacts.calibrate.CalibratedThreshold` (Lambda, r, realised ratios, the
+scorer's fingerprint; the one place downstream autoregressive stages take Lambda from),
+``scores_hist.png``,
 ``heldout_ratios.jsonl`` (per document).
 """
 
@@ -22,21 +23,17 @@ import numpy as np
 import pyarrow.parquet as pq
 import torch
 
+from stages.artifacts.calibrate import CalibratedThreshold
+from stages.artifacts.data import BaseLM, LMRecords
+from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
 from stages.calibrate.quantile import calibrate, document_ratios, histogram_png, spread
 from stages.common.progress import progress_logger
-from stages.evaluate.lm.loading import load_model, scorer_fingerprint
 from stages.framework.stage import Stage, StageContext
 
 log = progress_logger("nugget.calibrate_threshold")
-THRESHOLD_FILE = "threshold.json"
 # The scorer calibrated is the compressor's; train_nugget2d_ar copies it in frozen, so
 # autoregressive training and decoding use the very weights Lambda was calibrated on.
 SCORER_STAGE = "train_nugget2d"
-
-
-def read_threshold(artifact) -> dict:
-    """What downstream stages read: ``{"lambda": ..., "ratio": ..., ...}``."""
-    return json.loads(artifact.file(THRESHOLD_FILE).read_text())
 
 
 def _segments(path, split: str, limit: int, rng: np.random.Generator) -> list[list[int]]:
@@ -63,21 +60,21 @@ class CalibrateThreshold(Stage):
     name = "calibrate_threshold"
     description = "Lambda = (1 - r) quantile of Nugget2D scores; realised ratio on held-out text."
     upstream = ("prepare_lm", "build_lm", SCORER_STAGE)
-    config_keys = ("eval.calibration", "nugget2d", "run.seed")
+    config_keys = ("calibrate.threshold", "nugget2d", "run.seed")
 
     def run(self, ctx: StageContext) -> None:
-        cfg, ratio = ctx.cfg("eval.calibration"), ctx.cfg("nugget2d").ratio
+        cfg, ratio = ctx.cfg("calibrate.threshold"), ctx.cfg("nugget2d").ratio
         if cfg.sample_split == cfg.heldout_split:
-            raise ValueError("eval.calibration: sample_split and heldout_split must differ (held-out text)")
+            raise ValueError("calibrate.threshold: sample_split and heldout_split must differ (held-out text)")
         rng = np.random.default_rng(ctx.cfg("run.seed"))
-        data = ctx.inputs["build_lm"]
+        data = LMRecords.read(ctx.inputs["build_lm"])
         sample, heldout = [], []
         for corpus in cfg.corpora:
-            path = data.file(f"lm_{corpus}.parquet")
+            path = data.segments(corpus)
             sample += _segments(path, cfg.sample_split, cfg.sample_docs, rng)
             heldout += _segments(path, cfg.heldout_split, cfg.heldout_docs, rng)
 
-        model = load_model(ctx.inputs["prepare_lm"], ctx.inputs[SCORER_STAGE])
+        model = TrainedNugget2D.read(ctx.inputs[SCORER_STAGE], SCORER_STAGE).load(BaseLM.read(ctx.inputs["prepare_lm"]))
         sample_scores = _scores(model, sample, "sample")
         threshold = calibrate(sample_scores, ratio)
         heldout_scores = _scores(model, heldout, "held-out")
@@ -95,21 +92,17 @@ class CalibrateThreshold(Stage):
             "score_mean": float(pooled_sample.mean()),
             "score_std": float(pooled_sample.std()),
         }
-        ctx.write_json(THRESHOLD_FILE, {
-            "lambda": threshold,
-            "ratio": ratio,
-            "scorer_stage": SCORER_STAGE,
-            "scorer_fingerprint": scorer_fingerprint(model),
-            "scorer_window": model.config.scorer_context,
-            "metrics": metrics,
-        })
+        written = CalibratedThreshold(threshold, ratio, SCORER_STAGE, scorer_fingerprint(model),
+                                      model.config.scorer_context, metrics).write(ctx.output_dir)
         with open(ctx.output_dir / "heldout_ratios.jsonl", "w") as fh:
             for ids, r in zip(heldout, per_doc, strict=True):
                 fh.write(json.dumps({"tokens": len(ids), "ratio": r}) + "\n")
         histogram_png(pooled_sample, threshold, ratio, cfg.bins, ctx.output_dir / "scores_hist.png")
-        for name in (THRESHOLD_FILE, "scores_hist.png", "heldout_ratios.jsonl"):
-            ctx.log_artifact(ctx.output_dir / name)
-        ctx.logger.set_tags({"scorer_stage": SCORER_STAGE})
+        for path in (written, ctx.output_dir / "scores_hist.png", ctx.output_dir / "heldout_ratios.jsonl"):
+            ctx.log_artifact(path)
+        ctx.set_tags({"scorer_stage": SCORER_STAGE})
+        # the n of each mean: heldout_ratio_* over heldout_ratio_docs documents; sample_ratio,
+        # score_* over sample_tokens; heldout_ratio_pooled over heldout_tokens
         ctx.log_metrics(metrics)
         log.info("calibrate_threshold: Lambda=%.4f for r=%g; held-out ratio %.4f +- %.4f over %d docs",
                  threshold, ratio, metrics["heldout_ratio_mean"], metrics["heldout_ratio_std"], len(per_doc))

@@ -1,4 +1,5 @@
-"""Plain tables: markdown, HTML and CSV from lists of rows (stage outputs and the report)."""
+"""The one table-rendering module: markdown, HTML and CSV text from lists of rows, used by
+the evaluation contracts (`stages.artifacts.evaluate`) and the report."""
 
 from __future__ import annotations
 
@@ -42,13 +43,3 @@ def csv_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     writer.writerow(headers)
     writer.writerows([[fmt(v) if not isinstance(v, float) else repr(v) for v in row] for row in rows])
     return buf.getvalue()
-
-
-def write_table(ctx: Any, stem: str, records: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
-    """``<stem>.csv`` and ``<stem>.md`` of ``records`` (dicts) restricted to ``columns``,
-    logged as artifacts of the stage's run."""
-    rows = [[r.get(c) for c in columns] for r in records]
-    for name, text in ((f"{stem}.csv", csv_text(columns, rows)), (f"{stem}.md", markdown(columns, rows))):
-        path = ctx.output_dir / name
-        path.write_text(text)
-        ctx.log_artifact(path)

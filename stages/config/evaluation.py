@@ -1,13 +1,16 @@
 """Config sections of the evaluation and report stages (``eval.*``, ``report``); see
-:mod:`stages.config.schema`."""
+:mod:`stages.config.schema`. Training jobs live under ``train.*`` (the baselines':
+``train.baselines``), calibration under ``calibrate.*``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stages.config.train import TrainJob
+from stages.config.calibrate import LM_CORPORA, SPLITS
 from stages.config.validate import spec
 
+# single-vector baselines and Nugget ablations trained by stage train_baselines
+# (mirrors stages.train.train_baselines.SYSTEMS; tests/evaluation checks they stay equal)
 BASELINE_SYSTEMS = (
     "tsdae_ae", "tsdae_mt", "re_cross", "re_gating", "nugget_mt", "chunk", "sentence", "nugget_r0033",
     "no_feedback",
@@ -16,7 +19,8 @@ BASELINE_SYSTEMS = (
 
 @dataclass
 class BaselinesSection:
-    """Baselines of the Nugget evaluations (Nugget §6.1.2, §7.1; RE §3.3), one training each."""
+    """Baselines of the Nugget evaluations (Nugget §6.1.2, §7.1; RE §3.3), one training each
+    (stage train_baselines, job ``train.baselines``)."""
 
     systems: list[str] = spec(
         list(BASELINE_SYSTEMS),
@@ -30,24 +34,9 @@ class BaselinesSection:
         0.033, help="Ratio of the learned-selector twin of the sentence selector (paper: 3.3%).",
         gt=0.0, le=1.0,
     )
-    train: TrainJob = spec(TrainJob(), help="Training of every baseline (same data as Nugget).")
 
 
-# --- Nugget2D evaluations (issue 7): calibrate_threshold, eval_lm, eval_qa, eval_summarization
-LM_CORPORA = ("wiki", "pile")  # build_lm's lm_<corpus>.parquet
-SPLITS = ("train", "dev", "test")
-
-
-@dataclass
-class CalibrationEval:
-    """calibrate_threshold (Nugget2D §2.5): Lambda = (1 - r) quantile, r = nugget2d.ratio."""
-
-    corpora: list[str] = spec(["wiki", "pile"], help="LM corpora sampled.", choices=LM_CORPORA, nonempty=True)
-    sample_split: str = spec("train", help="Split Lambda is estimated on.", choices=SPLITS)
-    heldout_split: str = spec("test", help="Split the realised ratio is reported on.", choices=SPLITS)
-    sample_docs: int = spec(256, help="Sampled segments (documents) per corpus for Lambda.", ge=1)
-    heldout_docs: int = spec(128, help="Held-out segments per corpus for the realised ratio.", ge=1)
-    bins: int = spec(50, help="Bins of the score histogram.", ge=5)
+# --- Nugget2D evaluations: eval_lm, eval_qa, eval_summarization
 
 
 @dataclass
@@ -127,8 +116,7 @@ class EvalSection:
     analysis_docs: int = spec(128, help="Documents for nugget token statistics (paper fig. 5: 128).", ge=1)
     highlight_docs: int = spec(4, help="Documents shown on the highlighted-nuggets page (fig. 6).", ge=1)
     probe_docs: int = spec(64, help="Documents of the probability-gain probe (figs. 7-8).", ge=1)
-    baselines: BaselinesSection = spec(BaselinesSection(), help="train_baselines stage.")
-    calibration: CalibrationEval = spec(CalibrationEval(), help="calibrate_threshold stage.")
+    baselines: BaselinesSection = spec(BaselinesSection(), help="Baseline systems (train_baselines stage).")
     lm: LMEval = spec(LMEval(), help="eval_lm stage.")
     qa: QAEval = spec(QAEval(), help="eval_qa stage.")
     summarization: SummarizationEval = spec(SummarizationEval(), help="eval_summarization stage.")

@@ -26,8 +26,14 @@ from stages.config.schema import PipelineConfig
 from stages.config.validate import ConfigError
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
-GROUPS = ("model", "data", "train", "eval")
+GROUPS = ("model", "data", "train", "calibrate", "eval")
 DEFAULT_PROFILE = "tiny"
+# keys that moved (old -> new): a YAML or override using the old key is told the new one
+MOVED_KEYS = {
+    "eval.calibration": "calibrate.threshold",
+    "eval.baselines.train": "train.baselines",
+    "model.seq2seq.tiny.tokenizer_vocab_size": "model.seq2seq.tokenizer_vocab_size",
+}
 
 
 def _options(conf_dir: Path, group: str) -> list[str]:
@@ -74,6 +80,9 @@ def _merge(base: DictConfig, other: Any, origin: str) -> DictConfig:
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", None) or "?"
         msg = str(exc).splitlines()[0]
+        for old, new in MOVED_KEYS.items():
+            if key == old or key.startswith(old + "."):
+                msg += f" ({old} moved to {new})"
         raise ConfigError(f"{origin}: {key}: {msg}") from exc
 
 
@@ -100,19 +109,24 @@ def load_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR) -
         raise ConfigError(f"{profile_path}: defaults: unknown groups {unknown}; groups are {list(GROUPS)}")
     choices = {**{str(k): str(v) for k, v in defaults.items()}, **selections}
 
-    cfg = OmegaConf.structured(PipelineConfig)
-    cfg = _merge(cfg, {"profile": profile}, "command line")
+    layers: list[tuple[str, Any]] = [("command line", {"profile": profile})]  # (origin, content)
     for group in GROUPS:
         if group in choices:
             origin = "command line" if group in selections else str(profile_path)
             path = _group_file(conf_dir, group, choices[group], origin)
-            cfg = _merge(cfg, _section(_read_yaml(path), group), str(path))
-    cfg = _merge(cfg, profile_cfg, str(profile_path))
+            layers.append((str(path), _section(_read_yaml(path), group)))
+    layers.append((str(profile_path), profile_cfg))
     try:
-        dotlist = OmegaConf.from_dotlist(values)
+        layers.append(("command line", OmegaConf.from_dotlist(values)))
     except OmegaConfBaseException as exc:
         raise ConfigError(f"command line: cannot parse overrides {values}: {exc}") from exc
-    cfg = _merge(cfg, dotlist, "command line")
+
+    try:  # one merge (each merge deep-copies the whole config) ...
+        cfg = OmegaConf.merge(OmegaConf.structured(PipelineConfig), *(node for _, node in layers))
+    except OmegaConfBaseException:  # ... and layer by layer only to name the one that fails
+        cfg = OmegaConf.structured(PipelineConfig)
+        for origin, node in layers:
+            cfg = _merge(cfg, node, origin)
 
     try:
         OmegaConf.resolve(cfg)

@@ -4,7 +4,9 @@ Every field has a help string and, where it matters, bounds or choices (see
 :mod:`stages.config.validate`). YAML files in ``conf/`` and ``key=value`` overrides are
 merged *into* these dataclasses, so unknown keys and wrong types fail with the key's full
 path. Sections map to the Hydra-style groups of ``conf/``: ``model/``, ``data/``,
-``train/``, ``eval/``; ``profile/`` files select group options and override anything.
+``train/``, ``calibrate/``, ``eval/``; ``profile/`` files select group options and override
+anything. ``nugget``, ``nugget2d`` and ``model.seq2seq.tiny`` are nugget_core's own config
+dataclasses embedded field for field (see :mod:`stages.config.derive`).
 
 A stage declares which sections it reads (``Stage.config_keys``); only those enter its
 cache key, so editing ``train.lr`` never invalidates a dataset stage.
@@ -14,16 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nugget_core import NuggetConfig, TinyBartSpec  # lazy package: imports no torch
+from nugget_core.nugget2d import Nugget2DConfig
 from stages.common.prompts import PROMPT_FORMATS
+from stages.config.calibrate import CalibrateSection
 from stages.config.data import DataSection
+from stages.config.derive import section_of
 from stages.config.evaluation import EvalSection, ReportSection
 from stages.config.train import TrainSection
 from stages.config.validate import spec
 
-# mirror nugget_core's enums (tests/framework/test_config.py checks they stay equal);
-# not imported from there so that loading a config never imports torch
-RESIDUAL_MODES = ("straight_through", "direct", "none")
-SELECTORS = ("topk", "chunk", "sentence")
 ATTN_IMPLS = ("sdpa", "eager")
 
 
@@ -55,59 +57,21 @@ class RunSection:
     )
 
 
-@dataclass
-class NuggetSection:
-    """Nugget (encoder-decoder), Qin & Van Durme, ICML 2023, section 3."""
-
-    ratio: float = spec(0.1, help="Compression ratio r: k = ceil(r * n) nuggets.", gt=0.0, le=1.0)
-    scorer_layer: int = spec(
-        3, help="Encoder layer l whose states feed the scorer (0 = embeddings).", ge=0
-    )
-    residual: str = spec(
-        "straight_through", help="How scores reach decoder logits.", choices=RESIDUAL_MODES
-    )
-    feedback: bool = spec(True, help="Add nugget/non-nugget type embeddings after layer l.")
-    freeze_bottom: bool = spec(True, help="With feedback, freeze embeddings and layers below l.")
-    value_projection: bool = spec(True, help="Project nuggets with W^V before the decoder.")
-    selector: str = spec(
-        "topk",
-        help="topk: learned scorer; chunk / sentence: rule-based ablations (paper §7.1).",
-        choices=SELECTORS,
-    )
-    scorer_hidden: int = spec(0, help="Hidden width of the scorer FFN (0 = d_model).", ge=0)
-
-
-@dataclass
-class Nugget2DSection:
-    """Nugget2D (decoder-only), sections 2.2-2.5 of the paper."""
-
-    ratio: float = spec(0.1, help="Compression ratio r.", gt=0.0, le=1.0)
-    scorer_layer: int = spec(3, help="Frozen-LM layer whose states feed the scorer.", ge=0)
-    residual: str = spec("straight_through", help="Score residual mode.", choices=RESIDUAL_MODES)
-    lora_rank: int = spec(32, help="LoRA rank of the compressor (phi) and decoder (theta).", ge=1)
-    lora_alpha: int = spec(32, help="LoRA alpha.", ge=1)
-    recent_window: int = spec(
-        64, help="omega_r: recent tokens attended directly (autoregressive mode).", ge=1
-    )
-    distant_window: int = spec(
-        0, help="omega_d: distant tokens kept as nuggets (0 = unbounded).", ge=0
-    )
-    max_nuggets: int = spec(0, help="Cap on kept nuggets (0 = no cap).", ge=0)
-
-
-@dataclass
-class TinyBartSpec:
-    """Mirrors ``nugget_core.TinyBartSpec`` (plus the tokenizer size)."""
-
-    d_model: int = spec(64, help="Hidden size.", ge=8)
-    layers: int = spec(4, help="Encoder and decoder layers (each).", ge=1)
-    heads: int = spec(4, help="Attention heads.", ge=1)
-    ffn_dim: int = spec(128, help="Feed-forward size.", ge=8)
-    max_positions: int = spec(160, help="Longest sequence.", ge=16)
-    dropout: float = spec(0.1, help="Dropout.", ge=0.0, lt=1.0)
-    tie_embeddings: bool = spec(False, help="Tie input/output embeddings (see nugget_core.tiny).")
-    attn_implementation: str = spec("sdpa", help="Attention kernel.", choices=ATTN_IMPLS)
-    tokenizer_vocab_size: int = spec(4000, help="BPE vocabulary trained on the corpus.", ge=256)
+# The model configs are nugget_core's own dataclasses, embedded field for field: names,
+# types, defaults, help and bounds come from their dataclass fields (``field(metadata=...)``),
+# enums are held as their values, and ``section.build()`` returns the nugget_core object.
+# Nothing is re-typed here (stages.config.derive); a new nugget_core field is a new key.
+NuggetSection = section_of(
+    NuggetConfig, "NuggetSection", __name__,
+    "Nugget (encoder-decoder), Qin & Van Durme, ICML 2023, section 3: nugget_core.NuggetConfig.",
+)
+Nugget2DSection = section_of(
+    Nugget2DConfig, "Nugget2DSection", __name__,
+    "Nugget2D (decoder-only), sections 2.2-2.5: nugget_core.nugget2d.Nugget2DConfig.",
+)
+TinyBartSection = section_of(
+    TinyBartSpec, "TinyBartSection", __name__, "Tiny random-init BART: nugget_core.TinyBartSpec."
+)
 
 
 @dataclass
@@ -118,7 +82,10 @@ class Seq2SeqModel:
         choices=("tiny_random", "pretrained"),
     )
     name_or_path: str = spec("", help="HF hub name or local folder (source=pretrained).")
-    tiny: TinyBartSpec = spec(TinyBartSpec(), help="Architecture of the tiny random BART.")
+    tiny: TinyBartSection = spec(TinyBartSection(), help="Architecture of the tiny random BART.")
+    tokenizer_vocab_size: int = spec(
+        4000, help="source=tiny_random: BPE vocabulary trained on the corpus (stage tokenizer).", ge=256
+    )
     attn_implementation: str = spec("sdpa", help="Attention kernel.", choices=ATTN_IMPLS)
 
     def cross_field_errors(self) -> list[str]:
@@ -174,6 +141,7 @@ class PipelineConfig:
     model: ModelSection = spec(ModelSection(), help="Base models.")
     data: DataSection = spec(DataSection(), help="Dataset builders.")
     train: TrainSection = spec(TrainSection(), help="Training stages.")
+    calibrate: CalibrateSection = spec(CalibrateSection(), help="Calibration stages.")
     eval: EvalSection = spec(EvalSection(), help="Evaluation stages.")
     prompts: PromptSection = spec(PromptSection(), help="Task prompt layout (QA, summarisation, LMSumm).")
     report: ReportSection = spec(ReportSection(), help="Report stage.")

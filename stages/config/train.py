@@ -25,7 +25,9 @@ class TrainJob:
     checkpoint_every: int = spec(100, help="Steps between checkpoints.", ge=1)
     early_stopping_patience: int = spec(0, help="Dev evals without improvement before stopping (0 = off).", ge=0)
     dev_examples: int = spec(256, help="Dev examples per evaluation (0 = all).", ge=0)
-    log_every: int = spec(10, help="Steps between per-step metric logs (rank 0).", ge=1)
+    log_every: int = spec(
+        1, help="Steps between train_loss / lr / tokens_per_s logs (rank 0, batched: cheap).", ge=1
+    )
     max_failures: int = spec(1, help="Worker-group restarts from the last checkpoint.", ge=0)
 
     def cross_field_errors(self) -> list[str]:
@@ -93,8 +95,7 @@ class TrainSection:
         FinetuneJob(finetune_task="summarization"),
         help="train_full_ft stage: the base LM fine-tuned on a task with one LoRA adapter (the Full FT baseline).",
     )
+    baselines: TrainJob = spec(
+        TrainJob(), help="train_baselines stage: every system of eval.baselines.systems (same data as Nugget)."
+    )
     sweep: SweepSection = spec(SweepSection(), help="Ray Tune sweep over r and l.")
-
-
-# single-vector baselines and Nugget ablations trained by stage train_baselines
-# (mirrors stages.train.train_baselines.SYSTEMS; tests/evaluation checks they stay equal)

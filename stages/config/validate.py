@@ -12,6 +12,11 @@ Metadata keys understood (all optional):
 - ``gt`` / ``ge`` / ``lt`` / ``le``: numeric bounds (exclusive / inclusive).
 - ``choices``: allowed values (for strings, or each element of a list of strings).
 - ``nonempty``: the string or list must not be empty.
+
+Hooks a config class may define: ``cross_field_errors() -> list[str]`` (messages starting
+with the field's relative key) and ``construction_errors() -> list[(field | None, str)]``,
+run only when the object's own fields passed the checks above: the library validation of
+the sections derived from ``nugget_core``'s configs (:mod:`stages.config.derive`).
 """
 
 from __future__ import annotations
@@ -53,14 +58,17 @@ def errors(obj: Any, prefix: str = "") -> list[str]:
     found: list[str] = []
     if not dataclasses.is_dataclass(obj):
         return found
+    own = 0  # violations of this object's own fields
     for f in dataclasses.fields(obj):
         path = f"{prefix}{f.name}"
         value = getattr(obj, f.name)
         meta = dict(f.metadata)
+        before = len(found)
         found.extend(_bound_errors(path, value, meta))
         found.extend(_choice_errors(path, value, meta))
         if meta.get("nonempty") and value is not None and len(value) == 0:
             found.append(f"{path}: must not be empty")
+        own += len(found) - before
         if dataclasses.is_dataclass(value):
             found.extend(errors(value, prefix=f"{path}."))
         elif isinstance(value, dict):
@@ -69,6 +77,10 @@ def errors(obj: Any, prefix: str = "") -> list[str]:
     post = getattr(obj, "cross_field_errors", None)
     if callable(post):
         found.extend(f"{prefix}{msg}" for msg in post())
+    construct = getattr(obj, "construction_errors", None)
+    if callable(construct) and not own:
+        for name, msg in construct():
+            found.append(f"{prefix}{name}: {msg}" if name else f"{prefix.rstrip('.') or '<root>'}: {msg}")
     return found
 
 

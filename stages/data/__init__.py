@@ -1,4 +1,4 @@
-"""Helpers of the dataset-building stages (DESIGN.md §4, §6; Nugget §4, §6.1, app. A).
+"""Helpers of the dataset-building stages (docs/offline-data.md; Nugget §4, §6.1, app. A).
 
 One concept per module: ``text`` (sentence splitting, wiki markup), ``corpora`` (the one
 interface over offline and paper sources), ``paper_sources`` (HF datasets / ParaBank

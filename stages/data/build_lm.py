@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from stages.artifacts.data import BaseLM, LMRecords
 from stages.data import paper_sources as paper
 from stages.data.articles import from_sections, from_wiki_markup
 from stages.data.lm_builders import (
@@ -87,11 +88,12 @@ class BuildLM(Stage):
     upstream = ("prepare_lm",)
     config_keys = ("data.lm", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}  # tokenisation runs on Ray Data
+    fans_out = True  # the executor reserves every CPU for it
 
     def run(self, ctx: StageContext) -> None:
         raydata.configure()
         cfg, seed = ctx.cfg("data.lm"), ctx.cfg("data.seed")
-        tok_dir = ctx.inputs["prepare_lm"].file("model")
+        tok_dir = BaseLM.read(ctx.inputs["prepare_lm"]).path
         raw = _texts(cfg, ctx.sources_dir, ctx.cfg("data.max_docs"))
         metrics: dict[str, float] = {}
         rng = np.random.default_rng(seed)
@@ -101,12 +103,12 @@ class BuildLM(Stage):
             docs = _split_docs(ids[name], cfg, seed)
             rows = [{"split": s, **seg} for s, d in docs.items()
                     for seg in lm_segments(d, cfg.distant_tokens, cfg.recent_tokens)]
-            _write_rows(ctx.output_dir / f"lm_{name}.parquet", rows)
+            _write_rows(LMRecords.segments_file(ctx.output_dir, name), rows)
             metrics.update({f"lm_{name}/segments": len(rows)})
         both = _split_docs(ids["wiki"] + ids["pile"], cfg, seed + 1)
         triples = [{"split": s, **t} for s, d in both.items()
                    for t in continuation_triples(d, cfg.doc_tokens, cfg.prompt_tokens, cfg.answer_tokens)]
-        _write_rows(ctx.output_dir / "continuation.parquet", triples)
+        _write_rows(LMRecords.continuation_file(ctx.output_dir), triples)
         metrics.update({"continuation/triples": len(triples),
                         **length_stats("continuation/answer_tokens", [len(t["answer"]) for t in triples])})
 
@@ -120,7 +122,7 @@ class BuildLM(Stage):
             if not records:
                 raise ValueError(f"build_lm: no {name} records could be built from the source texts")
             splits = assign_splits(len(records), cfg.dev_fraction, cfg.dev_fraction, seed)
-            with open(ctx.output_dir / f"{name}.jsonl", "w") as fh:
+            with open(LMRecords.records_file(ctx.output_dir, name), "w") as fh:
                 for i, (rec, split) in enumerate(zip(records, splits, strict=True)):
                     fh.write(json.dumps({"id": f"{name}-{i}", "split": split, **rec}) + "\n")
             metrics[f"{name}/records"] = len(records)
@@ -129,6 +131,6 @@ class BuildLM(Stage):
             **metrics,
             "stand_ins": {} if cfg.source == "paper" else {"qa": QA_STAND_IN, "summarization": SUMMARY_STAND_IN},
         })
-        ctx.logger.set_tags({"stand_in.qa": QA_STAND_IN, "stand_in.summarization": SUMMARY_STAND_IN}
-                            if cfg.source != "paper" else {"stand_in": "none"})
+        ctx.set_tags({"stand_in.qa": QA_STAND_IN, "stand_in.summarization": SUMMARY_STAND_IN}
+                     if cfg.source != "paper" else {"stand_in": "none"})
         ctx.log_metrics(metrics)

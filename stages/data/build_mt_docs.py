@@ -21,6 +21,7 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from stages.artifacts.data import MtDocuments, TokenizerFolder
 from stages.data.corpora import mt_corpus
 from stages.data.documents import build_documents
 from stages.data.splits import SPLITS, assign_splits
@@ -47,11 +48,12 @@ class BuildMtDocs(Stage):
     upstream = ("tokenizer",)
     config_keys = ("data.mt", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}  # the Ray Data tasks it launches take the CPUs
+    fans_out = True  # the executor reserves every CPU for it
 
     def run(self, ctx: StageContext) -> None:
         raydata.configure()
         cfg, max_docs = ctx.cfg("data.mt"), ctx.cfg("data.max_docs")
-        tokenizer_dir = ctx.inputs["tokenizer"].file("tokenizer")
+        tokenizer_dir = TokenizerFolder.read(ctx.inputs["tokenizer"]).path
         t0 = time.time()
         corpus = mt_corpus(cfg, ctx.sources_dir)
         built = build_documents(corpus, tokenizer_dir, cfg.max_doc_tokens)
@@ -77,7 +79,7 @@ class BuildMtDocs(Stage):
                 ],
                 schema=SCHEMA,
             )
-            pq.write_table(table, ctx.output_dir / f"{split}.parquet")
+            pq.write_table(table, MtDocuments.split_file(ctx.output_dir, split))
             stats.update(scoped(split, length_stats("source", [d.n_left for _, d in rows])))
             stats.update(scoped(split, length_stats("target", [d.n_right for _, d in rows])))
             stats[f"{split}/sentences_per_doc"] = (

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 
+from stages.artifacts.data import TokenizerFolder
 from stages.data.bm25 import BM25Config, bm25_tokens, mine_windows
 from stages.data.corpora import pi_corpus
 from stages.data.documents import build_documents
@@ -41,6 +42,7 @@ class BuildPi(Stage):
     upstream = ("tokenizer",)
     config_keys = ("data.pi", "data.bm25", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}  # its Ray Data / Ray tasks take the CPUs
+    fans_out = True  # the executor reserves every CPU for it
 
     def run(self, ctx: StageContext) -> None:
         raydata.configure()
@@ -50,7 +52,7 @@ class BuildPi(Stage):
             raise ValueError(f"data.pi.window={cfg.window} must be >= data.pi.window_block={cfg.window_block}")
         t0 = time.time()
         corpus = pi_corpus(cfg, ctx.sources_dir)
-        built = build_documents(corpus, ctx.inputs["tokenizer"].file("tokenizer"), cfg.max_doc_tokens,
+        built = build_documents(corpus, TokenizerFolder.read(ctx.inputs["tokenizer"]).path, cfg.max_doc_tokens,
                                 keep_prob=cfg.keep_prob, seed=ctx.cfg("data.seed"))
         docs = built.docs[:max_docs] if max_docs else built.docs
         if len(docs) < cfg.negatives + 1:

@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from stages.artifacts.data import TokenizerFolder
 from stages.data.bm25 import BM25Config, bm25_tokens, mine_pool
 from stages.data.corpora import rr_articles
 from stages.data.nugget_data import Task, write_dataset
@@ -43,6 +44,7 @@ class BuildRr(Stage):
     upstream = ("tokenizer",)
     config_keys = ("data.rr", "data.bm25", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}
+    fans_out = True  # the executor reserves every CPU for it
 
     def run(self, ctx: StageContext) -> None:
         raydata.configure()
@@ -83,7 +85,7 @@ class BuildRr(Stage):
         write_dataset(ctx.output_dir, [(f"L{q}", t) for q, t in enumerate(queries)]
                       + [(f"R{j}", pool[j]) for j in used], tasks)
 
-        lengths = count_tokens(queries + [pool[j] for j in used], ctx.inputs["tokenizer"].file("tokenizer"))
+        lengths = count_tokens(queries + [pool[j] for j in used], TokenizerFolder.read(ctx.inputs["tokenizer"]).path)
         stats: dict[str, float] = {
             "articles": len(articles),
             "skipped_no_lead": len(no_lead),

@@ -3,7 +3,7 @@
 Builders ask for a kind of corpus, not a source: :func:`mt_corpus` (English–Chinese
 sentence pairs), :func:`pi_corpus` (English paraphrase pairs in document order) and
 :func:`rr_articles`. Each dispatches on the configured source to an offline reader
-(DESIGN.md §6) or a paper adapter (:mod:`stages.data.paper_sources`), and returns
+(docs/offline-data.md) or a paper adapter (:mod:`stages.data.paper_sources`), and returns
 records plus counted skips. An empty result is an error naming the source.
 
 Units of the offline stand-ins: the Debian Reference is aligned by paragraph, not by

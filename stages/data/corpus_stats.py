@@ -1,6 +1,6 @@
 """Stage ``corpus_stats``: size and length statistics of an offline corpus.
 
-Reads the documents of ``data.corpus_stats.source`` (DESIGN.md §6), computes
+Reads the documents of ``data.corpus_stats.source`` (docs/offline-data.md), computes
 per-document counts with Ray Data (one row per document, batches across the cluster),
 and aggregates them: documents, words, sentences, vocabulary and the most frequent
 words. Outputs ``documents.parquet`` (per-document counts) and ``stats.json``; every
@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from stages.artifacts.data import CorpusStatistics
 from stages.framework import raydata
 from stages.framework.stage import Stage, StageContext
 from stages.sources.readers import documents
@@ -66,6 +67,7 @@ class CorpusStats(Stage):
     description = "Size/length statistics of an offline corpus (Ray Data)."
     config_keys = ("data.corpus_stats",)
     resources = {"num_cpus": 0}  # the Ray Data tasks it launches take the CPUs
+    fans_out = True  # the executor reserves every CPU for it
 
     def run(self, ctx: StageContext) -> None:
         import ray
@@ -87,5 +89,5 @@ class CorpusStats(Stage):
             vocab.update(words(text))
         stats = summarise(table.to_pydict(), vocab, cfg.top_words)
         stats["source"] = cfg.source
-        ctx.log_artifact(ctx.write_json("stats.json", stats))
+        ctx.log_artifact(CorpusStatistics(stats).write(ctx.output_dir))
         ctx.log_metrics({k: v for k, v in stats.items() if isinstance(v, int | float)})

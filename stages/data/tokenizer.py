@@ -2,7 +2,7 @@
 
 - ``model.seq2seq.source == "tiny_random"``: a byte-level BPE
   (:func:`nugget_core.train_bpe_tokenizer`) trained on BOTH sides of the MT corpus
-  (English sources, Chinese targets), ``model.seq2seq.tiny.tokenizer_vocab_size`` types.
+  (English sources, Chinese targets), ``model.seq2seq.tokenizer_vocab_size`` types.
   Training on the data (not a fixed vocabulary) is what makes a tiny random BART usable
   offline; it sees every split's text, which only affects segmentation, not labels.
 - ``"pretrained"``: ``AutoTokenizer.from_pretrained(model.seq2seq.name_or_path)``; for
@@ -13,6 +13,7 @@ Output: ``tokenizer/`` (a HF ``save_pretrained`` folder) and ``stats.json``.
 
 from __future__ import annotations
 
+from stages.artifacts.data import TokenizerFolder
 from stages.data.corpora import mt_corpus
 from stages.framework.stage import Stage, StageContext
 
@@ -26,14 +27,13 @@ class Tokenizer(Stage):
     def run(self, ctx: StageContext) -> None:
         model = ctx.cfg("model.seq2seq")
         mt = ctx.cfg("data.mt")
-        out = ctx.output_dir / "tokenizer"
         stats: dict[str, float] = {}
         if model.source == "tiny_random":
             from nugget_core import train_bpe_tokenizer
 
             corpus = mt_corpus(mt, ctx.sources_dir)
             texts = [side for stream in corpus.streams for pair in stream for side in pair]
-            tok = train_bpe_tokenizer(texts, vocab_size=model.tiny.tokenizer_vocab_size, min_frequency=2)
+            tok = train_bpe_tokenizer(texts, vocab_size=model.tokenizer_vocab_size, min_frequency=2)
             stats["training_texts"] = len(texts)
         elif model.source == "pretrained":
             from transformers import AutoTokenizer
@@ -43,7 +43,7 @@ class Tokenizer(Stage):
                 tok.src_lang, tok.tgt_lang = mt.src_lang, mt.tgt_lang
         else:
             raise ValueError(f"model.seq2seq.source: unknown value {model.source!r}")
-        tok.save_pretrained(str(out))
+        TokenizerFolder.write(ctx.output_dir, tok)
         stats["vocab_size"] = len(tok)
         ctx.log_artifact(ctx.write_json("stats.json", {**stats, "source": model.source}))
         ctx.log_metrics(stats)

@@ -4,7 +4,7 @@ Models: the AE Nugget model with the ratio closest to 0.1 (the paper's setting) 
 the sweep's and ``train_nugget``'s learned-selector models, and likewise an MT model for
 the token statistics when one exists. Data: the dev split of ``build_mt_docs``.
 
-Artifacts:
+Output: `stages.artifacts.evaluate.NuggetAnalysis`:
 - ``token_frequency.png`` / ``token_frequency.json`` (fig. 5): the 6 most frequent nugget
   tokens, their share among nuggets (AE, MT) vs in text, and the punctuation share;
 - ``nuggets.html`` (fig. 6): sample documents, text shaded by score, nuggets in green;
@@ -19,6 +19,8 @@ from collections import defaultdict
 
 import pyarrow.parquet as pq
 
+from stages.artifacts.data import MtDocuments
+from stages.artifacts.evaluate import NuggetAnalysis
 from stages.evaluate.nugget.analysis import TokenStats, probability_gain
 from stages.evaluate.nugget.encoders import batches, load_system
 from stages.evaluate.nugget.highlight import highlight_document, highlight_page
@@ -46,15 +48,17 @@ class AnalyzeNuggets(Stage):
     config_keys = ("eval.analysis_docs", "eval.highlight_docs", "eval.probe_docs", "eval.batch_size")
 
     def run(self, ctx: StageContext) -> None:
-        texts = pq.read_table(ctx.inputs["build_mt_docs"].file("dev.parquet"), columns=["source"]).column("source").to_pylist()
+        dev = MtDocuments.read(ctx.inputs["build_mt_docs"]).split("dev")
+        texts = pq.read_table(dev, columns=["source"]).column("source").to_pylist()
         systems = collect_systems(ctx.inputs)
         ae, mt = pick(systems, "ae"), pick(systems, "mt")
         if ae is None:
             raise ValueError("analyze_nuggets needs an AE Nugget model (sweep_nugget or train_nugget with objective ae)")
         stats = {s.name: self._token_stats(ctx, s, texts[: ctx.cfg("eval.analysis_docs")]) for s in (ae, mt) if s}
-        self._frequency_outputs(ctx, stats, {s.name: s for s in (ae, mt) if s})
+        frequency = self._frequency_outputs(ctx, stats, {s.name: s for s in (ae, mt) if s})
         self._highlight(ctx, ae, texts[: ctx.cfg("eval.highlight_docs")])
-        self._probe(ctx, ae, texts[: ctx.cfg("eval.probe_docs")])
+        gain = self._probe(ctx, ae, texts[: ctx.cfg("eval.probe_docs")])
+        NuggetAnalysis(frequency, gain).write(ctx.output_dir)
 
     def _token_stats(self, ctx: StageContext, system: System, texts: list[str]) -> TokenStats:
         loaded, stats = load_system(system), TokenStats()
@@ -66,7 +70,7 @@ class AnalyzeNuggets(Stage):
                 stats.add(tokens, [i in chosen for i in range(len(tokens))])
         return stats
 
-    def _frequency_outputs(self, ctx: StageContext, stats: dict[str, TokenStats], systems: dict[str, System]) -> None:
+    def _frequency_outputs(self, ctx: StageContext, stats: dict[str, TokenStats], systems: dict[str, System]) -> dict:
         first = next(iter(stats.values()))
         top = [t for t, _ in first.nuggets.most_common(TOP_TOKENS)]
         series = {f"nuggets {systems[n].objective.upper()} r={systems[n].ratio:g}": [s.share(s.nuggets, t) for t in top]
@@ -79,13 +83,15 @@ class AnalyzeNuggets(Stage):
                       "objective": systems[n].objective, "ratio": systems[n].ratio, "label": systems[n].describe(),
                       "n_nuggets": sum(s.nuggets.values()), "n_tokens": sum(s.text.values())}
                   for n, s in stats.items()}
-        ctx.write_json("token_frequency.json", report)
         token_frequencies(top, series, ctx.output_dir / "token_frequency.png")
         ctx.log_artifact(ctx.output_dir / "token_frequency.png")
         for n, r in report.items():
             obj = systems[n].objective
             ctx.log_metrics({f"punct_share_nuggets.{obj}": r["punctuation_share_nuggets"],
-                             f"punct_share_text.{obj}": r["punctuation_share_text"]})
+                             f"punct_share_nuggets.{obj}_n": r["n_nuggets"],
+                             f"punct_share_text.{obj}": r["punctuation_share_text"],
+                             f"punct_share_text.{obj}_n": r["n_tokens"]})
+        return report
 
     def _highlight(self, ctx: StageContext, system: System, texts: list[str]) -> None:
         loaded, docs = load_system(system), []
@@ -99,7 +105,7 @@ class AnalyzeNuggets(Stage):
         page.write_text(highlight_page(f"Nuggets of {system.describe()}", docs))
         ctx.log_artifact(page)
 
-    def _probe(self, ctx: StageContext, system: System, texts: list[str]) -> None:
+    def _probe(self, ctx: StageContext, system: System, texts: list[str]) -> dict:
         loaded = load_system(system)
         by_nugget: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         relative: dict[int, list[float]] = defaultdict(list)
@@ -125,8 +131,10 @@ class AnalyzeNuggets(Stage):
         summary = {"system": system.name, "documents": len(texts),
                    "mean_gain_at_or_before_nugget": mean(before), "mean_gain_after_nugget": mean(after) if after else 0.0,
                    "relative": {str(i): mean(relative[i]) for i in rel}}
-        ctx.write_json("probability_gain.json", summary)
         for name in ("probability_gain.png", "probability_gain_relative.png"):
             ctx.log_artifact(ctx.output_dir / name)
         ctx.log_metrics({"gain_before_nugget": summary["mean_gain_at_or_before_nugget"],
-                         "gain_after_nugget": summary["mean_gain_after_nugget"]})
+                         "gain_before_nugget_n": len(before),
+                         "gain_after_nugget": summary["mean_gain_after_nugget"],
+                         "gain_after_nugget_n": len(after)})
+        return summary

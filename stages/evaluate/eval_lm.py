@@ -13,7 +13,8 @@ uses the ratio Lambda was calibrated for.
 Reported per system and configuration: subword and word-level perplexity per corpus
 (`stages.evaluate.lm.perplexity`; the wiki corpus's OOV marker excluded), the realised
 nugget ratio, and the decoding cost: attended states per token, KV bytes held, wall
-time per token. Outputs: ``table.md``, ``table.csv``, ``metrics.json``,
+time per token. Outputs: the `stages.artifacts.evaluate.EvalTable` (n = segments per row;
+each row's id and the table-1 row, ``<system>_<total states>``, it reproduces) and
 ``examples.jsonl`` (one line per segment and system).
 """
 
@@ -25,12 +26,14 @@ from collections import defaultdict
 
 import pyarrow.parquet as pq
 
-from stages.calibrate.calibrate_threshold import read_threshold
+from stages.artifacts.calibrate import CalibratedThreshold
+from stages.artifacts.data import BaseLM, LMRecords
+from stages.artifacts.evaluate import Column, EvalTable, TableRow
+from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
 from stages.common.progress import progress_logger
-from stages.evaluate.lm.loading import load_model, load_tokenizer, scorer_fingerprint
 from stages.evaluate.lm.perplexity import PerplexityCounts, segment_counts
 from stages.evaluate.lm.streams import ContextSetting, make_stream, run_segment, windows
-from stages.evaluate.lm.tables import Column, Row, publish
+from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
 
 log = progress_logger("nugget.eval_lm")
@@ -66,17 +69,18 @@ class EvalLM(Stage):
 
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.lm")
-        calibrated = read_threshold(ctx.inputs["calibrate_threshold"])
-        threshold, ratio = float(calibrated["lambda"]), float(calibrated["ratio"])
-        data = {c: _segments(ctx.inputs["build_lm"].file(f"lm_{c}.parquet"), cfg.split, cfg.max_segments)
-                for c in cfg.corpora}
+        calibrated = CalibratedThreshold.read(ctx.inputs["calibrate_threshold"])
+        threshold, ratio = calibrated.threshold, calibrated.ratio
+        records = LMRecords.read(ctx.inputs["build_lm"])
+        data = {c: _segments(records.segments(c), cfg.split, cfg.max_segments) for c in cfg.corpora}
         settings = [ContextSetting(s.total_states, s.compressed_tokens, s.context_tokens) for s in cfg.contexts]
-        tokenizer = load_tokenizer(ctx.inputs["prepare_lm"])
-        model = load_model(ctx.inputs["prepare_lm"], ctx.inputs[AR_STAGE])
-        same_scorer = scorer_fingerprint(model) == calibrated["scorer_fingerprint"]
+        base = BaseLM.read(ctx.inputs["prepare_lm"])
+        tokenizer = base.tokenizer()
+        model = TrainedNugget2D.read(ctx.inputs[AR_STAGE], AR_STAGE).load(base)
+        same_scorer = scorer_fingerprint(model) == calibrated.scorer_fingerprint
         if not same_scorer:
             log.warning("eval_lm: %s's scorer differs from the one Lambda was calibrated on (%s); "
-                        "the realised nugget ratio column shows the effect", AR_STAGE, calibrated["scorer_stage"])
+                        "the realised nugget ratio column shows the effect", AR_STAGE, calibrated.scorer_stage)
         adapter = None if cfg.baseline_adapter == "none" else "decoder"
 
         counts: dict[tuple, PerplexityCounts] = defaultdict(PerplexityCounts)
@@ -122,7 +126,9 @@ class EvalLM(Stage):
                     values = [r[k] for r in runs if not math.isnan(r[k])]
                     if values:
                         metrics[k] = sum(values) / len(values)
-                rows.append(Row(f"{system} {setting.label}", metrics))
+                # Nugget2D table 1 rows are a system at a number of total states (e.g. nugget2d_128)
+                rows.append(TableRow(f"{system} {setting.label}", metrics, n=sum(len(v) for v in data.values()),
+                                     paper_row=f"{system}_{setting.total_states}"))
         notes = [
             f"Lambda = {threshold:.4f} from calibrate_threshold (r = {ratio:g}); "
             f"scorer {'matches' if same_scorer else 'DIFFERS from'} the calibrated one.",
@@ -131,6 +137,6 @@ class EvalLM(Stage):
             f"{sum(len(v) for v in data.values())} segments ({', '.join(f'{k}: {len(v)}' for k, v in data.items())}), "
             "scored on their recent tokens; costs are means over segments.",
         ]
-        ctx.logger.set_tags({"lambda_scorer_match": same_scorer})
-        publish(ctx, "Autoregressive LM perplexity (Nugget2D table 1)", rows, _columns(cfg.corpora),
-                examples, notes)
+        ctx.set_tags({"lambda_scorer_match": same_scorer})
+        publish(ctx, EvalTable("Autoregressive LM perplexity (Nugget2D table 1)", _columns(cfg.corpora), rows, notes),
+                examples)

@@ -10,22 +10,25 @@ Nugget2D at each ratio of ``eval.qa.nugget_ratios`` (5x, 10x) from the
 
 Accuracy: the appendix-D normalised output contains the normalised answer
 (`stages.evaluate.lm.normalize`). Decoding cost per system: attended states per generated
-token, KV bytes, ms per decoding step, time before decoding. Outputs: ``table.md``,
-``table.csv``, ``metrics.json``, ``examples.jsonl``.
+token, KV bytes, ms per decoding step, time before decoding. Outputs: the
+`stages.artifacts.evaluate.EvalTable` (accuracy with its standard error, n per row; each
+system's id and the table-3 row it reproduces) and ``examples.jsonl``.
 """
 
 from __future__ import annotations
 
 import statistics
 
+from stages.artifacts.data import BaseLM, LMRecords
+from stages.artifacts.evaluate import Column, EvalTable, TableRow
+from stages.artifacts.train import TrainedNugget2D
 from stages.common.progress import progress_logger
 from stages.common.prompts import PromptFormat, encode, encode_parts, encode_task_records
 from stages.common.records import batches, read_records, stand_in_label
 from stages.evaluate.lm.cost import mean_cost
-from stages.evaluate.lm.loading import load_model, load_tokenizer
 from stages.evaluate.lm.normalize import contains_answer
 from stages.evaluate.lm.prompted import lmsumm_batch, run_batches
-from stages.evaluate.lm.tables import Column, Row, publish
+from stages.evaluate.publish import publish, stderr
 from stages.framework.stage import Stage, StageContext
 
 log = progress_logger("nugget.eval_qa")
@@ -39,19 +42,11 @@ COLUMNS = [
 ]
 
 
-def trained_objective(artifact) -> str:
-    """``train.nugget2d.objective`` of the config the checkpoint was trained with (its
-    manifest); an error if the artifact does not record it."""
-    try:
-        return artifact.manifest["config"]["train.nugget2d"]["objective"]
-    except KeyError as exc:
-        raise ValueError(f"{artifact.stage} artifact does not record train.nugget2d.objective") from exc
-
-
-def trained_with_soft_prompt(artifact) -> bool:
-    """Continuation / autoencoding checkpoints read ``[soft prompt] prompt``; fine-tuned
-    ones do not (`nugget_core.nugget2d.objectives`)."""
-    return trained_objective(artifact) != "finetune"
+def paper_row(system: str, ratio: float | None = None) -> str:
+    """The row of Nugget2D table 3 that ``system`` (at compression ``ratio``) reproduces."""
+    if system == "lmsumm" or system == "nugget2d":
+        return f"{system}_{1 / ratio:g}x"
+    return system
 
 
 class EvalQA(Stage):
@@ -62,10 +57,12 @@ class EvalQA(Stage):
 
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.qa")
-        records = read_records(ctx.inputs["build_lm"].file("qa.jsonl"), cfg.split, cfg.max_examples)
-        soft = trained_with_soft_prompt(ctx.inputs[COMPRESSOR_STAGE])
-        tokenizer = load_tokenizer(ctx.inputs["prepare_lm"])
-        model = load_model(ctx.inputs["prepare_lm"], ctx.inputs[COMPRESSOR_STAGE])
+        records = read_records(LMRecords.read(ctx.inputs["build_lm"]).records("qa"), cfg.split, cfg.max_examples)
+        base = BaseLM.read(ctx.inputs["prepare_lm"])
+        compressor = TrainedNugget2D.read(ctx.inputs[COMPRESSOR_STAGE], COMPRESSOR_STAGE)
+        soft = compressor.soft_prompt
+        tokenizer = base.tokenizer()
+        model = compressor.load(base)
         fmt = PromptFormat(ctx.cfg("prompts").format, tokenizer)
         docs, prompts = encode_task_records(tokenizer, records, fmt, cfg.max_doc_tokens)
         doc_tokens = [len(d) for d in docs]
@@ -73,12 +70,15 @@ class EvalQA(Stage):
 
         rows, examples = [], []
 
-        def score(system: str, gens, extra: dict[str, float] | None = None, per_example=None) -> None:
+        def score(system: str, gens, extra: dict[str, float] | None = None, per_example=None,
+                  row_id: str = "") -> None:
             correct = [contains_answer(g.text, r["answer"]) for g, r in zip(gens, records, strict=True)]
             metrics = {"accuracy": 100 * statistics.fmean(correct),
                        "context_ratio": statistics.fmean(g.context_states / n for g, n in zip(gens, doc_tokens, strict=True)),
                        **mean_cost([g.cost for g in gens]), **(extra or {})}
-            rows.append(Row(system, metrics))
+            se = stderr([100.0 * c for c in correct])
+            rows.append(TableRow(system, metrics, n=len(records), stderr={} if se is None else {"accuracy": se},
+                                 paper_row=row_id or paper_row(system)))
             for i, (g, r, ok) in enumerate(zip(gens, records, correct, strict=True)):
                 examples.append({"id": r["id"], "system": system, "output": g.text, "answer": r["answer"],
                                  "correct": ok, "context_states": g.context_states, "doc_tokens": doc_tokens[i],
@@ -106,12 +106,13 @@ class EvalQA(Stage):
                 gens = run_batches("lmsumm", model, tokenizer, *summed, ratio=None,
                                    extra_encode_ms=[s.ms for s in summaries], **common)
                 score("lmsumm", gens, {"summary_ratio": statistics.fmean(ratios)},
-                      [{"summary": s.text, "summary_ratio": r} for s, r in zip(summaries, ratios, strict=True)])
+                      [{"summary": s.text, "summary_ratio": r} for s, r in zip(summaries, ratios, strict=True)],
+                      row_id=paper_row("lmsumm", cfg.lmsumm_ratio))
             else:  # nugget2d at each ratio
                 for r in cfg.nugget_ratios:
                     name = f"nugget2d {1 / r:g}x"
                     score(name, run_batches(name, model, tokenizer, docs, prompts, ratio=r,
-                                            soft_prompt=soft, **common))
+                                            soft_prompt=soft, **common), row_id=paper_row("nugget2d", r))
         label = stand_in_label(records)
         notes = [f"{len(records)} examples of split {cfg.split!r}" + (f"; stand-in: {label}" if label else "")
                  + f"; prompts laid out as {fmt.name} (appendix-C text)",
@@ -119,5 +120,5 @@ class EvalQA(Stage):
                  f"({'with' if soft else 'without'} its soft prompt), zero-shot.",
                  f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {cfg.batch_size}; "
                  "KV bytes at the end of decoding; attended states: mean over generated tokens."]
-        ctx.logger.set_tags({"stand_in": label or "none"})
-        publish(ctx, "SQuAD-style QA accuracy (Nugget2D table 3)", rows, COLUMNS, examples, notes)
+        ctx.set_tags({"stand_in": label or "none"})
+        publish(ctx, EvalTable("SQuAD-style QA accuracy (Nugget2D table 3)", COLUMNS, rows, notes), examples)

@@ -8,8 +8,9 @@ BLEU (sacrebleu) against the objective's target: the input document for AE, the
 translation for MT (sacrebleu's "zh" tokenizer for Chinese). The Nugget ablations of
 ``train_baselines`` are similarity systems only (table 4) and are skipped here.
 
-Outputs: ``reconstruction.json`` / ``.csv`` / ``.md``, ``bleu_vs_ratio.png`` (fig. 4,
-baselines at r = 0) and ``samples.jsonl`` (a few decoded texts per system).
+Output: `stages.artifacts.evaluate.ReconstructionResults` (``reconstruction.json`` /
+``.csv`` / ``.md``, ``bleu_vs_ratio.png``: fig. 4, baselines at r = 0) and
+``samples.jsonl`` (a few decoded texts per system).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import time
 
 import pyarrow.parquet as pq
 
-from stages.common.render import write_table
+from stages.artifacts.data import MtDocuments
+from stages.artifacts.evaluate import ReconstructionResults
 from stages.evaluate.nugget.encoders import load_system
 from stages.evaluate.nugget.metrics import bleu_tokenizer, corpus_bleu
 from stages.evaluate.nugget.plots import bleu_vs_ratio
@@ -44,7 +46,8 @@ class EvalReconstruction(Stage):
     config_keys = ("eval.beam_size", "eval.max_new_tokens", "eval.max_examples", "eval.batch_size")
 
     def run(self, ctx: StageContext) -> None:
-        table = pq.read_table(ctx.inputs["build_mt_docs"].file("dev.parquet"), columns=["source", "target"]).to_pydict()
+        dev = MtDocuments.read(ctx.inputs["build_mt_docs"]).split("dev")
+        table = pq.read_table(dev, columns=["source", "target"]).to_pydict()
         cap = ctx.cfg("eval.max_examples")
         docs = {k: (v[:cap] if cap else v) for k, v in table.items()}
         if not docs["source"]:
@@ -64,14 +67,15 @@ class EvalReconstruction(Stage):
             samples += [{"system": system.name, "reference": r, "decoded": h}
                         for r, h in list(zip(refs, hyps, strict=True))[:SAMPLES_PER_SYSTEM]]
             metrics[metric_name("bleu", system.name)] = bleu
+            metrics[metric_name("bleu", system.name) + "_n"] = len(refs)  # corpus BLEU over n documents
             print(f"[eval_reconstruction] {n}/{len(systems)} {system.name}: BLEU {bleu:.2f} "
                   f"({len(refs)} docs, beam {ctx.cfg('eval.beam_size')}, {time.time() - tick:.1f}s)", flush=True)
-        ctx.write_json("reconstruction.json", {"rows": rows, "split": "dev", "beam_size": ctx.cfg("eval.beam_size")})
+        written = ReconstructionResults(rows, "dev", ctx.cfg("eval.beam_size")).write(ctx.output_dir)
         (ctx.output_dir / "samples.jsonl").write_text(
             "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples))
-        write_table(ctx, "reconstruction", rows, ["label", "kind", "objective", "ratio", "scorer_layer",
-                                                  "decoder", "bleu", "n_docs"])
-        figure = ctx.output_dir / "bleu_vs_ratio.png"
+        for path in written[1:]:
+            ctx.log_artifact(path)
+        figure = ctx.output_dir / ReconstructionResults.FIGURES[0]
         bleu_vs_ratio(rows, figure)
         ctx.log_artifact(figure)
         ctx.log_metrics(metrics)

@@ -9,7 +9,8 @@ it; ``colbart_from`` in the output says which).
 
 Data: the ``build_pi`` / ``build_rr`` artifacts, or the authors' released nugget-data
 folders given by ``eval.pi_data_dir`` / ``eval.rr_data_dir``; ``eval.max_tasks`` caps
-the tasks (first N). Outputs ``similarity.json`` / ``.csv`` / ``.md``; every MRR is also
+the tasks (first N). Output: `stages.artifacts.evaluate.SimilarityResults`
+(``similarity.json`` / ``.csv`` / ``.md``); every MRR is also
 an MLflow metric ``mrr.<task>.<system>``.
 """
 
@@ -18,7 +19,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from stages.common.render import write_table
+from stages.artifacts.data import SimilarityDataset
+from stages.artifacts.evaluate import SimilarityResults
 from stages.evaluate.nugget.encoders import load_system
 from stages.evaluate.nugget.similarity import (
     metric_name,
@@ -49,7 +51,8 @@ class EvalSimilarity(Stage):
     def _datasets(self, ctx: StageContext) -> dict[str, tuple[list, dict, str]]:
         out = {}
         for task, stage, override in (("pi", "build_pi", "eval.pi_data_dir"), ("rr", "build_rr", "eval.rr_data_dir")):
-            folder = Path(ctx.cfg(override)).expanduser() if ctx.cfg(override) else ctx.inputs[stage].path
+            folder = (Path(ctx.cfg(override)).expanduser() if ctx.cfg(override)
+                      else SimilarityDataset.read(ctx.inputs[stage], stage).path)
             tasks, docs = read_similarity_data(folder)
             cap = ctx.cfg("eval.max_tasks")
             tasks = tasks[:cap] if cap else tasks
@@ -78,9 +81,9 @@ class EvalSimilarity(Stage):
                     "vectors_per_doc": sum(len(v) for v in vecs.values()) / len(vecs),
                 })
                 metrics[metric_name("mrr", task, label)] = value
+                metrics[metric_name("mrr", task, label) + "_n"] = len(tasks)  # mean over n tasks
                 print(f"[eval_similarity] {n}/{len(jobs)} {label} {task}: MRR {value:.2f} "
                       f"({len(tasks)} tasks, {time.time() - tick:.1f}s)", flush=True)
-        ctx.write_json("similarity.json", {"rows": rows, "colbart_from": colbart.name if colbart else None})
-        write_table(ctx, "similarity", rows, ["label", "mode", "objective", "ratio", "scorer_layer",
-                                              "selector", "feedback", "task", "mrr", "vectors_per_doc", "n_tasks"])
+        for path in SimilarityResults(rows, colbart.name if colbart else None).write(ctx.output_dir)[1:]:
+            ctx.log_artifact(path)
         ctx.log_metrics(metrics)

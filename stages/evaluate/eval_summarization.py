@@ -12,7 +12,8 @@ one sentence.") and greedy decoding capped at ``eval.summarization.max_new_token
 The two fine-tuning stages tokenise the records as this stage does
 (`stages.common.prompts`). ROUGE-1/2/L F1 x 100 with stemming
 (`stages.evaluate.lm.rouge`), and the decoding cost per system (`stages.evaluate.lm.cost`).
-Outputs: ``table.md``, ``table.csv``, ``metrics.json``, ``examples.jsonl``. On
+Outputs: the `stages.artifacts.evaluate.EvalTable` (ROUGE with standard errors, n per
+row, each system's table-4 row) and ``examples.jsonl``. On
 profile=tiny the data is a labelled stand-in (lead sentence of a real news article as
 the summary of the rest).
 """
@@ -21,14 +22,16 @@ from __future__ import annotations
 
 import statistics
 
+from stages.artifacts.data import BaseLM, LMRecords
+from stages.artifacts.evaluate import Column, EvalTable, TableRow
+from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D
 from stages.common.progress import progress_logger
 from stages.common.prompts import PromptFormat, encode_task_records
 from stages.common.records import read_records, stand_in_label
 from stages.evaluate.lm.cost import mean_cost
-from stages.evaluate.lm.loading import load_full_finetuned, load_model, load_tokenizer
 from stages.evaluate.lm.prompted import run_batches
 from stages.evaluate.lm.rouge import ROUGE_TYPES, rouge_mean, rouge_per_example
-from stages.evaluate.lm.tables import Column, Row, publish
+from stages.evaluate.publish import publish, stderr
 from stages.framework.stage import Stage, StageContext
 
 log = progress_logger("nugget.eval_summarization")
@@ -49,9 +52,11 @@ class EvalSummarization(Stage):
 
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.summarization")
-        records = read_records(ctx.inputs["build_lm"].file("summarization.jsonl"), cfg.split, cfg.max_examples)
-        tokenizer = load_tokenizer(ctx.inputs["prepare_lm"])
-        nugget2d = load_model(ctx.inputs["prepare_lm"], ctx.inputs["train_nugget2d_ft"])
+        records = read_records(LMRecords.read(ctx.inputs["build_lm"]).records("summarization"), cfg.split,
+                               cfg.max_examples)
+        base = BaseLM.read(ctx.inputs["prepare_lm"])
+        tokenizer = base.tokenizer()
+        nugget2d = TrainedNugget2D.read(ctx.inputs["train_nugget2d_ft"], "train_nugget2d_ft").load(base)
         fmt = PromptFormat(ctx.cfg("prompts").format, tokenizer)
         docs, prompts = encode_task_records(tokenizer, records, fmt, cfg.max_doc_tokens)
         references = [r["answer"] for r in records]
@@ -61,14 +66,16 @@ class EvalSummarization(Stage):
         for system in cfg.systems:
             ratio = cfg.nugget_ratio if system == "nugget2d_ft" else None
             # full_zs: the Full path of any Nugget2D model is the bare base LM (adapters gated off)
-            model = (load_full_finetuned(ctx.inputs["prepare_lm"], ctx.inputs["train_full_ft"], nugget2d.config)
+            model = (FullFinetunedLM.read(ctx.inputs["train_full_ft"]).load(base, nugget2d.config)
                      if system == "full_ft" else nugget2d)
             gens = run_batches(system, model, tokenizer, docs, prompts, ratio=ratio, **common)
             per = rouge_per_example([g.text for g in gens], references)
             metrics = {**rouge_mean(per),
                        "context_ratio": statistics.fmean(g.context_states / len(d) for g, d in zip(gens, docs, strict=True)),
                        **mean_cost([g.cost for g in gens])}
-            rows.append(Row(system if ratio is None else f"{system} {1 / ratio:g}x", metrics))
+            errors = {t: se for t in ROUGE_TYPES if (se := stderr([s[t] for s in per])) is not None}
+            rows.append(TableRow(system if ratio is None else f"{system} {1 / ratio:g}x", metrics, n=len(records),
+                                 stderr=errors, paper_row=system if ratio is None else f"nugget2d_{1 / ratio:g}x"))
             for g, r, scores in zip(gens, records, per, strict=True):
                 examples.append({"id": r["id"], "system": system, "output": g.text, "reference": r["answer"],
                                  **scores, "context_states": g.context_states, **g.cost.as_dict()})
@@ -80,5 +87,6 @@ class EvalSummarization(Stage):
                  "(train_nugget2d's compressor fine-tuned on the task); full_zs: the base LM.",
                  f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {cfg.batch_size}; "
                  "KV bytes at the end of decoding; attended states: mean over generated tokens."]
-        ctx.logger.set_tags({"stand_in": label or "none"})
-        publish(ctx, "CNN/DailyMail-style summarisation ROUGE (Nugget2D table 4)", rows, COLUMNS, examples, notes)
+        ctx.set_tags({"stand_in": label or "none"})
+        publish(ctx, EvalTable("CNN/DailyMail-style summarisation ROUGE (Nugget2D table 4)", COLUMNS, rows, notes),
+                examples)

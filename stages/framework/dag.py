@@ -8,7 +8,7 @@ Ray and no MLflow, so ``--dry-run`` is instant and config errors surface first.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from stages.config.schema import PipelineConfig
@@ -106,3 +106,23 @@ class Dag:
             hit = store.is_complete(name, keys[name])
             planned.append(PlannedStage(stage, keys[name], ups, hit, name in forced))
         return planned
+
+
+def critical_path(plan: Sequence[PlannedStage], seconds: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Per planned stage, the expected seconds of the longest path from its start to the
+    end of the plan: its own duration (``seconds[name]``, e.g. measured by an earlier run,
+    else its ``expected_seconds``; 0 for a hit) plus the longest path among the planned
+    stages that read it. The executor starts ready stages in decreasing order of it, so
+    the chain that bounds the run's wall time starts first. ``plan`` is in execution
+    (topological) order."""
+    seconds = seconds or {}
+    readers: dict[str, list[str]] = {p.name: [] for p in plan}
+    for p in plan:
+        for up in p.upstream_keys:
+            if up in readers:
+                readers[up].append(p.name)
+    path: dict[str, float] = {}
+    for p in reversed(plan):
+        own = float(seconds.get(p.name, p.stage.expected_seconds)) if p.will_run else 0.0
+        path[p.name] = own + max((path[r] for r in readers[p.name]), default=0.0)
+    return path

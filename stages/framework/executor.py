@@ -7,6 +7,19 @@ hits (with the metrics and producing run of the cached output). Worker side
 A failing stage marks its run FAILED and leaves no completed output; stages already
 running finish (their outputs are valid cache entries), nothing new starts, and
 :class:`PipelineError` names every failed stage.
+
+Scheduling: each stage to run declares its demand (``Stage.demand``: its task plus the
+Ray Train workers / Tune trials / Ray Data fan-out it starts). The driver keeps a
+:class:`~stages.framework.resources.Ledger` of the cluster's resources minus the demands
+of running stages and submits a ready stage only when its whole demand is free, so no
+worker group waits for CPUs that another stage holds. Ready stages are tried in
+decreasing order of their critical path (:func:`~stages.framework.dag.critical_path`,
+durations measured by earlier runs in the store, else declared ``expected_seconds``);
+a smaller one that fits starts beside a running big one. The first ready stage that does
+not fit reserves the resources of the running stages expected to end first; a stage
+behind it starts only if it is expected to end by then or fits beside the reservation
+(EASY backfilling), so a wide stage (the sweep) is not starved by a stream of narrow ones. A demand larger than the whole
+cluster fails before any stage starts, naming the config field to lower.
 """
 
 from __future__ import annotations
@@ -23,10 +36,12 @@ from typing import Any
 
 from stages.config.loader import to_yaml
 from stages.config.schema import PipelineConfig
-from stages.framework.dag import PlannedStage
+from stages.framework.dag import PlannedStage, critical_path
 from stages.framework.keys import stage_config, stage_sections
+from stages.framework.resources import Demand, DemandError, Ledger, check_fits, cluster_capacity
+from stages.framework.resources import fmt_amounts as _fmt
 from stages.framework.stage import Stage, StageContext
-from stages.framework.store import ArtifactStore
+from stages.framework.store import MANIFEST, ArtifactStore
 from stages.framework.tracking import RunLogger, Tracker, git_commit
 
 log = logging.getLogger("nugget.pipeline")
@@ -157,6 +172,37 @@ def _record_hit(p: PlannedStage, child: RunLogger, store: ArtifactStore) -> Stag
     return StageOutcome(p.name, p.key, "hit", store.uri(p.name, p.key), 0.0, child.run_id)
 
 
+def stage_demands(cfg: PipelineConfig, plan: list[PlannedStage]) -> dict[str, Demand]:
+    """The demand of every stage of ``plan`` that will run, from its config sections."""
+    return {p.name: p.stage.demand(stage_sections(p.stage, cfg)) for p in plan if p.will_run}
+
+
+def past_seconds(store: ArtifactStore, names: list[str]) -> dict[str, float]:
+    """Per stage, the duration its latest completed output took (any key) in ``store``:
+    the scheduler's estimate where an earlier run measured one."""
+    found: dict[str, float] = {}
+    for name in names:
+        try:
+            paths = store.fs.glob(f"{store.base}/{name}/*/{MANIFEST}")
+            latest = max((json.loads(store.fs.cat_file(m)) for m in paths),
+                         key=lambda m: m.get("finished_at", ""), default=None)
+        except (OSError, ValueError):
+            continue
+        if latest and isinstance(latest.get("seconds"), (int, float)):
+            found[name] = float(latest["seconds"])
+    return found
+
+
+def _fail(p: PlannedStage, child: RunLogger, text: str, result: PipelineResult) -> StageOutcome:
+    child.log_text(text, "error.txt")
+    child.set_tags({"error": text.strip().splitlines()[-1][:500]})
+    child.end("FAILED")
+    outcome = StageOutcome(p.name, p.key, "failed", run_id=child.run_id, error=text)
+    result.outcomes.append(outcome)
+    log.error("%-22s FAILED key=%s\n%s", p.name, p.key, text)
+    return outcome
+
+
 def execute(
     cfg: PipelineConfig,
     plan: list[PlannedStage],
@@ -167,6 +213,21 @@ def execute(
     """Run every miss of ``plan`` on Ray (initialised by the caller whenever the plan
     has a stage to run), record every hit."""
     import ray
+
+    demands = stage_demands(cfg, plan)
+    ledger = Ledger(cluster_capacity() if demands else {})
+    try:
+        for name, demand in demands.items():
+            check_fits(name, demand, ledger.capacity)
+    except DemandError as exc:
+        raise PipelineError(f"{exc}; no stage was started") from None
+    estimate = {p.name: float(p.stage.expected_seconds) for p in plan}
+    estimate.update(past_seconds(store, list(demands)))
+    priority = critical_path(plan, estimate)
+    order = {p.name: i for i, p in enumerate(plan)}
+    if demands:
+        log.info("scheduler: cluster %s; critical path (s): %s", _fmt({k: ledger.capacity.get(k, 0.0) for k in ("CPU", "GPU")}),
+                 ", ".join(f"{n}={priority[n]:g}" for n in sorted(demands, key=lambda n: -priority[n])))
 
     parent = _start_parent(tracker, cfg, entry, plan)
     result = PipelineResult(parent.run_id, tracker.tracking_uri)
@@ -182,16 +243,48 @@ def execute(
     running: dict[Any, PlannedStage] = {}
     waiting = list(plan)
     remote = ray.remote(run_one)
+    told_waiting: set[str] = set()
     while waiting or running:
-        for p in [w for w in waiting if all(u in done for u in w.upstream_keys)]:
-            waiting.remove(p)
-            if failed:
-                continue
-            if not p.will_run:
+        ready = [w for w in waiting if all(u in done for u in w.upstream_keys)]
+        hits = [w for w in ready if not w.will_run and not failed]
+        if hits:  # record them first: the stages they unblock may start in this pass
+            for p in hits:
+                waiting.remove(p)
                 result.outcomes.append(_record_hit(p, children[p.name], store))
                 done.add(p.name)
+            continue
+        reservation = None  # for the first ready stage that does not fit (EASY backfilling)
+        now = time.time()
+        for p in sorted(ready, key=lambda w: (-priority[w.name], order[w.name])):
+            if failed:
+                waiting.remove(p)
                 continue
-            log.info("%-22s %-5s key=%s running", p.name, p.status, p.key)
+            demand = demands[p.name]
+            if not ledger.fits(demand):
+                if not running:  # the idle cluster cannot host it (check_fits let it pass)
+                    waiting.remove(p)
+                    text = (f"stage {p.name!r} needs {_fmt(ledger.resolve(demand))} but the idle cluster "
+                            f"has {_fmt({k: ledger.capacity.get(k, 0.0) for k in demand})}; "
+                            f"lower {demand.lower or 'its resources'}")
+                    failed.append(_fail(p, children[p.name], text, result))
+                else:
+                    if reservation is None:
+                        reservation = ledger.reserve(p.name, demand, now)
+                    if p.name not in told_waiting:
+                        told_waiting.add(p.name)
+                        free = ledger.free()
+                        log.info("%-22s wait  needs %s, free %s", p.name, _fmt(ledger.resolve(demand)),
+                                 _fmt({k: free.get(k, 0.0) for k in demand}))
+                continue
+            if reservation is not None and not ledger.may_backfill(demand, estimate[p.name], now, reservation):
+                if p.name not in told_waiting:
+                    told_waiting.add(p.name)
+                    log.info("%-22s wait  fits, but would delay %s (longer path)", p.name, reservation.stage)
+                continue
+            waiting.remove(p)
+            ledger.take(p.name, demand, now + estimate[p.name])
+            log.info("%-22s %-5s key=%s running (holds %s)", p.name, p.status, p.key,
+                     _fmt(ledger.held[p.name]))
             ref = remote.options(name=f"stage:{p.name}", **p.stage.resources).remote(
                 p.stage, cfg, p.key, p.upstream_keys, children[p.name], p.forced
             )
@@ -204,20 +297,15 @@ def execute(
                     children[p.name].end("KILLED")
                 waiting.clear()
             continue
-        ready, _ = ray.wait(list(running), num_returns=1)
-        p = running.pop(ready[0])
+        finished, _ = ray.wait(list(running), num_returns=1)
+        p = running.pop(finished[0])
+        ledger.release(p.name)
         child = children[p.name]
         try:
-            out = ray.get(ready[0])
+            out = ray.get(finished[0])
         except Exception as exc:  # the stage's own error, wrapped by Ray
             text = "".join(traceback.format_exception_only(type(exc), exc))
-            child.log_text(text, "error.txt")
-            child.set_tags({"error": text.strip().splitlines()[-1][:500]})
-            child.end("FAILED")
-            outcome = StageOutcome(p.name, p.key, "failed", run_id=child.run_id, error=text)
-            failed.append(outcome)
-            result.outcomes.append(outcome)
-            log.error("%-22s FAILED key=%s\n%s", p.name, p.key, text)
+            failed.append(_fail(p, child, text, result))
             continue
         child.log_metrics({"stage_seconds": out["seconds"]})
         child.end("FINISHED")

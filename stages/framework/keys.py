@@ -2,24 +2,31 @@
 
 key = sha256(stage name, stage code version, resolved stage config, upstream keys).
 
-The code version is the stage's declared ``version`` plus a hash of the source files of
-the modules it names in ``code_modules`` (default: its own module), so editing a stage
-invalidates its cache without anyone remembering to bump a number. Upstream keys chain
-the hashes, so a change anywhere invalidates exactly the stage and its descendants.
+The code version of a stage is ``"<version>:<digest>"``: its declared ``version`` plus the
+first 16 hex chars of a sha256 over the import closure of the stage class's module
+(``stage_cls.__module__``), as computed by :mod:`stages.framework.provenance`: every
+in-repo module (packages ``stages``, ``nugget_core``, ``pipelines`` under the repo root)
+that it transitively imports, read from the source with ``ast`` (lazy imports in function
+bodies and ``TYPE_CHECKING`` blocks included), plus the ``__init__.py`` of every package
+on the way. For each file, in sorted order of its path relative to the root, the digest
+takes that path, the file's length and its bytes. Third-party modules are not hashed (the
+environment pins them). Editing anything a stage can run invalidates its cache without
+anyone bumping a number, and an edit outside its closure leaves it alone. Digests are
+cached per process. Upstream keys chain the hashes, so a change anywhere invalidates
+exactly the stage and its descendants.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
-import inspect
 import json
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from stages.config.schema import PipelineConfig
+from stages.framework.provenance import closure_files, repo_root
 
 KEY_LENGTH = 20  # hex chars (80 bits): short directory names, collisions negligible
 
@@ -40,26 +47,24 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def closure_digest(module_name: str) -> str:
+    """sha256 over (relative path, bytes) of each file in ``module_name``'s import closure."""
+    return _closure_digest(module_name, repo_root(module_name))
+
+
 @cache
-def source_hash(module_name: str) -> str:
-    """sha256 of a module's source file (a package hashes all of its ``.py`` files)."""
-    module = importlib.import_module(module_name)
+def _closure_digest(module_name: str, root: Path) -> str:
     digest = hashlib.sha256()
-    path = inspect.getsourcefile(module)
-    if path is None:
-        raise ValueError(f"module {module_name!r} has no source file to hash")
-    files = [Path(path)]
-    if files[0].name == "__init__.py":
-        files = sorted(files[0].parent.rglob("*.py"))
-    for f in files:
-        digest.update(f.read_bytes())
+    for rel in closure_files(module_name, root):
+        data = (root / rel).read_bytes()
+        digest.update(f"{rel.as_posix()}\0{len(data)}\0".encode())
+        digest.update(data)
     return digest.hexdigest()
 
 
 def code_version(stage_cls: type) -> str:
-    modules = getattr(stage_cls, "code_modules", None) or (stage_cls.__module__,)
-    hashes = [source_hash(m) for m in modules]
-    return f"{stage_cls.version}:" + hashlib.sha256("".join(hashes).encode()).hexdigest()[:16]
+    """``"<version>:<16 hex of closure_digest(stage module)>"`` (see the module docstring)."""
+    return f"{stage_cls.version}:" + closure_digest(stage_cls.__module__)[:16]
 
 
 def stage_sections(stage_cls: type, cfg: PipelineConfig) -> dict[str, Any]:

@@ -6,7 +6,7 @@ A stage is a class with class-level declarations and one method::
         name = "corpus_stats"
         upstream = ()                          # names of stages whose outputs it reads
         config_keys = ("data.corpus_stats",)   # config sections it reads (enter the cache key)
-        version = "1"                          # bump for behaviour changes the source hash misses
+        version = "1"                          # bump for behaviour changes the code hash misses
         resources = {"num_cpus": 1}            # Ray resources of the task that runs `run`
 
         def run(self, ctx: StageContext) -> None:
@@ -14,9 +14,36 @@ A stage is a class with class-level declarations and one method::
 
 ``run`` executes inside a Ray task and may itself launch Ray tasks, Ray Data pipelines
 or a Ray Train trainer (then declare ``resources = {"num_cpus": 0}`` so the
-coordinating task does not hold the CPUs its workers need). It must be a pure function
+coordinating task does not hold the CPUs its workers need, and declare what they take:
+``train_job = "train.nugget"`` (the config section of its Ray Train job), ``fans_out =
+True`` (Ray Data / Ray tasks over the free CPUs), or override :meth:`Stage.demand`). The
+executor starts a stage only when its whole demand is free (see
+:mod:`stages.framework.resources`), longest expected path first. It must be a pure function
 of its declared config sections and its upstream artifacts: the framework caches its
 output under a key derived from exactly those (see :mod:`stages.framework.keys`).
+
+Logging: one path. A stage module reports only through its :class:`StageContext`, into
+the stage's MLflow run (never through ``ctx.logger`` directly):
+
+- ``ctx.log_metrics({name: number}, step=None)``: final values (no ``step``) also go into
+  the artifact's manifest (``metrics``); per-step values (``step=s``) are curves. Names are
+  ``[<system or group>/ or .]<metric>``. A mean over examples (tokens, documents, queries)
+  is logged with its n in the same call: ``<name>_n``, or one n shared by several means,
+  named where they are computed: ``<system>/n`` for a row of an evaluation table
+  (`stages.evaluate.publish`), ``documents`` / ``<prefix>_count`` for data statistics,
+  ``heldout_ratio_docs`` / ``sample_tokens`` / ``heldout_tokens`` in calibrate_threshold,
+  ``<name>_n`` of a training summary (`stages.train.launch.final_metrics`);
+- ``ctx.set_tags({key: value})``: strings describing the run (stand-ins used, scorer
+  stage), never numbers;
+- ``ctx.log_artifact(path)``: a small file of the output (tables, plots, stats.json);
+- ``ctx.nested_runs()``: a picklable factory of runs nested under the stage's run (one per
+  Tune trial); each is a `stages.framework.tracking.RunLogger`.
+
+Training stages hand ``ctx.logger`` to `stages.train.launch.fit`; rank 0 of the Ray Train
+loop logs per-step metrics through that same `RunLogger` (names and cadence: module
+docstring of :mod:`stages.train.loop`), and the stage logs the fit's summary
+(`stages.train.launch.final_metrics`) with ``ctx.log_metrics``. The executor alone logs
+params (the stage's config), ``stage_seconds`` and error / skip tags.
 """
 
 from __future__ import annotations
@@ -27,7 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from stages.framework.tracking import RunLogger
+from stages.framework.resources import ALL, Demand, add, section_value, task_demand, worker_demand
+from stages.framework.tracking import NestedRuns, RunLogger
 
 
 @dataclass(frozen=True)
@@ -88,6 +116,14 @@ class StageContext:
         """Copy a (small) file of the output into the MLflow run's artifacts."""
         self.logger.log_artifact(path)
 
+    def set_tags(self, tags: dict[str, Any]) -> None:
+        """Tag this stage's MLflow run (values become strings)."""
+        self.logger.set_tags({k: str(v) for k, v in tags.items()})
+
+    def nested_runs(self) -> NestedRuns:
+        """A picklable factory of MLflow runs nested under this stage's run."""
+        return self.logger.nested_runs()
+
     def write_json(self, name: str, obj: Any) -> Path:
         target = self.output_dir / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -102,8 +138,26 @@ class Stage:
     upstream: ClassVar[tuple[str, ...]] = ()
     config_keys: ClassVar[tuple[str, ...]] = ()
     version: ClassVar[str] = "1"
-    resources: ClassVar[dict[str, float]] = {"num_cpus": 1}
+    resources: ClassVar[dict[str, float]] = {"num_cpus": 1}  # Ray options of the task running `run`
+    train_job: ClassVar[str] = ""  # config section (a TrainJob) of the Ray Train fits `run` makes, one at a time
+    fans_out: ClassVar[bool] = False  # `run` spreads Ray Data / Ray tasks over the free CPUs
+    expected_seconds: ClassVar[float] = 60.0  # rough duration: ranks ready stages (longest path first)
     description: ClassVar[str] = ""
+
+    @classmethod
+    def demand(cls, sections: dict[str, Any]) -> Demand:
+        """Everything the stage holds while it runs, given its declared config sections:
+        its own task, plus ``train_job``'s worker group or, with ``fans_out``, every CPU
+        free when it starts (``resources.ALL``).
+        Override for anything else (e.g. concurrent Tune trials)."""
+        own = task_demand(cls.resources)
+        if cls.train_job:
+            job = section_value(sections, cls.train_job)
+            return Demand(add(own, worker_demand(job.num_workers, job.use_gpu)),
+                          lower=f"{cls.train_job}.num_workers")
+        if cls.fans_out:
+            return Demand({**own, "CPU": ALL}, lower="")
+        return Demand(own, lower=f"{cls.__name__}.resources")
 
     def run(self, ctx: StageContext) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

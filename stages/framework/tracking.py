@@ -2,8 +2,13 @@
 
 Everything goes through ``MlflowClient`` with explicit run ids, so logging works the
 same from the driver, a Ray task, or rank 0 of a Ray Train worker group (Train V2
-rejects Tune's MLflow callbacks; see ENV-NOTES). The driver creates the experiment
+rejects Tune's MLflow callbacks; see docs/environment-notes.md). The driver creates the experiment
 before any worker logs (concurrent creation of a fresh sqlite store races).
+
+Stage modules log through `stages.framework.stage.StageContext` (see its module
+docstring); the training loop logs through the `RunLogger` it is handed (the stage's,
+or a Tune trial's nested run from `NestedRuns`), per-step metrics batched by
+`MetricBuffer`.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +95,56 @@ class RunLogger:
     def log_text(self, text: str, name: str) -> None:
         self.client.log_text(self.run_id, text, name)
 
+    def log_metric_entities(self, metrics: list[Metric]) -> None:
+        """Already-built MLflow ``Metric`` entities (own timestamps and steps), batched."""
+        for chunk in _chunks(metrics, 1000):
+            self.client.log_batch(self.run_id, metrics=chunk)
+
+    def nested_runs(self) -> NestedRuns:
+        """A picklable factory of runs nested under this one (e.g. one per Tune trial)."""
+        experiment_id = self.client.get_run(self.run_id).info.experiment_id
+        return NestedRuns(self.tracking_uri, experiment_id, self.run_id)
+
     def end(self, status: str = "FINISHED") -> None:
         self.client.set_terminated(self.run_id, status=status)
+
+
+@dataclass(frozen=True)
+class NestedRuns:
+    """Creates MLflow runs under ``parent_run_id`` from any process (picklable)."""
+
+    tracking_uri: str
+    experiment_id: str
+    parent_run_id: str
+
+    def start(self, name: str, tags: dict[str, Any]) -> RunLogger:
+        client = MlflowClient(tracking_uri=self.tracking_uri)
+        all_tags = {**{k: str(v) for k, v in tags.items()}, "mlflow.parentRunId": self.parent_run_id}
+        run = client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        return RunLogger(self.tracking_uri, run.info.run_id)
+
+
+class MetricBuffer:
+    """Per-step metrics of a long loop, kept in memory and sent in one ``log_batch``:
+    ``add`` costs nothing; ``flush`` sends (the loop flushes at every checkpoint and
+    at the end, and ``add`` flushes once ``flush_seconds`` have passed, so curves stay
+    live). Names are prefixed with ``prefix`` (e.g. ``"tsdae_ae."``)."""
+
+    def __init__(self, logger: RunLogger, prefix: str = "", flush_seconds: float = 30.0) -> None:
+        self.logger, self.prefix, self.flush_seconds = logger, prefix, flush_seconds
+        self.pending: list[Metric] = []
+        self.last_flush = time.time()
+
+    def add(self, metrics: dict[str, float], step: int) -> None:
+        now = time.time()
+        self.pending += [Metric(f"{self.prefix}{k}", float(v), int(now * 1000), step) for k, v in metrics.items()]
+        if now - self.last_flush >= self.flush_seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.logger.log_metric_entities(self.pending)
+        self.pending, self.last_flush = [], time.time()
 
 
 class Tracker:

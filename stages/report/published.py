@@ -2,8 +2,8 @@
 
 Every table names its source (paper, table) so the report can cite each cell. These
 values are only ever shown in the report's "published" column, never as measurements.
-Sources: ``papers/nugget-icml2023.txt`` (Qin & Van Durme, ICML 2023) and
-``papers/nugget2d-decoder-only.txt`` (Nugget2D).
+Sources: the Nugget paper (Qin & Van Durme, ICML 2023) and the Nugget2D paper; full
+references in ``docs/papers.md``.
 """
 
 from __future__ import annotations

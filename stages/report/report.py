@@ -1,7 +1,7 @@
 """Stage ``report``: the papers' tables, measured beside published, as markdown and HTML.
 
-Pure function of its inputs: it reads the upstream artifacts (evaluation outputs and
-manifests), never MLflow, so its cache key covers everything it shows. Tables: Nugget
+Pure function of its inputs: it reads the upstream artifacts through their contracts
+(`stages.artifacts`), never MLflow, so its cache key covers everything it shows. Tables: Nugget
 figure 4 (BLEU vs r), figure 5 in numbers, tables 2-4, Nugget2D tables 1, 3, 4, and the corpus statistics.
 Every measured cell is a number from an upstream file or "not run in this profile";
 published numbers (`stages.report.published`) only ever fill the published column.
@@ -14,10 +14,11 @@ the evaluations copied beside the report.
 from __future__ import annotations
 
 import html
-import json
 import shutil
 from typing import Any
 
+from stages.artifacts.data import CorpusStatistics
+from stages.artifacts.evaluate import NuggetAnalysis, ReconstructionResults, SimilarityResults
 from stages.common.render import csv_text, html_table, markdown
 from stages.framework.stage import Artifact, Stage, StageContext
 from stages.report.tables import (
@@ -30,10 +31,6 @@ from stages.report.tables import (
     token_table,
 )
 
-FIGURES = {"eval_reconstruction": ["bleu_vs_ratio.png"],
-           "analyze_nuggets": ["token_frequency.png", "probability_gain.png", "probability_gain_relative.png",
-                               "nuggets.html"]}
-
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
@@ -42,7 +39,7 @@ def _fmt(value: Any) -> str:
 
 
 def corpus_table(art: Artifact) -> tuple[str, list[tuple[str, str]]]:
-    stats = json.loads(art.file("stats.json").read_text())
+    stats = CorpusStatistics.read(art).stats
     rows = [(k, _fmt(v)) for k, v in sorted(stats.items()) if k not in ("top_words", "source")]
     top = ", ".join(f"{w} ({c})" for w, c in stats.get("top_words", [])[:10])
     rows.append(("top words", top))
@@ -66,10 +63,6 @@ def to_html(title: str, tables: list[tuple[str, list[tuple[str, str]]]]) -> str:
     return "\n".join(parts)
 
 
-def _json(ctx: StageContext, stage: str, name: str) -> dict[str, Any]:
-    return json.loads(ctx.inputs[stage].file(name).read_text()) if stage in ctx.inputs else {}
-
-
 def _context(ctx: StageContext, stage: str, data: str) -> str:
     model = ctx.cfg("model.seq2seq")
     base = model.name_or_path if model.source == "pretrained" else (
@@ -79,27 +72,34 @@ def _context(ctx: StageContext, stage: str, data: str) -> str:
     return f"profile {ctx.cfg('profile')}; base model: {base}; data: {data}; measured by {where}"
 
 
+def _read(ctx: StageContext, contract: Any) -> Any:
+    """The stage's output through its contract, or None when the stage is not in this run."""
+    return contract.read(ctx.inputs[contract.STAGE]) if contract.STAGE in ctx.inputs else None
+
+
 def build_tables(ctx: StageContext) -> list[ReportTable]:
-    sim = _json(ctx, "eval_similarity", "similarity.json")
-    rec = _json(ctx, "eval_reconstruction", "reconstruction.json")
-    data_sim = "; ".join(sorted({f"{r['task'].upper()}: {r['n_tasks']} tasks from {r['data']}" for r in sim.get("rows", [])}))
-    data_rec = (f"first {rec['rows'][0]['n_docs']} {rec['split']} documents of build_mt_docs, beam {rec['beam_size']}"
-                if rec.get("rows") else "build_mt_docs dev split")
+    sim: SimilarityResults | None = _read(ctx, SimilarityResults)
+    rec: ReconstructionResults | None = _read(ctx, ReconstructionResults)
+    data_sim = "; ".join(sorted({f"{r['task'].upper()}: {r['n_tasks']} tasks from {r['data']}" for r in sim.rows})) if sim else ""
+    data_rec = (f"first {rec.rows[0]['n_docs']} {rec.split} documents of build_mt_docs, beam {rec.beam_size}"
+                if rec and rec.rows else "build_mt_docs dev split")
     lm = ctx.cfg("model.lm")
     lm_ctx = f"profile {ctx.cfg('profile')}; base LM: {lm.name_or_path or lm.source} (keep_layers={lm.keep_layers})"
     return [
         bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec)),
-        token_table(_json(ctx, "analyze_nuggets", "token_frequency.json"),
+        token_table(_read(ctx, NuggetAnalysis),
                     _context(ctx, "analyze_nuggets", "dev documents of build_mt_docs")),
         table2(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR")),
         not_run_table("nugget_table3", "Nugget table 3: Nugget LM perplexity (WikiText-103)",
                       f"profile {ctx.cfg('profile')}; no Nugget-LM stage exists in this pipeline", ["h=0", "h=1", "h=2", "h=4", "h=8"]),
         table4(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR")),
         nugget2d_table("nugget2d_table1", "Nugget2D table 1: LM perplexity", ctx.inputs.get("eval_lm"),
-                       ["wikitext_subword", "wikitext_word", "pile_subword"], lm_ctx),
-        nugget2d_table("nugget2d_table3", "Nugget2D table 3: QA accuracy", ctx.inputs.get("eval_qa"), ["accuracy"], lm_ctx),
+                       {"wikitext_subword": "wiki_subword_ppl", "wikitext_word": "wiki_word_ppl",
+                        "pile_subword": "pile_subword_ppl"}, lm_ctx),
+        nugget2d_table("nugget2d_table3", "Nugget2D table 3: QA accuracy", ctx.inputs.get("eval_qa"),
+                       {"accuracy": "accuracy"}, lm_ctx),
         nugget2d_table("nugget2d_table4", "Nugget2D table 4: summarisation ROUGE", ctx.inputs.get("eval_summarization"),
-                       ["rouge1", "rouge2", "rougeL"], lm_ctx),
+                       {"rouge1": "rouge1", "rouge2": "rouge2", "rougeL": "rougeL"}, lm_ctx),
     ]
 
 
@@ -136,11 +136,11 @@ class Report(Stage):
     def run(self, ctx: StageContext) -> None:
         tables = build_tables(ctx)
         figures = []
-        for stage, names in FIGURES.items():
-            for name in names:
-                if stage in ctx.inputs and (ctx.inputs[stage].path / name).exists():
-                    shutil.copy(ctx.inputs[stage].path / name, ctx.output_dir / name)
-                    figures.append(name)
+        for contract in (ReconstructionResults, NuggetAnalysis):
+            output = _read(ctx, contract)
+            for path in output.figures() if output else []:
+                shutil.copy(path, ctx.output_dir / path.name)
+                figures.append(path.name)
         corpus = corpus_table(ctx.inputs["corpus_stats"]) if "corpus_stats" in ctx.inputs else None
         md, page = render(ctx.cfg("report").title, tables, corpus, figures)
         (ctx.output_dir / "report.md").write_text(md)

@@ -5,22 +5,28 @@ evaluation stage's output, or the text `NOT_RUN`) and the published value of tha
 (`stages.report.published`, or `NOT_IN_PAPER` where the paper has none). Nothing is
 ever blank, and a published number never fills a measured cell.
 
-Nugget2D evaluation stages (``eval_lm``, ``eval_qa``, ``eval_summarization``) are read
-through their ``metrics.json``: a flat ``{"<row id>.<column>": value}`` with the row ids
-and columns of `published.PUBLISHED` (e.g. ``"nugget2d_64.wikitext_subword"``).
+Every evaluation output is read through its contract (`stages.artifacts.evaluate`): the
+Nugget evaluations' `SimilarityResults`, `ReconstructionResults`, `NuggetAnalysis`, and
+the Nugget2D evaluations' (``eval_lm``, ``eval_qa``, ``eval_summarization``) `EvalTable`,
+whose rows name the published row they reproduce (``paper_row``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stages.artifacts.evaluate import (
+    NOT_RUN,
+    EvalTable,
+    NuggetAnalysis,
+    ReconstructionResults,
+    SimilarityResults,
+)
 from stages.framework.stage import Artifact
 from stages.report.published import PUBLISHED, SOURCES, published
 
-NOT_RUN = "not run in this profile"
 NOT_IN_PAPER = "not in paper"
 
 
@@ -71,9 +77,9 @@ def _nugget_label(r: dict[str, Any]) -> str:
     return f"Nugget {r['objective'].upper()} r={r['ratio']:g} l={r['scorer_layer']} [{r['source']}]"
 
 
-def table2(sim: dict[str, Any], context: str) -> ReportTable:
+def table2(sim: SimilarityResults | None, context: str) -> ReportTable:
     t = ReportTable("nugget_table2", "Nugget table 2: PI / RR (MRR x 100)", context, ["pi", "rr"])
-    rows = sim["rows"] if sim else []
+    rows = sim.rows if sim else []
     learned = [r for r in rows if _is_learned(r) and r["mode"] == "nugget"]
     shown: set[str] = set()
     for row_id in PUBLISHED["nugget_table2"]:
@@ -91,14 +97,14 @@ def table2(sim: dict[str, Any], context: str) -> ReportTable:
         label = {"tsdae_ae": "TSDAE AE (60% deletion)", "tsdae_mt": "TSDAE MT",
                  "re_cross": "RE single vector, cross decoder (AE)", "re_gating": "RE single vector, gating decoder (AE)"}[name]
         t.add(label, next(iter(values.values()), {}), row_id)
-    t.add(f"ColBART (all encoder states of {sim.get('colbart_from') if sim else '-'})",
+    t.add(f"ColBART (all encoder states of {sim.colbart_from if sim else '-'})",
           _by_task(rows, lambda r: r["mode"] == "colbart").get("ColBART", {}), "colbart")
     return t
 
 
-def table4(sim: dict[str, Any], context: str) -> ReportTable:
+def table4(sim: SimilarityResults | None, context: str) -> ReportTable:
     t = ReportTable("nugget_table4", "Nugget table 4: ablations (MT, MRR x 100)", context, ["pi", "rr"])
-    rows = sim["rows"] if sim else []
+    rows = sim.rows if sim else []
     mt01 = [r for r in rows if _is_learned(r) and r["mode"] == "nugget" and r["objective"] == "mt" and abs(r["ratio"] - 0.1) < 1e-9]
     layers = sorted({r["scorer_layer"] for r in mt01} | {0, 3, 6, 9})
     for layer in layers:
@@ -119,9 +125,9 @@ def table4(sim: dict[str, Any], context: str) -> ReportTable:
     return t
 
 
-def bleu_table(rec: dict[str, Any], context: str) -> ReportTable:
+def bleu_table(rec: ReconstructionResults | None, context: str) -> ReportTable:
     t = ReportTable("nugget_fig4", "Nugget figure 4: BLEU of texts decoded from nuggets vs ratio r", context, ["bleu"])
-    rows = sorted(rec["rows"] if rec else [], key=lambda r: (r["kind"], r["objective"], r.get("scorer_layer") or 0, r.get("ratio") or 0))
+    rows = sorted(rec.rows if rec else [], key=lambda r: (r["kind"], r["objective"], r.get("scorer_layer") or 0, r.get("ratio") or 0))
     for r in rows:
         row_id = "ae_r>=0.1" if r["kind"] == "nugget" and r["objective"] == "ae" and r["ratio"] >= 0.1 else None
         t.add(r["label"], {"bleu": r["bleu"]}, row_id)
@@ -130,10 +136,11 @@ def bleu_table(rec: dict[str, Any], context: str) -> ReportTable:
     return t
 
 
-def token_table(freq: dict[str, Any], context: str) -> ReportTable:
+def token_table(analysis: NuggetAnalysis | None, context: str) -> ReportTable:
     """Nugget fig. 5 in numbers: shares (%) of 'the' and of punctuation among nuggets vs in text."""
     t = ReportTable("nugget_fig5", "Nugget figure 5: what becomes a nugget (% of tokens)", context,
                     ["share_nuggets", "share_text"])
+    freq = analysis.token_frequency if analysis else {}
     for stats in freq.values():
         t.add(f"'the' ({stats['label']})", {"share_nuggets": stats["the_share_nuggets"], "share_text": stats["the_share_text"]},
               "the_ae" if stats["objective"] == "ae" else None)
@@ -154,55 +161,24 @@ def not_run_table(table_id: str, title: str, context: str, columns: list[str]) -
     return t
 
 
-# Nugget2D evaluation stages (issue 7) write ``metrics.json`` as
-# {"systems": {name: {"metrics": {key: value}, "note": str}}}; their metric keys for our columns:
-METRIC_KEYS = {
-    "wikitext_subword": ("wiki_subword_ppl", "wikitext_subword_ppl", "wikitext_subword"),
-    "wikitext_word": ("wiki_word_ppl", "wikitext_word_ppl", "wikitext_word"),
-    "pile_subword": ("pile_subword_ppl", "pile_subword"),
-    "accuracy": ("accuracy", "acc"),
-    "rouge1": ("rouge1", "rouge-1", "r1"),
-    "rouge2": ("rouge2", "rouge-2", "r2"),
-    "rougeL": ("rougeL", "rouge-l", "rl"),
-}
-FAMILIES = ("nugget2d", "compressive", "full", "nodoc", "lmsumm")
-
-
-def published_row(table_id: str, system: str) -> str | None:
-    """The published row a measured Nugget2D system corresponds to, if any: same family
-    (Nugget2D / Compressive / Full / NoDoc / LMSumm) and same setting (states, ratio, ZS/FT)."""
-    name = system.lower().replace(" ", "").replace("-", "").replace("_", "")
-    family = next((f for f in FAMILIES if f in name), None)
-    if family is None:
-        return None
-    rest = name.replace(family, "", 1)
-    candidates = [r for r in PUBLISHED[table_id] if r.partition("_")[0] == family]
-    for row_id in candidates:
-        setting = row_id.partition("_")[2].replace("_", "")
-        if not setting or setting in rest:
-            return row_id
-    # a family the paper reports in one setting only (e.g. LMSumm 10x) needs no setting in the name
-    return candidates[0] if len(candidates) == 1 and not rest else None
-
-
-def nugget2d_table(table_id: str, title: str, art: Artifact | None, columns: list[str], context: str) -> ReportTable:
-    """A Nugget2D table: every system of an ``eval_*`` stage's ``metrics.json`` beside the
-    published row of the same system and setting; published rows no system measured are
-    kept with `NOT_RUN` (the whole table when the stage is not part of this run)."""
-    t = ReportTable(table_id, title, context, columns)
+def nugget2d_table(table_id: str, title: str, art: Artifact | None, columns: dict[str, str],
+                   context: str) -> ReportTable:
+    """A Nugget2D table: every system of an ``eval_*`` stage's `EvalTable` beside the
+    published row its stage says it reproduces (``paper_row``); ``columns`` maps each
+    column of the published table to the metric key of the evaluation's table. Published
+    rows no system measured are kept with `NOT_RUN` (the whole table when the stage is
+    not part of this run)."""
+    t = ReportTable(table_id, title, context, list(columns))
     matched: set[str] = set()
     if art is not None:
         t.context = f"{context}; measured by stage {art.stage} (key {art.key})"
-        systems = json.loads(art.file("metrics.json").read_text()).get("systems", {})
-        for name, entry in systems.items():
-            values = entry.get("metrics", {})
-            measured = {c: next((values[k] for k in METRIC_KEYS[c] if values.get(k) is not None), None) for c in columns}
-            if all(v is None for v in measured.values()) and entry.get("note"):
-                note = entry["note"]
-                measured = dict.fromkeys(columns, note if note.startswith(NOT_RUN) else f"not run: {note}")
-            row_id = published_row(table_id, name)
+        for row in EvalTable.read(art, art.stage).rows:
+            measured = {c: row.metrics.get(key) for c, key in columns.items()}
+            if all(v is None for v in measured.values()) and row.note:
+                measured = dict.fromkeys(columns, row.note if row.note.startswith(NOT_RUN) else f"not run: {row.note}")
+            row_id = row.paper_row if row.paper_row in PUBLISHED[table_id] else None
             matched.add(row_id or "")
-            t.add(name, measured, row_id)
+            t.add(row.system, measured, row_id)
     for row_id in PUBLISHED[table_id]:
         if row_id not in matched:
             t.add(row_id, {}, row_id)

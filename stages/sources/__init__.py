@@ -1,1 +1,1 @@
-"""Offline real corpora (DESIGN.md §6): registry, fetching and readers."""
+"""Offline real corpora (docs/offline-data.md): registry, fetching and readers."""

@@ -9,7 +9,7 @@ optimiser state inside a checkpoint directory:
   and ``torch.optim.Adam``; rank 0 writes ``optimizer.pt``.
 - ``deepspeed``: ``deepspeed.initialize`` with ZeRO stage 2 and DeepSpeed's Adam in
   ``torch_adam`` mode (no fused-Adam compile, so it runs on CPU over gloo, see
-  ENV-NOTES); every rank writes its optimiser shard under ``ds/``. DeepSpeed is
+  docs/environment-notes.md); every rank writes its optimiser shard under ``ds/``. DeepSpeed is
   imported lazily: importing it on CPU nodes has crashed Ray Train controllers.
 """
 

@@ -5,7 +5,7 @@ Nugget2D's, to produce the answer.
 Each example is ``document part + prompt part + answer + EOS`` as one sequence
 (`BaseLMTask.task_examples`, the tokenisation the evaluations use); the loss is the
 mean NLL of the answer tokens and EOS only (labels are -100 elsewhere). The export is a
-peft adapter folder plus the tokenizer; `stages.evaluate.lm.loading.load_full_finetuned`
+peft adapter folder plus the tokenizer; `stages.artifacts.train.FullFinetunedLM.load`
 rebuilds the LM with the adapter merged in.
 """
 
@@ -28,6 +28,8 @@ class FullFinetuneTask(BaseLMTask):
     finetune_task: str
     lora_rank: int
     lora_alpha: int
+    lora_dropout: float
+    lora_target_modules: list[str]
     max_doc_tokens: int = 0
     prompt_format: str = "inst"  # stages.common.prompts.PROMPT_FORMATS
     attn_implementation: str = "sdpa"
@@ -52,8 +54,11 @@ class FullFinetuneTask(BaseLMTask):
         if init_dir is not None:
             return PeftModel.from_pretrained(base, str(init_dir), is_trainable=True)
         torch.manual_seed(self.seed)  # LoRA A initialisation
-        # the same adapter shape (rank, alpha, target modules) as Nugget2D's phi and theta
-        config = lora_config(Nugget2DConfig(lora_rank=self.lora_rank, lora_alpha=self.lora_alpha))
+        # the same adapter (rank, alpha, dropout, target modules) as Nugget2D's phi and theta
+        config = lora_config(Nugget2DConfig(
+            lora_rank=self.lora_rank, lora_alpha=self.lora_alpha, lora_dropout=self.lora_dropout,
+            lora_target_modules=list(self.lora_target_modules),
+        ))
         return get_peft_model(base, config)
 
     def collate(self, rows: list[dict[str, list[int]]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:

@@ -3,7 +3,14 @@
 Ray Train storage (checkpoints of this fit) lives beside the stage's artifacts under
 ``<artifact_root>/<stage>/.train-<key>/`` so every node of a cluster reaches it; it is
 deleted once the final model is exported. Reports are synchronised across workers, so
-the health-check interval is shortened (ENV-NOTES: ~2 s per report otherwise).
+the health-check interval is shortened (docs/environment-notes.md: ~2 s per report otherwise).
+
+The executor starts a training stage only when its workers' CPUs / GPUs are free
+(``Stage.demand``), so the worker group's placement group is granted at once. Should it
+still have to wait (Ray Data tasks of a stage started outside the pipeline, a node
+joining an autoscaling cluster), Ray Train waits instead of failing after its default
+60 s and restarting the group: ``RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S`` defaults to
+:data:`WORKER_GROUP_START_TIMEOUT_S` here.
 """
 
 from __future__ import annotations
@@ -14,24 +21,22 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from stages.framework.resources import cluster_capacity, shortfall, worker_demand
 from stages.train.loop import PROBE_FILE, STATE_FILE, train_loop_per_worker
+
+WORKER_GROUP_START_TIMEOUT_S = "86400"  # wait for the placement group, never time out and retry
 
 
 def check_resources(job: Any, section: str) -> None:
-    """Fail before training when the cluster cannot host the worker group."""
-    import ray
-
-    need_cpu = job.num_workers * (0 if job.use_gpu else 1)
-    have = ray.cluster_resources()
-    if need_cpu > have.get("CPU", 0):
+    """Fail before training when the cluster cannot host the worker group (the same test
+    as the executor's ``check_fits`` before a pipeline starts; kept for direct callers)."""
+    need = worker_demand(job.num_workers, job.use_gpu)
+    have = cluster_capacity()
+    for resource, amount in shortfall(need, have).items():
+        unit = "CPUs" if resource == "CPU" else f"{resource}s with use_gpu"
         raise ValueError(
-            f"{section}.num_workers={job.num_workers} needs {need_cpu} CPUs but the Ray "
-            f"cluster has {have.get('CPU', 0):g}; lower {section}.num_workers"
-        )
-    if job.use_gpu and job.num_workers > have.get("GPU", 0):
-        raise ValueError(
-            f"{section}.num_workers={job.num_workers} with use_gpu needs {job.num_workers} GPUs "
-            f"but the Ray cluster has {have.get('GPU', 0):g}"
+            f"{section}.num_workers={job.num_workers} needs {amount:g} {unit} but the Ray "
+            f"cluster has {have.get(resource, 0):g}; lower {section}.num_workers"
         )
 
 
@@ -45,12 +50,14 @@ def fit(
     fail_at_step: int = 0,
     *,
     download_to: str | Path,
+    metric_prefix: str = "",
 ) -> tuple[Path, dict[str, Any]]:
     """Train; returns (``download_to``, now holding the final checkpoint, trainer state dict).
 
     The caller owns ``download_to`` (Ray's own default, a fresh ``/tmp/checkpoint_tmp_*``
     per call, is never removed). ``fail_at_step`` injects one worker failure on a fresh
-    start (tests of restarts).
+    start (tests of restarts). ``logger`` (a `RunLogger`, or None) receives rank 0's
+    metrics, named as :mod:`stages.train.loop` documents, under ``<metric_prefix>.`` if set.
     """
     import json
 
@@ -58,10 +65,12 @@ def fit(
     from ray.train.torch import TorchConfig, TorchTrainer
 
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.2")
+    os.environ.setdefault("RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S", WORKER_GROUP_START_TIMEOUT_S)
     trainer = TorchTrainer(
         train_loop_per_worker,
         train_loop_config={
-            "task": task, "job": job, "logger": logger, "seed": seed, "fail_at_step": fail_at_step,
+            "task": task, "job": job, "logger": logger, "metric_prefix": metric_prefix, "seed": seed,
+            "fail_at_step": fail_at_step,
         },
         torch_config=TorchConfig(backend="nccl" if job.use_gpu else "gloo"),
         scaling_config=ray.train.ScalingConfig(num_workers=job.num_workers, use_gpu=job.use_gpu),
@@ -106,10 +115,20 @@ def train_into_stage_output(ctx: Any, task: Any, job: Any, job_key: str, model_d
         shutil.copy(checkpoint / PROBE_FILE, ctx.output_dir / PROBE_FILE)
     ctx.write_json("trainer_state.json", state)
     clear_storage(ctx.work_uri, "train")
-    ctx.log_metrics({
+    ctx.log_metrics(final_metrics(state))
+    return state
+
+
+def final_metrics(state: dict[str, Any], prefix: str = "") -> dict[str, float]:
+    """A finished fit's summary as stage metrics (``<prefix>.`` + name when ``prefix``):
+    ``final_train_loss`` (+ ``_n``: sequences in that step), ``best_dev_loss`` (+ ``_n``:
+    dev target tokens), ``steps`` and ``stopped_early`` (0 / 1)."""
+    metrics = {
         "final_train_loss": state["losses"][-1],
+        "final_train_loss_n": state.get("train_loss_n", 0),
         "best_dev_loss": state["best_dev_loss"],
+        "best_dev_loss_n": state.get("dev_loss_n", 0),
         "steps": state["step"],
         "stopped_early": float(state["stopped_early"]),
-    })
-    return state
+    }
+    return {f"{prefix}.{k}" if prefix else k: v for k, v in metrics.items()}

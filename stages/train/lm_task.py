@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stages.train.task import TrainingTask
+from stages.train.task import TaskBase
 
 
 @dataclass
-class BaseLMTask(TrainingTask):
+class BaseLMTask(TaskBase):
     data_dir: str  # build_lm's folder
     base_dir: str  # prepare_lm's HF folder (weights + tokenizer)
     _tok: Any = field(default=None, init=False, repr=False)

@@ -1,11 +1,33 @@
 """The per-worker training loop run by Ray Train (``train_loop_per_worker``).
 
-One loop for every task (Nugget AE/MT now; Nugget2D objectives later): the task object
+One loop for every task (a `stages.train.task.TrainingTask`): the task object
 builds the model, tokenises data, builds batches and computes the loss; this module owns
 what is common: seeding, resume from the latest Ray Train checkpoint, the LR schedule,
 gradient steps through :mod:`.engine`, dev evaluation with early stopping, periodic
-checkpoints, and metrics (per-step loss / lr / tokens-per-second to MLflow from rank 0;
-eval and checkpoint metrics through ``ray.train.report``).
+checkpoints, and metrics.
+
+Metrics go to MLflow from rank 0 only, through the `RunLogger` handed in
+``config["logger"]`` (the stage's run, or a Tune trial's nested run; None = no MLflow),
+batched by `stages.framework.tracking.MetricBuffer` (flushed at each checkpoint and at the
+end), names prefixed with ``config["metric_prefix"] + "."`` when one is given (one run
+holding several fits, e.g. ``train_baselines``' ``tsdae_ae.train_loss``). At step ``s``:
+
+==================  =====================================================================
+``train_loss``      every ``job.log_every`` steps: the step's loss (mean NLL per target
+                    token, averaged over micro-batches and ranks); its n is the param
+                    ``train.examples_per_step`` (= batch_size x grad_accum x workers)
+``lr``              every ``job.log_every`` steps: the learning rate of the step
+``tokens_per_s``    every ``job.log_every`` steps: tokens (``task.n_tokens``, all ranks)
+                    per second since the previous log
+``dev_loss``        every ``job.eval_every`` steps and at the end: token-weighted mean
+                    dev loss over all ranks
+``dev_loss_n``      with ``dev_loss``: the dev target tokens it averages over
+==================  =====================================================================
+
+Params, once per fresh run: ``train.world_size``, ``train.train_examples``,
+``train.dev_examples``, ``train.examples_per_step``, ``params.trainable`` /
+``params.frozen``. Ray Train (``ray.train.report``) gets ``step`` / ``train_loss`` /
+``dev_loss`` at evaluations and checkpoints only (each report synchronises the workers).
 
 Resume is exact on CPU: a checkpoint holds the model, optimiser state, every rank's RNG
 state and the trainer state (step, early-stopping counters, loss history), and batches
@@ -43,6 +65,8 @@ class TrainerState:
     evals_without_improvement: int = 0
     stopped_early: bool = False
     resumed_from_step: int = -1
+    train_loss_n: int = 0  # sequences per optimiser step, all ranks (the n of each train loss)
+    dev_loss_n: int = 0  # dev target tokens each dev loss averages over
 
 
 def lr_at(step: int, job: Any) -> float:
@@ -74,8 +98,8 @@ def _all_reduce_sum(values: list[float]) -> list[float]:
     return t.tolist()
 
 
-def evaluate(engine: Any, task: Any, dev: list, rank: int, world: int, job: Any) -> float:
-    """Token-weighted mean dev loss over all ranks' shards."""
+def evaluate(engine: Any, task: Any, dev: list, rank: int, world: int, job: Any) -> tuple[float, int]:
+    """(token-weighted mean dev loss over all ranks' shards, its target tokens)."""
     mine = dev[rank::world]
     loss_sum, tokens = 0.0, 0.0
     engine.module.eval()
@@ -87,7 +111,7 @@ def evaluate(engine: Any, task: Any, dev: list, rank: int, world: int, job: Any)
             tokens += n
     engine.module.train()
     loss_sum, tokens = _all_reduce_sum([loss_sum, tokens])
-    return loss_sum / max(tokens, 1.0)
+    return loss_sum / max(tokens, 1.0), int(tokens)
 
 
 def _save(engine: Any, task: Any, state: TrainerState, rank: int, directory: Path, probe: dict) -> None:
@@ -110,10 +134,12 @@ def _restore_state(directory: Path) -> TrainerState:
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
-    """Entry point given to ``TorchTrainer``; ``config`` holds task, job, logger, seed."""
+    """Entry point given to ``TorchTrainer``; ``config`` holds task (a
+    `stages.train.task.TrainingTask`), job, logger, metric_prefix, seed, fail_at_step."""
     import ray.train
 
     task, job, logger = config["task"], config["job"], config.get("logger")
+    prefix = f"{config['metric_prefix']}." if config.get("metric_prefix") else ""
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     torch.manual_seed(config["seed"] * 1000 + rank)
@@ -137,9 +163,16 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         torch.set_rng_state(torch.load(restored / f"rng_rank{rank}.pt", weights_only=True))
         shutil.rmtree(restored, ignore_errors=True)
     schedule = BatchSchedule(len(train), job.batch_size, rank, world, config["seed"])
-    if rank == 0 and logger is not None and checkpoint is None:
-        logger.log_params({"train.world_size": world, "train.train_examples": len(train),
-                           "train.dev_examples": len(dev), **task.parameter_counts(model)})
+    state.train_loss_n = job.batch_size * job.grad_accum * world
+    metrics_out = None
+    if rank == 0 and logger is not None:
+        from stages.framework.tracking import MetricBuffer  # mlflow: only where it logs
+
+        metrics_out = MetricBuffer(logger, prefix)
+    if metrics_out is not None and checkpoint is None:
+        params = {"train.world_size": world, "train.train_examples": len(train), "train.dev_examples": len(dev),
+                  "train.examples_per_step": state.train_loss_n, **task.parameter_counts(model)}
+        logger.log_params({f"{prefix}{k}": v for k, v in params.items()})
 
     probe = task.collate(dev[: job.batch_size], step=-1, rank=0, train=False)
     fail_at = config.get("fail_at_step", 0)
@@ -159,25 +192,28 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         state.step += 1
         if fail_at and state.step == fail_at and state.resumed_from_step < 0:
             raise RuntimeError(f"injected failure at step {fail_at} (fail_at_step)")
-        if rank == 0 and logger is not None and state.step % job.log_every == 0:
+        if metrics_out is not None and state.step % job.log_every == 0:
             now = time.time()
-            logger.log_metrics(
-                {"train_loss": mean_loss, "lr": lr, "tokens_per_s": tokens / max(now - tick, 1e-9)},
-                step=state.step,
+            metrics_out.add(
+                {"train_loss": mean_loss, "lr": lr, "tokens_per_s": tokens / max(now - tick, 1e-9)}, state.step
             )
             tick, tokens = now, 0.0
 
         last = state.step == job.max_steps
         metrics: dict[str, float] = {"step": state.step, "train_loss": mean_loss}
         if state.step % job.eval_every == 0 or last:
-            dev_loss = evaluate(engine, task, dev, rank, world, job)
+            dev_loss, state.dev_loss_n = evaluate(engine, task, dev, rank, world, job)
             record_dev_loss(state, dev_loss, job.early_stopping_patience)
             metrics["dev_loss"] = dev_loss
-            if rank == 0 and logger is not None:
-                logger.log_metrics({"dev_loss": dev_loss}, step=state.step)
+            if metrics_out is not None:
+                metrics_out.add({"dev_loss": dev_loss, "dev_loss_n": state.dev_loss_n}, state.step)
         if state.step % job.checkpoint_every == 0 or last or state.stopped_early:
+            if metrics_out is not None:
+                metrics_out.flush()  # what a restart would not log again
             with tempfile.TemporaryDirectory() as tmp:
                 _save(engine, task, state, rank, Path(tmp), probe)
                 ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(tmp))
         elif "dev_loss" in metrics:
             ray.train.report(metrics)
+    if metrics_out is not None:
+        metrics_out.flush()

@@ -1,28 +1,32 @@
-"""The Nugget2D training task: compressor objectives and the autoregressive LM.
+"""The Nugget2D training tasks: :class:`Nugget2DCompressorTask` (compressor objectives) and
+:class:`Nugget2DARTask` (the autoregressive LM). Both implement
+:class:`stages.train.task.TrainingTask`.
 
-Objectives (paper §2.4-2.5; trainable parts per ``nugget_core.nugget2d.set_objective``):
+Compressor objectives (paper §2.4; trainable parts per ``nugget_core.nugget2d.set_objective``,
+losses ``nugget_core.nugget2d.objective_loss``); they differ only in data, held by a
+:class:`CompressorObjective` record:
 
 - ``autoencoding``: reconstruct a document from its nuggets (``continuation.parquet``'s
   ``doc`` chunks);
 - ``continuation``: doc / prompt / answer = consecutive chunks (``continuation.parquet``);
 - ``finetune``: answer a task prompt from the nuggets of its document (``qa.jsonl`` or
   ``summarization.jsonl``, cut and tokenised as the evaluations do, answer + EOS),
-  optionally starting from a trained compressor (``init_dir``);
-- ``autoregressive``: the parallel training approximation on full-length LM segments
-  (``lm_pile.parquet`` / ``lm_wiki.parquet``): predict the recent tokens. As in the paper
-  the scorer can come frozen from the compressor (``scorer_dir``) with nuggets above a
-  calibrated Lambda (``threshold``); without them a ratio r of each batch's tokens
-  become nuggets.
+  optionally starting from a trained compressor (``init_dir``).
 
-The model handed to the engine is :class:`ObjectiveModule`, whose ``forward`` computes
-the objective's loss, so DDP / DeepSpeed see one ordinary module call per micro-batch.
+Autoregressive (§2.5): the parallel training approximation on full-length LM segments
+(``lm_pile.parquet`` / ``lm_wiki.parquet``): predict the recent tokens. As in the paper the
+scorer can come frozen from the compressor (``scorer_dir``) with nuggets above a calibrated
+Lambda (``threshold``); without them a ratio r of each batch's tokens become nuggets.
+
+The model handed to the engine is :class:`CompressorModule` / :class:`AutoregressiveModule`,
+whose ``forward(**batch)`` computes the loss, so DDP / DeepSpeed see one ordinary module
+call per micro-batch; ``.model`` is the ``Nugget2DModel``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -35,126 +39,106 @@ from stages.train.lm_task import BaseLMTask
 CHUNKS = ("doc", "prompt", "answer")
 
 
-class ObjectiveModule(nn.Module):
-    """``forward(**batch)`` -> output with ``.loss`` (and ``.logits``) for one objective."""
+@dataclass(frozen=True)
+class CompressorObjective:
+    """What distinguishes the compressor objectives in training: data and batch layout."""
 
-    def __init__(self, model: nn.Module, objective: str, threshold: float | None = None) -> None:
+    name: str  # a nugget_core.nugget2d.Objective value
+    chunks: tuple[str, ...]  # the batch holds <chunk>_ids / <chunk>_mask [B, T_chunk] for each
+    target: str  # the chunk the loss predicts (its mask counts the target tokens)
+    task_records: bool  # rows from build_lm's <finetune_task>.jsonl; else continuation.parquet
+
+
+COMPRESSOR_OBJECTIVES: dict[str, CompressorObjective] = {
+    "autoencoding": CompressorObjective("autoencoding", ("doc",), target="doc", task_records=False),
+    "continuation": CompressorObjective("continuation", CHUNKS, target="answer", task_records=False),
+    "finetune": CompressorObjective("finetune", CHUNKS, target="answer", task_records=True),
+}
+
+
+class CompressorModule(nn.Module):
+    """``forward(**batch)`` -> ``Nugget2DOutput`` (``.loss``, ``.logits``) of one compressor
+    objective (``nugget_core.nugget2d.objective_loss``)."""
+
+    def __init__(self, model: nn.Module, objective: str) -> None:
         super().__init__()
-        self.model, self.objective, self.threshold = model, objective, threshold
+        self.model, self.objective = model, objective
 
     def forward(self, **batch: torch.Tensor) -> Any:
-        from nugget_core.nugget2d import (
-            ARWindows,
-            ar_forward,
-            ar_scores,
-            objective_loss,
-            threshold_for_ratio,
-        )
+        from nugget_core.nugget2d import objective_loss
 
-        if self.objective == "autoregressive":
-            ids, predict = batch["input_ids"], int(batch["predict_last"][0])
-            threshold = self.threshold
-            if threshold is None:  # no calibrated Lambda: a ratio r of the batch's tokens
-                with torch.no_grad():
-                    scores = ar_scores(self.model, ids, ARWindows.from_model(self.model).scorer)
-                threshold = threshold_for_ratio(scores, self.model.config.ratio)
-            logits = ar_forward(self.model, ids, threshold=threshold).logits
-            start = ids.shape[1] - predict
-            loss = nn.functional.cross_entropy(
-                logits[:, start - 1 : -1].flatten(0, 1).float(), ids[:, start:].flatten()
-            )
-            return SimpleNamespace(loss=loss, logits=logits)
         return objective_loss(self.model, self.objective, batch)
 
 
+class AutoregressiveModule(nn.Module):
+    """``forward(input_ids [B, T], predict_last [1])`` -> ``nugget_core.nugget2d.ar_loss``'s
+    `AROutput`: ``.loss`` (mean NLL of the last ``predict_last`` tokens) and ``.logits
+    [B, T, V]`` of the parallel approximation.
+
+    Nuggets are the tokens scoring above ``threshold`` (the calibrated Lambda); with
+    ``threshold`` None, above the in-batch ``(1 - r)`` quantile of the scores."""
+
+    def __init__(self, model: nn.Module, threshold: float | None = None) -> None:
+        super().__init__()
+        self.model, self.threshold = model, threshold
+
+    def forward(self, input_ids: torch.Tensor, predict_last: torch.Tensor) -> Any:
+        from nugget_core.nugget2d import ar_loss
+
+        # no calibrated Lambda: a ratio r of the batch's tokens become nuggets
+        ratio = self.model.config.ratio if self.threshold is None else None
+        return ar_loss(self.model, input_ids, int(predict_last[0]), threshold=self.threshold, ratio=ratio)
+
+
 @dataclass
-class Nugget2DTask(BaseLMTask):
-    objective: str
+class _Nugget2DTask(BaseLMTask):
+    """What both Nugget2D tasks share: the model config, building / loading, export."""
+
     nugget2d: Any  # stages.config.schema.Nugget2DSection
     attn_implementation: str = "sdpa"
-    finetune_task: str = "qa"
-    max_doc_tokens: int = 0  # finetune: document-part tokens kept (0 = all)
-    prompt_format: str = "inst"  # finetune: stages.common.prompts.PROMPT_FORMATS
-    lm_corpus: str = "pile"
     dev_examples: int = 0
     seed: int = 0
     init_dir: str | None = None  # a saved Nugget2D to start from (fine-tuning a trained compressor)
-    scorer_dir: str | None = None  # a saved Nugget2D whose scorer is copied in and frozen (autoregressive)
-    threshold: float | None = None  # autoregressive: the calibrated Lambda (None: in-batch (1 - r) quantile)
-    find_unused_parameters: bool = field(default=True, init=False)  # frozen adapter per objective
+    find_unused_parameters: bool = field(default=True, init=False)  # frozen adapter / scorer
 
-    def _records(self, split: str) -> list[dict[str, Any]]:
-        data = Path(self.data_dir)
-        if self.objective == "finetune":
-            return self.task_examples(self.finetune_task, split, self.max_doc_tokens, self.prompt_format)
-        name = f"lm_{self.lm_corpus}.parquet" if self.objective == "autoregressive" else "continuation.parquet"
-        path = data / name
-        if not path.exists():
-            raise FileNotFoundError(f"Nugget2D training data missing: {path}")
-        rows = [r for r in pq.read_table(path).to_pylist() if r["split"] == split]
-        if self.objective == "autoregressive":
-            width = max((len(r["recent"]) for r in rows), default=0)
-            return [{"ids": r["distant"] + r["recent"], "predict": width} for r in rows if len(r["recent"]) == width]
-        return rows
+    def model_config(self) -> Any:
+        from dataclasses import asdict
+
+        from nugget_core.nugget2d import Nugget2DConfig
+
+        return Nugget2DConfig(**asdict(self.nugget2d))  # the `nugget2d` section has all its fields
+
+    def _records(self, split: str) -> list[dict[str, Any]]:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def load_split(self, split: str) -> list[dict[str, Any]]:
         rows = self._records(split)
         if split == "dev" and self.dev_examples:
             rows = rows[: self.dev_examples]
         if not rows:
-            raise ValueError(f"Nugget2D {self.objective}: split {split!r} of {self.data_dir} has no rows")
+            raise ValueError(f"{type(self).__name__}: split {split!r} of {self.data_dir} has no rows")
         return rows
 
-    def model_config(self) -> Any:
-        from nugget_core.nugget2d import Nugget2DConfig
+    def _parquet_rows(self, name: str, split: str) -> list[dict[str, Any]]:
+        path = Path(self.data_dir) / name
+        if not path.exists():
+            raise FileNotFoundError(f"Nugget2D training data missing: {path}")
+        return [r for r in pq.read_table(path).to_pylist() if r["split"] == split]
 
-        n = self.nugget2d
-        return Nugget2DConfig(
-            ratio=n.ratio, scorer_layer=n.scorer_layer, residual=n.residual, lora_rank=n.lora_rank,
-            lora_alpha=n.lora_alpha, recent_window=n.recent_window,
-            distant_window=n.distant_window or None, max_nuggets=n.max_nuggets or None,
-        )
+    def _fresh_model(self) -> Any:
+        from nugget_core.nugget2d import Nugget2DModel
 
-    def build_model(self, init_dir: Path | None) -> nn.Module:
-        from nugget_core.nugget2d import Nugget2DModel, load_nugget2d, load_scorer, set_objective
+        return Nugget2DModel.from_lm(self.base_dir, self.model_config(), attn_implementation=self.attn_implementation)
 
-        impl = {"attn_implementation": self.attn_implementation}
-        init_dir = init_dir if init_dir is not None else self.init_dir  # a resume wins
+    def _nugget2d_model(self, init_dir: Path | None) -> Any:
+        """The saved model (a resume's ``init_dir`` wins over the task's), else a fresh one."""
+        from nugget_core.nugget2d import load_nugget2d
+
+        init_dir = init_dir if init_dir is not None else self.init_dir
         if init_dir is not None:
-            model = load_nugget2d(init_dir, self.base_dir, **impl)
-        else:
-            torch.manual_seed(self.seed)  # LoRA, scorer and soft prompt initialisation
-            model = Nugget2DModel.from_lm(self.base_dir, self.model_config(), **impl)
-            if self.scorer_dir is not None:
-                load_scorer(model, self.scorer_dir)
-        if self.objective != "autoregressive":
-            set_objective(model, self.objective)
-        if self.scorer_dir is not None:  # paper §2.5: the reused scorer "is not optimized"
-            model.scorer.requires_grad_(False)
-        return ObjectiveModule(model, self.objective, self.threshold)
-
-    def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
-        if self.objective == "autoregressive":
-            ids, _ = pad([r["ids"] for r in rows], self.pad_id())
-            return {"input_ids": ids, "predict_last": torch.tensor([rows[0]["predict"]])}
-        batch = {}
-        for chunk in CHUNKS if self.objective != "autoencoding" else ("doc",):
-            ids, mask = pad([r[chunk] for r in rows], self.pad_id())
-            batch[f"{chunk}_ids"], batch[f"{chunk}_mask"] = ids, mask
-        return batch
-
-    @staticmethod
-    def n_target_tokens(batch: dict[str, torch.Tensor]) -> int:
-        if "input_ids" in batch:
-            return int(batch["predict_last"][0]) * batch["input_ids"].shape[0]
-        mask = batch.get("answer_mask", batch["doc_mask"])
-        return int(mask.sum())
-
-    @staticmethod
-    def n_tokens(batch: dict[str, torch.Tensor]) -> int:
-        if "input_ids" in batch:
-            return batch["input_ids"].numel()
-        return sum(int(v.sum()) for k, v in batch.items() if k.endswith("_mask"))
+            return load_nugget2d(init_dir, self.base_dir, attn_implementation=self.attn_implementation)
+        torch.manual_seed(self.seed)  # LoRA, scorer and soft prompt initialisation
+        return self._fresh_model()
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """``save_nugget2d`` (peft adapters + scorer + soft prompt + config) + tokenizer."""
@@ -162,3 +146,90 @@ class Nugget2DTask(BaseLMTask):
 
         save_nugget2d(model.model, directory)
         self.tokenizer().save_pretrained(directory)
+
+
+@dataclass
+class Nugget2DCompressorTask(_Nugget2DTask):
+    """Compressor objectives autoencoding / continuation / finetune (stages ``train_nugget2d``
+    and ``train_nugget2d_ft``)."""
+
+    objective: str = "continuation"  # a key of COMPRESSOR_OBJECTIVES
+    finetune_task: str = "qa"  # finetune: build_lm's qa or summarization records
+    max_doc_tokens: int = 0  # finetune: document-part tokens kept (0 = all)
+    prompt_format: str = "inst"  # finetune: stages.common.prompts.PROMPT_FORMATS
+
+    def __post_init__(self) -> None:
+        if self.objective not in COMPRESSOR_OBJECTIVES:
+            raise ValueError(f"Nugget2D compressor objective {self.objective!r}: expected one of "
+                             f"{sorted(COMPRESSOR_OBJECTIVES)} (autoregressive: Nugget2DARTask)")
+
+    @property
+    def spec(self) -> CompressorObjective:
+        return COMPRESSOR_OBJECTIVES[self.objective]
+
+    def _records(self, split: str) -> list[dict[str, Any]]:
+        if self.spec.task_records:
+            return self.task_examples(self.finetune_task, split, self.max_doc_tokens, self.prompt_format)
+        return self._parquet_rows("continuation.parquet", split)
+
+    def build_model(self, init_dir: Path | None) -> nn.Module:
+        from nugget_core.nugget2d import set_objective
+
+        model = self._nugget2d_model(init_dir)
+        set_objective(model, self.spec.name)
+        return CompressorModule(model, self.spec.name)
+
+    def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+        """``<chunk>_ids`` / ``<chunk>_mask`` ``[B, T_chunk]`` (right-padded) per chunk."""
+        batch = {}
+        for chunk in self.spec.chunks:
+            ids, mask = pad([r[chunk] for r in rows], self.pad_id())
+            batch[f"{chunk}_ids"], batch[f"{chunk}_mask"] = ids, mask
+        return batch
+
+    def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return int(batch[f"{self.spec.target}_mask"].sum())
+
+    def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return sum(int(batch[f"{chunk}_mask"].sum()) for chunk in self.spec.chunks)
+
+
+@dataclass
+class Nugget2DARTask(_Nugget2DTask):
+    """The autoregressive LM (stage ``train_nugget2d_ar``)."""
+
+    lm_corpus: str = "pile"  # build_lm's lm_<corpus>.parquet
+    scorer_dir: str | None = None  # a saved Nugget2D whose scorer is copied in and frozen
+    threshold: float | None = None  # the calibrated Lambda (None: in-batch (1 - r) quantile)
+
+    def _records(self, split: str) -> list[dict[str, Any]]:
+        """``{"ids": distant + recent, "predict": len(recent)}``; segments whose recent
+        part is shorter than the longest are dropped (one ``predict`` per batch)."""
+        rows = self._parquet_rows(f"lm_{self.lm_corpus}.parquet", split)
+        width = max((len(r["recent"]) for r in rows), default=0)
+        return [{"ids": r["distant"] + r["recent"], "predict": width} for r in rows if len(r["recent"]) == width]
+
+    def _fresh_model(self) -> Any:
+        from nugget_core.nugget2d import load_scorer
+
+        model = super()._fresh_model()
+        if self.scorer_dir is not None:
+            load_scorer(model, self.scorer_dir)
+        return model
+
+    def build_model(self, init_dir: Path | None) -> nn.Module:
+        model = self._nugget2d_model(init_dir)
+        if self.scorer_dir is not None:  # paper §2.5: the reused scorer "is not optimized"
+            model.scorer.requires_grad_(False)
+        return AutoregressiveModule(model, self.threshold)
+
+    def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+        """``input_ids [B, T]`` and ``predict_last [1]`` (tokens at the end to predict)."""
+        ids, _ = pad([r["ids"] for r in rows], self.pad_id())
+        return {"input_ids": ids, "predict_last": torch.tensor([rows[0]["predict"]])}
+
+    def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return int(batch["predict_last"][0]) * batch["input_ids"].shape[0]
+
+    def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return batch["input_ids"].numel()

@@ -22,7 +22,7 @@ from torch import nn
 
 from stages.common.padding import pad
 from stages.train.batches import Example, delete_tokens
-from stages.train.task import TrainingTask
+from stages.train.task import TaskBase
 
 
 def sentence_end_positions(text: str, sentences: list[str], offsets: list[tuple[int, int]]) -> list[int]:
@@ -50,8 +50,22 @@ def sentence_end_positions(text: str, sentences: list[str], offsets: list[tuple[
     return positions
 
 
+@dataclass(frozen=True)
+class NuggetObjective:
+    """What distinguishes ``ae`` from ``mt``: only the data."""
+
+    target_column: str  # decoder target: the source itself (ae) or its translation (mt)
+    noisy: bool  # deletion noise (``deletion_noise``) applies to the training input
+
+
+OBJECTIVES: dict[str, NuggetObjective] = {
+    "ae": NuggetObjective(target_column="source", noisy=True),
+    "mt": NuggetObjective(target_column="target", noisy=False),
+}
+
+
 @dataclass
-class NuggetTask(TrainingTask):
+class NuggetTask(TaskBase):
     """Everything model-specific the training loop needs; picklable (sent to workers)."""
 
     data_dir: str
@@ -69,6 +83,10 @@ class NuggetTask(TrainingTask):
     # selector or residual, and the untied tiny BART's `shared` embedding, which neither
     # the (separately embedded) decoder nor the frozen encoder embedding uses.
     find_unused_parameters: bool = field(default=True, init=False)
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"Nugget objective {self.objective!r}: expected one of {sorted(OBJECTIVES)}")
 
     def tokenizer(self) -> Any:
         from transformers import AutoTokenizer
@@ -89,7 +107,7 @@ class NuggetTask(TrainingTask):
         tok = self.tokenizer()
         limit = self._max_len()
         enc = tok(table["source"], truncation=True, max_length=limit, return_offsets_mapping=True)
-        targets = table["source"] if self.objective == "ae" else table["target"]
+        targets = table[OBJECTIVES[self.objective].target_column]
         dec = tok(targets, truncation=True, max_length=limit)
         return [
             Example(ids, tgt, sentence_end_positions(text, sents, offs))
@@ -105,14 +123,11 @@ class NuggetTask(TrainingTask):
         return 1024
 
     def nugget_config(self) -> Any:
+        from dataclasses import asdict
+
         from nugget_core import NuggetConfig
 
-        n = self.nugget
-        return NuggetConfig(
-            ratio=n.ratio, scorer_layer=n.scorer_layer, residual=n.residual, feedback=n.feedback,
-            freeze_bottom=n.freeze_bottom, value_projection=n.value_projection,
-            selector=n.selector, scorer_hidden=n.scorer_hidden or None,
-        )
+        return NuggetConfig(**asdict(self.nugget))  # the `nugget` section has NuggetConfig's fields
 
     def build_model(self, init_dir: Path | None) -> nn.Module:
         """A fresh Nugget model, or the one saved in ``init_dir`` (resume)."""
@@ -122,27 +137,28 @@ class NuggetTask(TrainingTask):
         if init_dir is not None:
             return NuggetModel.from_pretrained(init_dir, attn_implementation=impl)
         if self.model.source == "tiny_random":
-            spec = {k: v for k, v in vars(self.model.tiny).items() if k != "tokenizer_vocab_size"}
-            base = build_tiny_bart(self.tokenizer(), TinyBartSpec(**spec), seed=self.seed)
+            from dataclasses import asdict
+
+            base = build_tiny_bart(self.tokenizer(), TinyBartSpec(**asdict(self.model.tiny)), seed=self.seed)
         else:
             from transformers import AutoModelForSeq2SeqLM
 
             base = AutoModelForSeq2SeqLM.from_pretrained(self.model.name_or_path, attn_implementation=impl)
         return get_nugget_model(base, self.nugget_config())
 
-    def collate(self, examples: list[Example], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+    def collate(self, rows: list[Example], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+        """``input_ids`` / ``attention_mask`` / ``labels`` ``[B, T]`` (+ ``boundary_mask``
+        for the rule-based selectors)."""
         pad_id = self.tokenizer().pad_token_id
         rng = np.random.default_rng([self.seed, max(step, 0), rank])
-        sources = [
-            delete_tokens(e.source, self.deletion_noise, rng) if train and self.objective == "ae" else e.source
-            for e in examples
-        ]
+        noise = self.deletion_noise if train and OBJECTIVES[self.objective].noisy else 0.0
+        sources = [delete_tokens(e.source, noise, rng) for e in rows]
         ids, mask = pad(sources, pad_id)
-        labels, _ = pad([e.target for e in examples], -100)
+        labels, _ = pad([e.target for e in rows], -100)
         batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
         if self.nugget.selector == "sentence":
             bounds = torch.zeros_like(ids, dtype=torch.bool)
-            for i, e in enumerate(examples):
+            for i, e in enumerate(rows):
                 bounds[i, [p for p in e.boundaries if p < ids.shape[1]]] = True
             batch["boundary_mask"] = bounds
         elif self.nugget.selector == "chunk":

@@ -11,11 +11,11 @@ trial, objective, ratio, scorer_layer, dev_loss, final_train_loss, steps, model_
 
 from __future__ import annotations
 
-import csv
-
+from stages.artifacts.train import NuggetSweep
+from stages.framework.resources import Demand, worker_demand
 from stages.framework.stage import Stage, StageContext
 from stages.train.launch import check_resources, clear_storage
-from stages.train.train_nugget import nugget_task
+from stages.train.nugget_job import nugget_task
 from stages.train.tune_grid import copy_tree, run_sweep
 
 
@@ -25,6 +25,15 @@ class SweepNugget(Stage):
     upstream = ("tokenizer", "build_mt_docs")
     config_keys = ("nugget", "model.seq2seq", "train.nugget", "train.sweep", "run.seed")
     resources = {"num_cpus": 0}
+    expected_seconds = 500  # profile=tiny, 2 CPUs: orders ready stages (a run's own measurements replace it)
+
+    @classmethod
+    def demand(cls, sections: dict) -> Demand:
+        """Concurrent trials x train.nugget's worker group (a trial itself holds no CPU)."""
+        job, grid = sections["train.nugget"], sections["train.sweep"]
+        trials = min(grid.max_concurrent_trials, len(grid.ratios) * len(grid.scorer_layers) * len(grid.objectives))
+        return Demand(worker_demand(trials * job.num_workers, job.use_gpu),
+                      lower="train.sweep.max_concurrent_trials or train.nugget.num_workers")
 
     def run(self, ctx: StageContext) -> None:
         job, grid = ctx.cfg("train.nugget"), ctx.cfg("train.sweep")
@@ -34,26 +43,16 @@ class SweepNugget(Stage):
             raise ValueError(f"train.sweep.scorer_layers: {grid.scorer_layers} exceeds model.seq2seq.tiny.layers={layers}")
         if ctx.forced:
             clear_storage(ctx.work_uri, "")
-        client = ctx.logger.client
-        tracking = {
-            "tracking_uri": ctx.logger.tracking_uri,
-            "experiment_id": client.get_run(ctx.logger.run_id).info.experiment_id,
-            "parent_run_id": ctx.logger.run_id,
-        }
-        rows = run_sweep(nugget_task(ctx), job, grid, ctx.work_uri, ctx.cfg("run.seed"), tracking)
+        rows = run_sweep(nugget_task(ctx), job, grid, ctx.work_uri, ctx.cfg("run.seed"), ctx.nested_runs())
         for row in rows:
-            dest = ctx.output_dir / "trials" / row["trial"] / "model"
+            dest = NuggetSweep.trial_dir(ctx.output_dir, row["trial"])
             copy_tree(f"{ctx.work_uri}/trials/{row['trial']}/model", str(dest))
             row["model_dir"] = str(dest.relative_to(ctx.output_dir))
-        best = {o: min((r for r in rows if r["objective"] == o), key=lambda r: r["dev_loss"])
-                for o in sorted({r["objective"] for r in rows})}
-        ctx.write_json("results.json", rows)
-        ctx.write_json("best.json", best)
-        with open(ctx.output_dir / "results.csv", "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        sweep = NuggetSweep(ctx.output_dir, rows)
+        sweep.write(ctx.output_dir)
+        best = sweep.best()
         ctx.log_artifact(ctx.output_dir / "results.csv")
+        # the n of best_dev_loss.<objective>: dev_loss_n in the best trial's nested run
         ctx.log_metrics({"trials": len(rows), **{f"best_dev_loss.{o}": b["dev_loss"] for o, b in best.items()}})
-        ctx.logger.set_tags({f"best_trial.{o}": b["trial"] for o, b in best.items()})
+        ctx.set_tags({f"best_trial.{o}": b["trial"] for o, b in best.items()})
         clear_storage(ctx.work_uri, "")

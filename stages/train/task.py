@@ -1,22 +1,143 @@
-"""What every training task shares: the loss/logits calls the loop makes through the
-engine, and parameter counts for MLflow. Tasks subclass :class:`TrainingTask` and add
-data loading, model building, collation, token counting and export."""
+"""The training-task contract: :class:`TrainingTask`, every member the training code calls
+on a task (modelled on torchtune's ``FTRecipeInterface``).
+
+Who calls what:
+
+- :mod:`stages.train.loop` (on every Ray Train worker): ``load_split``, ``build_model``,
+  ``find_unused_parameters``, ``parameter_counts``, ``collate``, ``loss``, ``n_tokens``,
+  ``n_target_tokens``, ``logits`` and ``export``;
+- :mod:`stages.train.engine`: only the ``loss`` function the loop hands it
+  (``train_step(micro_batches, lr, task.loss)``), called as ``loss(wrapped_model, batch)``;
+- :mod:`stages.train.launch`: pickles the task into ``train_loop_config`` (a task must be
+  picklable: a dataclass of strings / config sections, caches created lazily per process);
+- the training stages build tasks from config and upstream artifacts and call nothing else.
+
+One task class per objective family (:mod:`.nugget_task`, :mod:`.baseline_task`,
+:mod:`.nugget2d_task`, :mod:`.full_ft_task`); where objectives of a family differ only in
+data, a task holds a small per-objective strategy record instead of branching on the
+objective's name. :class:`TaskBase` holds the behaviour most tasks share (HF-style
+``loss`` / ``logits``, parameter counts); the protocol, not the base class, is the
+contract, and ``tests/training/test_task_protocol.py`` checks every task class against it
+with :func:`protocol_mismatches`.
+
+Shapes: ``B`` = sequences in a batch, ``T`` = padded length, ``V`` = vocabulary.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from torch import nn
 
+Batch = dict[str, torch.Tensor]  # what ``collate`` returns and the model's forward takes as **kwargs
 
-class TrainingTask:
+
+@runtime_checkable
+class TrainingTask(Protocol):
+    """What the loop, the launcher and the engines use of a task."""
+
+    find_unused_parameters: bool
+    """Passed to DDP: True when some trainable parameters get no gradient in a step
+    (e.g. a frozen adapter per objective, a scorer without learned selector)."""
+
+    def load_split(self, split: str) -> list[Any]:
+        """The examples of ``split`` ("train" or "dev"), tokenised, in a fixed order.
+
+        Rows are opaque to the loop (it indexes and slices them and hands lists of them
+        to ``collate``). Dev is cut to the task's ``dev_examples`` where set. Raises
+        ``FileNotFoundError`` / ``ValueError`` for missing or empty data."""
+        ...
+
+    def build_model(self, init_dir: Path | None) -> nn.Module:
+        """A fresh model (``init_dir`` None; seeded, identical on every rank) or the one
+        ``export`` wrote to ``init_dir`` (resume). In train mode or not: the loop calls
+        ``.train()``. Its ``forward(**batch)`` is what ``loss`` / ``logits`` call."""
+        ...
+
+    def collate(self, rows: list[Any], step: int, rank: int, train: bool) -> Batch:
+        """A batch of ``rows``: tensors of shape ``[B, ...]`` (ids / masks ``[B, T]``).
+
+        Must be a pure function of its arguments (``step`` is the global micro-step, -1
+        for dev and the probe; ``rank`` the worker) so an exact resume sees the same
+        batches; ``train`` enables training-only noise."""
+        ...
+
+    def loss(self, forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
+        """Scalar mean loss per target token of ``batch`` (0-dim float tensor with grad).
+
+        ``forward`` is the model or its DDP / DeepSpeed wrapper, called once as
+        ``forward(**batch)``."""
+        ...
+
+    def logits(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        """Logits ``[B, T', V]`` of ``model`` (unwrapped, eval mode, no grad) on ``batch``:
+        the probe saved with each checkpoint (``probe_logits.pt``) that a reload of the
+        exported model must reproduce."""
+        ...
+
+    def n_target_tokens(self, batch: Batch) -> int:
+        """Tokens the loss of ``batch`` averages over: the weight of the batch in the
+        token-weighted dev loss."""
+        ...
+
+    def n_tokens(self, batch: Batch) -> int:
+        """Tokens ``batch`` processes (inputs + targets, no padding): ``tokens_per_s``."""
+        ...
+
+    def parameter_counts(self, model: nn.Module) -> dict[str, int]:
+        """``{"params.trainable": n, "params.frozen": n}``: MLflow params of the run."""
+        ...
+
+    def export(self, model: nn.Module, directory: Path) -> None:
+        """Write ``model`` (unwrapped) so ``build_model(directory)`` and the downstream
+        loaders restore it exactly; ``directory`` does not exist yet. Rank 0 only."""
+        ...
+
+
+PROTOCOL_MEMBERS: tuple[str, ...] = (
+    "find_unused_parameters", "load_split", "build_model", "collate", "loss", "logits",
+    "n_target_tokens", "n_tokens", "parameter_counts", "export",
+)
+
+
+def _parameters(fn: Any, drop_self: bool) -> list[str]:
+    names = list(inspect.signature(fn).parameters)
+    return names[1:] if drop_self and names and names[0] == "self" else names
+
+
+def protocol_mismatches(cls: type) -> list[str]:
+    """Members of :class:`TrainingTask` that ``cls`` lacks or defines with other parameter
+    names (empty = ``cls`` satisfies the protocol). Static methods count as methods."""
+    problems = []
+    for name in PROTOCOL_MEMBERS:
+        if not any(name in vars(k) or name in getattr(k, "__dataclass_fields__", {}) for k in cls.__mro__):
+            problems.append(f"{cls.__name__}: missing {name}")
+            continue
+        expected = getattr(TrainingTask, name, None)
+        if not callable(expected):
+            continue
+        raw = inspect.getattr_static(cls, name)
+        is_static = isinstance(raw, staticmethod)
+        got = _parameters(getattr(cls, name), drop_self=not is_static)
+        want = _parameters(expected, drop_self=True)
+        if got != want:
+            problems.append(f"{cls.__name__}.{name}{tuple(got)}: protocol has {tuple(want)}")
+    return problems
+
+
+class TaskBase:
+    """Shared defaults: HF-style outputs with ``.loss`` / ``.logits``, parameter counts."""
+
     @staticmethod
-    def loss(forward: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
         return forward(**batch).loss
 
     @staticmethod
-    def logits(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
         return model(**batch).logits
 
     @staticmethod

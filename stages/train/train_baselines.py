@@ -2,7 +2,7 @@
 
 Each name of ``eval.baselines.systems`` is one training run (``launch.fit`` on Ray
 Train, the same MT documents and tokenizer as ``train_nugget``, the same job settings
-``eval.baselines.train``):
+``train.baselines``):
 
 ========================  ==================================================================
 tsdae_ae / tsdae_mt       TSDAE: mean-pooled single vector, cross-attention decoder; AE with
@@ -29,9 +29,11 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from stages.artifacts.data import MtDocuments, TokenizerFolder
+from stages.artifacts.train import TrainedBaselines
 from stages.framework.stage import Stage, StageContext
 from stages.train.baseline_task import BaselineTask
-from stages.train.launch import check_resources, clear_storage, fit
+from stages.train.launch import check_resources, clear_storage, final_metrics, fit
 
 
 @dataclass(frozen=True)
@@ -57,20 +59,6 @@ SYSTEMS: dict[str, SystemSpec] = {
 }
 
 
-@dataclass
-class PrefixedLogger:
-    """Per-step metrics of one system under ``<system>.`` in the stage's MLflow run."""
-
-    logger: Any
-    prefix: str
-
-    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
-        self.logger.log_metrics({f"{self.prefix}.{k}": v for k, v in metrics.items()}, step=step)
-
-    def log_params(self, params: dict[str, Any]) -> None:
-        self.logger.log_params({f"{self.prefix}.{k}": v for k, v in params.items()})
-
-
 def system_record(name: str, spec: SystemSpec, nugget: Any, deletion: float) -> dict[str, Any]:
     """What the evaluations need to know about a trained system (``systems.json``)."""
     record: dict[str, Any] = {
@@ -90,12 +78,14 @@ class TrainBaselines(Stage):
     name = "train_baselines"
     description = "TSDAE, RE (cross / gating) and Nugget selector/feedback ablations."
     upstream = ("tokenizer", "build_mt_docs")
-    config_keys = ("eval.baselines", "nugget", "model.seq2seq", "run.seed")
+    config_keys = ("eval.baselines", "train.baselines", "nugget", "model.seq2seq", "run.seed")
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
+    train_job = "train.baselines"  # the executor reserves its workers (one fit at a time)
+    expected_seconds = 1000  # profile=tiny, 2 CPUs: orders ready stages (a run's own measurements replace it)
 
     def run(self, ctx: StageContext) -> None:
-        cfg = ctx.cfg("eval.baselines")
-        check_resources(cfg.train, "eval.baselines.train")
+        cfg, job = ctx.cfg("eval.baselines"), ctx.cfg("train.baselines")
+        check_resources(job, "train.baselines")
         records = []
         for i, name in enumerate(cfg.systems):
             spec = SYSTEMS[name]
@@ -106,24 +96,24 @@ class TrainBaselines(Stage):
             deletion = cfg.tsdae_deletion if spec.noisy else 0.0
             print(f"[train_baselines] {i + 1}/{len(cfg.systems)}: {name} {spec}", flush=True)
             task = BaselineTask(
-                data_dir=str(ctx.inputs["build_mt_docs"].path),
-                tokenizer_dir=str(ctx.inputs["tokenizer"].file("tokenizer")),
+                data_dir=str(MtDocuments.read(ctx.inputs["build_mt_docs"]).path),
+                tokenizer_dir=str(TokenizerFolder.read(ctx.inputs["tokenizer"]).path),
                 objective=spec.objective, nugget=nugget, model=ctx.cfg("model.seq2seq"),
-                deletion_noise=deletion, dev_examples=cfg.train.dev_examples,
+                deletion_noise=deletion, dev_examples=job.dev_examples,
                 seed=ctx.cfg("run.seed"), bottleneck=spec.bottleneck,
             )
             if ctx.forced:
                 clear_storage(ctx.work_uri, name)
             with tempfile.TemporaryDirectory(prefix="nugget-checkpoint-") as tmp:
-                checkpoint, state = fit(task, cfg.train, ctx.work_uri, name, ctx.cfg("run.seed"),
-                                        PrefixedLogger(ctx.logger, name), download_to=tmp)
-                shutil.copytree(checkpoint / "model", ctx.output_dir / "systems" / name / "model")
+                # per-step metrics of each system under "<name>." in the stage's run
+                checkpoint, state = fit(task, job, ctx.work_uri, name, ctx.cfg("run.seed"),
+                                        ctx.logger, download_to=tmp, metric_prefix=name)
+                shutil.copytree(checkpoint / "model", TrainedBaselines.system_dir(ctx.output_dir, name) / "model")
             ctx.write_json(f"systems/{name}/trainer_state.json", state)
             clear_storage(ctx.work_uri, name)
             record = system_record(name, spec, nugget, deletion)
             record["dev_loss"] = state["best_dev_loss"]
             records.append(record)
-            ctx.log_metrics({f"{name}.best_dev_loss": state["best_dev_loss"],
-                             f"{name}.final_train_loss": state["losses"][-1]})
-        ctx.write_json("systems.json", records)
+            ctx.log_metrics(final_metrics(state, prefix=name))
+        TrainedBaselines(ctx.output_dir, records).write(ctx.output_dir)
         ctx.log_metrics({"systems": len(records)})

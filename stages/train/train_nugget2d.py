@@ -17,79 +17,99 @@ MLflow from rank 0.
   the paper (§2.5, cold start) it reuses ``train_nugget2d``'s scorer, frozen, and selects
   nuggets above the Lambda that ``calibrate_threshold`` calibrated on that scorer.
 
-Output: ``nugget2d/`` (``nugget_core.nugget2d.save_nugget2d`` format: peft adapters,
-scorer, soft prompt, config, tokenizer; reload with
-``load_nugget2d(<out>/nugget2d, <prepare_lm>/model)``), ``trainer_state.json``.
+Output: `stages.artifacts.train.TrainedNugget2D`: ``nugget2d/``
+(``nugget_core.nugget2d.save_nugget2d`` format: peft adapters, scorer, soft prompt,
+config, tokenizer) and the training objective; ``trainer_state.json``.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from stages.calibrate.calibrate_threshold import SCORER_STAGE, read_threshold
+from stages.artifacts.calibrate import CalibratedThreshold
+from stages.artifacts.data import BaseLM, LMRecords
+from stages.artifacts.train import TrainedNugget2D
 from stages.framework.stage import Stage, StageContext
 from stages.train.launch import train_into_stage_output
-from stages.train.nugget2d_task import Nugget2DTask
+from stages.train.nugget2d_task import Nugget2DARTask, Nugget2DCompressorTask
+
+# train_nugget2d_ar reuses the compressor's scorer, the one calibrate_threshold calibrated
+SCORER_STAGE = "train_nugget2d"
 
 
 class _TrainNugget2D(Stage):
     job_key: ClassVar[str]
     upstream = ("prepare_lm", "build_lm")
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
+    expected_seconds = 200  # profile=tiny, 2 CPUs: orders ready stages (a run's own measurements replace it)
 
     def from_upstream(self, ctx: StageContext) -> dict[str, Any]:
-        """`Nugget2DTask` fields taken from upstream artifacts (none: a fresh model)."""
+        """Task fields taken from upstream artifacts (none: a fresh model)."""
         return {}
 
-    def run(self, ctx: StageContext) -> None:
-        job = ctx.cfg(self.job_key)
-        task = Nugget2DTask(
-            data_dir=str(ctx.inputs["build_lm"].path),
-            base_dir=str(ctx.inputs["prepare_lm"].file("model")),
-            objective=job.objective,
+    def common(self, ctx: StageContext, job: Any) -> dict[str, Any]:
+        """Fields of both Nugget2D tasks."""
+        return dict(
+            data_dir=str(LMRecords.read(ctx.inputs["build_lm"]).path),
+            base_dir=str(BaseLM.read(ctx.inputs["prepare_lm"]).path),
             nugget2d=ctx.cfg("nugget2d"),
             attn_implementation=ctx.cfg("model.lm").attn_implementation,
-            finetune_task=job.finetune_task,
-            max_doc_tokens=job.max_doc_tokens,
-            # only stages whose objective may read task records declare (and key on) prompts
-            prompt_format=ctx.cfg("prompts").format if "prompts" in self.config_keys else "inst",
-            lm_corpus=job.lm_corpus,
             dev_examples=job.dev_examples,
             seed=ctx.cfg("run.seed"),
             **self.from_upstream(ctx),
         )
-        train_into_stage_output(ctx, task, job, self.job_key, "nugget2d")
+
+    def task(self, ctx: StageContext, job: Any) -> Nugget2DCompressorTask | Nugget2DARTask:
+        return Nugget2DCompressorTask(
+            objective=job.objective,
+            finetune_task=job.finetune_task,
+            max_doc_tokens=job.max_doc_tokens,
+            prompt_format=ctx.cfg("prompts").format,
+            **self.common(ctx, job),
+        )
+
+    def run(self, ctx: StageContext) -> None:
+        job = ctx.cfg(self.job_key)
+        train_into_stage_output(ctx, self.task(ctx, job), job, self.job_key, TrainedNugget2D.DIR)
+        TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective,
+                        getattr(job, "finetune_task", "") or "").write(ctx.output_dir)
 
 
 class TrainNugget2D(_TrainNugget2D):
     name = "train_nugget2d"
     description = "Nugget2D compressor (autoencoding / continuation / finetune) on Ray Train."
-    job_key = "train.nugget2d"
+    job_key = train_job = "train.nugget2d"
     config_keys = ("nugget2d", "model.lm", "train.nugget2d", "prompts", "run.seed")
 
 
 class TrainNugget2DFT(_TrainNugget2D):
     name = "train_nugget2d_ft"
     description = "train_nugget2d's compressor fine-tuned on a task (objective finetune) on Ray Train."
-    job_key = "train.nugget2d_ft"
+    job_key = train_job = "train.nugget2d_ft"
     upstream = ("prepare_lm", "build_lm", "train_nugget2d")
     config_keys = ("nugget2d", "model.lm", "train.nugget2d_ft", "prompts", "run.seed")
 
     def from_upstream(self, ctx: StageContext) -> dict[str, Any]:
-        return {"init_dir": str(ctx.inputs["train_nugget2d"].file("nugget2d"))}
+        return {"init_dir": str(TrainedNugget2D.read(ctx.inputs["train_nugget2d"], "train_nugget2d").path)}
 
 
 class TrainNugget2DAR(_TrainNugget2D):
     name = "train_nugget2d_ar"
     description = "Autoregressive Nugget2D LM (compressor's scorer frozen, calibrated Lambda) on Ray Train."
-    job_key = "train.nugget2d_ar"
+    job_key = train_job = "train.nugget2d_ar"
     upstream = ("prepare_lm", "build_lm", SCORER_STAGE, "calibrate_threshold")
     config_keys = ("nugget2d", "model.lm", "train.nugget2d_ar", "run.seed")
 
+    def task(self, ctx: StageContext, job: Any) -> Nugget2DARTask:
+        if job.objective != "autoregressive":
+            raise ValueError(f"train.nugget2d_ar.objective={job.objective!r}: this stage trains "
+                             "objective autoregressive (compressor objectives: train_nugget2d)")
+        return Nugget2DARTask(lm_corpus=job.lm_corpus, **self.common(ctx, job))
+
     def from_upstream(self, ctx: StageContext) -> dict[str, Any]:
-        calibrated = read_threshold(ctx.inputs["calibrate_threshold"])
-        if calibrated["scorer_stage"] != SCORER_STAGE:
-            raise ValueError(f"calibrate_threshold calibrated {calibrated['scorer_stage']}'s scorer; "
+        calibrated = CalibratedThreshold.read(ctx.inputs["calibrate_threshold"])
+        if calibrated.scorer_stage != SCORER_STAGE:
+            raise ValueError(f"calibrate_threshold calibrated {calibrated.scorer_stage}'s scorer; "
                              f"train_nugget2d_ar reuses {SCORER_STAGE}'s")
-        return {"scorer_dir": str(ctx.inputs[SCORER_STAGE].file("nugget2d")),
-                "threshold": float(calibrated["lambda"])}
+        return {"scorer_dir": str(TrainedNugget2D.read(ctx.inputs[SCORER_STAGE], SCORER_STAGE).path),
+                "threshold": calibrated.threshold}

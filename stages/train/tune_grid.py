@@ -1,7 +1,7 @@
 """Ray Tune grid over Nugget's ratio r, scorer layer l and objective (Nugget §5.1, §7.1).
 
 Each trial is a function trainable that fits its own ``TorchTrainer`` (Tune cannot wrap a
-Train V2 trainer directly, ENV-NOTES) and holds no CPU itself, so concurrency is bounded
+Train V2 trainer directly, docs/environment-notes.md) and holds no CPU itself, so concurrency is bounded
 by ``max_concurrent_trials`` and the workers' CPUs, never deadlocked by trials waiting
 for CPUs their parents hold. Every trial logs into its own MLflow run nested under the
 sweep stage's run, and copies its final model to ``<work>/trials/<trial>/model``.
@@ -42,8 +42,6 @@ def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
     """Train one grid point; returns its metrics (also reported to Tune)."""
     from ray import tune
 
-    from stages.framework.tracking import RunLogger
-
     objective, ratio, layer = config["objective"], config["ratio"], config["scorer_layer"]
     name = trial_name(objective, ratio, layer)
     task = dataclasses.replace(
@@ -53,15 +51,8 @@ def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
     )
     job = dataclasses.replace(base["job"], objective=objective)
     logger = None
-    if base.get("tracking_uri"):
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(base["tracking_uri"])
-        run = client.create_run(
-            base["experiment_id"], run_name=name,
-            tags={"mlflow.parentRunId": base["parent_run_id"], "trial": name, "stage": "sweep_trial"},
-        )
-        logger = RunLogger(base["tracking_uri"], run.info.run_id)
+    if base.get("runs") is not None:  # one MLflow run per trial, nested under the stage's
+        logger = base["runs"].start(name, {"trial": name, "stage": "sweep_trial"})
         logger.log_params({"nugget.ratio": ratio, "nugget.scorer_layer": layer, "train.nugget.objective": objective})
     with tempfile.TemporaryDirectory(prefix="nugget-checkpoint-") as tmp:
         checkpoint, state = fit(task, job, base["storage"], f"train-{name}", base["seed"], logger,
@@ -69,17 +60,20 @@ def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
         copy_tree(str(checkpoint / "model"), f"{base['storage']}/trials/{name}/model")
     metrics = {"dev_loss": state["best_dev_loss"], "final_train_loss": state["losses"][-1], "steps": state["step"]}
     if logger is not None:
-        logger.log_metrics(metrics)
+        logger.log_metrics({**metrics, "dev_loss_n": state.get("dev_loss_n", 0),
+                            "final_train_loss_n": state.get("train_loss_n", 0)})
         logger.end()
     tune.report(metrics)
     return metrics
 
 
-def run_sweep(task: Any, job: Any, grid: Any, storage: str, seed: int, tracking: dict[str, str]) -> list[dict[str, Any]]:
-    """Fit every grid point; returns one row per trial (objective, ratio, layer, metrics)."""
+def run_sweep(task: Any, job: Any, grid: Any, storage: str, seed: int, runs: Any = None) -> list[dict[str, Any]]:
+    """Fit every grid point; returns one row per trial (objective, ratio, layer, metrics).
+    ``runs`` (a `stages.framework.tracking.NestedRuns`, or None) creates each trial's
+    MLflow run."""
     from ray import tune
 
-    base = {"task": task, "job": job, "storage": storage, "seed": seed, **tracking}
+    base = {"task": task, "job": job, "storage": storage, "seed": seed, "runs": runs}
     # no CPU for the trial itself (its TorchTrainer workers take them); Tune needs some
     # non-empty request, so a token amount of memory
     trainable = tune.with_resources(tune.with_parameters(run_trial, base=base), {"cpu": 0, "memory": 1})

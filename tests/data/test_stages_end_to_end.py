@@ -26,7 +26,7 @@ def test_builders_run_in_the_dag(ray_local, tmp_path):
     args = [
         f"run.artifact_root={root}", f"run.sources_dir={sources}",
         "run.targets=[build_mt_docs,build_pi,build_rr]",
-        "model.seq2seq.tiny.tokenizer_vocab_size=300",
+        "model.seq2seq.tokenizer_vocab_size=300",
         "data.pi.negatives=3", "data.pi.window=8", "data.pi.window_block=4", "data.rr.negatives=1",
         "data.mt.dev_fraction=0.1", "data.mt.test_fraction=0.1",
     ]

@@ -6,11 +6,11 @@ report shows exactly what the evaluation outputs hold, not model quality.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.config import load_config
 from stages.data.nugget_data import Task, write_dataset
 from stages.framework.stage import Artifact, StageContext
@@ -21,6 +21,7 @@ from tests.training.fixtures import make_docs, make_mt_artifacts
 class RecordingLogger:
     metrics: dict[str, float] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)
+    tags: dict[str, str] = field(default_factory=dict)
 
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         if step is None:
@@ -29,6 +30,9 @@ class RecordingLogger:
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         assert Path(path).exists()
         self.artifacts.append(Path(path).name)
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        self.tags.update(tags)
 
 
 def artifact(stage: str, path: Path, config: dict[str, Any] | None = None) -> Artifact:
@@ -69,23 +73,21 @@ def make_eval_inputs(root: Path) -> dict[str, Artifact]:
         _nugget(tok, ratio, layer, i, sweep / "trials" / trial / "model")
         results.append({"trial": trial, "objective": obj, "ratio": ratio, "scorer_layer": layer,
                         "dev_loss": 5.0 - i, "model_dir": f"trials/{trial}/model"})
-    (sweep / "results.json").write_text(json.dumps(results))
+    NuggetSweep(sweep, results).write(sweep)
     train = root / "train_nugget"
     _nugget(tok, 0.1, 1, 9, train / "model")
-    (train / "trainer_state.json").write_text(json.dumps({"best_dev_loss": 3.0}))
+    TrainedNugget(train / "model", "ae", 0.1, 1, "topk", True, dev_loss=3.0).write(train)
     base = root / "baselines"
     model = get_bottleneck_model(build_tiny_bart(tok, TinyBartSpec(d_model=32, layers=2, ffn_dim=64)), decoder="gating")
     model.save_pretrained(base / "systems" / "re_gating" / "model")
     tok.save_pretrained(base / "systems" / "re_gating" / "model")
-    (base / "systems.json").write_text(json.dumps([{
+    TrainedBaselines(base, [{
         "system": "re_gating", "kind": "bottleneck", "decoder": "gating", "objective": "ae",
-        "deletion_noise": 0.0, "model_dir": "systems/re_gating/model", "dev_loss": 4.0}]))
+        "deletion_noise": 0.0, "model_dir": "systems/re_gating/model", "dev_loss": 4.0}]).write(base)
     inputs = {
         "build_mt_docs": artifact("build_mt_docs", data),
         "sweep_nugget": artifact("sweep_nugget", sweep),
-        "train_nugget": artifact("train_nugget", train, {
-            "nugget": {"ratio": 0.1, "scorer_layer": 1, "selector": "topk", "feedback": True},
-            "train.nugget": {"objective": "ae"}}),
+        "train_nugget": artifact("train_nugget", train),
         "train_baselines": artifact("train_baselines", base),
     }
     for task, seed in (("pi", 5), ("rr", 6)):

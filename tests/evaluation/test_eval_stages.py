@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
+from stages.artifacts.data import CorpusStatistics
+from stages.artifacts.evaluate import (
+    NOT_RUN,
+    Column,
+    EvalTable,
+    NuggetAnalysis,
+    ReconstructionResults,
+    SimilarityResults,
+    TableRow,
+)
 from stages.evaluate.eval_reconstruction import EvalReconstruction
 from stages.evaluate.eval_similarity import EvalSimilarity
 from stages.framework.stage import Artifact
 from stages.report.published import PUBLISHED
 from stages.report.report import Report
-from stages.report.tables import NOT_IN_PAPER, NOT_RUN
+from stages.report.tables import NOT_IN_PAPER
 from tests.evaluation.fixtures import artifact, context, make_eval_inputs
 
 SMALL = ["eval.max_examples=4", "eval.max_new_tokens=8", "eval.max_tasks=6", "eval.batch_size=4"]
@@ -33,30 +41,31 @@ def evaluated(tmp_path_factory):
 
 def test_similarity_covers_every_system(evaluated):
     _, _, ctx, _ = evaluated
-    out = json.loads((ctx.output_dir / "similarity.json").read_text())
-    labels = {(r["label"], r["task"]) for r in out["rows"]}
+    out = SimilarityResults.read(ctx.output_dir)
+    labels = {(r["label"], r["task"]) for r in out.rows}
     # 4 sweep trials + train_nugget + RE gating + ColBART, on both tasks
     assert len(labels) == 7 * 2
-    assert out["colbart_from"] == "sweep:mt-r0.1-l0"  # MT, lowest dev loss
-    for r in out["rows"]:
+    assert out.colbart_from == "sweep:mt-r0.1-l0"  # MT, lowest dev loss
+    for r in out.rows:
         assert 100 / 4 <= r["mrr"] <= 100  # 4 candidates
-    single = [r for r in out["rows"] if r["mode"] == "bottleneck"]
+    single = [r for r in out.rows if r["mode"] == "bottleneck"]
     assert single and all(r["vectors_per_doc"] == 1 for r in single)
-    colbart = next(r for r in out["rows"] if r["mode"] == "colbart")
-    nugget = next(r for r in out["rows"] if r["label"] == "sweep:mt-r0.1-l0" and r["task"] == colbart["task"])
+    colbart = next(r for r in out.rows if r["mode"] == "colbart")
+    nugget = next(r for r in out.rows if r["label"] == "sweep:mt-r0.1-l0" and r["task"] == colbart["task"])
     assert colbart["vectors_per_doc"] > nugget["vectors_per_doc"]  # all states vs ~10%
-    assert len(ctx.logger.metrics) == 14 and "similarity.csv" in ctx.logger.artifacts
+    assert len(ctx.logger.metrics) == 2 * 14 and "similarity.csv" in ctx.logger.artifacts  # each MRR + its _n
+    assert all(ctx.logger.metrics[f"{k}_n"] > 0 for k in ctx.logger.metrics if not k.endswith("_n"))
 
 
 def test_reconstruction_bleu_and_figure(evaluated):
     _, _, _, ctx = evaluated
-    out = json.loads((ctx.output_dir / "reconstruction.json").read_text())
-    assert {r["name"] for r in out["rows"]} == {
+    out = ReconstructionResults.read(ctx.output_dir)
+    assert {r["name"] for r in out.rows} == {
         "sweep:ae-r0.1-l1", "sweep:ae-r0.25-l1", "sweep:mt-r0.1-l1", "sweep:mt-r0.1-l0", "train_nugget",
         "baseline:re_gating"}
-    assert all(0 <= r["bleu"] <= 100 and r["n_docs"] == 4 for r in out["rows"])
-    assert out["beam_size"] == 5
-    png = ctx.output_dir / "bleu_vs_ratio.png"
+    assert all(0 <= r["bleu"] <= 100 and r["n_docs"] == 4 for r in out.rows)
+    assert out.beam_size == 5
+    (png,) = out.figures()
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
@@ -69,7 +78,7 @@ def _cells(md: str, title: str) -> list[list[str]]:
 def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     root, _, sim_ctx, rec_ctx = evaluated
     (tmp_path / "cs").mkdir()
-    (tmp_path / "cs" / "stats.json").write_text(json.dumps({"source": "gensim_lee", "documents": 3}))
+    CorpusStatistics({"source": "gensim_lee", "documents": 3}).write(tmp_path / "cs")
     inputs = {
         "eval_similarity": Artifact("eval_similarity", "ks", "", sim_ctx.output_dir, {}),
         "eval_reconstruction": Artifact("eval_reconstruction", "kr", "", rec_ctx.output_dir, {}),
@@ -78,7 +87,7 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     ctx = context(Report, inputs, tmp_path / "report", [])
     Report().run(ctx)
     md = (ctx.output_dir / "report.md").read_text()
-    sim = json.loads((sim_ctx.output_dir / "similarity.json").read_text())["rows"]
+    sim = SimilarityResults.read(sim_ctx.output_dir).rows
     # every table present, no blank cell anywhere
     for title in ("Nugget figure 4", "Nugget figure 5", "Nugget table 2", "Nugget table 3", "Nugget table 4",
                   "Nugget2D table 1", "Nugget2D table 3", "Nugget2D table 4"):
@@ -113,36 +122,39 @@ def test_analyze_nuggets_on_fixture(evaluated):
     ctx = context(AnalyzeNuggets, inputs, root / "out_an",
                   ["eval.analysis_docs=6", "eval.highlight_docs=2", "eval.probe_docs=2", "eval.batch_size=4"])
     AnalyzeNuggets().run(ctx)
-    freq = json.loads((ctx.output_dir / "token_frequency.json").read_text())
+    analysis = NuggetAnalysis.read(ctx.output_dir)
+    freq = analysis.token_frequency
     assert set(freq) == {"sweep:ae-r0.1-l1", "sweep:mt-r0.1-l0"}  # ratio 0.1 picked; layer 0 before 1
     ae = freq["sweep:ae-r0.1-l1"]
     assert sum(c for _, c, _ in ae["top"]) <= 100 + 1e-9  # percentages; float rounding
     assert ae["n_nuggets"] < ae["n_tokens"]
     page = (ctx.output_dir / "nuggets.html").read_text()
     assert page.count("background: #b6f2b6") >= 2  # at least one nugget per document
-    gain = json.loads((ctx.output_dir / "probability_gain.json").read_text())
+    gain = analysis.probability_gain
     assert gain["documents"] == 2 and "0" in gain["relative"]
     for name in ("token_frequency.png", "probability_gain.png", "probability_gain_relative.png"):
         assert (ctx.output_dir / name).read_bytes()[:4] == b"\x89PNG"
+    assert {p.name for p in analysis.figures()} == set(NuggetAnalysis.FIGURES)  # the report finds every figure
 
 
 def test_report_reads_nugget2d_metrics(tmp_path):
-    from stages.report.tables import nugget2d_table, published_row
+    from stages.evaluate.eval_qa import paper_row
+    from stages.report.tables import nugget2d_table
 
-    assert published_row("nugget2d_table1", "Nugget2D 64/320/32") == "nugget2d_64"
-    assert published_row("nugget2d_table1", "Full 128") == "full_128"
-    assert published_row("nugget2d_table4", "Full (FT)") == "full_ft"
-    assert published_row("nugget2d_table3", "LMSumm 10x") == "lmsumm_10x"
-    assert published_row("nugget2d_table3", "ICAE") is None
-    # eval_qa's own names
-    assert [published_row("nugget2d_table3", n) for n in ("full", "nodoc", "lmsumm", "nugget2d 5x", "nugget2d 10x")] == [
-        "full", "nodoc", "lmsumm_10x", "nugget2d_5x", "nugget2d_10x"]
-    (tmp_path / "metrics.json").write_text(json.dumps({"systems": {
-        "Nugget2D 64/320/32": {"metrics": {"wiki_subword_ppl": 12.5, "wiki_word_ppl": 30.0, "pile_subword_ppl": 9.0}},
-        "Compressive 64/320/32": {"metrics": {}, "note": "no checkpoint"},
-    }}))
+    # eval_qa names the table-3 row each of its systems reproduces
+    assert [paper_row("full"), paper_row("nodoc"), paper_row("lmsumm", 0.1), paper_row("nugget2d", 0.2),
+            paper_row("nugget2d", 0.1)] == ["full", "nodoc", "lmsumm_10x", "nugget2d_5x", "nugget2d_10x"]
+    assert all(r in PUBLISHED["nugget2d_table3"] for r in ("full", "nodoc", "lmsumm_10x", "nugget2d_5x", "nugget2d_10x"))
+    columns = [Column("wiki_subword_ppl", "wiki subword ppl"), Column("wiki_word_ppl", "wiki word ppl"),
+               Column("pile_subword_ppl", "pile subword ppl")]
+    EvalTable("T1", columns, [
+        TableRow("Nugget2D 64/320/32", {"wiki_subword_ppl": 12.5, "wiki_word_ppl": 30.0, "pile_subword_ppl": 9.0},
+                 n=4, paper_row="nugget2d_64"),
+        TableRow("Compressive 64/320/32", {}, note="no checkpoint", paper_row="compressive_64"),
+    ]).write(tmp_path)
     t = nugget2d_table("nugget2d_table1", "T1", artifact("eval_lm", tmp_path),
-                       ["wikitext_subword", "wikitext_word", "pile_subword"], "ctx")
+                       {"wikitext_subword": "wiki_subword_ppl", "wikitext_word": "wiki_word_ppl",
+                        "pile_subword": "pile_subword_ppl"}, "ctx")
     rows = {label: (m, p) for label, m, p in t.rows}
     assert rows["Nugget2D 64/320/32"] == ({"wikitext_subword": 12.5, "wikitext_word": 30.0, "pile_subword": 9.0},
                                          {"wikitext_subword": 6.91, "wikitext_word": 11.78, "pile_subword": 5.01})

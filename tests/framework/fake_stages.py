@@ -44,9 +44,9 @@ class Digest(Stage):
     config_keys = ("report.title",)
 
     def run(self, ctx: StageContext) -> None:
-        import json
+        from stages.artifacts.data import CorpusStatistics
 
-        stats = json.loads(ctx.inputs["corpus_stats"].file("stats.json").read_text())
+        stats = CorpusStatistics.read(ctx.inputs["corpus_stats"]).stats
         text = f"# {ctx.cfg('report.title')}\n\n{stats['documents']} documents from {stats['source']}\n"
         (ctx.output_dir / "digest.md").write_text(text)
         ctx.log_metrics({"documents": stats["documents"]})

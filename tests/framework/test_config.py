@@ -90,17 +90,145 @@ def test_script_exit_code_is_nonzero(override):
     assert "Ray" not in done.stdout + done.stderr  # failed before any Ray started
 
 
-def test_schema_mirrors_nugget_core():
-    """conf/ cannot import torch at load time, so the schema copies nugget_core's names."""
+# ------------------------------------------------ model configs: nugget_core's, embedded
+
+def _model_configs():
+    from nugget_core import NuggetConfig, TinyBartSpec
+    from nugget_core.nugget2d import Nugget2DConfig
+
+    return [("nugget", NuggetConfig), ("nugget2d", Nugget2DConfig), ("model.seq2seq.tiny", TinyBartSpec)]
+
+
+def _section(cfg, key):
+    node = cfg
+    for part in key.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def _other_value(field, default):
+    """A valid value != ``default`` for a derived section field (from its metadata)."""
+    meta = field.metadata
+    if "choices" in meta:
+        return next(c for c in meta["choices"] if c != default)
+    if isinstance(default, bool):
+        return not default
+    if isinstance(default, list):
+        return default[:1] + ["extra_proj"]
+    if "float" in str(field.type):
+        return 0.37 if default != 0.37 else 0.5
+    return (default or 4) + 1
+
+
+def _override(key, value):
+    if isinstance(value, list):
+        return f"{key}=[{','.join(value)}]"
+    return f"{key}={str(value).lower() if isinstance(value, bool) else value}"
+
+
+def test_model_sections_have_exactly_nugget_core_fields():
     import dataclasses
 
-    import nugget_core
-    from nugget_core.config import ResidualMode, SelectorKind
-    from stages.config import schema
+    cfg = load_config([])
+    for key, core in _model_configs():
+        section = _section(cfg, key)
+        assert [f.name for f in dataclasses.fields(section)] == [f.name for f in dataclasses.fields(core)], key
+        assert all(f.metadata["help"] for f in dataclasses.fields(section)), f"{key}: nugget_core field without help"
+        built = section.build()
+        assert type(built) is core and dataclasses.asdict(core(**dataclasses.asdict(section))) == dataclasses.asdict(built)
 
-    assert set(schema.RESIDUAL_MODES) == {m.value for m in ResidualMode}
-    assert set(schema.SELECTORS) == {m.value for m in SelectorKind}
-    ours = {f.name for f in dataclasses.fields(schema.TinyBartSpec)} - {"tokenizer_vocab_size"}
-    assert ours == {f.name for f in dataclasses.fields(nugget_core.TinyBartSpec)}
-    section = {f.name for f in dataclasses.fields(schema.NuggetSection)}
-    assert section == {f.name for f in dataclasses.fields(nugget_core.NuggetConfig)}
+
+@pytest.mark.parametrize("key, core", _model_configs(), ids=lambda x: x if isinstance(x, str) else "")
+def test_every_model_config_field_is_settable_and_reaches_nugget_core(key, core):
+    """``<section>.<field>=...`` for every field of NuggetConfig / Nugget2DConfig /
+    TinyBartSpec lands in the nugget_core object built the way the tasks build it."""
+    import dataclasses
+
+    default = _section(load_config([]), key)
+    for f in dataclasses.fields(default):
+        value = _other_value(f, getattr(default, f.name))
+        cfg = load_config([_override(f"{key}.{f.name}", value)])
+        built = core(**dataclasses.asdict(_section(cfg, key)))  # as in stages/train/*_task.py
+        assert getattr(built, f.name) == value, (key, f.name)
+
+
+def test_nugget_task_builds_its_config_from_the_section():
+    from stages.train.nugget_task import NuggetTask
+
+    cfg = load_config(["nugget.residual=direct", "nugget.scorer_hidden=12", "nugget.selector=chunk"])
+    built = NuggetTask("d", "t", "ae", cfg.nugget, cfg.model.seq2seq).nugget_config()
+    assert (built.residual, built.scorer_hidden, built.selector) == ("direct", 12, "chunk")
+
+
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ("nugget.selector=random", "nugget.selector: value 'random' is not one of ['chunk', 'sentence', 'topk']"),
+        ("nugget.scorer_hidden=0", "nugget.scorer_hidden: value 0 must be >= 1"),
+        ("nugget2d.ratio=1.5", "nugget2d.ratio: value 1.5 must be <= 1.0"),
+        ("nugget2d.lora_dropout=1.0", "nugget2d.lora_dropout: value 1.0 must be < 1.0"),
+        ("nugget2d.scorer_window=0", "nugget2d.scorer_window: value 0 must be >= 1"),
+        ("nugget2d.lora_target_modules=[]", "nugget2d.lora_target_modules: must not be empty"),
+        ("nugget2d.threshold=nan", "nugget2d.threshold: rejected by Nugget2DConfig: Nugget2DConfig.threshold=nan"),
+        ("nugget2d.max_nuggets=two", "nugget2d.max_nuggets: Value 'two'"),
+        ("nugget2d.bogus=1", "nugget2d.bogus: Key 'bogus' not in 'Nugget2DSection'"),
+        ("model.seq2seq.tiny.heads=0", "model.seq2seq.tiny.heads: value 0 must be >= 1"),
+        ("model.seq2seq.tiny.attn_implementation=flash", "model.seq2seq.tiny.attn_implementation: value 'flash'"),
+        ("eval.calibration.bins=10", "eval.calibration moved to calibrate.threshold"),
+        ("eval.baselines.train.lr=0.1", "eval.baselines.train moved to train.baselines"),
+        ("model.seq2seq.tiny.tokenizer_vocab_size=300", "moved to model.seq2seq.tokenizer_vocab_size"),
+        ("calibrate.threshold.heldout_split=train", "calibrate.threshold.heldout_split: value 'train' must differ"),
+        ("train.baselines.num_workers=0", "train.baselines.num_workers: value 0 must be >= 1"),
+    ],
+)
+def test_bad_model_and_moved_keys_name_the_full_key(override, expected):
+    with pytest.raises(ConfigError) as err:
+        load_config([override])
+    assert expected in str(err.value)
+
+
+@pytest.mark.parametrize("profile", ["tiny", "paper"])
+def test_moved_sections_load_in_both_profiles(profile):
+    """train.baselines (was eval.baselines.train) and calibrate.threshold (was
+    eval.calibration): set by conf/ in both profiles, overridable, read by their stages."""
+    from stages.framework.keys import stage_sections
+    from stages.registry import DAG
+
+    cfg = load_config([f"profile={profile}"])
+    expected = {"tiny": (1e-3, 75, 64), "paper": (5e-5, 20000, 1024)}[profile]
+    assert (cfg.train.baselines.lr, cfg.train.baselines.max_steps, cfg.calibrate.threshold.sample_docs) == \
+        pytest.approx(expected)
+    assert cfg.eval.baselines.systems  # the choice of systems stays with the evaluations
+    cfg = load_config([f"profile={profile}", "train.baselines.max_steps=7", "calibrate.threshold.bins=9",
+                       "model.seq2seq.tokenizer_vocab_size=512"])
+    assert (cfg.train.baselines.max_steps, cfg.calibrate.threshold.bins) == (7, 9)
+    assert stage_sections(DAG.get("train_baselines"), cfg)["train.baselines"].max_steps == 7
+    assert stage_sections(DAG.get("calibrate_threshold"), cfg)["calibrate.threshold"].bins == 9
+    assert DAG.get("train_baselines").train_job == "train.baselines"
+    for name in DAG.order:  # every declared key resolves (dry run: load only)
+        stage_sections(DAG.get(name), cfg)
+
+
+def test_every_conf_yaml_starts_with_its_run_command_and_a_valid_override():
+    import shlex
+
+    for path in sorted((REPO / "conf").glob("*/*.yaml")):
+        head = []
+        for line in path.read_text().splitlines():
+            if not line.startswith("#"):
+                break
+            head.append(line.lstrip("# ").rstrip(" \\"))
+        text = " ".join(head)
+        assert "Run:" in text and "Override:" in text, path
+        override = text.split("Override:", 1)[1]
+        args = [a for a in shlex.split(override.split("(", 1)[0]) if "=" in a]
+        assert args, path
+        load_config(args)  # the example is a valid command line
+
+
+def test_loading_the_config_imports_no_torch():
+    """The schema reads nugget_core's config dataclasses through its lazy package."""
+    code = ("import sys; from stages.config import load_config; load_config(['profile=paper']); "
+            "bad = [m for m in ('torch', 'transformers', 'peft') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -27,10 +27,13 @@ def test_key_depends_on_stage_code(monkeypatch):
 
     cfg = load_config([])
     before = cache_key(Report, cfg, {"corpus_stats": "a"})
-    monkeypatch.setattr(Report, "version", "2")
+    version = Report.version
+    monkeypatch.setattr(Report, "version", version + ".1")
     assert cache_key(Report, cfg, {"corpus_stats": "a"}) != before
-    monkeypatch.setattr(keys, "source_hash", lambda m: "edited-source")
-    monkeypatch.setattr(Report, "version", "1")
+    monkeypatch.setattr(Report, "version", version)
+    assert cache_key(Report, cfg, {"corpus_stats": "a"}) == before
+    # the code digest (of the stage module's import closure) is part of the key
+    monkeypatch.setattr(keys, "closure_digest", lambda m: "0" * 64)
     assert cache_key(Report, cfg, {"corpus_stats": "a"}) != before
 
 

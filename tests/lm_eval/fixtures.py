@@ -6,6 +6,9 @@ from pathlib import Path
 
 import torch
 
+# LoRA dropout and target modules of a Full fine-tuned LM (Nugget2D's adapter shape)
+ADAPTER = {"lora_dropout": 0.0, "lora_target_modules": ["q_proj", "v_proj"]}
+
 WORDS = ("the river delta letter alpha gamma physics module data python of a in was born "
          "city two three Paris London answer question document summarize following text").split()
 TEXTS = [" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(12)) + "." for i in range(60)]

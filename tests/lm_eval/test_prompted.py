@@ -11,8 +11,7 @@ import pytest
 import torch
 
 from stages.common.prompts import PromptFormat, encode
-from stages.evaluate.lm.loading import eos_and_pad
-from stages.evaluate.lm.prompted import generate_batch
+from stages.evaluate.lm.prompted import eos_and_pad, generate_batch
 
 DOCS = ["[INST] the river delta was born in Paris of a city", "[INST] alpha gamma"]
 PROMPTS = [" Based on the provided document, answer the following question: where? [/INST]", " Please [/INST]"]
@@ -21,9 +20,9 @@ PROMPTS = [" Based on the provided document, answer the following question: wher
 def _plain_greedy(model, ids: list[int], steps: int, eos: int) -> list[int]:
     """Reference: the base LM (adapters off) re-reading the whole sequence every step."""
     out = []
-    with model.router.use(None), torch.no_grad():
+    with torch.no_grad():
         for _ in range(steps):
-            logits = model.lm(input_ids=torch.tensor([ids + out])).logits[0, -1]
+            logits = model.lm_forward(input_ids=torch.tensor([ids + out])).logits[0, -1]
             token = int(logits.argmax())
             if token == eos:
                 break

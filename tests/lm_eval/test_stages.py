@@ -6,7 +6,6 @@ has all of its systems, measured."""
 
 from __future__ import annotations
 
-import csv
 import json
 
 import numpy as np
@@ -15,18 +14,22 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import main_full
+from stages.artifacts.calibrate import CalibratedThreshold
+from stages.artifacts.data import BaseLM, LMRecords
+from stages.artifacts.evaluate import EvalTable
+from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D, scorer_fingerprint
 from stages.calibrate.calibrate_threshold import CalibrateThreshold
 from stages.data.lm_builders import qa_record, summary_record
 from stages.evaluate.eval_lm import EvalLM
 from stages.evaluate.eval_qa import EvalQA
 from stages.evaluate.eval_summarization import EvalSummarization
 from stages.framework.dag import Dag
-from stages.framework.stage import Artifact, Stage, StageContext
+from stages.framework.stage import Stage, StageContext
 from stages.train.train_full_ft import TrainFullFT
 from stages.train.train_nugget2d import TrainNugget2DAR, TrainNugget2DFT
 from tests.framework.conftest import ray_local  # noqa: F401
 from tests.framework.fixtures import make_fake_sources, runs_of_latest_pipeline
-from tests.lm_eval.fixtures import TEXTS, make_base_lm, make_nugget2d, make_tokenizer
+from tests.lm_eval.fixtures import ADAPTER, TEXTS, make_base_lm, make_nugget2d, make_tokenizer
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -42,8 +45,8 @@ class FakePrepareLM(Stage):
     def run(self, ctx: StageContext) -> None:
         tok = make_tokenizer()
         tok.chat_template = CHAT_TEMPLATE  # profile=tiny lays prompts out in the LM's chat template
-        tok.save_pretrained(str(ctx.output_dir / "model"))
-        make_base_lm(len(tok)).save_pretrained(ctx.output_dir / "model")
+        tok.save_pretrained(str(BaseLM.folder(ctx.output_dir)))
+        make_base_lm(len(tok)).save_pretrained(BaseLM.folder(ctx.output_dir))
 
 
 class FakeBuildLM(Stage):
@@ -51,20 +54,18 @@ class FakeBuildLM(Stage):
     upstream = ("prepare_lm",)
 
     def run(self, ctx: StageContext) -> None:
-        from transformers import AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(str(ctx.inputs["prepare_lm"].file("model")))
+        tok = BaseLM.read(ctx.inputs["prepare_lm"]).tokenizer()
         ids = tok(" ".join(TEXTS), add_special_tokens=False)["input_ids"]
         for corpus, offset in (("wiki", 0), ("pile", 200)):
             split = lambda i: "test" if i % 3 == 0 else "dev" if i % 6 == 1 else "train"  # noqa: E731
             rows = [{"split": split(i), "distant": ids[s : s + 16], "recent": ids[s + 16 : s + 24]}
                     for i, s in enumerate(range(offset, offset + 24 * 12, 24))]
-            pq.write_table(pa.Table.from_pylist(rows), ctx.output_dir / f"lm_{corpus}.parquet")
+            pq.write_table(pa.Table.from_pylist(rows), LMRecords.segments_file(ctx.output_dir, corpus))
         rng = np.random.default_rng(0)
         qa = [qa_record(TEXTS[i], f"Fill in the blank: {TEXTS[i + 1][:30]} _____", str(rng.integers(5))) for i in range(4)]
         summ = [summary_record(" ".join(TEXTS[i : i + 3]), TEXTS[i + 3]) for i in range(20)]
         for name, records in (("qa", qa), ("summarization", summ)):
-            with open(ctx.output_dir / f"{name}.jsonl", "w") as fh:
+            with open(LMRecords.records_file(ctx.output_dir, name), "w") as fh:
                 for i, r in enumerate(records):  # 4 test records first; the fine-tuning stages use the rest
                     split = "test" if i < 4 else "dev" if i < 8 else "train"
                     fh.write(json.dumps({"id": f"{name}-{i}", "split": split, **r}) + "\n")
@@ -76,12 +77,11 @@ class FakeTrainNugget2D(Stage):
     config_keys = ("train.nugget2d",)
 
     def run(self, ctx: StageContext) -> None:
-        from transformers import AutoModelForCausalLM
-
         from nugget_core.nugget2d import save_nugget2d
 
-        base = AutoModelForCausalLM.from_pretrained(str(ctx.inputs["prepare_lm"].file("model")))
-        save_nugget2d(make_nugget2d(base, seed=0), ctx.output_dir / "nugget2d")
+        base = BaseLM.read(ctx.inputs["prepare_lm"]).causal_lm()
+        save_nugget2d(make_nugget2d(base, seed=0), TrainedNugget2D.folder(ctx.output_dir))
+        TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), ctx.cfg("train.nugget2d").objective).write(ctx.output_dir)
 
 
 TRAIN_ARGS = [f"train.{job}.{k}" for job in ("full_ft", "nugget2d_ft", "nugget2d_ar") for k in (
@@ -90,7 +90,7 @@ TRAIN_ARGS = [f"train.{job}.{k}" for job in ("full_ft", "nugget2d_ft", "nugget2d
 # the fake compressor's Nugget2D config (tests.lm_eval.fixtures.make_nugget2d)
 ARGS = [*TRAIN_ARGS, "nugget2d.lora_rank=4", "nugget2d.lora_alpha=4", "nugget2d.scorer_layer=1",
         "nugget2d.recent_window=8",
-    "eval.calibration.sample_docs=8", "eval.calibration.heldout_docs=4", "eval.calibration.bins=10",
+    "calibrate.threshold.sample_docs=8", "calibrate.threshold.heldout_docs=4", "calibrate.threshold.bins=10",
     "eval.lm.max_segments=2", "eval.lm.contexts=[{total_states: 6, compressed_tokens: 10, context_tokens: 3}]",
     "eval.qa.max_examples=3", "eval.qa.batch_size=2", "eval.qa.max_new_tokens=4", "eval.qa.lmsumm_max_new_tokens=4",
     "eval.summarization.max_examples=3", "eval.summarization.batch_size=2", "eval.summarization.max_new_tokens=4",
@@ -98,8 +98,7 @@ ARGS = [*TRAIN_ARGS, "nugget2d.lora_rank=4", "nugget2d.lora_alpha=4", "nugget2d.
 
 
 def _table(out) -> dict[str, dict]:
-    with open(out / "table.csv") as fh:
-        return {r["system"]: r for r in csv.DictReader(fh)}
+    return {r.system: r.metrics for r in EvalTable.read(out).rows}
 
 
 def _published(root, stage: str):
@@ -124,8 +123,8 @@ def pipeline_run(ray_local, tmp_path_factory):  # noqa: F811
 def test_calibration_and_the_three_evaluations(pipeline_run):
     root, out = pipeline_run
 
-    threshold = json.loads((out["calibrate_threshold"] / "threshold.json").read_text())
-    assert threshold["ratio"] == 0.1 and threshold["metrics"]["sample_ratio"] == pytest.approx(0.1, abs=0.01)
+    threshold = CalibratedThreshold.read(out["calibrate_threshold"])
+    assert threshold.ratio == 0.1 and threshold.metrics["sample_ratio"] == pytest.approx(0.1, abs=0.01)
     assert (out["calibrate_threshold"] / "scores_hist.png").read_bytes()[:4] == b"\x89PNG"
 
     lm = _table(out["eval_lm"])
@@ -133,8 +132,8 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
     assert float(lm["full 6/10/3"]["attended_states"]) == 6.0  # windows filled: 16 tokens of history
     assert float(lm["nugget2d 6/10/3"]["attended_states"]) <= 6.0
     assert all(float(r["wiki_subword_ppl"]) > 1 and float(r["pile_word_ppl"]) > 1 for r in lm.values())
-    lm_json = json.loads((out["eval_lm"] / "metrics.json").read_text())
-    assert f"Lambda = {threshold['lambda']:.4f}" in lm_json["notes"][0] and "matches" in lm_json["notes"][0]
+    lm_notes = EvalTable.read(out["eval_lm"]).notes
+    assert f"Lambda = {threshold.threshold:.4f}" in lm_notes[0] and "matches" in lm_notes[0]
 
     qa = _table(out["eval_qa"])
     assert set(qa) == {"full", "nodoc", "lmsumm", "nugget2d 5x", "nugget2d 10x"}
@@ -155,15 +154,11 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
                for s in ("eval_qa", "eval_summarization"))
 
     _, runs = runs_of_latest_pipeline(root)
-    assert runs["calibrate_threshold"].data.metrics["lambda"] == pytest.approx(threshold["lambda"])
+    assert runs["calibrate_threshold"].data.metrics["lambda"] == pytest.approx(threshold.threshold)
     assert "full/accuracy" in runs["eval_qa"].data.metrics
     assert "nugget2d_ft 10x/rougeL" in runs["eval_summarization"].data.metrics
     assert runs["train_full_ft"].data.metrics["steps"] == 4 and "best_dev_loss" in runs["train_nugget2d_ft"].data.metrics
     assert runs["eval_lm"].data.tags["lambda_scorer_match"] == "True"
-
-
-def _artifact(out, stage: str) -> Artifact:
-    return Artifact(stage, out[stage].name, str(out[stage]), out[stage], {})
 
 
 def test_merged_full_ft_lm_reproduces_the_training_logits(pipeline_run):
@@ -172,33 +167,31 @@ def test_merged_full_ft_lm_reproduces_the_training_logits(pipeline_run):
     import torch
 
     from nugget_core.nugget2d import Nugget2DConfig
-    from stages.evaluate.lm.loading import load_full_finetuned
     from stages.train.full_ft_task import FullFinetuneTask
     from stages.train.loop import PROBE_FILE
 
     _, out = pipeline_run
-    model = load_full_finetuned(_artifact(out, "prepare_lm"), _artifact(out, "train_full_ft"),
-                                Nugget2DConfig(lora_rank=4, lora_alpha=4, scorer_layer=1))
-    task = FullFinetuneTask(str(out["build_lm"]), str(out["prepare_lm"] / "model"), "summarization",
-                            lora_rank=4, lora_alpha=4, max_doc_tokens=24, dev_examples=2,
+    model = FullFinetunedLM.read(out["train_full_ft"]).load(BaseLM.read(out["prepare_lm"]),
+                                                           Nugget2DConfig(lora_rank=4, lora_alpha=4, scorer_layer=1))
+    task = FullFinetuneTask(str(LMRecords.read(out["build_lm"]).path), str(BaseLM.read(out["prepare_lm"]).path),
+                            "summarization",
+                            lora_rank=4, lora_alpha=4, **ADAPTER, max_doc_tokens=24, dev_examples=2,
                             prompt_format="chat_template")
     probe = task.collate(task.load_split("dev")[:2], step=-1, rank=0, train=False)
-    with torch.no_grad(), model.router.use(None):
-        logits = model.lm(input_ids=probe["input_ids"], attention_mask=probe["attention_mask"]).logits
+    with torch.no_grad():
+        logits = model.lm_forward(input_ids=probe["input_ids"], attention_mask=probe["attention_mask"]).logits
     torch.testing.assert_close(logits, torch.load(out["train_full_ft"] / PROBE_FILE), atol=1e-4, rtol=1e-4)
 
 
 def test_nugget2d_ft_starts_from_the_compressor_and_moves_away(pipeline_run):
     """train_nugget2d_ft loads train_nugget2d's model (same config, adapters present) and
     fine-tuning changes the decoder adapter theta (trained by objective finetune)."""
-    from transformers import AutoModelForCausalLM
-
-    from nugget_core.nugget2d import load_nugget2d
-
     root, out = pipeline_run
-    base = lambda: AutoModelForCausalLM.from_pretrained(str(out["prepare_lm"] / "model"))  # noqa: E731
-    start = load_nugget2d(_published(root, "train_nugget2d") / "nugget2d", base())
-    tuned = load_nugget2d(out["train_nugget2d_ft"] / "nugget2d", base())
+    base = BaseLM.read(out["prepare_lm"])
+    start = TrainedNugget2D.read(_published(root, "train_nugget2d")).load(base)
+    tuned_output = TrainedNugget2D.read(out["train_nugget2d_ft"], "train_nugget2d_ft")
+    assert tuned_output.objective == "finetune" and not tuned_output.soft_prompt
+    tuned = tuned_output.load(base)
     assert tuned.config == start.config
     theta = lambda m: {n: p for n, p in m.named_parameters() if ".decoder." in n and "lora_" in n}  # noqa: E731
     before, after = theta(start), theta(tuned)
@@ -210,14 +203,11 @@ def test_nugget2d_ft_starts_from_the_compressor_and_moves_away(pipeline_run):
 def test_autoregressive_stage_reuses_the_compressor_scorer_frozen(pipeline_run):
     """Paper §2.5: train_nugget2d_ar copies train_nugget2d's scorer and never updates it,
     so the Lambda calibrated on the compressor is the threshold of the AR model."""
-    from nugget_core.nugget2d import load_nugget2d
-    from stages.evaluate.lm.loading import scorer_fingerprint
-
     root, out = pipeline_run
-    base = str(out["prepare_lm"] / "model")
-    ar = load_nugget2d(_published(root, "train_nugget2d_ar") / "nugget2d", base)
-    threshold = json.loads((out["calibrate_threshold"] / "threshold.json").read_text())
-    assert threshold["scorer_stage"] == "train_nugget2d"
-    assert scorer_fingerprint(ar) == threshold["scorer_fingerprint"]
+    ar = TrainedNugget2D.read(_published(root, "train_nugget2d_ar"), "train_nugget2d_ar").load(
+        BaseLM.read(out["prepare_lm"]))
+    threshold = CalibratedThreshold.read(out["calibrate_threshold"])
+    assert threshold.scorer_stage == "train_nugget2d"
+    assert scorer_fingerprint(ar) == threshold.scorer_fingerprint
     theta = [p for n, p in ar.named_parameters() if ".decoder." in n and "lora_B" in n]
     assert any(bool(p.abs().sum() > 0) for p in theta)  # the adapters did train (LoRA B starts at 0)

@@ -59,8 +59,7 @@ def test_parallel_forward_without_nuggets_is_the_windowed_lm(causal_factory):
     ids = torch.randint(3, 64, (2, 30))
     with torch.no_grad():
         out = ar_forward(model, ids, threshold=1e9)
-        with model.router.use("decoder"):
-            reference = model.lm(ids).logits
+        reference = model.lm_forward("decoder", input_ids=ids).logits
     assert not out.selected.any()
     torch.testing.assert_close(out.logits, reference)
 
@@ -70,7 +69,7 @@ def test_ar_loss_trains_scorer_through_straight_through(causal_factory):
     ids = torch.randint(3, 64, (2, 10 + 4))  # omega_d + omega_r tokens
     with torch.no_grad():
         model.config.threshold = float(ar_scores(model, ids, 4).median())
-    loss = ar_loss(model, ids)
+    loss = ar_loss(model, ids).loss
     loss.backward()
     assert float(model.scorer.ffn[0].weight.grad.abs().sum()) > 0
 
@@ -109,7 +108,7 @@ def test_baselines_share_the_stream_interface(causal_factory):
     full = FullStream(model)
     nll_full = stream_nll(full, ids)
     with torch.no_grad():
-        reference = model.lm(ids[None]).logits[0, :-1].log_softmax(-1)
+        reference = model.lm_forward(input_ids=ids[None]).logits[0, :-1].log_softmax(-1)
     # Full without a window is the plain LM (adapters off).
     expected = -reference.gather(1, ids[1:, None])[:, 0]
     torch.testing.assert_close(nll_full, expected)

@@ -15,8 +15,8 @@ import torch
 from stages.common.prompts import PromptFormat, encode_answers, encode_task_records
 from stages.data.lm_builders import summary_record
 from stages.train.full_ft_task import IGNORE, FullFinetuneTask
-from stages.train.nugget2d_task import Nugget2DTask, ObjectiveModule
-from tests.lm_eval.fixtures import TEXTS, make_base_lm, make_nugget2d, make_tokenizer
+from stages.train.nugget2d_task import AutoregressiveModule, Nugget2DARTask, Nugget2DCompressorTask
+from tests.lm_eval.fixtures import ADAPTER, TEXTS, make_base_lm, make_nugget2d, make_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_task_records_are_cut_where_the_prompt_begins(lm_dirs):
 
 def test_full_ft_loss_is_the_nll_of_answer_and_eos_only(lm_dirs):
     base, data = lm_dirs
-    task = FullFinetuneTask(str(data), str(base), "summarization", lora_rank=4, lora_alpha=4, max_doc_tokens=10)
+    task = FullFinetuneTask(str(data), str(base), "summarization", lora_rank=4, lora_alpha=4, **ADAPTER, max_doc_tokens=10)
     rows = task.load_split("train")[:3]
     batch = task.collate(rows, step=0, rank=0, train=True)
     assert task.n_target_tokens(batch) == sum(len(r["answer"]) for r in rows)
@@ -81,10 +81,11 @@ def test_full_ft_loss_is_the_nll_of_answer_and_eos_only(lm_dirs):
 
 def test_full_ft_adapter_has_nugget2d_shape_and_only_it_trains(lm_dirs):
     base, data = lm_dirs
-    model = FullFinetuneTask(str(data), str(base), "summarization", lora_rank=4, lora_alpha=4).build_model(None)
+    model = FullFinetuneTask(str(data), str(base), "summarization", lora_rank=4, lora_alpha=4, **ADAPTER).build_model(None)
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in n for n in trainable)
     assert model.peft_config["default"].r == 4
+    assert sorted(model.peft_config["default"].target_modules) == ["q_proj", "v_proj"]  # follows nugget2d.*
 
 
 def test_nugget2d_finetune_starts_from_init_dir(lm_dirs, tmp_path):
@@ -97,8 +98,8 @@ def test_nugget2d_finetune_starts_from_init_dir(lm_dirs, tmp_path):
     saved = make_nugget2d(AutoModelForCausalLM.from_pretrained(str(base)), seed=3)
     save_nugget2d(saved, tmp_path / "start")
     cfg = load_config(["nugget2d.lora_rank=4", "nugget2d.scorer_layer=1"])
-    task = Nugget2DTask(str(data), str(base), "finetune", cfg.nugget2d, finetune_task="summarization",
-                        max_doc_tokens=10, init_dir=str(tmp_path / "start"))
+    task = Nugget2DCompressorTask(str(data), str(base), cfg.nugget2d, objective="finetune",
+                                  finetune_task="summarization", max_doc_tokens=10, init_dir=str(tmp_path / "start"))
     module = task.build_model(None)
     expected = dict(saved.named_parameters())
     for name, p in module.model.named_parameters():
@@ -120,8 +121,8 @@ def test_autoregressive_task_freezes_the_reused_scorer_and_uses_the_given_lambda
     compressor = make_nugget2d(AutoModelForCausalLM.from_pretrained(str(base)), recent_window=8, seed=4)
     save_nugget2d(compressor, tmp_path / "compressor")
     cfg = load_config(["nugget2d.lora_rank=4", "nugget2d.scorer_layer=1", "nugget2d.recent_window=8"])
-    task = Nugget2DTask(str(data), str(base), "autoregressive", cfg.nugget2d,
-                        scorer_dir=str(tmp_path / "compressor"), threshold=0.25)
+    task = Nugget2DARTask(str(data), str(base), cfg.nugget2d, scorer_dir=str(tmp_path / "compressor"),
+                          threshold=0.25)
     module = task.build_model(None)
     assert module.threshold == 0.25
     for (name, p), q in zip(module.model.scorer.state_dict().items(), compressor.scorer.state_dict().values(),
@@ -131,5 +132,5 @@ def test_autoregressive_task_freezes_the_reused_scorer_and_uses_the_given_lambda
     assert any(p.requires_grad for n, p in module.model.named_parameters() if "lora_" in n)
     batch = task.collate(task.load_split("train")[:2], step=0, rank=0, train=True)
     with torch.no_grad():
-        losses = [ObjectiveModule(module.model, "autoregressive", t)(**batch).loss for t in (-1e9, 0.25, 1e9)]
+        losses = [AutoregressiveModule(module.model, t)(**batch).loss for t in (-1e9, 0.25, 1e9)]
     assert losses[0] != losses[2]  # every distant token a nugget vs none: the threshold is used

@@ -11,9 +11,15 @@ import pytest
 import torch
 
 from stages.config import load_config
+from stages.framework.tracking import Tracker
 from stages.train.launch import fit
 from stages.train.loop import PROBE_FILE
-from stages.train.nugget2d_task import Nugget2DTask
+from stages.train.nugget2d_task import (
+    AutoregressiveModule,
+    CompressorModule,
+    Nugget2DARTask,
+    Nugget2DCompressorTask,
+)
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -43,8 +49,6 @@ def lm_artifacts(tmp_path_factory):
 @pytest.mark.parametrize("objective, workers", [("continuation", 2), ("autoregressive", 1)])
 def test_nugget2d_objective_trains_and_reloads(ray_local, lm_artifacts, tmp_path, objective, workers):
     from nugget_core.nugget2d import load_nugget2d
-    from stages.train.nugget2d_task import ObjectiveModule
-
     base, data = lm_artifacts
     job_key = "nugget2d_ar" if objective == "autoregressive" else "nugget2d"
     cfg = load_config([
@@ -55,11 +59,20 @@ def test_nugget2d_objective_trains_and_reloads(ray_local, lm_artifacts, tmp_path
         f"train.{job_key}.warmup_steps=0",
     ])
     job = getattr(cfg.train, job_key)
-    task = Nugget2DTask(str(data), str(base), objective, cfg.nugget2d, seed=0)
-    checkpoint, state = fit(task, job, str(tmp_path), "n2d", seed=0, download_to=tmp_path / "final")
+    if objective == "autoregressive":
+        task = Nugget2DARTask(str(data), str(base), cfg.nugget2d, seed=0)
+    else:
+        task = Nugget2DCompressorTask(str(data), str(base), cfg.nugget2d, objective=objective, seed=0)
+    tracker = Tracker(f"sqlite:///{tmp_path}/mlflow.db", "n2d", str(tmp_path / "mlartifacts"))
+    logger = tracker.start_run("train_nugget2d", {"stage": "train_nugget2d"})
+    checkpoint, state = fit(task, job, str(tmp_path), "n2d", seed=0, logger=logger, download_to=tmp_path / "final")
     losses = state["losses"]
     assert len(losses) == 12 and sum(losses[-3:]) < sum(losses[:3])  # it learns
-    model = ObjectiveModule(load_nugget2d(checkpoint / "model", base), objective).eval()
+    # a readable curve: train_loss at every step (default log_every=1), not only at checkpoints
+    history = tracker.client.get_metric_history(logger.run_id, "train_loss")
+    assert len({m.step for m in history}) >= 12
+    saved = load_nugget2d(checkpoint / "model", base)
+    model = (AutoregressiveModule(saved) if objective == "autoregressive" else CompressorModule(saved, objective)).eval()
     probe = task.collate(task.load_split("dev")[:4], step=-1, rank=0, train=False)
     with torch.no_grad():
         torch.testing.assert_close(task.logits(model, probe), torch.load(checkpoint / PROBE_FILE))

@@ -1,4 +1,4 @@
-"""Helpers of the Nugget2D evaluations (issue 7; Nugget2D paper §5, §6, appendices C-D).
+"""Helpers of the Nugget2D evaluations (Nugget2D paper §5, §6, appendices C-D).
 
 One concept per module:
 
@@ -6,8 +6,9 @@ One concept per module:
 - `perplexity`: subword and word-level perplexity from per-token NLLs;
 - `rouge`: ROUGE-1/2/L F1 via ``rouge-score`` (stemming on);
 - `cost`: decoding-cost records (attended states per generated token, KV bytes, time);
-- `loading`: the Nugget2D model, base LM and tokenizer from upstream artifacts;
 - `prompted`: prompt-based systems (Full, NoDoc, LMSumm, Nugget2D compressor), batched;
-- `streams`: autoregressive LM systems (Full window, Compressive, Nugget2D) per segment;
-- `tables`: the system x metric table (markdown, CSV, JSON) and per-example outputs.
+- `streams`: autoregressive LM systems (Full window, Compressive, Nugget2D) per segment.
+
+Models and tokenizers are loaded through the contracts of `stages.artifacts`; tables are
+`stages.artifacts.evaluate.EvalTable`s published by `stages.evaluate.publish`.
 """

@@ -1,4 +1,4 @@
-"""Decoding cost, recorded for every system of every evaluation (issue 7, item 5).
+"""Decoding cost, recorded for every system of every evaluation.
 
 Per example: the KV positions (per layer) attended when producing each generated token,
 averaged over its tokens; the bytes of keys/values held at the end of decoding (the

@@ -41,26 +41,10 @@ class Generation:
 
 
 @torch.no_grad()
-def full_context(model: Any, ids: torch.Tensor, mask: torch.Tensor) -> Any:
-    """Every token's KV from the base LM, as a `CompressedContext` (nothing dropped).
-    Scores are zero, so even the ``direct`` residual leaves the attention unchanged."""
-    from transformers import DynamicCache
-
-    from nugget_core.nugget2d import CompressedContext, LayerKV
-
-    cache = DynamicCache()
-    with model.router.use(None):
-        model.adaptor.backbone(model.lm)(
-            input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True
-        )
-    positions = torch.arange(ids.shape[1]).expand(ids.shape[0], -1)
-    return CompressedContext(
-        kv=LayerKV.from_cache(cache),
-        mask=mask,
-        scores=torch.zeros(ids.shape, dtype=model.dtype),
-        positions=positions,
-        lengths=mask.sum(dim=1),
-    )
+def eos_and_pad(tokenizer: Any) -> tuple[int | None, int]:
+    eos = tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos or 0)
+    return eos, int(pad)
 
 
 @torch.no_grad()
@@ -78,13 +62,13 @@ def generate_batch(
     """Greedy answers of one batch. ``ratio=None``: Full (base LM, every document
     token); else Nugget2D compression at ``ratio`` decoded by theta."""
     from nugget_core.nugget2d import COMPRESSOR, DECODER, generate_from_context
-    from stages.evaluate.lm.loading import eos_and_pad
 
     eos, pad_id = eos_and_pad(tokenizer)
     doc_ids, doc_mask = pad(docs, pad_id)
     start = time.perf_counter()
     if ratio is None:
-        context, adapter, soft = full_context(model, doc_ids, doc_mask), None, False
+        # Full: every document token's KV from the base LM (nothing dropped, scores 0)
+        context, adapter, soft = model.encode_full(doc_ids, doc_mask), None, False
     else:
         context = model.compress(doc_ids, doc_mask, ratio=ratio, adapter=COMPRESSOR)
         adapter, soft = DECODER, soft_prompt

@@ -1,4 +1,4 @@
-"""Helpers of the evaluation stages (Nugget paper §5, §6.1, §7.1) and of the report.
+"""Helpers of the Nugget evaluation stages (Nugget paper §5, §6.1, §7.1).
 
 - :mod:`.metrics`    corpus BLEU (sacrebleu), cosine, mean-MaxSim, MRR
 - :mod:`.systems`    which trained models an evaluation covers (sweep, baselines, ablations)
@@ -6,6 +6,4 @@
 - :mod:`.similarity` ranking the candidates of PI / RR tasks
 - :mod:`.analysis`   nugget token frequencies and the probability-gain probe
 - :mod:`.plots`      matplotlib (Agg) figures; :mod:`.highlight` the HTML nugget page
-- :mod:`.published`  the papers' numbers, each with its source table
-- :mod:`.tables`     markdown / HTML / CSV rendering of measured-vs-published tables
 """

@@ -1,20 +1,18 @@
 """Which trained models an evaluation covers, read from upstream artifacts.
 
-Sources (each optional except where a stage requires it):
-
-- ``sweep_nugget``: ``results.json`` records ``{trial, objective, ratio, scorer_layer,
-  dev_loss, model_dir}`` (model_dir relative to the artifact);
-- ``train_nugget``: ``model/``, with objective / ratio / layer from its manifest config;
-- ``train_baselines``: ``systems.json`` records (TSDAE, RE, Nugget ablations).
+Sources (each optional except where a stage requires it), read through their contracts
+(`stages.artifacts.train`): ``sweep_nugget`` (`NuggetSweep`: one model per trial),
+``train_nugget`` (`TrainedNugget`), ``train_baselines`` (`TrainedBaselines`: TSDAE, RE,
+Nugget ablations).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.framework.stage import Artifact
 
 
@@ -44,35 +42,32 @@ class System:
 
 
 def sweep_systems(art: Artifact) -> list[System]:
-    records = json.loads(art.file("results.json").read_text())
+    sweep = NuggetSweep.read(art)
     return [
         System(
-            name=f"sweep:{r['trial']}", kind="nugget", model_dir=art.path / r["model_dir"],
+            name=f"sweep:{r['trial']}", kind="nugget", model_dir=sweep.model_dir(r),
             objective=r["objective"], source="sweep_nugget", ratio=float(r["ratio"]),
             scorer_layer=int(r["scorer_layer"]), dev_loss=r.get("dev_loss"),
         )
-        for r in records
+        for r in sweep.trials
     ]
 
 
 def train_nugget_system(art: Artifact) -> System:
-    config = art.manifest.get("config", {})
-    nugget, job = config.get("nugget", {}), config.get("train.nugget", {})
-    if not nugget or not job:
-        raise ValueError(f"train_nugget artifact {art.key} has no nugget / train.nugget config in its manifest")
-    state = json.loads(art.file("trainer_state.json").read_text())
+    trained = TrainedNugget.read(art)
     return System(
-        name="train_nugget", kind="nugget", model_dir=art.file("model"), objective=job["objective"],
-        source="train_nugget", ratio=float(nugget["ratio"]), scorer_layer=int(nugget["scorer_layer"]),
-        selector=nugget["selector"], feedback=bool(nugget["feedback"]), dev_loss=state.get("best_dev_loss"),
+        name="train_nugget", kind="nugget", model_dir=trained.model_dir, objective=trained.objective,
+        source="train_nugget", ratio=trained.ratio, scorer_layer=trained.scorer_layer,
+        selector=trained.selector, feedback=trained.feedback, dev_loss=trained.dev_loss,
     )
 
 
 def baseline_systems(art: Artifact) -> list[System]:
     out = []
-    for r in json.loads(art.file("systems.json").read_text()):
+    baselines = TrainedBaselines.read(art)
+    for r in baselines.systems:
         common: dict[str, Any] = dict(
-            name=f"baseline:{r['system']}", kind=r["kind"], model_dir=art.path / r["model_dir"],
+            name=f"baseline:{r['system']}", kind=r["kind"], model_dir=baselines.model_dir(r),
             objective=r["objective"], source="train_baselines", baseline=r["system"],
             dev_loss=r.get("dev_loss"),
         )

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .scorer import EncoderPass, NuggetScorer
+from ..scorer import EncoderPass, NuggetScorer
 
 
 def _replace_first(value: Any, new_first: torch.Tensor) -> Any:

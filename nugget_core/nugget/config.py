@@ -10,36 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import Enum, StrEnum
-from typing import Any
 
-from .config_io import JsonConfig
+from ..config_io import JsonConfig
+from ..modes import ResidualMode, SelectorKind
+from ..modes import enum_value as _enum_value
+
+__all__ = ["CONFIG_NAME", "NuggetConfig", "ResidualMode", "SelectorKind"]
 
 CONFIG_NAME = "nugget_config.json"
-
-
-class ResidualMode(StrEnum):
-    """How the nugget scores enter the decoder's cross-attention logits."""
-
-    STRAIGHT_THROUGH = "straight_through"  # add s - stopgrad(s): forward unchanged
-    DIRECT = "direct"  # add s (the paper's eq. 5): changes the forward pass
-    NONE = "none"  # no residual: the scorer gets no gradient (ablation)
-
-
-class SelectorKind(StrEnum):
-    """Which tokens become nuggets."""
-
-    TOPK = "topk"  # learned scorer, top ceil(r * n)
-    CHUNK = "chunk"  # ceil(r * n) chunks, last punctuation token of each (else last token)
-    SENTENCE = "sentence"  # end-of-sentence tokens given by the data
-
-
-def _enum_value(enum: type[Enum], name: str, value: Any) -> Enum:
-    try:
-        return enum(value)
-    except ValueError:
-        allowed = ", ".join(repr(m.value) for m in enum)
-        raise ValueError(f"NuggetConfig.{name}={value!r} is not one of {allowed}") from None
 
 
 @dataclass
@@ -53,11 +31,19 @@ class NuggetConfig(JsonConfig):
     file_name = CONFIG_NAME  # no annotation: a class attribute, not a dataclass field
 
     ratio: float = field(
-        default=0.1, metadata={"help": "compression ratio r in (0, 1]: k = ceil(r * n) nuggets"}
+        default=0.1,
+        metadata={
+            "help": "compression ratio r in (0, 1]: k = ceil(r * n) nuggets",
+            "gt": 0.0,
+            "le": 1.0,
+        },
     )
     scorer_layer: int = field(
         default=3,
-        metadata={"help": "encoder layer l whose states the scorer reads; 0 = embedding output"},
+        metadata={
+            "help": "encoder layer l whose states the scorer reads; 0 = embedding output",
+            "ge": 0,
+        },
     )
     residual: ResidualMode = field(
         default=ResidualMode.STRAIGHT_THROUGH,
@@ -78,7 +64,7 @@ class NuggetConfig(JsonConfig):
         default=SelectorKind.TOPK, metadata={"help": "topk | chunk | sentence"}
     )
     scorer_hidden: int | None = field(
-        default=None, metadata={"help": "hidden width of the scorer FFN; None = d_model"}
+        default=None, metadata={"help": "hidden width of the scorer FFN; None = d_model", "ge": 1}
     )
 
     def __post_init__(self) -> None:

@@ -26,16 +26,15 @@ from torch import nn
 from transformers import AutoModelForSeq2SeqLM, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
-from .adaptors import Seq2SeqAdaptor, get_adaptor
+from ..adaptors import Seq2SeqAdaptor, get_adaptor
+from ..nuggets import Nuggets
+from ..params import ParameterCount, count_parameters, freeze
+from ..residual import CrossAttentionResidual
+from ..scorer import EncoderPass, NuggetScorer
 from .config import NuggetConfig
 from .encoder_tap import EncoderTap
-from .nuggets import Nuggets
-from .params import ParameterCount, count_parameters, freeze
-from .residual import CrossAttentionResidual
-from .scorer import EncoderPass, NuggetScorer
 
 SCORER_WEIGHTS_NAME = "nugget_scorer.safetensors"
-SUPPORTED_ATTENTION = ("eager", "sdpa")
 
 
 class NuggetModel(nn.Module):
@@ -45,13 +44,7 @@ class NuggetModel(nn.Module):
         super().__init__()
         if getattr(base_model, "_nugget_attached", False):
             raise ValueError("this model already has Nugget attached; unload() it first")
-        adaptor = get_adaptor(base_model)
-        implementation = base_model.config._attn_implementation
-        if implementation not in SUPPORTED_ATTENTION:
-            raise ValueError(
-                f"attn_implementation={implementation!r} is not supported by Nugget (the "
-                f"residual rides on an additive float mask); use one of {SUPPORTED_ATTENTION}"
-            )
+        adaptor = get_adaptor(base_model)  # also checks the attention implementation
         layers = adaptor.encoder_layers(base_model)
         config.check_encoder_depth(len(layers))
         self.config = config

@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
-from transformers import (
-    LlamaConfig,
-    LlamaForCausalLM,
-    MistralConfig,
-    MistralForCausalLM,
-    PreTrainedModel,
-    Qwen2Config,
-    Qwen2ForCausalLM,
-)
+if TYPE_CHECKING:  # torch / transformers load on build, not on import (the spec is light)
+    from transformers import PreTrainedModel
 
+#: family -> (config class, model class) names in ``transformers``.
 _FAMILIES = {
-    "llama": (LlamaConfig, LlamaForCausalLM),
-    "mistral": (MistralConfig, MistralForCausalLM),
-    "qwen2": (Qwen2Config, Qwen2ForCausalLM),
+    "llama": ("LlamaConfig", "LlamaForCausalLM"),
+    "mistral": ("MistralConfig", "MistralForCausalLM"),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),
 }
 
 
@@ -46,8 +40,11 @@ def build_tiny_causal_lm(
     """A random-init ``{Llama,Mistral,Qwen2}ForCausalLM`` in eval mode."""
     if family not in _FAMILIES:
         raise ValueError(f"unknown family {family!r}; use one of {sorted(_FAMILIES)}")
+    import torch
+    import transformers
+
     spec = spec or TinyCausalSpec()
-    config_cls, model_cls = _FAMILIES[family]
+    config_cls, model_cls = (getattr(transformers, name) for name in _FAMILIES[family])
     config = config_cls(
         vocab_size=spec.vocab_size,
         hidden_size=spec.hidden_size,

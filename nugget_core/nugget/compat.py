@@ -22,9 +22,9 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
+from ..scorer import NuggetScorer
 from .config import NuggetConfig
 from .model import NuggetModel, get_nugget_model
-from .scorer import NuggetScorer
 
 
 class NuggetEncoder(nn.Module):

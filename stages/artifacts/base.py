@@ -1,0 +1,84 @@
+"""What every contract shares: where an output lives and checked reading of its parts."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stages.framework.stage import Artifact
+
+
+class ContractError(ValueError):
+    """A stage output is missing a file or field its contract promises, or holds a malformed one."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """A stage output directory, with what to call it in errors."""
+
+    stage: str
+    path: Path
+    key: str = ""
+
+    def describe(self) -> str:
+        key = f" (key {self.key})" if self.key else ""
+        return f"output of stage {self.stage!r}{key} at {self.path}"
+
+    def error(self, name: str, problem: str, field: str | None = None) -> ContractError:
+        what = f"field {field!r} of {name!r}" if field else repr(name)
+        return ContractError(f"{self.describe()}: {what} {problem}")
+
+    def file(self, name: str) -> Path:
+        target = self.path / name
+        if not target.is_file():
+            raise self.error(name, "is missing (not a file)")
+        return target
+
+    def folder(self, name: str) -> Path:
+        target = self.path / name
+        if not target.is_dir():
+            raise self.error(name, "is missing (not a directory)")
+        return target
+
+    def json(self, name: str) -> Any:
+        text = self.file(name).read_text()
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise self.error(name, f"is not valid JSON ({exc})") from exc
+
+
+def locate(source: Artifact | Path | str, stage: str) -> Location:
+    """The directory of ``source`` (a completed artifact, or a plain output directory)."""
+    if isinstance(source, Artifact):
+        return Location(source.stage, Path(source.path), source.key)
+    return Location(stage, Path(source))
+
+
+_MISSING = object()
+
+
+def field(where: Location, name: str, obj: Any, key: str, kind: type | tuple[type, ...] = object,
+          default: Any = _MISSING) -> Any:
+    """``obj[key]`` of file ``name``, checked to be a ``kind``; a `ContractError` otherwise."""
+    if not isinstance(obj, dict):
+        raise where.error(name, f"is malformed: expected a JSON object, got {type(obj).__name__}")
+    if key not in obj:
+        if default is not _MISSING:
+            return default
+        raise where.error(name, "is missing", key)
+    value = obj[key]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind):
+        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise where.error(name, f"is malformed: expected {expected}, got {value!r}", key)
+    return value
+
+
+def write_json(path: Path, obj: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    return path

@@ -1,0 +1,166 @@
+"""Contracts of the data group's outputs (tokenizer, build_mt_docs, build_pi / build_rr,
+prepare_lm, build_lm, corpus_stats)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from stages.artifacts.base import Location, field, locate, write_json
+from stages.framework.stage import Artifact
+
+Source = Artifact | Path | str
+
+
+@dataclass(frozen=True)
+class TokenizerFolder:
+    """``tokenizer``: the seq2seq tokenizer, a HF ``save_pretrained`` folder."""
+
+    STAGE: ClassVar[str] = "tokenizer"
+    DIR: ClassVar[str] = "tokenizer"
+    path: Path
+
+    @classmethod
+    def write(cls, out: Path, tokenizer: Any) -> TokenizerFolder:
+        tokenizer.save_pretrained(str(out / cls.DIR))
+        return cls(out / cls.DIR)
+
+    @classmethod
+    def read(cls, source: Source) -> TokenizerFolder:
+        return cls(locate(source, cls.STAGE).folder(cls.DIR))
+
+
+@dataclass(frozen=True)
+class MtDocuments:
+    """``build_mt_docs``: ``<split>.parquet`` per split (columns ``source``, ``target``,
+    ``source_sentences``, ...)."""
+
+    STAGE: ClassVar[str] = "build_mt_docs"
+    REQUIRED: ClassVar[tuple[str, ...]] = ("train", "dev")
+    path: Path
+
+    @staticmethod
+    def split_file(out: Path, split: str) -> Path:
+        """Where the producer writes ``split``."""
+        return out / f"{split}.parquet"
+
+    @classmethod
+    def read(cls, source: Source) -> MtDocuments:
+        where = locate(source, cls.STAGE)
+        for split in cls.REQUIRED:
+            where.file(f"{split}.parquet")
+        return cls(where.path)
+
+    def split(self, name: str) -> Path:
+        return Location(self.STAGE, self.path).file(f"{name}.parquet")
+
+
+@dataclass(frozen=True)
+class SimilarityDataset:
+    """``build_pi`` / ``build_rr``: ``tasks.jsonl`` + ``docs.tsv`` (and the authors'
+    ``nugget-data/`` layout); the format is `stages.data.nugget_data`'s."""
+
+    STAGE: ClassVar[str] = "build_pi"
+    FILES: ClassVar[tuple[str, ...]] = ("tasks.jsonl", "docs.tsv")
+    path: Path
+
+    @classmethod
+    def read(cls, source: Source, stage: str = STAGE) -> SimilarityDataset:
+        where = locate(source, stage)
+        for name in cls.FILES:
+            where.file(name)
+        return cls(where.path)
+
+
+@dataclass(frozen=True)
+class BaseLM:
+    """``prepare_lm``: the Nugget2D base LM with its tokenizer, a HF folder ``model/``."""
+
+    STAGE: ClassVar[str] = "prepare_lm"
+    DIR: ClassVar[str] = "model"
+    path: Path
+
+    @classmethod
+    def folder(cls, out: Path) -> Path:
+        """Where the producer saves the model and tokenizer."""
+        return out / cls.DIR
+
+    @classmethod
+    def read(cls, source: Source) -> BaseLM:
+        return cls(locate(source, cls.STAGE).folder(cls.DIR))
+
+    def tokenizer(self) -> Any:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(self.path))
+
+    def causal_lm(self) -> Any:
+        from transformers import AutoModelForCausalLM
+
+        return AutoModelForCausalLM.from_pretrained(str(self.path))
+
+
+@dataclass(frozen=True)
+class LMRecords:
+    """``build_lm``: ``lm_<corpus>.parquet`` segments (``split``, ``distant``, ``recent``),
+    ``continuation.parquet`` triples and ``<task>.jsonl`` records (``qa``,
+    ``summarization``: ``id``, ``split``, ``document``, ``instruction``, ``answer``)."""
+
+    STAGE: ClassVar[str] = "build_lm"
+    path: Path
+
+    @staticmethod
+    def segments_file(out: Path, corpus: str) -> Path:
+        return out / f"lm_{corpus}.parquet"
+
+    @staticmethod
+    def continuation_file(out: Path) -> Path:
+        return out / "continuation.parquet"
+
+    @staticmethod
+    def records_file(out: Path, task: str) -> Path:
+        return out / f"{task}.jsonl"
+
+    @classmethod
+    def read(cls, source: Source) -> LMRecords:
+        where = locate(source, cls.STAGE)
+        if not where.path.is_dir():
+            raise where.error(".", "is missing (no output directory)")
+        return cls(where.path)
+
+    def _where(self) -> Location:
+        return Location(self.STAGE, self.path)
+
+    def segments(self, corpus: str) -> Path:
+        return self._where().file(self.segments_file(Path(), corpus).name)
+
+    def continuation(self) -> Path:
+        return self._where().file(self.continuation_file(Path()).name)
+
+    def records(self, task: str) -> Path:
+        return self._where().file(self.records_file(Path(), task).name)
+
+
+@dataclass(frozen=True)
+class CorpusStatistics:
+    """``corpus_stats``: ``stats.json`` (numbers, ``top_words`` [[word, count]], ``source``)."""
+
+    STAGE: ClassVar[str] = "corpus_stats"
+    FILE: ClassVar[str] = "stats.json"
+    stats: dict[str, Any]
+
+    def write(self, out: Path) -> Path:
+        return write_json(out / self.FILE, self.stats)
+
+    @classmethod
+    def read(cls, source: Source) -> CorpusStatistics:
+        where = locate(source, cls.STAGE)
+        stats = where.json(cls.FILE)
+        field(where, cls.FILE, stats, "source", str)
+        field(where, cls.FILE, stats, "top_words", list, default=[])
+        return cls(stats)
+
+    @property
+    def source(self) -> str:
+        return self.stats["source"]

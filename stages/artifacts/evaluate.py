@@ -1,0 +1,259 @@
+"""Contracts of the evaluation group's outputs.
+
+- `EvalTable`: the system x metric table of an evaluation (``eval_lm``, ``eval_qa``,
+  ``eval_summarization``): per row the system's id, the published row it reproduces
+  (if any), n, the metrics, their standard errors where the stage has them, and a note
+  (e.g. why a system did not run). Written as ``table.md``, ``table.csv``, ``table.json``;
+  ``table.json`` is what `read` reads.
+- `SimilarityResults` (``eval_similarity``), `ReconstructionResults`
+  (``eval_reconstruction``), `NuggetAnalysis` (``analyze_nuggets``): the Nugget
+  evaluations' per-system records and figures.
+
+Rendering (markdown / CSV) is `stages.common.render`'s, the one rendering module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from stages.artifacts.base import Location, field, locate, write_json
+from stages.common.render import csv_text, markdown
+from stages.framework.stage import Artifact
+
+Source = Artifact | Path | str
+NOT_RUN = "not run in this profile"  # a measured cell no stage of this run filled
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    header: str
+    fmt: str = "{:.2f}"
+
+
+@dataclass(frozen=True)
+class TableRow:
+    system: str  # the id the evaluation gives the system; unique within its table
+    metrics: dict[str, float | None] = dc_field(default_factory=dict)
+    n: int | None = None  # examples / segments behind the row
+    stderr: dict[str, float] = dc_field(default_factory=dict)  # standard error of a metric's mean
+    note: str = ""  # e.g. the reason a system did not run
+    paper_row: str = ""  # the row id of the published table this system reproduces ("" if none)
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN: an undefined value (e.g. no whole word scored) becomes null."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+@dataclass(frozen=True)
+class EvalTable:
+    STAGE: ClassVar[str] = "evaluation"
+    FILE: ClassVar[str] = "table.json"
+    FILES: ClassVar[tuple[str, ...]] = ("table.md", "table.csv", "table.json")
+    title: str
+    columns: list[Column]
+    rows: list[TableRow]
+    notes: list[str] = dc_field(default_factory=list)
+
+    # -- rendering -----------------------------------------------------------------
+    def _cell(self, row: TableRow, col: Column) -> str:
+        value = row.metrics.get(col.key)
+        if value is None:
+            return ""
+        if isinstance(value, float) and math.isnan(value):
+            return "nan"
+        text = col.fmt.format(value)
+        se = row.stderr.get(col.key)
+        return f"{text} ± {col.fmt.format(se)}" if se is not None and math.isfinite(se) else text
+
+    def to_markdown(self) -> str:
+        headers = ["system", "n", *[c.header for c in self.columns], "note"]
+        rows = [[r.system, "" if r.n is None else str(r.n), *[self._cell(r, c) for c in self.columns], r.note]
+                for r in self.rows]
+        body = [f"## {self.title}", "", markdown(headers, rows)]
+        if any(r.stderr for r in self.rows):
+            body.append("- x ± y: mean ± its standard error over the row's n examples.")
+        body += [f"- {n}" for n in self.notes]
+        return "\n".join(body) + "\n"
+
+    def to_csv(self) -> str:
+        se_keys = [c.key for c in self.columns if any(c.key in r.stderr for r in self.rows)]
+        headers = ["system", "paper_row", "n", *[c.key for c in self.columns], *[f"{k}_stderr" for k in se_keys],
+                   "note"]
+        rows = [[r.system, r.paper_row, r.n, *[r.metrics.get(c.key) for c in self.columns],
+                 *[r.stderr.get(k) for k in se_keys], r.note] for r in self.rows]
+        return csv_text(headers, rows)
+
+    def flat_metrics(self) -> dict[str, float]:
+        """Every finite number as ``<system>/<metric>`` (MLflow metric names)."""
+        return {f"{r.system}/{k}": float(v) for r in self.rows for k, v in r.metrics.items()
+                if v is not None and math.isfinite(v)}
+
+    # -- the contract --------------------------------------------------------------
+    def write(self, out: Path) -> list[Path]:
+        systems = [r.system for r in self.rows]
+        if len(set(systems)) != len(systems):
+            raise ValueError(f"table {self.title!r}: duplicate system ids {systems}")
+        (out / "table.md").write_text(self.to_markdown())
+        (out / "table.csv").write_text(self.to_csv())
+        write_json(out / self.FILE, {
+            "title": self.title,
+            "columns": [{"key": c.key, "header": c.header, "fmt": c.fmt} for c in self.columns],
+            "rows": [{"system": r.system, "paper_row": r.paper_row, "n": r.n,
+                      "metrics": {k: _finite(v) for k, v in r.metrics.items()},
+                      "stderr": {k: _finite(v) for k, v in r.stderr.items()}, "note": r.note}
+                     for r in self.rows],
+            "notes": list(self.notes),
+        })
+        return [out / name for name in self.FILES]
+
+    @classmethod
+    def read(cls, source: Source, stage: str = STAGE) -> EvalTable:
+        where = locate(source, stage)
+        raw = where.json(cls.FILE)
+        f = cls.FILE
+        columns = []
+        for c in field(where, f, raw, "columns", list):
+            columns.append(Column(field(where, f, c, "key", str), field(where, f, c, "header", str),
+                                  field(where, f, c, "fmt", str)))
+        rows = []
+        for r in field(where, f, raw, "rows", list):
+            metrics = field(where, f, r, "metrics", dict)
+            for k, v in metrics.items():
+                if v is not None and not isinstance(v, int | float):
+                    raise where.error(f, f"is malformed: metric {k!r} of system {r.get('system')!r} is {v!r}",
+                                      "rows")
+            rows.append(TableRow(
+                system=field(where, f, r, "system", str), metrics=metrics,
+                n=field(where, f, r, "n", (int, type(None)), default=None),
+                stderr=field(where, f, r, "stderr", dict, default={}),
+                note=field(where, f, r, "note", str, default=""),
+                paper_row=field(where, f, r, "paper_row", str, default=""),
+            ))
+        return cls(field(where, f, raw, "title", str), columns, rows, field(where, f, raw, "notes", list, default=[]))
+
+    def row(self, system: str) -> TableRow:
+        for r in self.rows:
+            if r.system == system:
+                return r
+        raise KeyError(f"table {self.title!r} has no system {system!r}; systems: {[r.system for r in self.rows]}")
+
+
+def _records(where: Location, name: str, raw: Any, key: str, required: Sequence[tuple[str, Any]]) -> list[dict]:
+    rows = field(where, name, raw, key, list)
+    for r in rows:
+        for k, kind in required:
+            field(where, name, r, k, kind)
+    return rows
+
+
+def _write_records(out: Path, stem: str, rows: list[dict[str, Any]], columns: Sequence[str]) -> None:
+    cells = [[r.get(c) for c in columns] for r in rows]
+    (out / f"{stem}.csv").write_text(csv_text(columns, cells))
+    (out / f"{stem}.md").write_text(markdown(columns, cells))
+
+
+SIMILARITY_COLUMNS = ("label", "mode", "objective", "ratio", "scorer_layer", "selector", "feedback", "task", "mrr",
+                      "vectors_per_doc", "n_tasks")
+
+
+@dataclass(frozen=True)
+class SimilarityResults:
+    """``eval_similarity``: ``similarity.json`` (``rows``: one record per system and task
+    with ``label``, ``mode`` nugget | bottleneck | colbart, ``task`` pi | rr, ``mrr``,
+    ``n_tasks``, ``data`` and the system's fields; ``colbart_from``), ``.csv`` / ``.md``."""
+
+    STAGE: ClassVar[str] = "eval_similarity"
+    FILE: ClassVar[str] = "similarity.json"
+    rows: list[dict[str, Any]]
+    colbart_from: str | None = None
+
+    def write(self, out: Path) -> list[Path]:
+        write_json(out / self.FILE, {"rows": self.rows, "colbart_from": self.colbart_from})
+        _write_records(out, "similarity", self.rows, SIMILARITY_COLUMNS)
+        return [out / self.FILE, out / "similarity.csv", out / "similarity.md"]
+
+    @classmethod
+    def read(cls, source: Source) -> SimilarityResults:
+        where = locate(source, cls.STAGE)
+        raw = where.json(cls.FILE)
+        rows = _records(where, cls.FILE, raw, "rows", [("label", str), ("mode", str), ("task", str),
+                                                      ("mrr", float), ("n_tasks", int), ("data", str)])
+        return cls(rows, field(where, cls.FILE, raw, "colbart_from", (str, type(None)), default=None))
+
+
+RECONSTRUCTION_COLUMNS = ("label", "kind", "objective", "ratio", "scorer_layer", "decoder", "bleu", "n_docs")
+
+
+@dataclass(frozen=True)
+class ReconstructionResults:
+    """``eval_reconstruction``: ``reconstruction.json`` (``rows``: one record per system with
+    ``label``, ``kind``, ``objective``, ``ratio``, ``bleu``, ``n_docs``; ``split``,
+    ``beam_size``), ``.csv`` / ``.md``, the figure ``bleu_vs_ratio.png`` and ``samples.jsonl``."""
+
+    STAGE: ClassVar[str] = "eval_reconstruction"
+    FILE: ClassVar[str] = "reconstruction.json"
+    FIGURES: ClassVar[tuple[str, ...]] = ("bleu_vs_ratio.png",)
+    rows: list[dict[str, Any]]
+    split: str
+    beam_size: int
+    path: Path | None = None
+
+    def write(self, out: Path) -> list[Path]:
+        write_json(out / self.FILE, {"rows": self.rows, "split": self.split, "beam_size": self.beam_size})
+        _write_records(out, "reconstruction", self.rows, RECONSTRUCTION_COLUMNS)
+        return [out / self.FILE, out / "reconstruction.csv", out / "reconstruction.md"]
+
+    @classmethod
+    def read(cls, source: Source) -> ReconstructionResults:
+        where = locate(source, cls.STAGE)
+        raw = where.json(cls.FILE)
+        rows = _records(where, cls.FILE, raw, "rows", [("label", str), ("kind", str), ("objective", str),
+                                                      ("bleu", float), ("n_docs", int)])
+        return cls(rows, field(where, cls.FILE, raw, "split", str), field(where, cls.FILE, raw, "beam_size", int),
+                   where.path)
+
+    def figures(self) -> list[Path]:
+        """The figures present (drawing one is optional)."""
+        return [self.path / n for n in self.FIGURES if self.path and (self.path / n).is_file()]
+
+
+@dataclass(frozen=True)
+class NuggetAnalysis:
+    """``analyze_nuggets``: ``token_frequency.json`` ({system: shares of 'the', of
+    punctuation and of the top nugget tokens among nuggets vs in text, ``label``,
+    ``objective``, ``ratio``}), ``probability_gain.json`` and the figures."""
+
+    STAGE: ClassVar[str] = "analyze_nuggets"
+    FREQUENCY: ClassVar[str] = "token_frequency.json"
+    GAIN: ClassVar[str] = "probability_gain.json"
+    FIGURES: ClassVar[tuple[str, ...]] = ("token_frequency.png", "probability_gain.png",
+                                          "probability_gain_relative.png", "nuggets.html")
+    token_frequency: dict[str, dict[str, Any]]
+    probability_gain: dict[str, Any]
+    path: Path | None = None
+
+    def write(self, out: Path) -> list[Path]:
+        return [write_json(out / self.FREQUENCY, self.token_frequency), write_json(out / self.GAIN, self.probability_gain)]
+
+    @classmethod
+    def read(cls, source: Source) -> NuggetAnalysis:
+        where = locate(source, cls.STAGE)
+        freq = where.json(cls.FREQUENCY)
+        if not isinstance(freq, dict):
+            raise where.error(cls.FREQUENCY, "is malformed: expected {system: statistics}")
+        for stats in freq.values():
+            for key, kind in (("label", str), ("objective", str), ("top", list), ("the_share_nuggets", float),
+                              ("the_share_text", float), ("punctuation_share_nuggets", float),
+                              ("punctuation_share_text", float)):
+                field(where, cls.FREQUENCY, stats, key, kind)
+        return cls(freq, where.json(cls.GAIN), where.path)
+
+    def figures(self) -> list[Path]:
+        return [self.path / n for n in self.FIGURES if self.path and (self.path / n).is_file()]

@@ -1,0 +1,240 @@
+"""Contracts of the training group's outputs: trained Nugget models (``train_nugget``,
+``sweep_nugget``, ``train_baselines``), trained Nugget2D models (``train_nugget2d``,
+``train_nugget2d_ft``, ``train_nugget2d_ar``) and the Full fine-tuned LM
+(``train_full_ft``), with the readers that load them."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from stages.artifacts.base import field, locate, write_json
+from stages.artifacts.data import BaseLM
+from stages.common.progress import progress_logger
+from stages.framework.stage import Artifact
+
+Source = Artifact | Path | str
+log = progress_logger("nugget.artifacts")
+META = "trained.json"  # what a single-model training stage records beside its model folder
+
+
+@dataclass(frozen=True)
+class TrainedNugget:
+    """``train_nugget``: ``model/`` (``NuggetModel.from_pretrained``) and ``trained.json``
+    (what it is: objective and the Nugget settings it was trained with)."""
+
+    STAGE: ClassVar[str] = "train_nugget"
+    DIR: ClassVar[str] = "model"
+    model_dir: Path
+    objective: str  # ae | mt
+    ratio: float
+    scorer_layer: int
+    selector: str
+    feedback: bool
+    dev_loss: float | None = None
+
+    def write(self, out: Path) -> Path:
+        meta = {k: v for k, v in asdict(self).items() if k != "model_dir"}
+        return write_json(out / META, meta)
+
+    @classmethod
+    def read(cls, source: Source) -> TrainedNugget:
+        where = locate(source, cls.STAGE)
+        meta = where.json(META)
+        return cls(
+            model_dir=where.folder(cls.DIR),
+            objective=field(where, META, meta, "objective", str),
+            ratio=field(where, META, meta, "ratio", float),
+            scorer_layer=field(where, META, meta, "scorer_layer", int),
+            selector=field(where, META, meta, "selector", str),
+            feedback=field(where, META, meta, "feedback", bool),
+            dev_loss=field(where, META, meta, "dev_loss", (float, type(None)), default=None),
+        )
+
+
+SWEEP_FIELDS = ("trial", "objective", "ratio", "scorer_layer", "dev_loss", "final_train_loss", "steps", "model_dir")
+
+
+@dataclass(frozen=True)
+class NuggetSweep:
+    """``sweep_nugget``: ``results.json`` / ``results.csv`` (one record per trial, fields
+    `SWEEP_FIELDS`, ``model_dir`` relative to the output), ``best.json`` (lowest dev loss
+    per objective) and ``trials/<trial>/model/``."""
+
+    STAGE: ClassVar[str] = "sweep_nugget"
+    FILE: ClassVar[str] = "results.json"
+    path: Path
+    trials: list[dict[str, Any]]
+
+    @staticmethod
+    def trial_dir(out: Path, trial: str) -> Path:
+        """Where the producer puts trial ``trial``'s model."""
+        return out / "trials" / trial / "model"
+
+    def best(self) -> dict[str, dict[str, Any]]:
+        return {o: min((r for r in self.trials if r["objective"] == o), key=lambda r: r["dev_loss"])
+                for o in sorted({r["objective"] for r in self.trials})}
+
+    def write(self, out: Path) -> None:
+        write_json(out / self.FILE, self.trials)
+        write_json(out / "best.json", self.best())
+        with open(out / "results.csv", "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(self.trials[0]) if self.trials else list(SWEEP_FIELDS))
+            writer.writeheader()
+            writer.writerows(self.trials)
+
+    @classmethod
+    def read(cls, source: Source) -> NuggetSweep:
+        where = locate(source, cls.STAGE)
+        trials = where.json(cls.FILE)
+        if not isinstance(trials, list):
+            raise where.error(cls.FILE, "is malformed: expected a list of trial records")
+        for r in trials:
+            for key, kind in (("trial", str), ("objective", str), ("ratio", float), ("scorer_layer", int),
+                              ("model_dir", str)):
+                field(where, cls.FILE, r, key, kind)
+            where.folder(r["model_dir"])
+        return cls(where.path, trials)
+
+    def model_dir(self, trial: dict[str, Any]) -> Path:
+        return self.path / trial["model_dir"]
+
+
+@dataclass(frozen=True)
+class TrainedBaselines:
+    """``train_baselines``: ``systems.json`` (one record per system: ``system``, ``kind``
+    nugget | bottleneck, ``objective``, ``model_dir`` relative to the output, ``dev_loss``;
+    bottlenecks a ``decoder``, Nugget ablations ``ratio``, ``scorer_layer``, ``selector``,
+    ``feedback``) and ``systems/<name>/model/``."""
+
+    STAGE: ClassVar[str] = "train_baselines"
+    FILE: ClassVar[str] = "systems.json"
+    path: Path
+    systems: list[dict[str, Any]]
+
+    @staticmethod
+    def system_dir(out: Path, name: str) -> Path:
+        return out / "systems" / name
+
+    def write(self, out: Path) -> Path:
+        return write_json(out / self.FILE, self.systems)
+
+    @classmethod
+    def read(cls, source: Source) -> TrainedBaselines:
+        where = locate(source, cls.STAGE)
+        systems = where.json(cls.FILE)
+        if not isinstance(systems, list):
+            raise where.error(cls.FILE, "is malformed: expected a list of system records")
+        for r in systems:
+            for key in ("system", "kind", "objective", "model_dir"):
+                field(where, cls.FILE, r, key, str)
+            if r["kind"] == "bottleneck":
+                field(where, cls.FILE, r, "decoder", str)
+            else:
+                field(where, cls.FILE, r, "ratio", float)
+                field(where, cls.FILE, r, "scorer_layer", int)
+                field(where, cls.FILE, r, "selector", str)
+                field(where, cls.FILE, r, "feedback", bool)
+            where.folder(r["model_dir"])
+        return cls(where.path, systems)
+
+    def model_dir(self, record: dict[str, Any]) -> Path:
+        return self.path / record["model_dir"]
+
+
+@dataclass(frozen=True)
+class TrainedNugget2D:
+    """``train_nugget2d`` / ``train_nugget2d_ft`` / ``train_nugget2d_ar``: ``nugget2d/``
+    (`nugget_core.nugget2d.save_nugget2d` format) and ``trained.json`` recording the
+    training objective (autoencoding / continuation / finetune / ...) and its task."""
+
+    STAGE: ClassVar[str] = "train_nugget2d"
+    DIR: ClassVar[str] = "nugget2d"
+    path: Path
+    objective: str
+    finetune_task: str = ""
+
+    @classmethod
+    def folder(cls, out: Path) -> Path:
+        return out / cls.DIR
+
+    def write(self, out: Path) -> Path:
+        return write_json(out / META, {"objective": self.objective, "finetune_task": self.finetune_task})
+
+    @classmethod
+    def read(cls, source: Source, stage: str = STAGE) -> TrainedNugget2D:
+        where = locate(source, stage)
+        meta = where.json(META)
+        return cls(where.folder(cls.DIR), field(where, META, meta, "objective", str),
+                   field(where, META, meta, "finetune_task", str, default=""))
+
+    @property
+    def soft_prompt(self) -> bool:
+        """Continuation / autoencoding models read ``[soft prompt] prompt``; fine-tuned
+        ones do not (`nugget_core.nugget2d.objectives`)."""
+        return self.objective != "finetune"
+
+    def load(self, base: BaseLM) -> Any:
+        """The model on the base LM, in eval mode, gradients off."""
+        from nugget_core.nugget2d import load_nugget2d
+
+        model = load_nugget2d(self.path, base.path).eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        log.info("loaded Nugget2D from %s on %s", self.path, base.path)
+        return model
+
+
+@dataclass(frozen=True)
+class FullFinetunedLM:
+    """``train_full_ft``: ``lm_lora/`` (one peft adapter on the base LM + tokenizer) and
+    ``trained.json`` (its fine-tuning task)."""
+
+    STAGE: ClassVar[str] = "train_full_ft"
+    DIR: ClassVar[str] = "lm_lora"
+    path: Path
+    finetune_task: str
+
+    @classmethod
+    def folder(cls, out: Path) -> Path:
+        return out / cls.DIR
+
+    def write(self, out: Path) -> Path:
+        return write_json(out / META, {"finetune_task": self.finetune_task})
+
+    @classmethod
+    def read(cls, source: Source) -> FullFinetunedLM:
+        where = locate(source, cls.STAGE)
+        meta = where.json(META)
+        return cls(where.folder(cls.DIR), field(where, META, meta, "finetune_task", str))
+
+    def load(self, base: BaseLM, config: Any) -> Any:
+        """The base LM with this adapter merged in, inside a fresh `Nugget2DModel` of
+        ``config``, in eval mode. Only the wrapper's Full path runs on it
+        (`Nugget2DModel.encode_full` / ``lm_forward(None)``: every Nugget2D adapter off), so Full zero-shot and Full
+        fine-tuned decode through one code path and their costs compare directly."""
+        from peft import PeftModel
+
+        from nugget_core.nugget2d import Nugget2DModel
+
+        merged = PeftModel.from_pretrained(base.causal_lm(), str(self.path)).merge_and_unload()
+        model = Nugget2DModel(merged, config).eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        log.info("loaded the fine-tuned full LM from %s", self.path)
+        return model
+
+
+def scorer_fingerprint(model: Any) -> str:
+    """sha256 of a Nugget2D model's scorer weights: tells whether two checkpoints share
+    the scorer that a threshold was calibrated on."""
+    import torch
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.scorer.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().to(torch.float32).contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]

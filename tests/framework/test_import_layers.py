@@ -1,0 +1,147 @@
+"""Import layering of the code base, from the source text (``ast``; imports inside
+functions count): packages form no cycle, the model library stays free of the pipeline,
+the framework / config / common / contract layers import no DAG group, and stage modules
+are imported only by the registry (a stage reads another's output through
+`stages.artifacts`, never through the producing stage's module)."""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TOP = ("stages", "nugget_core", "pipelines")
+LAYERS = ("framework", "config", "sources", "common", "artifacts")
+GROUPS = ("data", "train", "calibrate", "evaluate", "report")
+
+
+@cache
+def modules() -> dict[str, Path]:
+    out = {}
+    for top in TOP:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def package(module: str) -> str:
+    """The package a module belongs to in the layering (e.g. ``stages.evaluate``,
+    ``nugget_core.nugget2d``, ``stages.registry``, ``pipelines``)."""
+    parts = module.split(".")
+    if parts[0] == "pipelines":
+        return "pipelines"
+    if module == "nugget_core":
+        return "nugget_core (api)"  # the facade re-exporting the subpackages; its own node
+    if parts[0] == "nugget_core":
+        sub = ".".join(parts[:2])
+        return sub if len(parts) > 1 and (ROOT / "nugget_core" / parts[1]).is_dir() else "nugget_core"
+    return ".".join(parts[:2]) if len(parts) > 1 else "stages"
+
+
+@cache
+def imports(module: str) -> frozenset[str]:
+    """Every module (ours) or top-level package (third-party) ``module`` imports."""
+    path = modules()[module]
+    tree = ast.parse(path.read_text(), str(path))
+    here = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(here[: len(here) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else node.module
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules() else base for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] in TOP:
+                while name not in modules() and "." in name:
+                    name = name.rsplit(".", 1)[0]
+                found.add(name)
+            else:
+                found.add(name.split(".")[0])
+    return frozenset(found)
+
+
+def package_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for m in modules():
+        graph.setdefault(package(m), set()).update(
+            package(t) for t in imports(m) if t.split(".")[0] in TOP and package(t) != package(m))
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def stage_modules() -> set[str]:
+    """Modules defining a `Stage` subclass (directly or through a class of the module)."""
+    out = set()
+    for m, path in modules().items():
+        stages = {"Stage"}
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                    (b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)) in stages for b in node.bases):
+                stages.add(node.name)
+        if len(stages) > 1 and m != "stages.framework.stage":
+            out.add(m)
+    return out
+
+
+def test_the_walk_sees_the_code_base():
+    graph = package_graph()
+    assert "stages.artifacts" in graph["stages.evaluate"] and "stages.framework" in graph["stages.artifacts"]
+    assert {"stages.data.build_lm", "stages.evaluate.eval_qa"} <= stage_modules()
+    assert "stages.evaluate.eval_qa" in imports("stages.registry")
+    assert any("torch" in imports(m) for m in modules() if m.startswith("nugget_core."))
+
+
+def test_no_cycle_between_packages():
+    cycle = find_cycle(package_graph())
+    if cycle:
+        edges = [f"{m} imports {t}" for a, b in zip(cycle, cycle[1:], strict=False) for m in modules()
+                 if package(m) == a for t in sorted(imports(m)) if t.split(".")[0] in TOP and package(t) == b]
+        pytest.fail("import cycle between packages: " + " -> ".join(cycle) + "\n  " + "\n  ".join(edges))
+
+
+def test_model_library_is_free_of_the_pipeline():
+    bad = {(m, t) for m in modules() if m.split(".")[0] == "nugget_core" for t in imports(m)
+           if t.split(".")[0] in ("stages", "pipelines", "ray", "mlflow")}
+    assert not bad, f"nugget_core imports the pipeline, Ray or MLflow: {sorted(bad)}"
+
+
+def test_lower_layers_import_no_group():
+    lower = {f"stages.{x}" for x in LAYERS}
+    upper = {f"stages.{g}" for g in GROUPS} | {"stages.registry", "pipelines"}
+    bad = {(m, t) for m in modules() if package(m) in lower for t in imports(m) if package(t) in upper}
+    assert not bad, f"framework / config / sources / common / artifacts import a DAG group: {sorted(bad)}"
+
+
+def test_stage_modules_are_imported_only_by_the_registry():
+    stage_mods = stage_modules()
+    bad = {(m, t) for m in modules() if m != "stages.registry" for t in imports(m) if t in stage_mods and t != m}
+    assert not bad, f"stage modules imported outside stages/registry.py: {sorted(bad)}"

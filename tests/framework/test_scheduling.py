@@ -1,0 +1,206 @@
+"""Resource-aware scheduling: stage demands, the ledger, the launch order (CPU, fast)."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from pipelines.cli import main_full
+from stages.framework.dag import Dag, PlannedStage, critical_path
+from stages.framework.resources import (
+    ALL,
+    Demand,
+    DemandError,
+    Ledger,
+    Reservation,
+    check_fits,
+    section_value,
+    task_demand,
+    worker_demand,
+)
+from stages.framework.stage import Stage
+from tests.framework.sched_stages import (
+    HOGS_DAG,
+    MIXED_DAG,
+    RESERVE_DAG,
+    TOO_BIG_DAG,
+    Long,
+    Short,
+    Wide,
+    times,
+)
+
+# ---------------------------------------------------------------- demands (no Ray)
+
+
+def test_task_and_worker_demands():
+    assert task_demand({}) == {"CPU": 1.0}  # Ray's default for a task
+    assert task_demand({"num_cpus": 0}) == {}
+    assert task_demand({"num_cpus": 1, "num_gpus": 0.5, "resources": {"big": 2}}) == {
+        "CPU": 1.0, "GPU": 0.5, "big": 2.0}
+    assert worker_demand(2, use_gpu=False) == {"CPU": 2.0}
+    assert worker_demand(2, use_gpu=True) == {"GPU": 2.0}  # Ray Train: GPU workers ask no CPU
+
+
+def test_stage_demand_declarations():
+    job = SimpleNamespace(num_workers=3, use_gpu=False)
+
+    class Trains(Stage):
+        name, resources, train_job = "trains", {"num_cpus": 0}, "eval.baselines.train"
+
+    class FansOut(Stage):
+        name, resources, fans_out = "fans", {"num_cpus": 0}, True
+
+    class Plain(Stage):
+        name = "plain"
+
+    d = Trains.demand({"eval.baselines": SimpleNamespace(train=job)})
+    assert d == {"CPU": 3.0} and d.lower == "eval.baselines.train.num_workers"
+    assert FansOut.demand({}) == {"CPU": ALL}
+    assert Plain.demand({}) == {"CPU": 1.0}
+    with pytest.raises(KeyError, match="not inside the declared config sections"):
+        section_value({"nugget": 1}, "train.nugget")
+
+
+def test_every_registered_stage_declares_a_resolvable_demand():
+    from stages.config import load_config
+    from stages.framework.keys import stage_sections
+    from stages.registry import DAG
+
+    cfg = load_config([])  # profile=tiny: every stage fits a 2-CPU machine
+    for name in DAG.order:
+        stage = DAG.get(name)
+        demand = stage.demand(stage_sections(stage, cfg))
+        check_fits(name, demand, {"CPU": 2.0})
+        if stage.resources.get("num_cpus", 1) == 0:  # launches work of its own: declares it
+            assert demand, f"stage {name} holds no CPU itself but declares no demand"
+    sweep = DAG.get("sweep_nugget")
+    assert sweep.demand(stage_sections(sweep, cfg)) == {"CPU": 2.0}  # 2 concurrent trials x 1 worker
+
+
+# ---------------------------------------------------------------- ledger (no Ray)
+
+
+def test_ledger_holds_and_releases():
+    ledger = Ledger({"CPU": 2.0, "memory": 1e9})
+    assert ledger.fits({"CPU": 2}) and ledger.fits({"CPU": ALL})
+    ledger.take("a", {"CPU": 2})
+    assert not ledger.fits({"CPU": 1}) and not ledger.fits({"CPU": ALL})
+    assert ledger.fits({})  # a zero demand always fits
+    ledger.release("a")
+    ledger.take("b", {"CPU": 1})
+    assert ledger.fits({"CPU": 1}) and not ledger.fits({"CPU": 2})
+    assert ledger.free()["CPU"] == 1.0
+    assert not ledger.fits({"GPU": 1})  # a resource the cluster lacks
+    assert ledger.fits({"CPU": ALL})  # a fan-out starts on what is free ...
+    ledger.take("c", {"CPU": ALL})
+    assert ledger.held["c"] == {"CPU": 1.0}  # ... and holds all of it
+    assert not ledger.fits({"CPU": 1}) and not ledger.fits({"CPU": ALL})
+    ledger.release("b")
+    ledger.take("d", {"CPU": ALL})
+    assert ledger.held["d"] == {"CPU": 1.0} and ledger.free()["CPU"] == 0.0
+    ledger.release("c"), ledger.release("d")
+    ledger.take("e", {"CPU": ALL})
+    assert ledger.held["e"] == {"CPU": 2.0}  # the whole idle cluster
+
+
+def test_reservation_lets_only_harmless_stages_pass():
+    ledger = Ledger({"CPU": 2.0})
+    ledger.take("a", {"CPU": 1}, expected_end=100.0)  # now = 0
+    res = ledger.reserve("wide", {"CPU": 2}, now=0.0)
+    assert (res.at, res.spare) == (100.0, {"CPU": 0.0})
+    assert ledger.may_backfill({"CPU": 1}, seconds=60, now=0.0, res=res)  # ends before a does
+    assert not ledger.may_backfill({"CPU": 1}, seconds=200, now=0.0, res=res)  # would delay wide
+    ledger = Ledger({"CPU": 4.0})
+    ledger.take("a", {"CPU": 3}, expected_end=50.0)
+    res = ledger.reserve("wide", {"CPU": 2}, now=0.0)
+    assert (res.at, res.spare) == (50.0, {"CPU": 2.0})
+    assert ledger.may_backfill({"CPU": 1}, seconds=500, now=0.0, res=res)  # beside the reservation
+    assert res.spare == {"CPU": 1.0}
+    ledger.take("b", {"CPU": 1}, expected_end=500.0)
+    assert not ledger.may_backfill({"CPU": ALL}, seconds=500, now=0.0, res=Reservation("w", 50.0, {"CPU": 0.0}))
+
+
+def test_check_fits_names_stage_and_field():
+    check_fits("s", Demand({"CPU": 2, "x": ALL}), {"CPU": 2})
+    with pytest.raises(DemandError) as err:
+        check_fits("train_nugget", Demand({"CPU": 3}, lower="train.nugget.num_workers"), {"CPU": 2})
+    assert str(err.value) == ("stage 'train_nugget' needs CPU=3 at once but the Ray cluster has CPU=2; "
+                              "lower train.nugget.num_workers")
+    with pytest.raises(DemandError, match="needs GPU=1 .* has GPU=0"):
+        check_fits("g", Demand({"GPU": 1}), {"CPU": 8})
+
+
+def test_critical_path_ranks_the_longest_chain_first():
+    a, b, c = (type(n, (Stage,), {"name": n, "expected_seconds": s})
+               for n, s in (("a", 10), ("b", 100), ("c", 5)))
+    c.upstream = ("a",)
+    plan = [PlannedStage(a, "k", {}, False, False), PlannedStage(b, "k", {}, False, False),
+            PlannedStage(c, "k", {"a": "k"}, False, False)]
+    assert critical_path(plan) == {"a": 15.0, "b": 100.0, "c": 5.0}
+    plan[1] = PlannedStage(b, "k", {}, True, False)  # a hit costs nothing
+    assert critical_path(plan)["b"] == 0.0
+    assert not math.isinf(sum(critical_path(plan).values()))
+
+
+def test_past_seconds_reads_the_latest_manifest_of_each_stage(tmp_path):
+    import json
+
+    from stages.framework.executor import past_seconds
+    from stages.framework.store import MANIFEST, ArtifactStore
+
+    for key, sec, when in (("k1", 5.0, "2026-01-01T00:00:00+0000"), ("k2", 9.0, "2026-02-01T00:00:00+0000")):
+        (tmp_path / "a" / key).mkdir(parents=True)
+        (tmp_path / "a" / key / MANIFEST).write_text(json.dumps({"seconds": sec, "finished_at": when}))
+    assert past_seconds(ArtifactStore(str(tmp_path)), ["a", "never_ran"]) == {"a": 9.0}
+
+
+def test_dag_of_sched_stages_is_valid():
+    assert set(MIXED_DAG.order) == {Long.name, Wide.name, Short.name}
+    assert isinstance(HOGS_DAG, Dag)
+
+
+# ---------------------------------------------------------------- on Ray (2 CPUs)
+
+
+@pytest.mark.ray
+def test_two_stages_that_each_need_the_cluster_never_overlap(ray_local, root, base_args):
+    assert main_full(base_args, dag=HOGS_DAG) == 0
+    (s1, e1), (s2, e2) = times(root, "hog1"), times(root, "hog2")
+    assert e1 <= s2 or e2 <= s1, "two 2-CPU stages ran at once on a 2-CPU cluster"
+
+
+@pytest.mark.ray
+def test_small_stage_runs_beside_big_one_and_wide_waits(ray_local, root, base_args, capsys):
+    assert main_full(base_args, dag=MIXED_DAG) == 0
+    lines = [ln.split("nugget.pipeline: ", 1)[1] for ln in capsys.readouterr().err.splitlines()
+             if "nugget.pipeline: " in ln]  # the CLI's logging goes to stderr
+    (_, le), (ws, _), (_, se) = times(root, "long"), times(root, "wide"), times(root, "short")
+    assert ws >= max(le, se), "the 2-CPU stage started while CPUs were held"
+    events = [" ".join(ln.split()[:2]) for ln in lines]
+    launches = [e.split()[0] for e in events if e.split()[1] == "miss"]
+    assert launches == ["long", "short", "wide"]  # longest path first, then what fits
+    # short was submitted while long ran (its Ray worker may take seconds to start)
+    assert events.index("short miss") < events.index("long done")
+    assert any(ln.startswith("wide") and "wait  needs CPU=2, free CPU=1" in ln for ln in lines)
+
+
+@pytest.mark.ray
+def test_stage_larger_than_cluster_fails_before_anything_runs(ray_local, root, base_args, capsys):
+    assert main_full(base_args, dag=TOO_BIG_DAG) == 1
+    err = capsys.readouterr().err
+    assert "stage 'too_big' needs CPU=3 at once but the Ray cluster has CPU=2; lower too_big.cpus" in err
+    assert "no stage was started" in err
+    assert not (root / "hog1").exists() and not (root / "too_big").exists()
+
+
+@pytest.mark.ray
+def test_wide_stage_on_the_longer_path_is_not_starved_by_a_narrow_one(ray_local, root, base_args, capsys):
+    assert main_full(base_args, dag=RESERVE_DAG) == 0
+    lines = [ln.split("nugget.pipeline: ", 1)[1] for ln in capsys.readouterr().err.splitlines()
+             if "nugget.pipeline: " in ln]
+    (_, we), (ls, _) = times(root, "wide_after"), times(root, "late")
+    assert we <= ls, "the narrow stage took a CPU the wide one (longer path) was waiting for"
+    assert any(ln.startswith("late") and "would delay wide_after" in ln for ln in lines)

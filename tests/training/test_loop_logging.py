@@ -1,0 +1,125 @@
+"""The training loop's MLflow logging, without Ray: rank 0 logs train_loss / lr /
+tokens_per_s every ``log_every`` steps (default: every step) and dev_loss with its n
+through the RunLogger it is handed, prefixed when asked; a toy task stands in for the
+model families (it also exercises the `TrainingTask` protocol with a minimal class)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch import nn
+
+from stages.config.train import TrainJob
+from stages.framework.tracking import MetricBuffer
+from stages.train.loop import train_loop_per_worker
+from stages.train.task import TaskBase, TrainingTask, protocol_mismatches
+
+
+class Toy(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(1, 1)
+
+    def forward(self, x: torch.Tensor) -> SimpleNamespace:
+        out = self.lin(x[:, None])
+        return SimpleNamespace(loss=((out[:, 0] - 2 * x) ** 2).mean(), logits=out[:, None])
+
+
+class ToyTask(TaskBase):
+    find_unused_parameters = False
+
+    def load_split(self, split: str) -> list[float]:
+        return [i / 10 for i in range(16 if split == "train" else 4)]
+
+    def build_model(self, init_dir: Path | None) -> nn.Module:
+        torch.manual_seed(0)
+        return Toy()
+
+    def collate(self, rows: list[float], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+        return {"x": torch.tensor(rows)}
+
+    def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return batch["x"].shape[0]
+
+    def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return batch["x"].shape[0]
+
+    def parameter_counts(self, model: nn.Module) -> dict[str, int]:
+        return {"params.trainable": 2, "params.frozen": 0}
+
+    def export(self, model: nn.Module, directory: Path) -> None:
+        directory.mkdir(parents=True)
+        torch.save(model.state_dict(), directory / "toy.pt")
+
+
+class RecordingRunLogger:
+    """The parts of `RunLogger` the loop uses, recorded."""
+
+    def __init__(self) -> None:
+        self.metrics: list[tuple[str, float, int]] = []
+        self.params: dict[str, object] = {}
+        self.batches = 0
+
+    def log_metric_entities(self, metrics: list) -> None:
+        self.batches += 1
+        self.metrics += [(m.key, m.value, m.step) for m in metrics]
+
+    def log_params(self, params: dict[str, object]) -> None:
+        self.params.update(params)
+
+    def steps(self, name: str) -> list[int]:
+        return [s for k, _, s in self.metrics if k == name]
+
+
+@pytest.fixture
+def fake_ray_train(monkeypatch):
+    import ray.train
+
+    reports: list[dict] = []
+    ctx = SimpleNamespace(get_world_rank=lambda: 0, get_world_size=lambda: 1)
+    monkeypatch.setattr(ray.train, "get_context", lambda: ctx)
+    monkeypatch.setattr(ray.train, "get_checkpoint", lambda: None)
+    monkeypatch.setattr(ray.train, "report", lambda metrics, checkpoint=None: reports.append(dict(metrics)))
+    return reports
+
+
+def _run(logger, **config) -> None:
+    job = TrainJob(max_steps=12, batch_size=4, eval_every=6, checkpoint_every=6, lr=1e-2)
+    train_loop_per_worker({"task": ToyTask(), "job": job, "logger": logger, "seed": 0, **config})
+
+
+def test_toy_task_satisfies_the_protocol():
+    assert protocol_mismatches(ToyTask) == [] and isinstance(ToyTask(), TrainingTask)
+
+
+def test_short_run_logs_train_loss_every_step_with_dev_loss_n(fake_ray_train):
+    logger = RecordingRunLogger()
+    _run(logger)
+    assert TrainJob().log_every == 1
+    assert len(set(logger.steps("train_loss"))) >= 12  # a readable curve: every step
+    assert logger.steps("train_loss") == list(range(1, 13))  # each step once
+    assert logger.steps("lr") == logger.steps("tokens_per_s") == list(range(1, 13))
+    assert logger.steps("dev_loss") == logger.steps("dev_loss_n") == [6, 12]
+    assert {v for k, v, _ in logger.metrics if k == "dev_loss_n"} == {4.0}  # 4 dev rows x 1 target
+    assert logger.params["train.examples_per_step"] == 4 and "params.trainable" in logger.params
+    assert logger.batches == 2  # batched: one log_batch per checkpoint, not one per step
+    assert [r["step"] for r in fake_ray_train] == [6, 12]  # Ray Train: checkpoint cadence only
+
+
+def test_metric_prefix_names_one_fit_among_several(fake_ray_train):
+    logger = RecordingRunLogger()
+    _run(logger, metric_prefix="tsdae_ae")
+    assert {k for k, _, _ in logger.metrics} == {
+        "tsdae_ae.train_loss", "tsdae_ae.lr", "tsdae_ae.tokens_per_s", "tsdae_ae.dev_loss", "tsdae_ae.dev_loss_n"
+    }
+    assert "tsdae_ae.train.world_size" in logger.params
+
+
+def test_metric_buffer_flushes_by_time():
+    logger = RecordingRunLogger()
+    buffer = MetricBuffer(logger, flush_seconds=0.0)
+    buffer.add({"a": 1.0}, step=1)
+    assert logger.metrics == [("a", 1.0, 1)] and buffer.pending == []
