@@ -27,6 +27,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from stages.artifacts.data import MtDocuments  # noqa: E402
 from stages.config import load_config  # noqa: E402
 from stages.train.batches import BatchSchedule  # noqa: E402
 from stages.train.nugget_task import NuggetTask  # noqa: E402
@@ -50,7 +51,7 @@ def main() -> None:
 
         data, tok = make_mt_artifacts(Path(tempfile.mkdtemp()), n_train=256, n_dev=16)
     cfg = load_config(["nugget.ratio=0.1", *args.overrides])
-    task = NuggetTask(str(data), str(tok), "ae", cfg.nugget, cfg.model.seq2seq, seed=0)
+    task = NuggetTask(MtDocuments(Path(data)), str(tok), "ae", cfg.nugget, cfg.model.seq2seq, seed=0)
     train = task.load_split("train")
     from nugget_core import TinyBartSpec, build_tiny_bart
 

@@ -5,15 +5,15 @@ tokenised exactly as the evaluations tokenise them (`stages.common.prompts`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from stages.artifacts.data import LMRecords
 from stages.train.task import TaskBase
 
 
 @dataclass
 class BaseLMTask(TaskBase):
-    data_dir: str  # build_lm's folder
+    data: LMRecords  # build_lm's output
     base_dir: str  # prepare_lm's HF folder (weights + tokenizer)
     _tok: Any = field(default=None, init=False, repr=False)
 
@@ -37,10 +37,7 @@ class BaseLMTask(TaskBase):
         from stages.common.prompts import PromptFormat, encode_answers, encode_task_records
         from stages.common.records import read_records
 
-        path = Path(self.data_dir) / f"{task}.jsonl"
-        if not path.exists():
-            raise FileNotFoundError(f"fine-tuning data missing: {path}")
-        records = read_records(path, split, 0)
+        records = read_records(self.data.records(task), split, 0)
         tok = self.tokenizer()
         fmt = PromptFormat(prompt_format, tok)
         docs, prompts = encode_task_records(tok, records, fmt, max_doc_tokens)

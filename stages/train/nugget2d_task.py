@@ -116,13 +116,11 @@ class _Nugget2DTask(BaseLMTask):
         if split == "dev" and self.dev_examples:
             rows = rows[: self.dev_examples]
         if not rows:
-            raise ValueError(f"{type(self).__name__}: split {split!r} of {self.data_dir} has no rows")
+            raise ValueError(f"{type(self).__name__}: split {split!r} of {self.data.path} has no rows")
         return rows
 
-    def _parquet_rows(self, name: str, split: str) -> list[dict[str, Any]]:
-        path = Path(self.data_dir) / name
-        if not path.exists():
-            raise FileNotFoundError(f"Nugget2D training data missing: {path}")
+    @staticmethod
+    def _parquet_rows(path: Path, split: str) -> list[dict[str, Any]]:
         return [r for r in pq.read_table(path).to_pylist() if r["split"] == split]
 
     def _fresh_model(self) -> Any:
@@ -170,7 +168,7 @@ class Nugget2DCompressorTask(_Nugget2DTask):
     def _records(self, split: str) -> list[dict[str, Any]]:
         if self.spec.task_records:
             return self.task_examples(self.finetune_task, split, self.max_doc_tokens, self.prompt_format)
-        return self._parquet_rows("continuation.parquet", split)
+        return self._parquet_rows(self.data.continuation(), split)
 
     def build_model(self, init_dir: Path | None) -> nn.Module:
         from nugget_core.nugget2d import set_objective
@@ -205,7 +203,7 @@ class Nugget2DARTask(_Nugget2DTask):
     def _records(self, split: str) -> list[dict[str, Any]]:
         """``{"ids": distant + recent, "predict": len(recent)}``; segments whose recent
         part is shorter than the longest are dropped (one ``predict`` per batch)."""
-        rows = self._parquet_rows(f"lm_{self.lm_corpus}.parquet", split)
+        rows = self._parquet_rows(self.data.segments(self.lm_corpus), split)
         width = max((len(r["recent"]) for r in rows), default=0)
         return [{"ids": r["distant"] + r["recent"], "predict": width} for r in rows if len(r["recent"]) == width]
 

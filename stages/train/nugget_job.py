@@ -11,7 +11,7 @@ from stages.train.nugget_task import NuggetTask
 def nugget_task(ctx: StageContext) -> NuggetTask:
     job = ctx.cfg("train.nugget")
     return NuggetTask(
-        data_dir=str(MtDocuments.read(ctx.inputs["build_mt_docs"]).path),
+        data=MtDocuments.read(ctx.inputs["build_mt_docs"]),
         tokenizer_dir=str(TokenizerFolder.read(ctx.inputs["tokenizer"]).path),
         objective=job.objective,
         nugget=ctx.cfg("nugget"),

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import torch
 from torch import nn
 
+from stages.artifacts.data import MtDocuments
 from stages.common.padding import pad
 from stages.train.batches import Example, delete_tokens
 from stages.train.task import TaskBase
@@ -68,7 +69,7 @@ OBJECTIVES: dict[str, NuggetObjective] = {
 class NuggetTask(TaskBase):
     """Everything model-specific the training loop needs; picklable (sent to workers)."""
 
-    data_dir: str
+    data: MtDocuments  # build_mt_docs's output
     tokenizer_dir: str
     objective: str  # ae | mt
     nugget: Any  # stages.config.schema.NuggetSection
@@ -96,9 +97,7 @@ class NuggetTask(TaskBase):
         return self._tok
 
     def load_split(self, split: str) -> list[Example]:
-        path = Path(self.data_dir) / f"{split}.parquet"
-        if not path.exists():
-            raise FileNotFoundError(f"training data split {split!r} missing: {path}")
+        path = self.data.split(split)
         table = pq.read_table(path, columns=["source", "target", "source_sentences"]).to_pydict()
         if split == "dev" and self.dev_examples:
             table = {k: v[: self.dev_examples] for k, v in table.items()}

@@ -96,7 +96,7 @@ class TrainBaselines(Stage):
             deletion = cfg.tsdae_deletion if spec.noisy else 0.0
             print(f"[train_baselines] {i + 1}/{len(cfg.systems)}: {name} {spec}", flush=True)
             task = BaselineTask(
-                data_dir=str(MtDocuments.read(ctx.inputs["build_mt_docs"]).path),
+                data=MtDocuments.read(ctx.inputs["build_mt_docs"]),
                 tokenizer_dir=str(TokenizerFolder.read(ctx.inputs["tokenizer"]).path),
                 objective=spec.objective, nugget=nugget, model=ctx.cfg("model.seq2seq"),
                 deletion_noise=deletion, dev_examples=job.dev_examples,

@@ -34,7 +34,7 @@ class TrainFullFT(Stage):
     def run(self, ctx: StageContext) -> None:
         job = ctx.cfg("train.full_ft")
         task = FullFinetuneTask(
-            data_dir=str(LMRecords.read(ctx.inputs["build_lm"]).path),
+            data=LMRecords.read(ctx.inputs["build_lm"]),
             base_dir=str(BaseLM.read(ctx.inputs["prepare_lm"]).path),
             finetune_task=job.finetune_task,
             lora_rank=ctx.cfg("nugget2d.lora_rank"),

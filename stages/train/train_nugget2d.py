@@ -50,7 +50,7 @@ class _TrainNugget2D(Stage):
     def common(self, ctx: StageContext, job: Any) -> dict[str, Any]:
         """Fields of both Nugget2D tasks."""
         return dict(
-            data_dir=str(LMRecords.read(ctx.inputs["build_lm"]).path),
+            data=LMRecords.read(ctx.inputs["build_lm"]),
             base_dir=str(BaseLM.read(ctx.inputs["prepare_lm"]).path),
             nugget2d=ctx.cfg("nugget2d"),
             attn_implementation=ctx.cfg("model.lm").attn_implementation,

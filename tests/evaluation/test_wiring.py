@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 import torch
 
+from stages.artifacts.data import MtDocuments
 from stages.config import load_config
 from stages.config.evaluation import BASELINE_SYSTEMS
 from stages.data.nugget_data import Task, write_dataset
@@ -62,7 +64,7 @@ def test_bottleneck_task_builds_single_vector_model(task_args):
     from nugget_core.baselines import BottleneckModel, GatingLayer
 
     cfg, data, tok = task_args
-    task = BaselineTask(data, tok, "ae", cfg.nugget, cfg.model.seq2seq, deletion_noise=0.6, bottleneck="gating")
+    task = BaselineTask(MtDocuments(Path(data)), tok, "ae", cfg.nugget, cfg.model.seq2seq, deletion_noise=0.6, bottleneck="gating")
     model = task.build_model(None)
     assert isinstance(model, BottleneckModel)
     assert any(isinstance(m, GatingLayer) for m in model.modules())
@@ -79,7 +81,7 @@ def test_chunk_ablation_gets_punctuation_flags(task_args):
     from stages.train.nugget_task import NuggetTask
 
     nugget = dataclasses.replace(cfg.nugget, selector="chunk")
-    task = NuggetTask(data, tok, "mt", nugget, cfg.model.seq2seq)  # train_nugget and the ablations
+    task = NuggetTask(MtDocuments(Path(data)), tok, "mt", nugget, cfg.model.seq2seq)  # train_nugget and the ablations
     batch = task.collate(task.load_split("dev")[:4], step=0, rank=0, train=False)
     punct = {task.tokenizer().convert_tokens_to_ids(".")}
     assert batch["boundary_mask"].any()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main_full
+from stages.artifacts.data import MtDocuments
 from stages.config import ConfigError, load_config, to_yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -156,7 +157,7 @@ def test_nugget_task_builds_its_config_from_the_section():
     from stages.train.nugget_task import NuggetTask
 
     cfg = load_config(["nugget.residual=direct", "nugget.scorer_hidden=12", "nugget.selector=chunk"])
-    built = NuggetTask("d", "t", "ae", cfg.nugget, cfg.model.seq2seq).nugget_config()
+    built = NuggetTask(MtDocuments(Path("d")), "t", "ae", cfg.nugget, cfg.model.seq2seq).nugget_config()
     assert (built.residual, built.scorer_hidden, built.selector) == ("direct", 12, "chunk")
 
 

@@ -173,7 +173,7 @@ def test_merged_full_ft_lm_reproduces_the_training_logits(pipeline_run):
     _, out = pipeline_run
     model = FullFinetunedLM.read(out["train_full_ft"]).load(BaseLM.read(out["prepare_lm"]),
                                                            Nugget2DConfig(lora_rank=4, lora_alpha=4, scorer_layer=1))
-    task = FullFinetuneTask(str(LMRecords.read(out["build_lm"]).path), str(BaseLM.read(out["prepare_lm"]).path),
+    task = FullFinetuneTask(LMRecords.read(out["build_lm"]), str(BaseLM.read(out["prepare_lm"]).path),
                             "summarization",
                             lora_rank=4, lora_alpha=4, **ADAPTER, max_doc_tokens=24, dev_examples=2,
                             prompt_format="chat_template")

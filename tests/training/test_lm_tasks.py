@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from stages.artifacts.data import LMRecords
 from stages.common.prompts import PromptFormat, encode_answers, encode_task_records
 from stages.data.lm_builders import summary_record
 from stages.train.full_ft_task import IGNORE, FullFinetuneTask
@@ -62,7 +63,7 @@ def test_task_records_are_cut_where_the_prompt_begins(lm_dirs):
 
 def test_full_ft_loss_is_the_nll_of_answer_and_eos_only(lm_dirs):
     base, data = lm_dirs
-    task = FullFinetuneTask(str(data), str(base), "summarization", lora_rank=4, lora_alpha=4, **ADAPTER, max_doc_tokens=10)
+    task = FullFinetuneTask(LMRecords(data), str(base), "summarization", lora_rank=4, lora_alpha=4, **ADAPTER, max_doc_tokens=10)
     rows = task.load_split("train")[:3]
     batch = task.collate(rows, step=0, rank=0, train=True)
     assert task.n_target_tokens(batch) == sum(len(r["answer"]) for r in rows)
@@ -81,7 +82,7 @@ def test_full_ft_loss_is_the_nll_of_answer_and_eos_only(lm_dirs):
 
 def test_full_ft_adapter_has_nugget2d_shape_and_only_it_trains(lm_dirs):
     base, data = lm_dirs
-    model = FullFinetuneTask(str(data), str(base), "summarization", lora_rank=4, lora_alpha=4, **ADAPTER).build_model(None)
+    model = FullFinetuneTask(LMRecords(data), str(base), "summarization", lora_rank=4, lora_alpha=4, **ADAPTER).build_model(None)
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in n for n in trainable)
     assert model.peft_config["default"].r == 4
@@ -98,7 +99,7 @@ def test_nugget2d_finetune_starts_from_init_dir(lm_dirs, tmp_path):
     saved = make_nugget2d(AutoModelForCausalLM.from_pretrained(str(base)), seed=3)
     save_nugget2d(saved, tmp_path / "start")
     cfg = load_config(["nugget2d.lora_rank=4", "nugget2d.scorer_layer=1"])
-    task = Nugget2DCompressorTask(str(data), str(base), cfg.nugget2d, objective="finetune",
+    task = Nugget2DCompressorTask(LMRecords(data), str(base), cfg.nugget2d, objective="finetune",
                                   finetune_task="summarization", max_doc_tokens=10, init_dir=str(tmp_path / "start"))
     module = task.build_model(None)
     expected = dict(saved.named_parameters())
@@ -121,7 +122,7 @@ def test_autoregressive_task_freezes_the_reused_scorer_and_uses_the_given_lambda
     compressor = make_nugget2d(AutoModelForCausalLM.from_pretrained(str(base)), recent_window=8, seed=4)
     save_nugget2d(compressor, tmp_path / "compressor")
     cfg = load_config(["nugget2d.lora_rank=4", "nugget2d.scorer_layer=1", "nugget2d.recent_window=8"])
-    task = Nugget2DARTask(str(data), str(base), cfg.nugget2d, scorer_dir=str(tmp_path / "compressor"),
+    task = Nugget2DARTask(LMRecords(data), str(base), cfg.nugget2d, scorer_dir=str(tmp_path / "compressor"),
                           threshold=0.25)
     module = task.build_model(None)
     assert module.threshold == 0.25

@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from pipelines.cli import main_full
+from stages.artifacts.train import NuggetSweep
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
 from stages.train.sweep_nugget import SweepNugget
@@ -60,9 +61,11 @@ def test_sweep_two_by_two(ray_local, tmp_path):
     assert all("dev_loss" in t.data.metrics and "train_loss" in t.data.metrics for t in trials)
 
     out = next((root / "sweep_nugget").iterdir())
-    rows = json.loads((out / "results.json").read_text())
-    assert len(rows) == 4 and all((out / r["model_dir"] / "nugget_config.json").exists() for r in rows)
-    best = json.loads((out / "best.json").read_text())["ae"]
+    sweep = NuggetSweep.read(out)
+    rows = sweep.trials
+    assert len(rows) == 4 and all((sweep.model_dir(r) / "nugget_config.json").exists() for r in rows)
+    best = json.loads((out / "best.json").read_text())["ae"]  # the file the stage publishes
+    assert best == sweep.best()["ae"]
     assert best["dev_loss"] == min(r["dev_loss"] for r in rows)
     assert sweep_run.data.tags["best_trial.ae"] == best["trial"]
     assert sweep_run.data.metrics["trials"] == 4

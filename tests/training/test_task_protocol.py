@@ -3,8 +3,11 @@ their parameter names), and the compressor task refuses objectives it does not t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from stages.artifacts.data import LMRecords, MtDocuments
 from stages.train.baseline_task import BaselineTask
 from stages.train.full_ft_task import FullFinetuneTask
 from stages.train.nugget2d_task import COMPRESSOR_OBJECTIVES, Nugget2DARTask, Nugget2DCompressorTask
@@ -12,12 +15,13 @@ from stages.train.nugget_task import NuggetTask
 from stages.train.task import PROTOCOL_MEMBERS, TrainingTask, protocol_mismatches
 from tests.lm_eval.fixtures import ADAPTER
 
+MT, LM = MtDocuments(Path("d")), LMRecords(Path("d"))  # never read: the tasks are only inspected
 INSTANCES = {
-    NuggetTask: lambda: NuggetTask("d", "t", "ae", nugget=None, model=None),
-    BaselineTask: lambda: BaselineTask("d", "t", "mt", nugget=None, model=None, bottleneck="cross"),
-    Nugget2DCompressorTask: lambda: Nugget2DCompressorTask("d", "b", None, objective="finetune"),
-    Nugget2DARTask: lambda: Nugget2DARTask("d", "b", None, threshold=0.5),
-    FullFinetuneTask: lambda: FullFinetuneTask("d", "b", "qa", lora_rank=4, lora_alpha=4, **ADAPTER),
+    NuggetTask: lambda: NuggetTask(MT, "t", "ae", nugget=None, model=None),
+    BaselineTask: lambda: BaselineTask(MT, "t", "mt", nugget=None, model=None, bottleneck="cross"),
+    Nugget2DCompressorTask: lambda: Nugget2DCompressorTask(LM, "b", None, objective="finetune"),
+    Nugget2DARTask: lambda: Nugget2DARTask(LM, "b", None, threshold=0.5),
+    FullFinetuneTask: lambda: FullFinetuneTask(LM, "b", "qa", lora_rank=4, lora_alpha=4, **ADAPTER),
 }
 
 
@@ -45,6 +49,6 @@ def test_a_task_with_another_signature_is_reported():
 def test_compressor_task_takes_only_compressor_objectives():
     assert set(COMPRESSOR_OBJECTIVES) == {"autoencoding", "continuation", "finetune"}
     with pytest.raises(ValueError, match="autoregressive: Nugget2DARTask"):
-        Nugget2DCompressorTask("d", "b", None, objective="autoregressive")
+        Nugget2DCompressorTask(LM, "b", None, objective="autoregressive")
     with pytest.raises(ValueError, match="expected one of"):
-        NuggetTask("d", "t", "xx", nugget=None, model=None)
+        NuggetTask(MT, "t", "xx", nugget=None, model=None)

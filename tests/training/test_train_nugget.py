@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
+from stages.artifacts.data import MtDocuments
 from stages.config import load_config
 from stages.train.launch import check_resources, fit
 from stages.train.loop import PROBE_FILE, TrainerState, lr_at, record_dev_loss
@@ -16,7 +19,7 @@ pytestmark = pytest.mark.ray
 
 def _task(cfg, data, tok) -> NuggetTask:
     job = cfg.train.nugget
-    return NuggetTask(str(data), str(tok), job.objective, cfg.nugget, cfg.model.seq2seq,
+    return NuggetTask(MtDocuments(Path(data)), str(tok), job.objective, cfg.nugget, cfg.model.seq2seq,
                       deletion_noise=job.deletion_noise, seed=0)
 
 

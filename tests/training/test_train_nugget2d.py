@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from stages.artifacts.data import LMRecords
 from stages.config import load_config
 from stages.framework.tracking import Tracker
 from stages.train.launch import fit
@@ -60,9 +61,9 @@ def test_nugget2d_objective_trains_and_reloads(ray_local, lm_artifacts, tmp_path
     ])
     job = getattr(cfg.train, job_key)
     if objective == "autoregressive":
-        task = Nugget2DARTask(str(data), str(base), cfg.nugget2d, seed=0)
+        task = Nugget2DARTask(LMRecords(data), str(base), cfg.nugget2d, seed=0)
     else:
-        task = Nugget2DCompressorTask(str(data), str(base), cfg.nugget2d, objective=objective, seed=0)
+        task = Nugget2DCompressorTask(LMRecords(data), str(base), cfg.nugget2d, objective=objective, seed=0)
     tracker = Tracker(f"sqlite:///{tmp_path}/mlflow.db", "n2d", str(tmp_path / "mlartifacts"))
     logger = tracker.start_run("train_nugget2d", {"stage": "train_nugget2d"})
     checkpoint, state = fit(task, job, str(tmp_path), "n2d", seed=0, logger=logger, download_to=tmp_path / "final")
