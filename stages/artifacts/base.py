@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,18 @@ def field(where: Location, name: str, obj: Any, key: str, kind: type | tuple[typ
         expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise where.error(name, f"is malformed: expected {expected}, got {value!r}", key)
     return value
+
+
+def records(where: Location, name: str, rows: Any, required: Sequence[tuple[str, Any]],
+            what: str = "records") -> list[dict[str, Any]]:
+    """``rows`` of file ``name``, checked to be a list of JSON objects that each hold the
+    ``required`` ``(key, type)`` fields; a `ContractError` naming ``what`` otherwise."""
+    if not isinstance(rows, list):
+        raise where.error(name, f"is malformed: expected a list of {what}")
+    for row in rows:
+        for key, kind in required:
+            field(where, name, row, key, kind)
+    return rows
 
 
 def write_json(path: Path, obj: Any) -> Path:

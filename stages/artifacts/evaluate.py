@@ -21,7 +21,7 @@ from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from stages.artifacts.base import Location, field, locate, write_json
+from stages.artifacts.base import field, locate, records, write_json
 from stages.common.render import csv_text, markdown
 from stages.framework.stage import Artifact
 
@@ -145,14 +145,6 @@ class EvalTable:
         raise KeyError(f"table {self.title!r} has no system {system!r}; systems: {[r.system for r in self.rows]}")
 
 
-def _records(where: Location, name: str, raw: Any, key: str, required: Sequence[tuple[str, Any]]) -> list[dict]:
-    rows = field(where, name, raw, key, list)
-    for r in rows:
-        for k, kind in required:
-            field(where, name, r, k, kind)
-    return rows
-
-
 def _write_records(out: Path, stem: str, rows: list[dict[str, Any]], columns: Sequence[str]) -> None:
     cells = [[r.get(c) for c in columns] for r in rows]
     (out / f"{stem}.csv").write_text(csv_text(columns, cells))
@@ -183,8 +175,8 @@ class SimilarityResults:
     def read(cls, source: Source) -> SimilarityResults:
         where = locate(source, cls.STAGE)
         raw = where.json(cls.FILE)
-        rows = _records(where, cls.FILE, raw, "rows", [("label", str), ("mode", str), ("task", str),
-                                                      ("mrr", float), ("n_tasks", int), ("data", str)])
+        rows = records(where, cls.FILE, field(where, cls.FILE, raw, "rows", list),
+                       [("label", str), ("mode", str), ("task", str), ("mrr", float), ("n_tasks", int), ("data", str)])
         return cls(rows, field(where, cls.FILE, raw, "colbart_from", (str, type(None)), default=None))
 
 
@@ -214,8 +206,8 @@ class ReconstructionResults:
     def read(cls, source: Source) -> ReconstructionResults:
         where = locate(source, cls.STAGE)
         raw = where.json(cls.FILE)
-        rows = _records(where, cls.FILE, raw, "rows", [("label", str), ("kind", str), ("objective", str),
-                                                      ("bleu", float), ("n_docs", int)])
+        rows = records(where, cls.FILE, field(where, cls.FILE, raw, "rows", list),
+                       [("label", str), ("kind", str), ("objective", str), ("bleu", float), ("n_docs", int)])
         return cls(rows, field(where, cls.FILE, raw, "split", str), field(where, cls.FILE, raw, "beam_size", int),
                    where.path)
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from stages.artifacts.base import field, locate, write_json
+from stages.artifacts.base import field, locate, records, write_json
 from stages.artifacts.data import BaseLM
 from stages.common.progress import progress_logger
 from stages.framework.stage import Artifact
@@ -89,13 +89,10 @@ class NuggetSweep:
     @classmethod
     def read(cls, source: Source) -> NuggetSweep:
         where = locate(source, cls.STAGE)
-        trials = where.json(cls.FILE)
-        if not isinstance(trials, list):
-            raise where.error(cls.FILE, "is malformed: expected a list of trial records")
+        trials = records(where, cls.FILE, where.json(cls.FILE), [
+            ("trial", str), ("objective", str), ("ratio", float), ("scorer_layer", int), ("model_dir", str),
+        ], what="trial records")
         for r in trials:
-            for key, kind in (("trial", str), ("objective", str), ("ratio", float), ("scorer_layer", int),
-                              ("model_dir", str)):
-                field(where, cls.FILE, r, key, kind)
             where.folder(r["model_dir"])
         return cls(where.path, trials)
 
@@ -125,12 +122,10 @@ class TrainedBaselines:
     @classmethod
     def read(cls, source: Source) -> TrainedBaselines:
         where = locate(source, cls.STAGE)
-        systems = where.json(cls.FILE)
-        if not isinstance(systems, list):
-            raise where.error(cls.FILE, "is malformed: expected a list of system records")
+        systems = records(where, cls.FILE, where.json(cls.FILE), [
+            ("system", str), ("kind", str), ("objective", str), ("model_dir", str),
+        ], what="system records")
         for r in systems:
-            for key in ("system", "kind", "objective", "model_dir"):
-                field(where, cls.FILE, r, key, str)
             if r["kind"] == "bottleneck":
                 field(where, cls.FILE, r, "decoder", str)
             else:
