@@ -41,7 +41,7 @@ from stages.framework.keys import stage_config, stage_sections
 from stages.framework.resources import Demand, DemandError, Ledger, check_fits, cluster_capacity
 from stages.framework.resources import fmt_amounts as _fmt
 from stages.framework.stage import Stage, StageContext
-from stages.framework.store import MANIFEST, ArtifactStore
+from stages.framework.store import ArtifactStore
 from stages.framework.tracking import RunLogger, Tracker, git_commit
 
 log = logging.getLogger("nugget.pipeline")
@@ -183,9 +183,7 @@ def past_seconds(store: ArtifactStore, names: list[str]) -> dict[str, float]:
     found: dict[str, float] = {}
     for name in names:
         try:
-            paths = store.fs.glob(f"{store.base}/{name}/*/{MANIFEST}")
-            latest = max((json.loads(store.fs.cat_file(m)) for m in paths),
-                         key=lambda m: m.get("finished_at", ""), default=None)
+            latest = max(store.manifests(name), key=lambda m: m.get("finished_at", ""), default=None)
         except (OSError, ValueError):
             continue
         if latest and isinstance(latest.get("seconds"), (int, float)):

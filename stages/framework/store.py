@@ -132,6 +132,10 @@ class ArtifactStore:
         with self.fs.open(f"{self._dir(stage, key)}/{MANIFEST}", "r") as fh:
             return json.load(fh)
 
+    def manifests(self, stage: str) -> list[dict[str, Any]]:
+        """The manifests of every output of ``stage`` in the store, any key."""
+        return [json.loads(self.fs.cat_file(m)) for m in self.fs.glob(f"{self.base}/{stage}/*/{MANIFEST}")]
+
     def artifact(self, stage: str, key: str) -> Artifact:
         """A completed output with a local path (downloaded once for remote roots)."""
         if not self.is_complete(stage, key):
