@@ -3,11 +3,16 @@
 Nugget2D uses one base LM with adapter phi (``compressor``) and adapter theta
 (``decoder``). peft's own switches (``set_adapter``, ``disable_adapter``) also flip
 ``requires_grad``, which would silently freeze the adapter of the *previous* pass while
-its graph is still waiting for ``backward``. So both adapters stay active in peft, and a
-forward pre-hook on every ``lora_A[name]`` multiplies the adapter's input by a gate:
-0 removes that adapter's contribution (and its gradient), 1 keeps it. A gate may be a
-scalar (a whole pass uses one adapter) or a per-token tensor ``[batch, seq, 1]``, which
-lets one forward mix theta tokens and phi nugget tokens (autoregressive mode).
+its graph is still waiting for ``backward``. So `AdapterRouter` sets each LoRA layer's
+active-adapter list itself (peft's ``_active_adapter``, which its forward reads and
+which leaves ``requires_grad`` alone):
+
+- a pass that uses one adapter (or none: the frozen base LM) activates only that one,
+  so the other costs nothing: no matmul, no activation kept for backward;
+- a pass that mixes them per token (autoregressive mode) activates both, and a forward
+  pre-hook on every ``lora_A[name]`` multiplies the adapter's input by its gate
+  ``[batch, seq, 1]`` (1 = on, 0 = off, so an off token gets neither contribution nor
+  gradient from that adapter).
 """
 
 from __future__ import annotations
@@ -53,41 +58,62 @@ def activate_both(peft_model: PeftModel) -> None:
 
 
 class AdapterRouter:
-    """Gates the two adapters of a `PeftModel` (see module docstring)."""
+    """Routes the two adapters of a `PeftModel` (see module docstring). Outside `route`
+    no adapter is active: a forward is the base LM."""
 
     def __init__(self, peft_model: PeftModel) -> None:
         self.gates: dict[str, Gate] = {COMPRESSOR: 0.0, DECODER: 0.0}
+        self._layers: list[nn.Module] = []
         self._handles = []
         for module in peft_model.modules():
             lora_a = getattr(module, "lora_A", None)
             if not isinstance(lora_a, nn.ModuleDict):
                 continue
-            for name in ADAPTERS:
-                if name in lora_a:
-                    hook = self._make_hook(name)
-                    self._handles.append(lora_a[name].register_forward_pre_hook(hook))
+            names = [name for name in ADAPTERS if name in lora_a]
+            if names:
+                self._layers.append(module)
+            for name in names:
+                self._handles.append(lora_a[name].register_forward_pre_hook(self._make_hook(name)))
         if not self._handles:
             raise ValueError("no LoRA layers found: do lora_target_modules match the model?")
+        self._active: tuple[str, ...] = ()
+        self._activate(())
+
+    def _activate(self, names: tuple[str, ...]) -> None:
+        # peft's BaseTunerLayer.set_adapter would also set requires_grad (module docstring)
+        for layer in self._layers:
+            layer._active_adapter = list(names)
+        self._active = names
+
+    @property
+    def active(self) -> tuple[str, ...]:
+        """The adapters the LoRA layers compute now."""
+        return self._active
 
     def _make_hook(self, name: str):
-        def hook(_module: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        def hook(_module: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
             gate = self.gates[name]
-            if isinstance(gate, float):
-                return (args[0] * gate, *args[1:])
-            return (args[0] * gate.to(args[0].dtype), *args[1:])
+            if isinstance(gate, torch.Tensor):
+                return (args[0] * gate.to(args[0].dtype), *args[1:])
+            if gate == 1.0:
+                return None  # a whole pass on this adapter: nothing to scale
+            return (args[0] * gate, *args[1:])
 
         return hook
 
     @contextmanager
     def route(self, compressor: Gate, decoder: Gate) -> Iterator[None]:
-        """Within the block, scale phi's and theta's inputs by these gates
-        (floats, or ``[batch, seq, 1]`` tensors matching the forward's tokens)."""
-        previous = dict(self.gates)
+        """Within the block, scale phi's and theta's inputs by these gates (floats, or
+        ``[batch, seq, 1]`` tensors matching the forward's tokens). An adapter whose gate
+        is the float 0 is not computed at all."""
+        previous, previous_active = dict(self.gates), self._active
         self.gates = {COMPRESSOR: compressor, DECODER: decoder}
+        self._activate(tuple(n for n, g in self.gates.items() if not (isinstance(g, float) and g == 0.0)))
         try:
             yield
         finally:
             self.gates = previous
+            self._activate(previous_active)
 
     def use(self, name: str | None) -> Any:
         """Route a whole pass to one adapter (``None``: the frozen base LM)."""
@@ -99,6 +125,7 @@ class AdapterRouter:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self._activate(ADAPTERS)  # back to peft's state after `attach_adapters`
 
 
 def adapter_parameters(peft_model: PeftModel, name: str) -> list[nn.Parameter]:

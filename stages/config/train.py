@@ -75,6 +75,9 @@ class SweepSection:
         ["ae", "mt"], help="Grid over train.nugget.objective.", nonempty=True, choices=("ae", "mt")
     )
     max_concurrent_trials: int = spec(1, help="Trials running at once (keep CPUs for workers).", ge=1)
+    max_steps: int | None = spec(
+        None, help="Optimiser steps per trial (null = train.nugget.max_steps).", ge=1
+    )
 
     def cross_field_errors(self) -> list[str]:
         return [f"ratios: value {r!r} must be in (0, 1]" for r in self.ratios if not 0 < r <= 1]

@@ -50,6 +50,8 @@ def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
         nugget=dataclasses.replace(base["task"].nugget, ratio=ratio, scorer_layer=layer),
     )
     job = dataclasses.replace(base["job"], objective=objective)
+    if base.get("max_steps") is not None:  # a shorter budget per trial (train.sweep.max_steps)
+        job = dataclasses.replace(job, max_steps=base["max_steps"])
     logger = None
     if base.get("runs") is not None:  # one MLflow run per trial, nested under the stage's
         logger = base["runs"].start(name, {"trial": name, "stage": "sweep_trial"})
@@ -73,7 +75,8 @@ def run_sweep(task: Any, job: Any, grid: Any, storage: str, seed: int, runs: Any
     MLflow run."""
     from ray import tune
 
-    base = {"task": task, "job": job, "storage": storage, "seed": seed, "runs": runs}
+    base = {"task": task, "job": job, "storage": storage, "seed": seed, "runs": runs,
+            "max_steps": grid.max_steps}
     # no CPU for the trial itself (its TorchTrainer workers take them); Tune needs some
     # non-empty request, so a token amount of memory
     trainable = tune.with_resources(tune.with_parameters(run_trial, base=base), {"cpu": 0, "memory": 1})

@@ -57,6 +57,45 @@ def test_lm_forward_without_adapter_is_the_plain_hf_model(causal_factory, doc_ba
     assert not torch.allclose(theta, expected, atol=1e-3)
 
 
+def test_a_pass_on_one_adapter_computes_only_that_one(causal_factory, doc_batch):
+    """Issue 15: an inactive adapter costs nothing (its lora_A never runs), per-token
+    gates run both, and routing never touches requires_grad."""
+    reference, model = _trained_looking(causal_factory)
+    calls = {"compressor": 0, "decoder": 0}
+
+    def count(name):
+        def hook(*_):
+            calls[name] += 1
+        return hook
+
+    for module in model.peft.modules():
+        lora_a = getattr(module, "lora_A", None)
+        if isinstance(lora_a, torch.nn.ModuleDict):
+            for name in calls:
+                lora_a[name].register_forward_hook(count(name))
+    trainable = {n: p.requires_grad for n, p in model.named_parameters()}
+    ids, mask = doc_batch["doc_ids"], doc_batch["doc_mask"]
+
+    def passes(**kwargs) -> dict[str, int]:
+        before = dict(calls)
+        with torch.no_grad():
+            model.lm_forward(input_ids=ids, attention_mask=mask, **kwargs)
+        return {n: calls[n] - before[n] for n in calls}
+
+    assert passes() == {"compressor": 0, "decoder": 0}
+    theta = passes(adapter="decoder")
+    assert theta["compressor"] == 0 and theta["decoder"] > 0
+    assert passes(adapter="compressor") == {"compressor": theta["decoder"], "decoder": 0}
+    phi_gate = (torch.arange(ids.shape[1]) % 2).float()[None, :, None].expand(ids.shape[0], -1, -1)
+    both = passes(gates=(phi_gate, 1 - phi_gate))
+    assert both == {"compressor": theta["decoder"], "decoder": theta["decoder"]}
+    assert model.router.active == ()  # back to the base LM outside a pass
+    assert {n: p.requires_grad for n, p in model.named_parameters()} == trainable
+    with torch.no_grad():  # and the base-LM pass is still exactly the plain model
+        torch.testing.assert_close(model.lm_forward(input_ids=ids, attention_mask=mask).logits,
+                                   reference(input_ids=ids, attention_mask=mask).logits)
+
+
 def test_encode_full_is_the_plain_hf_cache(causal_factory, doc_batch):
     reference, model = _trained_looking(causal_factory)
     ids, mask = doc_batch["doc_ids"], doc_batch["doc_mask"]

@@ -33,9 +33,10 @@ def test_objectives_train_what_the_paper_says(
     assert model.soft_prompt.requires_grad == soft_trains
     base = [p for n, p in model.lm.named_parameters() if "lora_" not in n]
     assert base and not any(p.requires_grad for p in base)
-    # LoRA B starts at 0, so phi's A matrices get no gradient yet; phi's B ones do.
+    # LoRA B starts at 0, so phi's A matrices get no gradient yet; phi's B ones do (those
+    # that shape a kept KV: phi is not computed in theta's pass, so the rest get None).
     phi_b = [p for n, p in model.peft.named_parameters() if "lora_B.compressor" in n]
-    assert sum(float(p.grad.abs().sum()) for p in phi_b) > 0
+    assert sum(float(p.grad.abs().sum()) for p in phi_b if p.grad is not None) > 0
     if soft_trains:
         assert float(model.soft_prompt.grad.abs().sum()) > 0
 

@@ -44,10 +44,10 @@ def test_sweep_two_by_two(ray_local, tmp_path):
 
     root = tmp_path / "artifacts"
     args = [f"run.artifact_root={root}", f"run.sources_dir={tmp_path}", *TINY,
-            "train.nugget.num_workers=1", "train.nugget.max_steps=6", "train.nugget.eval_every=3",
+            "train.nugget.num_workers=1", "train.nugget.max_steps=9", "train.nugget.eval_every=3",
             "train.nugget.checkpoint_every=6", "train.sweep.ratios=[0.1,0.5]",
             "train.sweep.scorer_layers=[0,1]", "train.sweep.objectives=[ae]",
-            "train.sweep.max_concurrent_trials=2"]
+            "train.sweep.max_concurrent_trials=2", "train.sweep.max_steps=6"]
     assert main_full(args, dag=Dag([FixtureTokenizer, FixtureMTDocs, SweepNugget])) == 0
 
     _, stages = runs_of_latest_pipeline(root)
@@ -64,6 +64,7 @@ def test_sweep_two_by_two(ray_local, tmp_path):
     sweep = NuggetSweep.read(out)
     rows = sweep.trials
     assert len(rows) == 4 and all((sweep.model_dir(r) / "nugget_config.json").exists() for r in rows)
+    assert all(r["steps"] == 6 for r in rows)  # train.sweep.max_steps overrides train.nugget's 9
     best = json.loads((out / "best.json").read_text())["ae"]  # the file the stage publishes
     assert best == sweep.best()["ae"]
     assert best["dev_loss"] == min(r["dev_loss"] for r in rows)
