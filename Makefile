@@ -2,6 +2,7 @@
 # Both set up a fresh clone idempotently (venv + pinned CPU torch) before working.
 #   make run  [ARGS="nugget.ratio=0.25 ..."]   local Ray head on 127.0.0.1 + ray job submit
 #   make test [PYTEST_ARGS="-k cache"]         the test suite (CPU, hermetic)
+#   make gpu-test [GPU_PYTHON=python]          the `gpu` tests, in an environment with CUDA torch
 #   make mlflow-ui                             MLflow UI on http://127.0.0.1:5000
 #   make ray-stop                              stop the local Ray head started by `make run`
 
@@ -13,6 +14,9 @@ BIN        := $(abspath $(VENV))/bin
 STAMP      := $(VENV)/.installed
 ARGS       ?=
 PYTEST_ARGS ?=
+# gpu-test runs in an environment that has CUDA torch and the project installed (README
+# "GPU"), never in $(VENV): its CPU-pinned torch sees no GPU
+GPU_PYTHON ?= python3
 RAY_PORT   ?= 6379
 DASH_PORT  ?= 8265
 MLFLOW_PORT ?= 5000
@@ -24,7 +28,7 @@ export NUGGET_SOURCES_DIR   ?= $(HOME)/.cache/nugget-pipeline/sources
 # local Ray: loopback only, no token auth (docs/environment-notes.md)
 RAY_ENV    := PATH=$(BIN):$$PATH RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_AUTH_MODE=disabled
 
-.PHONY: install run test sources mlflow-ui ray-start ray-stop lint clean-artifacts
+.PHONY: install run test gpu-test sources mlflow-ui ray-start ray-stop lint clean-artifacts
 
 install: $(STAMP)
 
@@ -66,6 +70,10 @@ run: $(STAMP) sources ray-start
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+gpu-test:
+	@$(GPU_PYTHON) -c 'import sys, torch; torch.cuda.is_available() or sys.exit("gpu-test: torch " + torch.__version__ + " in " + sys.executable + " sees no CUDA device (set GPU_PYTHON)")'
+	$(GPU_PYTHON) -m pytest -m gpu $(PYTEST_ARGS)
 
 mlflow-ui: $(STAMP)
 	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false $(BIN)/mlflow ui \

@@ -9,3 +9,9 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # before any `i
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+from tests.gpu_support import skip_gpu_tests_without_cuda  # noqa: E402  (after the env settings)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    skip_gpu_tests_without_cuda(items)

@@ -109,6 +109,11 @@ class Nugget2DModel(nn.Module):
     def dtype(self) -> torch.dtype:
         return self.soft_prompt.dtype
 
+    @property
+    def device(self) -> torch.device:
+        """Where the model's parameters live (inputs must be built there)."""
+        return self.soft_prompt.device
+
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         """Token embeddings ``[batch, n, d]`` of ``input_ids [batch, n]`` (frozen table)."""
         return self.adaptor.embed_tokens(self.lm)(input_ids)

@@ -95,10 +95,13 @@ class BaseLM:
 
         return AutoTokenizer.from_pretrained(str(self.path))
 
-    def causal_lm(self) -> Any:
+    def causal_lm(self, precision: str = "fp32") -> Any:
+        """The base LM on the CPU with its weights in ``precision`` (``fp32`` / ``bf16``)."""
         from transformers import AutoModelForCausalLM
 
-        return AutoModelForCausalLM.from_pretrained(str(self.path))
+        from stages.common.device import dtype_of
+
+        return AutoModelForCausalLM.from_pretrained(str(self.path), dtype=dtype_of(precision))
 
 
 @dataclass(frozen=True)

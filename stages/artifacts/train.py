@@ -172,14 +172,17 @@ class TrainedNugget2D:
         ones do not (`nugget_core.nugget2d.objectives`)."""
         return self.objective != "finetune"
 
-    def load(self, base: BaseLM) -> Any:
-        """The model on the base LM, in eval mode, gradients off."""
+    def load(self, base: BaseLM, device: str = "cpu", precision: str = "fp32") -> Any:
+        """The model on the base LM, in eval mode, gradients off, on ``device`` with its
+        weights in ``precision`` (``eval.dtype``; the base LM is read in it directly)."""
         from nugget_core.nugget2d import load_nugget2d
+        from stages.common.device import dtype_of, place_model
 
-        model = load_nugget2d(self.path, base.path).eval()
+        model = load_nugget2d(self.path, base.path, dtype=dtype_of(precision, "eval.dtype"))
+        model = place_model(model, device, precision)
         for p in model.parameters():
             p.requires_grad_(False)
-        log.info("loaded Nugget2D from %s on %s", self.path, base.path)
+        log.info("loaded Nugget2D from %s on %s (%s, %s)", self.path, base.path, device, precision)
         return model
 
 
@@ -206,7 +209,7 @@ class FullFinetunedLM:
         meta = where.json(META)
         return cls(where.folder(cls.DIR), field(where, META, meta, "finetune_task", str))
 
-    def load(self, base: BaseLM, config: Any) -> Any:
+    def load(self, base: BaseLM, config: Any, device: str = "cpu", precision: str = "fp32") -> Any:
         """The base LM with this adapter merged in, inside a fresh `Nugget2DModel` of
         ``config``, in eval mode. Only the wrapper's Full path runs on it
         (`Nugget2DModel.encode_full` / ``lm_forward(None)``: every Nugget2D adapter off), so Full zero-shot and Full
@@ -214,12 +217,13 @@ class FullFinetunedLM:
         from peft import PeftModel
 
         from nugget_core.nugget2d import Nugget2DModel
+        from stages.common.device import place_model
 
-        merged = PeftModel.from_pretrained(base.causal_lm(), str(self.path)).merge_and_unload()
-        model = Nugget2DModel(merged, config).eval()
+        merged = PeftModel.from_pretrained(base.causal_lm(precision), str(self.path)).merge_and_unload()
+        model = place_model(Nugget2DModel(merged, config), device, precision)
         for p in model.parameters():
             p.requires_grad_(False)
-        log.info("loaded the fine-tuned full LM from %s", self.path)
+        log.info("loaded the fine-tuned full LM from %s (%s, %s)", self.path, device, precision)
         return model
 
 
@@ -231,5 +235,5 @@ def scorer_fingerprint(model: Any) -> str:
     digest = hashlib.sha256()
     for name, tensor in sorted(model.scorer.state_dict().items()):
         digest.update(name.encode())
-        digest.update(tensor.detach().to(torch.float32).contiguous().numpy().tobytes())
+        digest.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
     return digest.hexdigest()[:16]

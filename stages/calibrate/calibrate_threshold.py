@@ -49,7 +49,8 @@ def _scores(model, segments: list[list[int]], label: str) -> list[torch.Tensor]:
 
     out, start = [], time.perf_counter()
     for i, ids in enumerate(segments, 1):
-        out.append(calibration_scores(model, torch.tensor([ids])))
+        # scores come back to the CPU: quantiles, histograms and JSON read them there
+        out.append(calibration_scores(model, torch.tensor([ids], device=model.device)).cpu())
         if i % 32 == 0 or i == len(segments):
             rate = i / (time.perf_counter() - start)
             log.info("calibrate_threshold: %s %d/%d segments scored (%.1f/s)", label, i, len(segments), rate)
@@ -60,7 +61,8 @@ class CalibrateThreshold(Stage):
     name = "calibrate_threshold"
     description = "Lambda = (1 - r) quantile of Nugget2D scores; realised ratio on held-out text."
     upstream = ("prepare_lm", "build_lm", SCORER_STAGE)
-    config_keys = ("calibrate.threshold", "nugget2d", "run.seed")
+    config_keys = ("calibrate.threshold", "nugget2d", "eval.dtype", "run.seed")
+    uses_device = True
 
     def run(self, ctx: StageContext) -> None:
         cfg, ratio = ctx.cfg("calibrate.threshold"), ctx.cfg("nugget2d").ratio
@@ -74,7 +76,8 @@ class CalibrateThreshold(Stage):
             sample += _segments(path, cfg.sample_split, cfg.sample_docs, rng)
             heldout += _segments(path, cfg.heldout_split, cfg.heldout_docs, rng)
 
-        model = TrainedNugget2D.read(ctx.inputs[SCORER_STAGE], SCORER_STAGE).load(BaseLM.read(ctx.inputs["prepare_lm"]))
+        model = TrainedNugget2D.read(ctx.inputs[SCORER_STAGE], SCORER_STAGE).load(
+            BaseLM.read(ctx.inputs["prepare_lm"]), ctx.device, ctx.cfg("eval.dtype"))
         sample_scores = _scores(model, sample, "sample")
         threshold = calibrate(sample_scores, ratio)
         heldout_scores = _scores(model, heldout, "held-out")

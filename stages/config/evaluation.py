@@ -104,6 +104,10 @@ class SummarizationEval:
 
 @dataclass
 class EvalSection:
+    dtype: str = spec(
+        "fp32", help="Weights / activations of every evaluated, calibrated or analysed model "
+        "(bf16: the GPU setting; honoured on CPU too, slowly).", choices=("fp32", "bf16"),
+    )
     beam_size: int = spec(5, help="Beam size for reconstruction decoding.", ge=1)
     max_new_tokens: int = spec(64, help="Generation cap (QA: 64 in the paper).", ge=1)
     max_examples: int = spec(0, help="Evaluate at most this many examples (0 = all).", ge=0)

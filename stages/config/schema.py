@@ -47,6 +47,13 @@ class RunSection:
         "", help="Ray cluster to attach to; empty = $RAY_ADDRESS if set, else a local Ray."
     )
     num_cpus: int = spec(0, help="CPUs of a local Ray (0 = all of this machine).", ge=0)
+    device: str = spec(
+        "auto",
+        help="Device of the stages that run models outside Ray Train (evaluation, calibration, "
+        "analysis): auto = CUDA where the cluster has GPUs (each such stage then asks Ray for one), "
+        "else CPU. Placement only: not part of any cache key (train.*.use_gpu places training).",
+        choices=("auto", "cpu", "cuda"),
+    )
     targets: list[str] = spec(
         [], help="Stages to run with their upstreams (empty = the whole DAG)."
     )

@@ -12,7 +12,10 @@ class TrainJob:
     backend: str = spec("ddp", help="ddp (torch DDP) or deepspeed (ZeRO-2).", choices=("ddp", "deepspeed"))
     num_workers: int = spec(1, help="Ray Train workers.", ge=1)
     use_gpu: bool = spec(False, help="One GPU per worker.")
-    precision: str = spec("fp32", help="Training precision.", choices=("fp32", "bf16"))
+    precision: str = spec(
+        "fp32", help="fp32, or bf16: autocast for ddp (fp32 weights), DeepSpeed's bf16 for deepspeed.",
+        choices=("fp32", "bf16"),
+    )
     lr: float = spec(5e-5, help="Peak learning rate (Adam).", gt=0.0)
     betas: list[float] = spec([0.9, 0.999], help="Adam betas.")
     weight_decay: float = spec(0.0, help="Weight decay.", ge=0.0)
@@ -21,6 +24,9 @@ class TrainJob:
     max_steps: int = spec(1000, help="Optimiser steps.", ge=1)
     batch_size: int = spec(16, help="Sequences per worker per step.", ge=1)
     grad_accum: int = spec(1, help="Gradient accumulation steps.", ge=1)
+    max_grad_norm: float | None = spec(
+        None, help="Clip the global gradient norm to this (both backends); null = no clipping.", gt=0.0
+    )
     eval_every: int = spec(100, help="Steps between dev evaluations.", ge=1)
     checkpoint_every: int = spec(100, help="Steps between checkpoints.", ge=1)
     early_stopping_patience: int = spec(0, help="Dev evals without improvement before stopping (0 = off).", ge=0)

@@ -45,7 +45,8 @@ class AnalyzeNuggets(Stage):
     required_upstream = ("build_mt_docs", "train_nugget")
     optional_upstream = ("sweep_nugget",)
     upstream = required_upstream
-    config_keys = ("eval.analysis_docs", "eval.highlight_docs", "eval.probe_docs", "eval.batch_size")
+    config_keys = ("eval.analysis_docs", "eval.highlight_docs", "eval.probe_docs", "eval.batch_size", "eval.dtype")
+    uses_device = True
 
     def run(self, ctx: StageContext) -> None:
         dev = MtDocuments.read(ctx.inputs["build_mt_docs"]).split("dev")
@@ -61,7 +62,7 @@ class AnalyzeNuggets(Stage):
         NuggetAnalysis(frequency, gain).write(ctx.output_dir)
 
     def _token_stats(self, ctx: StageContext, system: System, texts: list[str]) -> TokenStats:
-        loaded, stats = load_system(system), TokenStats()
+        loaded, stats = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype")), TokenStats()
         for chunk in batches(texts, ctx.cfg("eval.batch_size")):
             nuggets, enc = loaded.encode(chunk)
             for ids, mask, idx, nmask in zip(enc["input_ids"], enc["attention_mask"], nuggets.indices, nuggets.mask, strict=True):
@@ -94,7 +95,7 @@ class AnalyzeNuggets(Stage):
         return report
 
     def _highlight(self, ctx: StageContext, system: System, texts: list[str]) -> None:
-        loaded, docs = load_system(system), []
+        loaded, docs = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype")), []
         for text in texts:
             enc = loaded.tokenize([text])
             with loaded.model.encoder_pass(enc["attention_mask"]) as p:
@@ -106,7 +107,7 @@ class AnalyzeNuggets(Stage):
         ctx.log_artifact(page)
 
     def _probe(self, ctx: StageContext, system: System, texts: list[str]) -> dict:
-        loaded = load_system(system)
+        loaded = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype"))
         by_nugget: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         relative: dict[int, list[float]] = defaultdict(list)
         for n, text in enumerate(texts, 1):

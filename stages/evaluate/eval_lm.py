@@ -65,7 +65,8 @@ class EvalLM(Stage):
     name = "eval_lm"
     description = "Subword/word perplexity: autoregressive Nugget2D vs Full vs Compressive."
     upstream = ("prepare_lm", "build_lm", "calibrate_threshold", AR_STAGE)
-    config_keys = ("eval.lm",)
+    config_keys = ("eval.lm", "eval.dtype")
+    uses_device = True
 
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.lm")
@@ -76,7 +77,7 @@ class EvalLM(Stage):
         settings = [ContextSetting(s.total_states, s.compressed_tokens, s.context_tokens) for s in cfg.contexts]
         base = BaseLM.read(ctx.inputs["prepare_lm"])
         tokenizer = base.tokenizer()
-        model = TrainedNugget2D.read(ctx.inputs[AR_STAGE], AR_STAGE).load(base)
+        model = TrainedNugget2D.read(ctx.inputs[AR_STAGE], AR_STAGE).load(base, ctx.device, ctx.cfg("eval.dtype"))
         same_scorer = scorer_fingerprint(model) == calibrated.scorer_fingerprint
         if not same_scorer:
             log.warning("eval_lm: %s's scorer differs from the one Lambda was calibrated on (%s); "

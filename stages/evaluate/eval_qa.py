@@ -53,7 +53,8 @@ class EvalQA(Stage):
     name = "eval_qa"
     description = "SQuAD-style accuracy: Full, NoDoc, LMSumm, Nugget2D 5x/10x, with decode cost."
     upstream = ("prepare_lm", "build_lm", COMPRESSOR_STAGE)
-    config_keys = ("eval.qa", "prompts")
+    config_keys = ("eval.qa", "eval.dtype", "prompts")
+    uses_device = True
 
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.qa")
@@ -62,7 +63,7 @@ class EvalQA(Stage):
         compressor = TrainedNugget2D.read(ctx.inputs[COMPRESSOR_STAGE], COMPRESSOR_STAGE)
         soft = compressor.soft_prompt
         tokenizer = base.tokenizer()
-        model = compressor.load(base)
+        model = compressor.load(base, ctx.device, ctx.cfg("eval.dtype"))
         fmt = PromptFormat(ctx.cfg("prompts").format, tokenizer)
         docs, prompts = encode_task_records(tokenizer, records, fmt, cfg.max_doc_tokens)
         doc_tokens = [len(d) for d in docs]

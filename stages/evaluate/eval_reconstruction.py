@@ -43,7 +43,8 @@ class EvalReconstruction(Stage):
     required_upstream = ("build_mt_docs", "train_nugget", "train_baselines")
     optional_upstream = ("sweep_nugget",)
     upstream = required_upstream
-    config_keys = ("eval.beam_size", "eval.max_new_tokens", "eval.max_examples", "eval.batch_size")
+    config_keys = ("eval.beam_size", "eval.max_new_tokens", "eval.max_examples", "eval.batch_size", "eval.dtype")
+    uses_device = True
 
     def run(self, ctx: StageContext) -> None:
         dev = MtDocuments.read(ctx.inputs["build_mt_docs"]).split("dev")
@@ -56,7 +57,7 @@ class EvalReconstruction(Stage):
         rows, samples, metrics = [], [], {}
         for n, system in enumerate(systems, 1):
             tick = time.time()
-            loaded = load_system(system)
+            loaded = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype"))
             refs = docs["source"] if system.objective == "ae" else docs["target"]
             hyps = loaded.decode(docs["source"], ctx.cfg("eval.batch_size"), ctx.cfg("eval.beam_size"),
                                  ctx.cfg("eval.max_new_tokens"))

@@ -46,7 +46,8 @@ class EvalSimilarity(Stage):
     required_upstream = ("build_pi", "build_rr", "train_nugget", "train_baselines")
     optional_upstream = ("sweep_nugget",)
     upstream = required_upstream
-    config_keys = ("eval.max_tasks", "eval.batch_size", "eval.pi_data_dir", "eval.rr_data_dir")
+    config_keys = ("eval.max_tasks", "eval.batch_size", "eval.pi_data_dir", "eval.rr_data_dir", "eval.dtype")
+    uses_device = True
 
     def _datasets(self, ctx: StageContext) -> dict[str, tuple[list, dict, str]]:
         out = {}
@@ -68,7 +69,7 @@ class EvalSimilarity(Stage):
         jobs = [(s, s.kind) for s in systems] + ([(colbart, "colbart")] if colbart else [])
         rows, metrics = [], {}
         for n, (system, mode) in enumerate(jobs, 1):
-            loaded = load_system(system, mode)
+            loaded = load_system(system, mode, ctx.device, ctx.cfg("eval.dtype"))
             for task, (tasks, docs, origin) in datasets.items():
                 tick = time.time()
                 ids = needed_docs(tasks)

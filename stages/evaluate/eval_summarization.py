@@ -48,7 +48,8 @@ class EvalSummarization(Stage):
     name = "eval_summarization"
     description = "CNN/DM-style ROUGE-1/2/L: Full zero-shot / fine-tuned, Nugget2D 10x, with decode cost."
     upstream = ("prepare_lm", "build_lm", "train_full_ft", "train_nugget2d_ft")
-    config_keys = ("eval.summarization", "prompts")
+    config_keys = ("eval.summarization", "eval.dtype", "prompts")
+    uses_device = True
 
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.summarization")
@@ -56,7 +57,8 @@ class EvalSummarization(Stage):
                                cfg.max_examples)
         base = BaseLM.read(ctx.inputs["prepare_lm"])
         tokenizer = base.tokenizer()
-        nugget2d = TrainedNugget2D.read(ctx.inputs["train_nugget2d_ft"], "train_nugget2d_ft").load(base)
+        placement = (ctx.device, ctx.cfg("eval.dtype"))
+        nugget2d = TrainedNugget2D.read(ctx.inputs["train_nugget2d_ft"], "train_nugget2d_ft").load(base, *placement)
         fmt = PromptFormat(ctx.cfg("prompts").format, tokenizer)
         docs, prompts = encode_task_records(tokenizer, records, fmt, cfg.max_doc_tokens)
         references = [r["answer"] for r in records]
@@ -66,7 +68,7 @@ class EvalSummarization(Stage):
         for system in cfg.systems:
             ratio = cfg.nugget_ratio if system == "nugget2d_ft" else None
             # full_zs: the Full path of any Nugget2D model is the bare base LM (adapters gated off)
-            model = (FullFinetunedLM.read(ctx.inputs["train_full_ft"]).load(base, nugget2d.config)
+            model = (FullFinetunedLM.read(ctx.inputs["train_full_ft"]).load(base, nugget2d.config, *placement)
                      if system == "full_ft" else nugget2d)
             gens = run_batches(system, model, tokenizer, docs, prompts, ratio=ratio, **common)
             per = rouge_per_example([g.text for g in gens], references)

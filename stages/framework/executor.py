@@ -37,6 +37,7 @@ from typing import Any
 from stages.config.loader import to_yaml
 from stages.config.schema import PipelineConfig
 from stages.framework.dag import PlannedStage, critical_path
+from stages.framework.devices import task_device, task_options, with_device
 from stages.framework.keys import stage_config, stage_sections
 from stages.framework.resources import Demand, DemandError, Ledger, check_fits, cluster_capacity
 from stages.framework.resources import fmt_amounts as _fmt
@@ -95,6 +96,7 @@ def run_one(
         sources_dir=Path(os.path.expanduser(cfg.run.sources_dir)),
         work_uri=store.work_uri(stage_name, key),
         forced=forced,
+        device=task_device(stage_cls, cfg.run.device, _granted_gpus()),
     )
     start = time.time()
     try:
@@ -117,6 +119,13 @@ def run_one(
         raise  # the work space stays: the next attempt resumes from it
     store.drop_work(stage_name, key)
     return {"uri": uri, "seconds": seconds}
+
+
+def _granted_gpus() -> list[Any]:
+    """The GPUs Ray granted the current task (none outside a Ray task)."""
+    import ray
+
+    return list(ray.get_gpu_ids()) if ray.is_initialized() else []
 
 
 def _ray_job_ids() -> dict[str, str]:
@@ -172,9 +181,11 @@ def _record_hit(p: PlannedStage, child: RunLogger, store: ArtifactStore) -> Stag
     return StageOutcome(p.name, p.key, "hit", store.uri(p.name, p.key), 0.0, child.run_id)
 
 
-def stage_demands(cfg: PipelineConfig, plan: list[PlannedStage]) -> dict[str, Demand]:
-    """The demand of every stage of ``plan`` that will run, from its config sections."""
-    return {p.name: p.stage.demand(stage_sections(p.stage, cfg)) for p in plan if p.will_run}
+def stage_demands(cfg: PipelineConfig, plan: list[PlannedStage], capacity: dict[str, float]) -> dict[str, Demand]:
+    """The demand of every stage of ``plan`` that will run, from its config sections (and
+    the GPU of its own task under ``run.device``, `stages.framework.devices`)."""
+    return {p.name: with_device(p.stage.demand(stage_sections(p.stage, cfg)), p.stage, cfg.run.device, capacity)
+            for p in plan if p.will_run}
 
 
 def past_seconds(store: ArtifactStore, names: list[str]) -> dict[str, float]:
@@ -212,8 +223,9 @@ def execute(
     has a stage to run), record every hit."""
     import ray
 
-    demands = stage_demands(cfg, plan)
-    ledger = Ledger(cluster_capacity() if demands else {})
+    capacity = cluster_capacity() if any(p.will_run for p in plan) else {}
+    demands = stage_demands(cfg, plan, capacity)
+    ledger = Ledger(capacity)
     try:
         for name, demand in demands.items():
             check_fits(name, demand, ledger.capacity)
@@ -283,7 +295,8 @@ def execute(
             ledger.take(p.name, demand, now + estimate[p.name])
             log.info("%-22s %-5s key=%s running (holds %s)", p.name, p.status, p.key,
                      _fmt(ledger.held[p.name]))
-            ref = remote.options(name=f"stage:{p.name}", **p.stage.resources).remote(
+            options = task_options(p.stage, cfg.run.device, ledger.capacity)
+            ref = remote.options(name=f"stage:{p.name}", **options).remote(
                 p.stage, cfg, p.key, p.upstream_keys, children[p.name], p.forced
             )
             running[ref] = p

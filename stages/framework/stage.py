@@ -16,7 +16,10 @@ A stage is a class with class-level declarations and one method::
 or a Ray Train trainer (then declare ``resources = {"num_cpus": 0}`` so the
 coordinating task does not hold the CPUs its workers need, and declare what they take:
 ``train_job = "train.nugget"`` (the config section of its Ray Train job), ``fans_out =
-True`` (Ray Data / Ray tasks over the free CPUs), or override :meth:`Stage.demand`). The
+True`` (Ray Data / Ray tasks over the free CPUs), or override :meth:`Stage.demand`). A
+stage that runs models in its own task declares ``uses_device = True`` and places them on
+``ctx.device`` (``run.device``; its task then gets one GPU where the cluster has them,
+:mod:`stages.framework.devices`). The
 executor starts a stage only when its whole demand is free (see
 :mod:`stages.framework.resources`), longest expected path first. It must be a pure function
 of its declared config sections and its upstream artifacts: the framework caches its
@@ -92,6 +95,9 @@ class StageContext:
     work_uri: str  # durable scratch for this (stage, key) beyond one attempt, e.g. Ray Train storage
     forced: bool = False
     metrics: dict[str, float] = field(default_factory=dict)
+    # the torch device of a stage with ``uses_device`` (resolved from run.device in its
+    # task, `stages.framework.devices`); "cpu" for every other stage
+    device: str = "cpu"
 
     def cfg(self, dotted: str) -> Any:
         """The declared config section ``dotted`` (e.g. ``"data.corpus_stats"``)."""
@@ -141,6 +147,9 @@ class Stage:
     resources: ClassVar[dict[str, float]] = {"num_cpus": 1}  # Ray options of the task running `run`
     train_job: ClassVar[str] = ""  # config section (a TrainJob) of the Ray Train fits `run` makes, one at a time
     fans_out: ClassVar[bool] = False  # `run` spreads Ray Data / Ray tasks over the free CPUs
+    # `run` runs models in its own task on ctx.device: given one GPU where run.device
+    # resolves to CUDA for the cluster (`stages.framework.devices`)
+    uses_device: ClassVar[bool] = False
     expected_seconds: ClassVar[float] = 60.0  # rough duration: ranks ready stages (longest path first)
     description: ClassVar[str] = ""
 

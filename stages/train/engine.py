@@ -6,15 +6,23 @@ one schedule for both backends), evaluate with ``forward``, and save / restore t
 optimiser state inside a checkpoint directory:
 
 - ``ddp``: ``torch.nn.parallel.DistributedDataParallel`` (plain module with one worker)
-  and ``torch.optim.Adam``; rank 0 writes ``optimizer.pt``.
+  and ``torch.optim.Adam``; rank 0 writes ``optimizer.pt``. ``precision=bf16`` is
+  autocast around each loss computation (weights and optimiser state stay fp32);
+  ``max_grad_norm`` clips with ``clip_grad_norm_`` before the step.
 - ``deepspeed``: ``deepspeed.initialize`` with ZeRO stage 2 and DeepSpeed's Adam in
   ``torch_adam`` mode (no fused-Adam compile, so it runs on CPU over gloo, see
-  docs/environment-notes.md); every rank writes its optimiser shard under ``ds/``. DeepSpeed is
-  imported lazily: importing it on CPU nodes has crashed Ray Train controllers.
+  docs/environment-notes.md); every rank writes its optimiser shard under ``ds/``.
+  ``precision=bf16`` is DeepSpeed's ``bf16`` (bf16 weights, fp32 master copy in the
+  optimiser); ``max_grad_norm`` is its ``gradient_clipping``. DeepSpeed is imported
+  lazily: importing it on CPU nodes has crashed Ray Train controllers.
+
+The model arrives on the worker's device (the loop puts it there, and its batches); DDP
+wraps it there (``device_ids`` on CUDA).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +31,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from torch import nn
+
+from stages.common.device import autocast
 
 DS_TAG = "ds"
 LossFn = Callable[[nn.Module, dict], torch.Tensor]
@@ -38,17 +48,25 @@ def _trainable(model: nn.Module) -> list[nn.Parameter]:
 
 
 class DDPEngine:
-    def __init__(self, model: nn.Module, job: Any, find_unused: bool) -> None:
+    def __init__(self, model: nn.Module, job: Any, find_unused: bool, device: torch.device) -> None:
         self.module = model
+        self.device = device
+        self.precision = job.precision
+        self.max_grad_norm = job.max_grad_norm
         distributed = dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+        device_ids = [device.index] if device.type == "cuda" else None
         self.wrapped: nn.Module = (
-            nn.parallel.DistributedDataParallel(model, find_unused_parameters=find_unused)
+            nn.parallel.DistributedDataParallel(model, device_ids=device_ids, find_unused_parameters=find_unused)
             if distributed
             else model
         )
         self.optimizer = torch.optim.Adam(
             _trainable(model), lr=job.lr, betas=tuple(job.betas), weight_decay=job.weight_decay
         )
+
+    def autocast(self) -> Any:
+        """The precision context of a forward pass and its loss (``precision=bf16``: autocast)."""
+        return autocast(self.device, self.precision)
 
     def forward(self, **batch: Any) -> Any:
         return self.wrapped(**batch)
@@ -57,9 +75,12 @@ class DDPEngine:
         _set_lr(self.optimizer, lr)
         total = 0.0
         for batch in micro_batches:
-            loss = compute_loss(self.wrapped, batch)
+            with self.autocast():
+                loss = compute_loss(self.wrapped, batch)
             (loss / len(micro_batches)).backward()
             total += loss.item()
+        if self.max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(_trainable(self.module), self.max_grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return total / len(micro_batches)
@@ -73,33 +94,44 @@ class DDPEngine:
         self.optimizer.load_state_dict(state)
 
 
+def deepspeed_config(job: Any) -> dict[str, Any]:
+    """The DeepSpeed config of a `TrainJob` (ZeRO-2; precision and clipping from the job)."""
+    return {
+        "train_micro_batch_size_per_gpu": job.batch_size,
+        "gradient_accumulation_steps": job.grad_accum,
+        "zero_optimization": {"stage": 2},
+        "bf16": {"enabled": job.precision == "bf16"},
+        "gradient_clipping": float(job.max_grad_norm or 0.0),  # 0 = off in DeepSpeed
+        "optimizer": {
+            "type": "Adam",
+            "params": {
+                "lr": job.lr,
+                "betas": list(job.betas),
+                "weight_decay": job.weight_decay,
+                "torch_adam": True,
+            },
+        },
+        "steps_per_print": 10**9,
+        "wall_clock_breakdown": False,
+    }
+
+
 class DeepSpeedEngine:
-    def __init__(self, model: nn.Module, job: Any, use_gpu: bool) -> None:
-        if not use_gpu:
+    def __init__(self, model: nn.Module, job: Any, device: torch.device) -> None:
+        if device.type != "cuda":
             os.environ.setdefault("DS_ACCELERATOR", "cpu")
         import deepspeed
 
-        config = {
-            "train_micro_batch_size_per_gpu": job.batch_size,
-            "gradient_accumulation_steps": job.grad_accum,
-            "zero_optimization": {"stage": 2},
-            "bf16": {"enabled": job.precision == "bf16"},
-            "optimizer": {
-                "type": "Adam",
-                "params": {
-                    "lr": job.lr,
-                    "betas": list(job.betas),
-                    "weight_decay": job.weight_decay,
-                    "torch_adam": True,
-                },
-            },
-            "steps_per_print": 10**9,
-            "wall_clock_breakdown": False,
-        }
+        config = deepspeed_config(job)
         self.engine, self.optimizer, _, _ = deepspeed.initialize(
             model=model, model_parameters=_trainable(model), config=config
         )
         self.module = model
+        self.device = device
+
+    def autocast(self) -> Any:
+        """DeepSpeed's bf16 holds bf16 weights itself: nothing to add around a forward."""
+        return contextlib.nullcontext()
 
     def forward(self, **batch: Any) -> Any:
         return self.engine(**batch)
@@ -123,7 +155,8 @@ class DeepSpeedEngine:
             raise FileNotFoundError(f"no DeepSpeed checkpoint '{DS_TAG}' under {directory}")
 
 
-def make_engine(model: nn.Module, job: Any, find_unused: bool) -> DDPEngine | DeepSpeedEngine:
+def make_engine(model: nn.Module, job: Any, find_unused: bool, device: torch.device) -> DDPEngine | DeepSpeedEngine:
+    """The job's backend around ``model`` (already on ``device``)."""
     if job.backend == "deepspeed":
-        return DeepSpeedEngine(model, job, job.use_gpu)
-    return DDPEngine(model, job, find_unused)
+        return DeepSpeedEngine(model, job, device)
+    return DDPEngine(model, job, find_unused, device)

@@ -49,6 +49,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from stages.common.device import to_device
 from stages.train.batches import BatchSchedule
 from stages.train.engine import make_engine
 
@@ -91,11 +92,23 @@ def record_dev_loss(state: TrainerState, dev_loss: float, patience: int) -> None
     state.stopped_early = bool(patience) and state.evals_without_improvement >= patience
 
 
-def _all_reduce_sum(values: list[float]) -> list[float]:
-    t = torch.tensor(values, dtype=torch.float64)
+def _all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
+    # on the worker's device: NCCL reduces CUDA tensors only
+    t = torch.tensor(values, dtype=torch.float64, device=device)
     if dist.is_available() and dist.is_initialized():
         dist.all_reduce(t)
     return t.tolist()
+
+
+def worker_device(job: Any) -> torch.device:
+    """This worker's device: the GPU Ray Train assigned it with ``use_gpu``, else the CPU."""
+    if not job.use_gpu:
+        return torch.device("cpu")
+    import ray.train.torch
+
+    device = ray.train.torch.get_device()
+    torch.cuda.set_device(device)  # DeepSpeed and NCCL use the current device
+    return device
 
 
 def evaluate(engine: Any, task: Any, dev: list, rank: int, world: int, job: Any) -> tuple[float, int]:
@@ -107,10 +120,12 @@ def evaluate(engine: Any, task: Any, dev: list, rank: int, world: int, job: Any)
         for i in range(0, len(mine), job.batch_size):
             batch = task.collate(mine[i : i + job.batch_size], step=-1, rank=rank, train=False)
             n = task.n_target_tokens(batch)
-            loss_sum += task.loss(engine.forward, batch).item() * n
+            with engine.autocast():
+                loss = task.loss(engine.forward, to_device(batch, engine.device))
+            loss_sum += loss.item() * n
             tokens += n
     engine.module.train()
-    loss_sum, tokens = _all_reduce_sum([loss_sum, tokens])
+    loss_sum, tokens = _all_reduce_sum([loss_sum, tokens], engine.device)
     return loss_sum / max(tokens, 1.0), int(tokens)
 
 
@@ -119,11 +134,14 @@ def _save(engine: Any, task: Any, state: TrainerState, rank: int, directory: Pat
         task.export(engine.module, directory / "model")
         (directory / STATE_FILE).write_text(json.dumps(asdict(state)))
         # logits of the in-memory model on a fixed batch: a reload must reproduce them
+        # (saved on the CPU, so that a CPU-only reader loads them)
         engine.module.eval()
-        with torch.no_grad():
-            torch.save(task.logits(engine.module, probe), directory / PROBE_FILE)
+        with torch.no_grad(), engine.autocast():
+            torch.save(to_device(task.logits(engine.module, probe), "cpu"), directory / PROBE_FILE)
         engine.module.train()
     torch.save(torch.get_rng_state(), directory / f"rng_rank{rank}.pt")
+    if engine.device.type == "cuda":
+        torch.save(torch.cuda.get_rng_state(engine.device), directory / f"cuda_rng_rank{rank}.pt")
     engine.save(directory, rank)
 
 
@@ -154,13 +172,17 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         init_dir = restored / "model"
 
     train, dev = task.load_split("train"), task.load_split("dev")
-    model = task.build_model(init_dir)
+    device = worker_device(job)
+    model = task.build_model(init_dir).to(device)  # tasks build on the CPU
     model.train()  # from_pretrained returns eval-mode modules: dropout would be off after a resume
-    engine = make_engine(model, job, task.find_unused_parameters)
+    engine = make_engine(model, job, task.find_unused_parameters, device)
     if restored is not None:
         engine.load(restored)
         # last: building the model and engine draws random numbers
         torch.set_rng_state(torch.load(restored / f"rng_rank{rank}.pt", weights_only=True))
+        cuda_rng = restored / f"cuda_rng_rank{rank}.pt"
+        if device.type == "cuda" and cuda_rng.exists():
+            torch.cuda.set_rng_state(torch.load(cuda_rng, weights_only=True), device)
         shutil.rmtree(restored, ignore_errors=True)
     schedule = BatchSchedule(len(train), job.batch_size, rank, world, config["seed"])
     state.train_loss_n = job.batch_size * job.grad_accum * world
@@ -174,19 +196,19 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                   "train.examples_per_step": state.train_loss_n, **task.parameter_counts(model)}
         logger.log_params({f"{prefix}{k}": v for k, v in params.items()})
 
-    probe = task.collate(dev[: job.batch_size], step=-1, rank=0, train=False)
+    probe = to_device(task.collate(dev[: job.batch_size], step=-1, rank=0, train=False), device)
     fail_at = config.get("fail_at_step", 0)
     tick, tokens = time.time(), 0.0
     while state.step < job.max_steps and not state.stopped_early:
         step = state.step
         lr = lr_at(step, job)
         micro = [
-            task.collate([train[i] for i in schedule.indices(step * job.grad_accum + m)],
-                         step=step * job.grad_accum + m, rank=rank, train=True)
+            to_device(task.collate([train[i] for i in schedule.indices(step * job.grad_accum + m)],
+                                   step=step * job.grad_accum + m, rank=rank, train=True), device)
             for m in range(job.grad_accum)
         ]
         loss = engine.train_step(micro, lr, task.loss)
-        mean_loss, n_tok = _all_reduce_sum([loss / world, sum(task.n_tokens(b) for b in micro)])
+        mean_loss, n_tok = _all_reduce_sum([loss / world, sum(task.n_tokens(b) for b in micro)], device)
         state.losses.append(mean_loss)
         tokens += n_tok
         state.step += 1

@@ -35,6 +35,29 @@ def test_paper_profile_has_paper_settings():
     assert cfg.data.mt.source == "wmt19"
 
 
+def test_gpu1_profile_puts_every_model_on_one_gpu_in_bf16():
+    cfg = load_config(["profile=gpu1"])
+    assert cfg.run.device == "auto" and cfg.eval.dtype == "bf16"
+    jobs = {name: getattr(cfg.train, name) for name in
+            ("nugget", "nugget2d", "nugget2d_ar", "nugget2d_ft", "full_ft", "baselines")}
+    for name, job in jobs.items():
+        assert (job.use_gpu, job.num_workers, job.precision, job.max_grad_norm) == (True, 1, "bf16", 1.0), name
+    assert cfg.train.sweep.max_concurrent_trials == 1  # one GPU: trials one after another
+    assert (cfg.model.seq2seq.tiny.d_model, cfg.model.seq2seq.tiny.layers) == (512, 6)
+    assert cfg.data.max_docs == 0 and cfg.model.lm.source == "smollm2_offline"
+    assert cfg.train.nugget2d_ft.max_doc_tokens == cfg.eval.summarization.max_doc_tokens
+
+
+def test_gpu1_dry_run_prints_the_whole_plan(tmp_path, capsys):
+    from pipelines.cli import main_full
+    from stages.registry import DAG
+
+    args = ["--dry-run", "profile=gpu1", f"run.artifact_root={tmp_path}", f"run.sources_dir={tmp_path}"]
+    assert main_full(args) == 0
+    plan = capsys.readouterr().out
+    assert "plan (22 stages" in plan and all(f"  {name} " in plan for name in DAG.order)
+
+
 def test_overrides_and_group_swap_win_in_order():
     cfg = load_config(["model=paper", "nugget.ratio=0.25", "nugget.scorer_layer=6"])
     assert cfg.model.seq2seq.source == "pretrained"
@@ -54,7 +77,7 @@ def test_overrides_and_group_swap_win_in_order():
         ("nugget.scorer_layer=9", "nugget.scorer_layer: value 9 exceeds model.seq2seq.tiny.layers=4"),
         ("train.nugget2d_ft.objective=continuation", "train.nugget2d_ft.objective: must be 'finetune'"),
         ("train.full_ft.finetune_task=qa", "train.full_ft.finetune_task: value 'qa'; eval_summarization needs"),
-        ("model=nope", "model='nope' is not an option; available: ['paper', 'tiny']"),
+        ("model=nope", "model='nope' is not an option; available: ['gpu1', 'paper', 'tiny']"),
         ("profile=huge", "profile='huge' is not an option"),
         ("no_equals_sign", "override 'no_equals_sign' is not of the form key=value"),
     ],

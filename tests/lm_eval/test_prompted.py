@@ -97,3 +97,22 @@ def test_decode_cost_counts_what_each_token_attended_to(model, tokenizer, ratio)
         assert g.cost.attended_states == pytest.approx(sum(first + i for i in range(n)) / n)
         assert g.cost.kv_bytes == pytest.approx(per_position * (first + n - 1))
         assert g.cost.ms_per_token > 0 and g.cost.encode_ms > 0
+
+
+def test_bf16_evaluation_decodes_through_the_same_path(model, tokenizer):
+    """eval.dtype=bf16 (the GPU setting) is honoured on the CPU too: the placed model holds
+    bf16 weights, decodes both systems, and its KV bytes per position halve."""
+    from stages.common.device import place_model
+
+    docs, prompts = encode(tokenizer, DOCS), encode(tokenizer, PROMPTS)
+    fp32 = generate_batch(model, tokenizer, docs, prompts, ratio=0.5, max_new_tokens=4)
+    half = place_model(copy.deepcopy(model), "cpu", "bf16")
+    assert half.dtype is torch.bfloat16 and half.device == torch.device("cpu")
+    for ratio in (None, 0.5):
+        gens = generate_batch(half, tokenizer, docs, prompts, ratio=ratio, max_new_tokens=4)
+        assert all(1 <= g.cost.generated_tokens <= 4 for g in gens)
+    bf16 = generate_batch(half, tokenizer, docs, prompts, ratio=0.5, max_new_tokens=4)
+    positions = lambda g: g.context_states + len(prompts[0]) + g.cost.generated_tokens - 1  # noqa: E731
+    per_position = [g.cost.kv_bytes / positions(g) for g in (fp32[0], bf16[0])]
+    assert bf16[0].context_states == fp32[0].context_states
+    assert per_position[1] == pytest.approx(per_position[0] / 2)

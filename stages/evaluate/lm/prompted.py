@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from stages.common.device import synchronize, to_device
 from stages.common.padding import pad
 from stages.common.prompts import PromptFormat, encode, encode_parts
 from stages.evaluate.lm.cost import DecodeCost
@@ -64,7 +65,8 @@ def generate_batch(
     from nugget_core.nugget2d import COMPRESSOR, DECODER, generate_from_context
 
     eos, pad_id = eos_and_pad(tokenizer)
-    doc_ids, doc_mask = pad(docs, pad_id)
+    device = model.device
+    doc_ids, doc_mask = to_device(pad(docs, pad_id), device)
     start = time.perf_counter()
     if ratio is None:
         # Full: every document token's KV from the base LM (nothing dropped, scores 0)
@@ -72,12 +74,14 @@ def generate_batch(
     else:
         context = model.compress(doc_ids, doc_mask, ratio=ratio, adapter=COMPRESSOR)
         adapter, soft = DECODER, soft_prompt
+    synchronize(device)
     encoded = time.perf_counter()
-    prompt_ids, prompt_mask = pad(prompts, pad_id)
+    prompt_ids, prompt_mask = to_device(pad(prompts, pad_id), device)
     result = generate_from_context(
         model, context, prompt_ids, prompt_mask, max_new_tokens=max_new_tokens,
         eos_token_id=eos, pad_token_id=pad_id, soft_prompt=soft, adapter=adapter,
     )
+    synchronize(device)
     decoded = time.perf_counter()
     batch, steps = result.tokens.shape
     bytes_per_position = result.final_kv_bytes / (batch * result.final_kv_positions)

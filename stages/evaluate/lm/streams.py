@@ -80,7 +80,7 @@ def attended_states(stream: Any) -> int:
     if isinstance(stream, Nugget2DStream):
         pos = stream.nugget_positions
         eligible = nugget_eligibility(
-            torch.tensor([[stream.position]]), pos[None], torch.ones_like(pos)[None], stream.windows
+            torch.tensor([[stream.position]], device=pos.device), pos[None], torch.ones_like(pos)[None], stream.windows
         )
         return int(eligible.sum()) + stream.recent.length + 1
     return stream.kv_positions + 1

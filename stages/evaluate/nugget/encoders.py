@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from stages.common.device import place_model, to_device
 from stages.evaluate.nugget.systems import System
 
 SENTENCE_END = set(".!?。！？")
@@ -36,12 +37,14 @@ class LoadedSystem:
     model: Any
     tokenizer: Any
     max_length: int
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     _flags: dict[str, set[int]] = field(default_factory=dict)
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        """Padded ids and mask of ``texts``, on the model's device."""
         enc = self.tokenizer(list(texts), return_tensors="pt", padding=True, truncation=True,
                              max_length=self.max_length)
-        return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
+        return to_device({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}, self.device)
 
     def _boundary_mask(self, input_ids: torch.Tensor) -> torch.Tensor | None:
         from nugget_core import punctuation_token_ids, token_flags
@@ -70,16 +73,18 @@ class LoadedSystem:
         return self.model.encode(**enc, boundary_mask=self._boundary_mask(enc["input_ids"])), enc
 
     def vectors(self, texts: Sequence[str], batch_size: int) -> list[torch.Tensor]:
-        """One ``[k_i, d]`` tensor per text (k_i = 1 for single-vector systems)."""
+        """One ``[k_i, d]`` fp32 CPU tensor per text (k_i = 1 for single-vector systems):
+        the scoring of every candidate against a query happens there."""
         out: list[torch.Tensor] = []
         for chunk in batches(texts, batch_size):
             result, enc = self.encode(chunk)
             if self.mode == "bottleneck":
-                out += [v[None, :] for v in result]
+                found = [v[None, :] for v in result]
             elif self.mode == "colbart":
-                out += [h[m.bool()] for h, m in zip(result, enc["attention_mask"], strict=True)]
+                found = [h[m.bool()] for h, m in zip(result, enc["attention_mask"], strict=True)]
             else:
-                out += [e[m.bool()] for e, m in zip(result.encoding, result.mask, strict=True)]
+                found = [e[m.bool()] for e, m in zip(result.encoding, result.mask, strict=True)]
+            out += [v.float() for v in to_device(found, "cpu")]
         return out
 
     @torch.no_grad()
@@ -98,8 +103,9 @@ class LoadedSystem:
         return out
 
 
-def load_system(system: System, mode: str | None = None) -> LoadedSystem:
-    """Load ``system`` (``mode="colbart"`` to use a Nugget model's full encoder)."""
+def load_system(system: System, mode: str | None = None, device: str = "cpu", precision: str = "fp32") -> LoadedSystem:
+    """Load ``system`` (``mode="colbart"`` to use a Nugget model's full encoder) on
+    ``device`` with its weights in ``precision`` (``eval.dtype``)."""
     from transformers import AutoTokenizer
 
     mode = mode or system.kind
@@ -116,4 +122,5 @@ def load_system(system: System, mode: str | None = None) -> LoadedSystem:
     tokenizer = AutoTokenizer.from_pretrained(system.model_dir)
     config = model.base_model.config
     max_length = int(getattr(config, "max_position_embeddings", 1024))
-    return LoadedSystem(system, mode, model.eval(), tokenizer, max_length)
+    return LoadedSystem(system, mode, place_model(model, device, precision), tokenizer, max_length,
+                        torch.device(device))

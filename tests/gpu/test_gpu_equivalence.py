@@ -1,0 +1,56 @@
+"""On CUDA: with every token selected (r = 1), Nugget's and Nugget2D's outputs equal the
+plain Hugging Face model's, in fp32 and bf16 weights, eager and sdpa attention."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from stages.common.device import to_device
+from tests.nugget_core.conftest import make_batch, make_causal_lm, make_doc_batch, make_model
+from tests.nugget_core.test_nugget2d_compressor import _vanilla_continuation_logits
+from tests.nugget_core.test_nugget_residual import _identity_all_tokens
+
+pytestmark = pytest.mark.gpu
+CUDA = torch.device("cuda")
+TOLERANCE = {torch.float32: {"atol": 1e-4, "rtol": 1e-4}, torch.bfloat16: {"atol": 2e-2, "rtol": 2e-2}}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("impl", ["eager", "sdpa"])
+def test_nugget2d_all_tokens_selected_is_the_plain_lm_on_cuda(impl, dtype):
+    from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel
+
+    base = make_causal_lm("llama", impl).to(CUDA, dtype)
+    batch = to_device(make_doc_batch(), CUDA)
+    with torch.no_grad():
+        reference = _vanilla_continuation_logits(base, batch)
+        model = Nugget2DModel(base, Nugget2DConfig(ratio=1.0, scorer_layer=1, lora_rank=4)).to(CUDA, dtype)
+        out = model(**batch)
+    assert out.logits.device.type == "cuda" and out.context.counts.tolist() == [12, 8]
+    for b in range(2):
+        n = int(batch["prompt_mask"][b].sum() + batch["answer_mask"][b].sum())
+        torch.testing.assert_close(out.logits[b, :n].float(), reference[b].float(), **TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("impl", ["eager", "sdpa"])
+def test_nugget_all_tokens_selected_is_the_plain_bart_on_cuda(impl):
+    model = make_model("bart", impl).to(CUDA)
+    batch = to_device(make_batch(model), CUDA)
+    expected = model(**batch).logits
+    nugget_model = _identity_all_tokens(model)
+    torch.testing.assert_close(nugget_model(**batch).logits, expected, **TOLERANCE[torch.float32])
+
+
+def test_nugget2d_scorer_gets_gradients_on_cuda_in_bf16_autocast():
+    from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel
+    from nugget_core.nugget2d.objectives import objective_loss, set_objective
+    from stages.common.device import autocast
+
+    model = Nugget2DModel(make_causal_lm(), Nugget2DConfig(ratio=0.5, scorer_layer=1, lora_rank=4)).to(CUDA)
+    set_objective(model, "continuation")
+    with autocast(CUDA, "bf16"):
+        out = objective_loss(model, "continuation", to_device(make_doc_batch(), CUDA))
+    out.loss.backward()
+    assert torch.isfinite(out.loss)
+    assert any(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in model.scorer.parameters())
