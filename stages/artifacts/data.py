@@ -38,6 +38,7 @@ class MtDocuments:
 
     STAGE: ClassVar[str] = "build_mt_docs"
     REQUIRED: ClassVar[tuple[str, ...]] = ("train", "dev")
+    AE_SPLIT: ClassVar[str] = "train_ae"  # extra English-only AE training documents (optional)
     path: Path
 
     @staticmethod
@@ -54,6 +55,11 @@ class MtDocuments:
 
     def split(self, name: str) -> Path:
         return Location(self.STAGE, self.path).file(f"{name}.parquet")
+
+    def ae_extra(self) -> Path | None:
+        """``train_ae.parquet`` when the producer wrote one (``data.mt.ae_sources``), else None."""
+        path = self.split_file(self.path, self.AE_SPLIT)
+        return path if path.is_file() else None
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,11 @@ class MTData:
     src_lang: str = spec("en_XX", help="mBART-50 source language code (pretrained tokenizers).")
     tgt_lang: str = spec("zh_CN", help="mBART-50 target language code (pretrained tokenizers).")
     max_doc_tokens: int = spec(128, help="Subwords per concatenated document.", ge=8)
+    ae_sources: list[str] = spec(
+        [], help="English-only offline corpora packed into extra autoencoding training documents "
+        "(split train_ae; MT training, dev and test never read it).",
+        choices=("sword_bible", "gensim_wiki", "python_docs", "gensim_lee"),
+    )
     dev_fraction: float = spec(0.05, help="Documents held out for dev.", ge=0.0, lt=0.5)
     test_fraction: float = spec(0.05, help="Documents held out for test.", ge=0.0, lt=0.5)
 

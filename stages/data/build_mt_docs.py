@@ -11,6 +11,11 @@ Offline (profile=tiny) the units are aligned paragraphs of the Debian Reference 
 :mod:`stages.data.corpora`). Outputs ``{train,dev,test}.parquet`` with columns
 doc_id, source, target, source_sentences, target_sentences, n_source_tokens,
 n_target_tokens; ``stats.json`` (every number also an MLflow metric).
+
+With ``data.mt.ae_sources`` (English-only corpora), their units are packed the same way
+into ``train_ae.parquet`` (target = source): extra training documents for the AE
+objective only (`stages.train.nugget_task`), capped by ``data.max_docs`` on their own.
+Dev and test stay the parallel corpus's, so every evaluation reads the same held-out set.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stages.artifacts.data import MtDocuments, TokenizerFolder
-from stages.data.corpora import mt_corpus
+from stages.data.corpora import english_corpus, mt_corpus
 from stages.data.documents import build_documents
 from stages.data.splits import SPLITS, assign_splits
 from stages.data.stats import length_stats, scoped
@@ -68,8 +73,16 @@ class BuildMtDocs(Stage):
             "repacked_docs": built.repacked,
             **{k: float(v) for k, v in corpus.notes.items()},
         }
-        for split in SPLITS:
-            rows = [(i, d) for i, (d, s) in enumerate(zip(docs, splits, strict=False)) if s == split]
+        by_split = {split: [(i, d) for i, (d, s) in enumerate(zip(docs, splits, strict=False)) if s == split]
+                    for split in SPLITS}
+        if cfg.ae_sources:
+            english = english_corpus(list(cfg.ae_sources), ctx.sources_dir)
+            extra = build_documents(english, tokenizer_dir, cfg.max_doc_tokens)
+            ae_docs = extra.docs[:max_docs] if max_docs else extra.docs
+            by_split[MtDocuments.AE_SPLIT] = list(enumerate(ae_docs))
+            stats.update({"ae_units": extra.units, "ae_documents": len(ae_docs),
+                          "ae_truncated_docs": extra.truncated, **{k: float(v) for k, v in english.notes.items()}})
+        for split, rows in by_split.items():
             table = pa.Table.from_pylist(
                 [
                     {"doc_id": f"{split}-{i}", "source": d.left, "target": d.right,

@@ -1,8 +1,9 @@
 """The one interface over sources: parallel streams and sectioned articles.
 
 Builders ask for a kind of corpus, not a source: :func:`mt_corpus` (English–Chinese
-sentence pairs), :func:`pi_corpus` (English paraphrase pairs in document order) and
-:func:`rr_articles`. Each dispatches on the configured source to an offline reader
+sentence pairs), :func:`english_corpus` (English-only units for autoencoding, as pairs
+of a unit with itself), :func:`pi_corpus` (English paraphrase pairs in document order)
+and :func:`rr_articles`. Each dispatches on the configured source to an offline reader
 (docs/offline-data.md) or a paper adapter (:mod:`stages.data.paper_sources`), and returns
 records plus counted skips. An empty result is an error naming the source.
 
@@ -20,8 +21,9 @@ from typing import Any
 
 from stages.data import paper_sources as paper
 from stages.data.articles import Article, from_sections, from_wiki_markup, from_wikitext103
+from stages.data.text import split_sentences
 from stages.sources import debian_reference, python_docs, sword
-from stages.sources.readers import wiki_articles
+from stages.sources.readers import lee_documents, wiki_articles
 from stages.sources.registry import deb_root
 
 
@@ -71,6 +73,39 @@ def mt_corpus(cfg: Any, sources_dir: Path) -> ParallelCorpus:
     notes["skipped_empty_pairs"] = dropped
     _require(cfg.source, sum(map(len, streams)), "sentence pairs")
     return ParallelCorpus(cfg.source, streams, (" ", ""), notes)
+
+
+ENGLISH_SOURCES = ("sword_bible", "gensim_wiki", "python_docs", "gensim_lee")
+
+
+def _english_streams(source: str, sources_dir: Path) -> list[list[str]]:
+    """Units in reading order, one stream per book / article / document: KJV verses,
+    sentences of Wikipedia and Python-documentation prose sections, Lee sentences."""
+    if source == "sword_bible":
+        books: dict[str, list[str]] = {}
+        kjv = sword.module_dir(deb_root(sources_dir, "sword_bible", "sword-text-kjv"))
+        for (book, _, _), text in sword.verses(kjv).items():
+            books.setdefault(book, []).append(text)
+        return list(books.values())
+    if source in ("gensim_wiki", "python_docs"):
+        articles = ([from_wiki_markup(t, m) for t, m in wiki_articles(sources_dir)] if source == "gensim_wiki"
+                    else [from_sections(t, s) for t, s in python_docs.read(sources_dir)])
+        return [[u for _, text in a.sections for u in split_sentences(text)] for a in articles]
+    if source == "gensim_lee":
+        return [split_sentences(doc) for doc in lee_documents(sources_dir)]
+    raise ValueError(f"data.mt.ae_sources: unknown source {source!r}; use some of {list(ENGLISH_SOURCES)}")
+
+
+def english_corpus(sources: list[str], sources_dir: Path) -> ParallelCorpus:
+    """English-only units of ``sources`` for autoencoding, each paired with itself (so
+    the document packing of parallel corpora applies unchanged)."""
+    streams: list[list[tuple[str, str]]] = []
+    for source in sources:
+        found = [[(u, u) for u in stream] for stream in _english_streams(source, sources_dir)]
+        _require(source, sum(map(len, found)), "English units")
+        streams += found
+    streams, dropped = _clean_streams(streams)
+    return ParallelCorpus("+".join(sources), streams, (" ", " "), {"ae_skipped_empty_units": dropped})
 
 
 def pi_corpus(cfg: Any, sources_dir: Path) -> ParallelCorpus:

@@ -2,7 +2,8 @@
 
 - ``model.seq2seq.source == "tiny_random"``: a byte-level BPE
   (:func:`nugget_core.train_bpe_tokenizer`) trained on BOTH sides of the MT corpus
-  (English sources, Chinese targets), ``model.seq2seq.tokenizer_vocab_size`` types.
+  (English sources, Chinese targets) and on the English-only corpora of
+  ``data.mt.ae_sources``, ``model.seq2seq.tokenizer_vocab_size`` types.
   Training on the data (not a fixed vocabulary) is what makes a tiny random BART usable
   offline; it sees every split's text, which only affects segmentation, not labels.
 - ``"pretrained"``: ``AutoTokenizer.from_pretrained(model.seq2seq.name_or_path)``; for
@@ -14,7 +15,7 @@ Output: ``tokenizer/`` (a HF ``save_pretrained`` folder) and ``stats.json``.
 from __future__ import annotations
 
 from stages.artifacts.data import TokenizerFolder
-from stages.data.corpora import mt_corpus
+from stages.data.corpora import english_corpus, mt_corpus
 from stages.framework.stage import Stage, StageContext
 
 
@@ -33,6 +34,9 @@ class Tokenizer(Stage):
 
             corpus = mt_corpus(mt, ctx.sources_dir)
             texts = [side for stream in corpus.streams for pair in stream for side in pair]
+            if mt.ae_sources:  # one side of each (unit, unit) pair
+                english = english_corpus(list(mt.ae_sources), ctx.sources_dir)
+                texts += [unit for stream in english.streams for unit, _ in stream]
             tok = train_bpe_tokenizer(texts, vocab_size=model.tokenizer_vocab_size, min_frequency=2)
             stats["training_texts"] = len(texts)
         elif model.source == "pretrained":

@@ -3,7 +3,8 @@
 Input artifacts (contracts of the dataset stages): a HF tokenizer folder and
 ``{train,dev}.parquet`` with columns ``source``, ``target``, ``source_sentences``.
 ``ae`` reconstructs the source (optionally from a token-deleted copy, the TSDAE-style
-noise); ``mt`` produces the target. The sentence-boundary selector gets, per source,
+noise) and also trains on ``train_ae.parquet`` when ``build_mt_docs`` wrote one (English-only
+documents, ``data.mt.ae_sources``); ``mt`` produces the target. The sentence-boundary selector gets, per source,
 the positions of the last token of each sentence, found from the tokenizer's character
 offsets so the document is tokenised exactly as the model sees it; the chunking selector
 gets the positions of punctuation tokens.
@@ -98,7 +99,12 @@ class NuggetTask(TaskBase):
 
     def load_split(self, split: str) -> list[Example]:
         path = self.data.split(split)
-        table = pq.read_table(path, columns=["source", "target", "source_sentences"]).to_pydict()
+        columns = ["source", "target", "source_sentences"]
+        table = pq.read_table(path, columns=columns).to_pydict()
+        extra = self.data.ae_extra() if split == "train" and self.objective == "ae" else None
+        if extra is not None:  # English-only documents for autoencoding (data.mt.ae_sources)
+            more = pq.read_table(extra, columns=columns).to_pydict()
+            table = {k: table[k] + more[k] for k in columns}
         if split == "dev" and self.dev_examples:
             table = {k: v[: self.dev_examples] for k, v in table.items()}
         if not table["source"]:

@@ -28,7 +28,7 @@ def test_builders_run_in_the_dag(ray_local, tmp_path):
         "run.targets=[build_mt_docs,build_pi,build_rr]",
         "model.seq2seq.tokenizer_vocab_size=300",
         "data.pi.negatives=3", "data.pi.window=8", "data.pi.window_block=4", "data.rr.negatives=1",
-        "data.mt.dev_fraction=0.1", "data.mt.test_fraction=0.1",
+        "data.mt.dev_fraction=0.1", "data.mt.test_fraction=0.1", "data.mt.ae_sources=[gensim_lee,sword_bible]",
     ]
     assert main_full(args) == 0
     _, runs = runs_of_latest_pipeline(root)
@@ -36,10 +36,15 @@ def test_builders_run_in_the_dag(ray_local, tmp_path):
     assert all(r.info.status == "FINISHED" and r.data.metrics for r in runs.values())
 
     mt_dir = next((root / "build_mt_docs").iterdir())
-    for split in ("train", "dev", "test"):
+    for split in ("train", "dev", "test", "train_ae"):
         table = pq.read_table(mt_dir / f"{split}.parquet")
         assert set(table.column_names) == MT_COLUMNS and table.num_rows > 0
         assert max(table.column("n_source_tokens").to_pylist()) <= 128
+    extra = pq.read_table(mt_dir / "train_ae.parquet").to_pydict()  # English-only AE documents
+    assert extra["source"] == extra["target"]
+    assert any(" saw the " in s for s in extra["source"])  # the KJV fixture's verses are in it
+    metrics = runs["build_mt_docs"].data.metrics
+    assert metrics["ae_documents"] == len(extra["source"]) and metrics["ae_units"] > 0
     for stage, n_candidates in (("build_pi", 4), ("build_rr", 2)):
         out = next((root / stage).iterdir())
         tasks = [json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()]
