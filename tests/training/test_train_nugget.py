@@ -136,3 +136,28 @@ def test_early_stopping_counts_evaluations_without_improvement():
     for loss in (3.0, 4.0, 5.0, 6.0):
         record_dev_loss(off, loss, patience=0)
     assert not off.stopped_early and off.dev_losses == [3.0, 4.0, 5.0, 6.0]
+
+
+def test_ae_objective_also_reads_the_english_only_documents(mt_artifacts, tmp_path):
+    """build_mt_docs' train_ae.parquet (data.mt.ae_sources) adds AE training documents;
+    MT training and every dev split ignore it."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.training.fixtures import make_docs
+
+    data, tok = mt_artifacts
+    copy = tmp_path / "mt"
+    shutil.copytree(data, copy)
+    extra = [{**r, "target": r["source"]} for r in make_docs(5, 9)]
+    pq.write_table(pa.Table.from_pylist(extra), MtDocuments.split_file(copy, MtDocuments.AE_SPLIT))
+    counts = {}
+    for objective in ("ae", "mt"):
+        cfg = load_config(TINY + [f"train.nugget.objective={objective}"])
+        task = _task(cfg, copy, tok)
+        counts[objective] = (len(task.load_split("train")), len(task.load_split("dev")))
+    base = len(pq.read_table(data / "train.parquet"))
+    assert counts["ae"][0] == base + 5 and counts["mt"][0] == base
+    assert counts["ae"][1] == counts["mt"][1]
