@@ -83,6 +83,10 @@ class QAEval:
     nugget_ratios: list[float] = spec([0.2, 0.1], help="Nugget2D ratios (5x, 10x).", nonempty=True)
     lmsumm_ratio: float = spec(0.1, help="LMSumm: summary length as a ratio of words (app. C).", gt=0.0, le=1.0)
     lmsumm_max_new_tokens: int = spec(64, help="LMSumm: generation cap of the summary.", ge=1)
+    match: str = spec(
+        "substring", help="Accuracy test after app. D's normalisation, against every gold answer: "
+        "substring (app. D) or word (containment on word boundaries).", choices=("substring", "word"),
+    )
     systems: list[str] = spec(["full", "nodoc", "lmsumm", "nugget2d"], help="Systems.", choices=("full", "nodoc", "lmsumm", "nugget2d"), nonempty=True)
 
     def cross_field_errors(self) -> list[str]:
@@ -109,7 +113,10 @@ class EvalSection:
         "(bf16: the GPU setting; honoured on CPU too, slowly).", choices=("fp32", "bf16"),
     )
     beam_size: int = spec(5, help="Beam size for reconstruction decoding.", ge=1)
-    max_new_tokens: int = spec(64, help="Generation cap (QA: 64 in the paper).", ge=1)
+    reconstruction_extra_tokens: int = spec(
+        16, help="eval_reconstruction decodes up to the longest reference of the documents (in the "
+        "model's tokens) plus this many: whole documents (no fixed cap).", ge=0,
+    )
     max_examples: int = spec(0, help="Evaluate at most this many examples (0 = all).", ge=0)
     max_tasks: int = spec(0, help="PI / RR tasks per dataset (0 = all).", ge=0)
     batch_size: int = spec(16, help="Documents per encoder / decoder batch.", ge=1)

@@ -113,7 +113,7 @@ class BuildLM(Stage):
                         **length_stats("continuation/answer_tokens", [len(t["answer"]) for t in triples])})
 
         if cfg.source == "paper":
-            qa = [qa_record(c, q, a) for c, q, a in raw["qa"]]
+            qa = [qa_record(c, q, a[0], aliases=a[1:]) for c, q, a in raw["qa"]]
             summ = [summary_record(d, s) for d, s in raw["summ"]]
         else:
             qa = [r for p in raw["qa"] if (r := cloze_qa(p, rng)) is not None]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -70,10 +71,14 @@ def _instruction(after: str) -> str:
     return after.removesuffix("[/INST]").strip()
 
 
-def qa_record(document: str, question: str, answer: str, stand_in: str = "") -> dict[str, str]:
+def qa_record(document: str, question: str, answer: str, stand_in: str = "",
+              aliases: Sequence[str] = ()) -> dict[str, Any]:
+    """A QA record: ``answer`` is the first gold answer (the fine-tuning target),
+    ``answers`` every gold answer (accuracy accepts any of them, app. D)."""
     full, after = _split_template(QA_PROMPT, DOCUMENT=document, QUESTION=question)
+    answers = list(dict.fromkeys([answer, *aliases]))
     return {"task": "qa", "document": document, "prompt": after, "full_prompt": full,
-            "instruction": _instruction(after), "answer": answer, "stand_in": stand_in}
+            "instruction": _instruction(after), "answer": answer, "answers": answers, "stand_in": stand_in}
 
 
 def summary_record(document: str, summary: str, stand_in: str = "") -> dict[str, str]:

@@ -53,9 +53,9 @@ def wmt_pairs_from_rows(rows: Iterable[dict[str, Any]], src: str = "en", tgt: st
     return [(r["translation"][src], r["translation"][tgt]) for r in rows]
 
 
-def squad_from_rows(rows: Iterable[dict[str, Any]]) -> list[tuple[str, str, str]]:
-    """(context, question, first answer) triples; questions without an answer are skipped."""
-    return [(r["context"], r["question"], r["answers"]["text"][0]) for r in rows if r["answers"]["text"]]
+def squad_from_rows(rows: Iterable[dict[str, Any]]) -> list[tuple[str, str, list[str]]]:
+    """(context, question, every gold answer) triples; questions without one are skipped."""
+    return [(r["context"], r["question"], list(r["answers"]["text"])) for r in rows if r["answers"]["text"]]
 
 
 def cnn_from_rows(rows: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:

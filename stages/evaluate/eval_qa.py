@@ -42,6 +42,11 @@ COLUMNS = [
 ]
 
 
+def gold_answers(record: dict) -> list[str]:
+    """Every gold answer of a QA record (``answers``; records of older builds: ``answer``)."""
+    return list(record.get("answers") or [record["answer"]])
+
+
 def paper_row(system: str, ratio: float | None = None) -> str:
     """The row of Nugget2D table 3 that ``system`` (at compression ``ratio``) reproduces."""
     if system == "lmsumm" or system == "nugget2d":
@@ -73,7 +78,7 @@ class EvalQA(Stage):
 
         def score(system: str, gens, extra: dict[str, float] | None = None, per_example=None,
                   row_id: str = "") -> None:
-            correct = [contains_answer(g.text, r["answer"]) for g, r in zip(gens, records, strict=True)]
+            correct = [contains_answer(g.text, gold_answers(r), cfg.match) for g, r in zip(gens, records, strict=True)]
             metrics = {"accuracy": 100 * statistics.fmean(correct),
                        "context_ratio": statistics.fmean(g.context_states / n for g, n in zip(gens, doc_tokens, strict=True)),
                        **mean_cost([g.cost for g in gens]), **(extra or {})}

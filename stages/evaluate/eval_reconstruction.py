@@ -3,7 +3,8 @@
 For every Nugget model of the sweep (each objective x ratio x scorer layer) and of
 ``train_nugget``, and every single-vector baseline (TSDAE, RE cross / gating), decode
 the first ``eval.max_examples`` dev documents of ``build_mt_docs`` from their encoding
-with beam search (``eval.beam_size``, 5 as in the paper) and score micro-averaged corpus
+with beam search (``eval.beam_size``, 5 as in the paper; up to the longest reference +
+``eval.reconstruction_extra_tokens`` new tokens, so whole documents can be written) and score micro-averaged corpus
 BLEU (sacrebleu) against the objective's target: the input document for AE, the
 translation for MT (sacrebleu's "zh" tokenizer for Chinese). The Nugget ablations of
 ``train_baselines`` are similarity systems only (table 4) and are skipped here.
@@ -32,6 +33,11 @@ from stages.framework.stage import Stage, StageContext
 SAMPLES_PER_SYSTEM = 3
 
 
+def decode_limit(tokenizer, references: list[str], extra: int) -> int:
+    """New tokens that let beam search write the longest reference whole (+ ``extra``)."""
+    return max(len(ids) for ids in tokenizer(references)["input_ids"]) + extra
+
+
 def reconstruction_systems(systems: list[System]) -> list[System]:
     """Learned-selector Nugget models and single-vector baselines (not the ablations)."""
     return [s for s in systems if s.kind == "bottleneck" or (s.selector == "topk" and s.baseline is None)]
@@ -43,7 +49,8 @@ class EvalReconstruction(Stage):
     required_upstream = ("build_mt_docs", "train_nugget", "train_baselines")
     optional_upstream = ("sweep_nugget",)
     upstream = required_upstream
-    config_keys = ("eval.beam_size", "eval.max_new_tokens", "eval.max_examples", "eval.batch_size", "eval.dtype")
+    config_keys = ("eval.beam_size", "eval.reconstruction_extra_tokens", "eval.max_examples", "eval.batch_size",
+                   "eval.dtype")
     uses_device = True
 
     def run(self, ctx: StageContext) -> None:
@@ -60,7 +67,7 @@ class EvalReconstruction(Stage):
             loaded = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype"))
             refs = docs["source"] if system.objective == "ae" else docs["target"]
             hyps = loaded.decode(docs["source"], ctx.cfg("eval.batch_size"), ctx.cfg("eval.beam_size"),
-                                 ctx.cfg("eval.max_new_tokens"))
+                                 decode_limit(loaded.tokenizer, refs, ctx.cfg("eval.reconstruction_extra_tokens")))
             tokenize = bleu_tokenizer(refs)
             bleu = corpus_bleu(hyps, refs, tokenize=tokenize)
             rows.append({**to_record(system), "bleu": bleu, "n_docs": len(refs), "bleu_tokenize": tokenize,

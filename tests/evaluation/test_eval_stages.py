@@ -22,7 +22,7 @@ from stages.report.report import Report
 from stages.report.tables import NOT_IN_PAPER
 from tests.evaluation.fixtures import artifact, context, make_eval_inputs
 
-SMALL = ["eval.max_examples=4", "eval.max_new_tokens=8", "eval.max_tasks=6", "eval.batch_size=4"]
+SMALL = ["eval.max_examples=4", "eval.reconstruction_extra_tokens=2", "eval.max_tasks=6", "eval.batch_size=4"]
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +161,27 @@ def test_report_reads_nugget2d_metrics(tmp_path):
     assert rows["Compressive 64/320/32"][0]["pile_subword"] == "not run: no checkpoint"
     assert rows["full_128"][0] == dict.fromkeys(t.columns, NOT_RUN)  # published row nobody measured
     assert "nugget2d_64" not in rows and "key key-eval_lm" in t.context
+
+
+def test_reconstruction_decodes_whole_documents(tmp_path, monkeypatch):
+    """Issue 14 item 1: beam search may write the longest reference whole (+ the margin);
+    it used to stop at the QA generation cap (eval.max_new_tokens, 64 < 128-subword documents)."""
+    import pyarrow.parquet as pq
+
+    from stages.evaluate.nugget.encoders import LoadedSystem
+
+    limits = []
+
+    def spy(self, texts, batch_size, num_beams, max_new_tokens):
+        limits.append((self.system.objective, max_new_tokens, self.tokenizer))
+        return ["" for _ in texts]
+
+    monkeypatch.setattr(LoadedSystem, "decode", spy)
+    inputs = make_eval_inputs(tmp_path / "inputs")
+    EvalReconstruction().run(context(EvalReconstruction, inputs, tmp_path / "out",
+                                     ["eval.max_examples=4", "eval.reconstruction_extra_tokens=3"]))
+    dev = pq.read_table(inputs["build_mt_docs"].path / "dev.parquet").to_pydict()
+    assert limits
+    for objective, limit, tokenizer in limits:
+        refs = dev["source" if objective == "ae" else "target"][:4]
+        assert limit == max(len(ids) for ids in tokenizer(refs)["input_ids"]) + 3

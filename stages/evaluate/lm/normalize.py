@@ -2,9 +2,11 @@
 
 Rules, in the paper's order: English number words to digits ("two" -> "2", also
 "twenty-one" -> "21", "one hundred and five" -> "105"), every punctuation mark to a
-space, strip, lowercase. An output is correct when it *contains* the normalised answer;
-we require the containment to fall on word boundaries (and collapse runs of spaces),
-so that the answer "2" is not found inside "12" nor "a" inside "cat".
+space, strip, lowercase. An output is correct when it *contains* the normalised form of
+any gold answer (SQuAD lists several). ``match="substring"`` is appendix D's reading (plain
+containment: "2" is found in "12 apples"); ``match="word"`` requires the containment to
+fall on word boundaries (so "a" is not found inside "cat"), a stricter choice of ours.
+Runs of spaces are collapsed in both.
 """
 
 from __future__ import annotations
@@ -57,9 +59,18 @@ def normalize_answer(text: str) -> str:
     return text.strip().lower()
 
 
-def contains_answer(output: str, answer: str) -> bool:
-    """QA accuracy test: the normalised output contains the normalised answer (as whole
-    words). An answer that normalises to nothing can never be matched."""
+MATCHES = ("substring", "word")
+
+
+def contains_answer(output: str, answers: str | list[str], match: str = "substring") -> bool:
+    """QA accuracy test: the normalised output contains the normalised form of one of
+    ``answers`` (``match``: see the module docstring). An answer that normalises to
+    nothing never matches."""
+    if match not in MATCHES:
+        raise ValueError(f"eval.qa.match: value {match!r} is not one of {list(MATCHES)}")
     out = " ".join(normalize_answer(output).split())
-    ans = " ".join(normalize_answer(answer).split())
-    return bool(ans) and f" {ans} " in f" {out} "
+    for answer in [answers] if isinstance(answers, str) else answers:
+        ans = " ".join(normalize_answer(answer).split())
+        if ans and (ans in out if match == "substring" else f" {ans} " in f" {out} "):
+            return True
+    return False
