@@ -43,6 +43,7 @@ _EXPORTS = {
     "SentenceSelector": ".selectors",
     "TopKSelector": ".selectors",
     "punctuation_token_ids": ".selectors",
+    "chunk_token_ids": ".selectors",
     "token_flags": ".selectors",
     "TinyBartSpec": ".testing.tiny_bart",
     "build_tiny_bart": ".testing.tiny_bart",
@@ -68,6 +69,7 @@ __all__ = [
     "nugget_counts",
     "nuggify",
     "punctuation_token_ids",
+    "chunk_token_ids",
     "register_adaptor",
     "supported_model_types",
     "token_flags",
@@ -87,6 +89,7 @@ if TYPE_CHECKING:  # static analysers see the eager imports
         ChunkSelector,
         SentenceSelector,
         TopKSelector,
+        chunk_token_ids,
         punctuation_token_ids,
         token_flags,
     )

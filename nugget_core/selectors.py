@@ -10,6 +10,7 @@ paper's rule-based ablations. ``boundary_mask`` carries the per-token flags a ru
 from __future__ import annotations
 
 import string
+from collections.abc import Iterable
 from typing import Protocol
 
 import torch
@@ -56,7 +57,8 @@ class TopKSelector:
 
 class ChunkSelector:
     """Split the ``n`` real tokens into ``ceil(r * n)`` near-equal contiguous chunks and
-    take the last punctuation token of each chunk (``boundary_mask``), else its last token."""
+    take the last boundary token of each chunk (``boundary_mask``: commas and periods,
+    `chunk_token_ids`, Nugget §7.1), else its last token."""
 
     def __call__(
         self,
@@ -111,13 +113,24 @@ def token_flags(input_ids: torch.Tensor, token_ids: set[int]) -> torch.Tensor:
     return torch.isin(input_ids, ids)
 
 
-def punctuation_token_ids(tokenizer) -> set[int]:
-    """Ids of vocabulary entries made only of punctuation (after stripping the word-start
-    markers of byte-level BPE 'Ġ' and SentencePiece '▁'); feeds `ChunkSelector`."""
-    punct = set(string.punctuation) | set("。，、！？；：…「」『』（）")
+PUNCTUATION = frozenset(string.punctuation) | frozenset("。，、！？；：…「」『』（）")
+# Nugget §7.1: the chunking baseline ends a chunk at a comma or a period (and their CJK forms)
+CHUNK_MARKS = frozenset(",.，。、")
+
+
+def punctuation_token_ids(tokenizer, marks: Iterable[str] = PUNCTUATION) -> set[int]:
+    """Ids of vocabulary entries made only of characters in ``marks`` (default: any
+    punctuation), after stripping the word-start markers of byte-level BPE 'Ġ' and
+    SentencePiece '▁'."""
+    allowed = set(marks)
     out = set()
     for token, idx in tokenizer.get_vocab().items():
         text = token.replace("Ġ", "").replace("▁", "")
-        if text and all(ch in punct for ch in text):
+        if text and all(ch in allowed for ch in text):
             out.add(idx)
     return out
+
+
+def chunk_token_ids(tokenizer) -> set[int]:
+    """The tokens that end a chunk for `ChunkSelector`: commas and periods (§7.1)."""
+    return punctuation_token_ids(tokenizer, CHUNK_MARKS)

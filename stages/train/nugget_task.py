@@ -167,11 +167,11 @@ class NuggetTask(TaskBase):
                 bounds[i, [p for p in e.boundaries if p < ids.shape[1]]] = True
             batch["boundary_mask"] = bounds
         elif self.nugget.selector == "chunk":
-            # the chunking selector takes the last punctuation token of each chunk (§7.1)
-            from nugget_core import punctuation_token_ids, token_flags
+            # the chunking selector takes the comma / period ending each chunk (§7.1)
+            from nugget_core import chunk_token_ids, token_flags
 
             if self._punct is None:
-                self._punct = punctuation_token_ids(self.tokenizer())
+                self._punct = chunk_token_ids(self.tokenizer())
             batch["boundary_mask"] = token_flags(ids, self._punct)
         return batch
 

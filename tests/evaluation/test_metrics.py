@@ -79,3 +79,14 @@ def test_bleu_equals_sacrebleu_cli(tmp_path):
     sentence_mean = sum(sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(HYPS, REFS, strict=True)) / len(HYPS)
     assert ours != pytest.approx(sentence_mean, abs=0.5)
     assert corpus_bleu(REFS, REFS) == pytest.approx(100.0)
+
+
+def test_the_share_counts_every_tokenizer_spelling():
+    """Issue 14 item 17: mBART-50's SentencePiece writes 'the' as '▁the'; it was not counted."""
+    from collections import Counter
+
+    from stages.evaluate.nugget.analysis import TokenStats
+
+    stats = TokenStats()
+    assert stats.word_share(Counter({"▁the": 2, "▁cat": 2}), "the") == 50.0
+    assert stats.word_share(Counter({"Ġthe": 1, "the": 1, "Ġcat": 2}), "the") == 50.0

@@ -111,3 +111,16 @@ def test_nugget_autoencoder_overfits_in_200_steps():
     out = nugget_model.generate(**batch, num_beams=5, max_new_tokens=30)
     decoded = tok.batch_decode(out, skip_special_tokens=True)
     assert sum(d.strip() == doc for d, doc in zip(decoded, DOCS, strict=True)) >= 3, decoded
+
+
+def test_chunk_boundaries_are_commas_and_periods_only():
+    """Issue 14 item 16: Nugget §7.1's chunking baseline ends chunks at commas and periods
+    (it used every punctuation token, semicolons and exclamation marks included)."""
+    from nugget_core import chunk_token_ids
+
+    tok = train_bpe_tokenizer(["one, two. three; four! five? six: seven."] * 30, vocab_size=300)
+    pieces = {tok.convert_ids_to_tokens(i).replace("Ġ", "") for i in chunk_token_ids(tok)}
+    assert pieces and pieces <= {",", ".", ",.", ".,"}
+    assert {",", "."} <= pieces
+    everything = {tok.convert_ids_to_tokens(i).replace("Ġ", "") for i in punctuation_token_ids(tok)}
+    assert {";", "!", "?"} <= everything  # still available to the sentence selector's filter

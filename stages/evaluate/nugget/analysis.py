@@ -38,8 +38,10 @@ class TokenStats:
         return 100.0 * counter[token] / max(sum(counter.values()), 1)
 
     def word_share(self, counter: Counter, word: str) -> float:
-        """Share of tokens spelling ``word`` with or without the byte-level word-start marker."""
-        return 100.0 * (counter[word] + counter["Ġ" + word]) / max(sum(counter.values()), 1)
+        """Share of tokens spelling ``word``, bare or with a word-start marker: byte-level
+        BPE's 'Ġ' or SentencePiece's '▁' (mBART-50)."""
+        hits = counter[word] + counter["Ġ" + word] + counter["▁" + word]
+        return 100.0 * hits / max(sum(counter.values()), 1)
 
     def punctuation_share(self, counter: Counter) -> float:
         return 100.0 * sum(c for t, c in counter.items() if is_punctuation(t)) / max(sum(counter.values()), 1)

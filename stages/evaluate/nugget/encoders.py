@@ -2,7 +2,7 @@
 
 - ``nugget``: the nuggets (``Nuggets.encoding``, after the value projection), one vector
   per selected token; rule-based selectors get their flags from the tokens (chunking:
-  punctuation; sentence: sentence-final punctuation, as PI/RR documents carry no
+  commas and periods, §7.1; sentence: sentence-final punctuation, as PI/RR documents carry no
   sentence lists);
 - ``colbart``: every last-layer encoder state of a Nugget model's encoder (ColBART,
   Nugget §6.1.2: "the last hidden states of the encoder");
@@ -47,17 +47,14 @@ class LoadedSystem:
         return to_device({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}, self.device)
 
     def _boundary_mask(self, input_ids: torch.Tensor) -> torch.Tensor | None:
-        from nugget_core import punctuation_token_ids, token_flags
+        from nugget_core import chunk_token_ids, punctuation_token_ids, token_flags
 
         selector = self.system.selector
         if self.mode != "nugget" or selector == "topk":
             return None
         if selector not in self._flags:
-            punct = punctuation_token_ids(self.tokenizer)
-            if selector == "sentence":
-                vocab = {i: t for t, i in self.tokenizer.get_vocab().items()}
-                punct = {i for i in punct if set(vocab[i].replace("Ġ", "").replace("▁", "")) <= SENTENCE_END}
-            self._flags[selector] = punct
+            self._flags[selector] = (punctuation_token_ids(self.tokenizer, SENTENCE_END) if selector == "sentence"
+                                     else chunk_token_ids(self.tokenizer))
         return token_flags(input_ids, self._flags[selector])
 
     @torch.no_grad()
