@@ -41,7 +41,7 @@ def test_paper_adapters_read_local_files_in_hf_layout(tmp_path):
         ("Alpha", [("", "Lead text ."), ("History", "Old .")]), ("Beta", [("", "Only lead .")])]
     squad = [{"context": "C", "question": "Q?", "answers": {"text": ["A"], "answer_start": [0]}},
              {"context": "C", "question": "none", "answers": {"text": [], "answer_start": []}}]
-    assert paper.squad_from_rows(squad) == [("C", "Q?", ["A"])]  # every gold answer (issue 14 item 13)
+    assert paper.squad_from_rows(squad) == [("C", "Q?", ["A"])]  # every gold answer
     assert paper.cnn_from_rows([{"article": "Art", "highlights": "H", "id": "1"}]) == [("Art", "H")]
     (tmp_path / "pb.tsv").write_text("0.9\tA cat sat.\tA cat was sitting.\nB.\tBee.\n")
     assert paper.parabank_pairs(tmp_path / "pb.tsv") == [("A cat sat.", "A cat was sitting."), ("B.", "Bee.")]

@@ -164,7 +164,7 @@ def test_report_reads_nugget2d_metrics(tmp_path):
 
 
 def test_reconstruction_decodes_whole_documents(tmp_path, monkeypatch):
-    """Issue 14 item 1: beam search may write the longest reference whole (+ the margin);
+    """Beam search may write the longest reference whole (+ the margin);
     it used to stop at the QA generation cap (eval.max_new_tokens, 64 < 128-subword documents)."""
     import pyarrow.parquet as pq
 

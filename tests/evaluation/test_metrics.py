@@ -82,7 +82,7 @@ def test_bleu_equals_sacrebleu_cli(tmp_path):
 
 
 def test_the_share_counts_every_tokenizer_spelling():
-    """Issue 14 item 17: mBART-50's SentencePiece writes 'the' as '▁the'; it was not counted."""
+    """mBART-50's SentencePiece writes 'the' as '▁the'; it was not counted."""
     from collections import Counter
 
     from stages.evaluate.nugget.analysis import TokenStats

@@ -36,7 +36,7 @@ def test_output_contains_answer_after_normalisation():
 
 
 def test_appendix_d_accepts_any_gold_answer_as_a_substring():
-    """Issue 14 item 13: appendix D is substring containment against every gold answer
+    """Appendix D is substring containment against every gold answer
     (the old test was whole words against the first answer only)."""
     assert contains_answer("12 apples", "2")  # substring, as in the paper
     assert contains_answer("in the year 1905", ["the 20th century", "1905"])  # any gold answer

@@ -58,7 +58,7 @@ def test_lm_forward_without_adapter_is_the_plain_hf_model(causal_factory, doc_ba
 
 
 def test_a_pass_on_one_adapter_computes_only_that_one(causal_factory, doc_batch):
-    """Issue 15: an inactive adapter costs nothing (its lora_A never runs), per-token
+    """An inactive adapter costs nothing (its lora_A never runs), per-token
     gates run both, and routing never touches requires_grad."""
     reference, model = _trained_looking(causal_factory)
     calls = {"compressor": 0, "decoder": 0}

@@ -114,7 +114,7 @@ def test_nugget_autoencoder_overfits_in_200_steps():
 
 
 def test_chunk_boundaries_are_commas_and_periods_only():
-    """Issue 14 item 16: Nugget §7.1's chunking baseline ends chunks at commas and periods
+    """Nugget §7.1's chunking baseline ends chunks at commas and periods
     (it used every punctuation token, semicolons and exclamation marks included)."""
     from nugget_core import chunk_token_ids
 
