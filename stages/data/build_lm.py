@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from stages.artifacts.data import BaseLM, LMRecords
 from stages.data import paper_sources as paper
-from stages.data.articles import from_sections, from_wiki_markup
+from stages.data.corpora import offline_articles
 from stages.data.lm_builders import (
     QA_STAND_IN,
     SUMMARY_STAND_IN,
@@ -47,8 +47,7 @@ from stages.data.stats import length_stats
 from stages.data.tokens import encode_texts
 from stages.framework import raydata
 from stages.framework.stage import Stage, StageContext
-from stages.sources import python_docs
-from stages.sources.readers import lee_documents, wiki_articles
+from stages.sources.readers import lee_documents
 
 
 def _article_text(article: Any) -> str:
@@ -63,8 +62,8 @@ def _texts(cfg: Any, sources_dir: Any, cap: int) -> dict[str, list[str]]:
         squad = paper.squad_from_rows(paper.load_rows("squad", "validation", cfg.squad_files))
         cnn = paper.cnn_from_rows(paper.load_rows("cnn_dailymail", "test", cfg.cnn_files))
         return {"wiki": wiki, "pile": pile, "qa": squad, "summ": cnn}
-    wiki = [_article_text(from_wiki_markup(t, m)) for t, m in wiki_articles(sources_dir)]
-    pile = [_article_text(from_sections(t, s)) for t, s in python_docs.read(sources_dir)]
+    wiki = [_article_text(a) for a in offline_articles("gensim_wiki", sources_dir)]
+    pile = [_article_text(a) for a in offline_articles("python_docs", sources_dir)]
     # SQuAD-sized passages: single paragraphs of 30-300 words
     passages = [p for w in wiki for p in re.split(r"\n+", w) if 30 <= len(p.split()) <= 300]
     take = (lambda xs: xs[:cap]) if cap else (lambda xs: xs)

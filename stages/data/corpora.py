@@ -78,6 +78,15 @@ def mt_corpus(cfg: Any, sources_dir: Path) -> ParallelCorpus:
 ENGLISH_SOURCES = ("sword_bible", "gensim_wiki", "python_docs", "gensim_lee")
 
 
+def offline_articles(source: str, sources_dir: Path) -> list[Article]:
+    """Sectioned articles of an offline source: ``gensim_wiki`` or ``python_docs``."""
+    if source == "gensim_wiki":
+        return [from_wiki_markup(t, m) for t, m in wiki_articles(sources_dir)]
+    if source == "python_docs":
+        return [from_sections(t, s) for t, s in python_docs.read(sources_dir)]
+    raise ValueError(f"no offline article reader for source {source!r}")
+
+
 def _english_streams(source: str, sources_dir: Path) -> list[list[str]]:
     """Units in reading order, one stream per book / article / document: KJV verses,
     sentences of Wikipedia and Python-documentation prose sections, Lee sentences."""
@@ -88,9 +97,8 @@ def _english_streams(source: str, sources_dir: Path) -> list[list[str]]:
             books.setdefault(book, []).append(text)
         return list(books.values())
     if source in ("gensim_wiki", "python_docs"):
-        articles = ([from_wiki_markup(t, m) for t, m in wiki_articles(sources_dir)] if source == "gensim_wiki"
-                    else [from_sections(t, s) for t, s in python_docs.read(sources_dir)])
-        return [[u for _, text in a.sections for u in split_sentences(text)] for a in articles]
+        return [[u for _, text in a.sections for u in split_sentences(text)]
+                for a in offline_articles(source, sources_dir)]
     if source == "gensim_lee":
         return [split_sentences(doc) for doc in lee_documents(sources_dir)]
     raise ValueError(f"data.mt.ae_sources: unknown source {source!r}; use some of {list(ENGLISH_SOURCES)}")
@@ -130,10 +138,8 @@ def pi_corpus(cfg: Any, sources_dir: Path) -> ParallelCorpus:
 
 def rr_articles(cfg: Any, sources_dir: Path) -> list[Article]:
     """Sectioned articles for build_rr (lead first)."""
-    if cfg.source == "gensim_wiki":
-        arts = [from_wiki_markup(t, m) for t, m in wiki_articles(sources_dir)]
-    elif cfg.source == "python_docs":
-        arts = [from_sections(t, s) for t, s in python_docs.read(sources_dir)]
+    if cfg.source in ("gensim_wiki", "python_docs"):
+        arts = offline_articles(cfg.source, sources_dir)
     elif cfg.source == "wikitext103":
         rows = paper.load_rows("wikitext103", "train", cfg.local_files)
         arts = from_wikitext103(paper.texts_from_rows(rows))
