@@ -37,6 +37,8 @@ EXT_LINK = re.compile(r"\[(?:https?|ftp)://\S+\s*([^\]]*)\]")
 TAGS = re.compile(r"<[^>]+>")
 WIKITEXT_TITLE = re.compile(r"^ = ([^=].*?) = $")
 WIKITEXT_SECTION = re.compile(r"^ = = ([^=].*?) = = $")
+# deeper headings (" = = = Early life = = = "): neither a section of their own nor prose
+WIKITEXT_SUBHEADING = re.compile(r"^ (?:= ){3,}.*?(?: =){3,} $")
 
 
 @dataclass
@@ -99,6 +101,8 @@ def from_wikitext103(lines: Iterable[str]) -> list[Article]:
         elif m := WIKITEXT_SECTION.match(line):
             heads.append(m.group(1).strip())
             bodies.append([])
+        elif WIKITEXT_SUBHEADING.match(line):
+            continue
         elif line.strip():
             bodies[-1].append(line.strip())
     flush()

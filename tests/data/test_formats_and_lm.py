@@ -49,6 +49,15 @@ def test_paper_adapters_read_local_files_in_hf_layout(tmp_path):
         paper.load_rows("squad", "train", str(tmp_path / "missing*.json"))
 
 
+def test_wikitext_subheadings_are_not_passage_text():
+    """RR passages (Nugget app. A.2) are section prose: a deeper heading line such as
+    ' = = = Early life = = = ' used to be kept inside its section's text."""
+    lines = [" = Alpha = ", " Lead . ", " = = History = = ", " = = = Early life = = = ", " Born . ",
+             " = = = = Detail = = = = ", " More . "]
+    (article,) = from_wikitext103(lines)
+    assert article.sections == [("", "Lead ."), ("History", "Born . More .")]
+
+
 def test_prompts_are_the_appendix_c_templates():
     r = lm.qa_record("DOC", "Who?", "me")
     assert r["full_prompt"] == "[INST] DOC Based on the provided document, answer the following question: Who? [/INST]"
