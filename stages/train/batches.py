@@ -21,6 +21,9 @@ class Example:
     source: list[int]
     target: list[int]
     boundaries: list[int]  # source positions ending a sentence (sentence selector)
+    # per source token, the index of the word of the text it belongs to (None: a special
+    # token such as BOS / EOS); what the TSDAE deletion noise drops whole
+    words: tuple[int | None, ...] = ()
 
 
 class BatchSchedule:
@@ -45,12 +48,19 @@ class BatchSchedule:
         return mine[start : start + self.batch_size].tolist()
 
 
-def delete_tokens(ids: list[int], p: float, rng: np.random.Generator) -> list[int]:
-    """Token-deletion noise (TSDAE-style): drop each token with probability ``p``,
-    always keeping at least one."""
+def delete_words(ids: list[int], words: tuple[int | None, ...], p: float, rng: np.random.Generator) -> list[int]:
+    """Deletion noise of TSDAE (Wang et al. 2021), as the Nugget paper's baseline uses it:
+    drop each *word* of the text (all of its subword tokens) with probability ``p``,
+    always keeping at least one word; special tokens (word None) are never dropped."""
     if p <= 0.0:
         return list(ids)
-    keep = rng.random(len(ids)) >= p
-    if not keep.any():
-        keep[rng.integers(len(ids))] = True
-    return [t for t, k in zip(ids, keep, strict=True) if k]
+    if len(words) != len(ids):
+        raise ValueError(f"deletion noise needs a word index per token: {len(words)} for {len(ids)} tokens")
+    distinct = sorted({w for w in words if w is not None})
+    if not distinct:
+        return list(ids)
+    drop = rng.random(len(distinct)) < p
+    if drop.all():
+        drop[rng.integers(len(distinct))] = False
+    dropped = {w for w, d in zip(distinct, drop, strict=True) if d}
+    return [t for t, w in zip(ids, words, strict=True) if w is None or w not in dropped]

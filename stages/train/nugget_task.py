@@ -2,7 +2,7 @@
 
 Input artifacts (contracts of the dataset stages): a HF tokenizer folder and
 ``{train,dev}.parquet`` with columns ``source``, ``target``, ``source_sentences``.
-``ae`` reconstructs the source (optionally from a token-deleted copy, the TSDAE-style
+``ae`` reconstructs the source (optionally from a word-deleted copy: TSDAE's
 noise) and also trains on ``train_ae.parquet`` when ``build_mt_docs`` wrote one (English-only
 documents, ``data.mt.ae_sources``); ``mt`` produces the target. The sentence-boundary selector gets, per source,
 the positions of the last token of each sentence, found from the tokenizer's character
@@ -23,7 +23,7 @@ from torch import nn
 
 from stages.artifacts.data import MtDocuments
 from stages.common.padding import pad
-from stages.train.batches import Example, delete_tokens
+from stages.train.batches import Example, delete_words
 from stages.train.task import TaskBase
 
 
@@ -113,13 +113,15 @@ class NuggetTask(TaskBase):
         limit = self._max_len()
         enc = tok(table["source"], truncation=True, max_length=limit, return_offsets_mapping=True)
         targets = table[OBJECTIVES[self.objective].target_column]
-        dec = tok(targets, truncation=True, max_length=limit)
+        # text_target: a multilingual tokenizer (mBART-50) prefixes labels with the target
+        # language code (zh_CN), never the source's
+        dec = tok(text_target=targets, truncation=True, max_length=limit)
         return [
-            Example(ids, tgt, sentence_end_positions(text, sents, offs))
-            for ids, tgt, text, sents, offs in zip(
+            Example(ids, tgt, sentence_end_positions(text, sents, offs), tuple(enc.word_ids(i)))
+            for i, (ids, tgt, text, sents, offs) in enumerate(zip(
                 enc["input_ids"], dec["input_ids"], table["source"],
                 table["source_sentences"], enc["offset_mapping"], strict=True,
-            )
+            ))
         ]
 
     def _max_len(self) -> int:
@@ -157,7 +159,7 @@ class NuggetTask(TaskBase):
         pad_id = self.tokenizer().pad_token_id
         rng = np.random.default_rng([self.seed, max(step, 0), rank])
         noise = self.deletion_noise if train and OBJECTIVES[self.objective].noisy else 0.0
-        sources = [delete_tokens(e.source, noise, rng) for e in rows]
+        sources = [delete_words(e.source, e.words, noise, rng) for e in rows]
         ids, mask = pad(sources, pad_id)
         labels, _ = pad([e.target for e in rows], -100)
         batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}

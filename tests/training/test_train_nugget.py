@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,61 @@ def test_ae_objective_also_reads_the_english_only_documents(mt_artifacts, tmp_pa
     base = len(pq.read_table(data / "train.parquet"))
     assert counts["ae"][0] == base + 5 and counts["mt"][0] == base
     assert counts["ae"][1] == counts["mt"][1]
+
+
+def test_tsdae_noise_drops_whole_words_and_never_special_tokens():
+    """TSDAE deletes words of the text; deleting subword tokens could also drop BOS / EOS
+    and leave half words."""
+    import numpy as np
+
+    from stages.train.batches import delete_words
+
+    ids = [0, 11, 12, 13, 14, 15, 2]  # <s> wo-rd1 word2 wo-rd3 </s>
+    words = (None, 0, 0, 1, 2, 2, None)
+    for seed in range(50):
+        kept = delete_words(ids, words, 0.6, np.random.default_rng(seed))
+        assert kept[0] == 0 and kept[-1] == 2  # special tokens stay
+        assert (11 in kept) == (12 in kept) and (14 in kept) == (15 in kept)  # whole words
+        assert len(kept) >= 3  # at least one word kept
+    assert delete_words(ids, words, 0.0, np.random.default_rng(0)) == ids
+
+
+def test_noisy_training_input_keeps_bos_and_eos(mt_artifacts):
+    data, tok = mt_artifacts
+    cfg = load_config(TINY)
+    task = dataclasses.replace(_task(cfg, data, tok), deletion_noise=0.6)
+    rows = task.load_split("train")[:8]
+    assert all(len(r.words) == len(r.source) for r in rows)
+    batch = task.collate(rows, step=3, rank=0, train=True)
+    tokenizer = task.tokenizer()
+    for ids, mask in zip(batch["input_ids"], batch["attention_mask"], strict=True):
+        real = ids[mask.bool()].tolist()
+        assert real[0] == tokenizer.bos_token_id and real[-1] == tokenizer.eos_token_id
+
+
+class _SourceTargetTokenizer:
+    """Stands in for mBART-50's tokenizer: source text starts with the source language
+    code (250004, en_XX), target text (``text_target=``) with the target's (250025, zh_CN)."""
+
+    class Encoding(dict):
+        def word_ids(self, i: int) -> list[int | None]:
+            return [None, 0]
+
+    def __call__(self, text=None, text_target=None, **kwargs):
+        if text_target is not None:
+            return self.Encoding(input_ids=[[250025, 5] for _ in text_target])
+        return self.Encoding(input_ids=[[250004, 5] for _ in text], offset_mapping=[[(0, 0), (0, 3)] for _ in text])
+
+
+def test_labels_are_tokenised_as_targets(tmp_path):
+    """MT labels carry the target language code, not the source's (text_target=)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    row = {"source": "Hi.", "target": "你好。", "source_sentences": ["Hi."]}
+    pq.write_table(pa.Table.from_pylist([row]), MtDocuments.split_file(tmp_path, "train"))
+    cfg = load_config(TINY)
+    task = NuggetTask(MtDocuments(tmp_path), "unused", "mt", cfg.nugget, cfg.model.seq2seq)
+    task._tok = _SourceTargetTokenizer()
+    (example,) = task.load_split("train")
+    assert example.source[0] == 250004 and example.target[0] == 250025
