@@ -33,6 +33,8 @@ def test_paper_profile_has_paper_settings():
     assert cfg.nugget2d.lora_rank == 32
     assert cfg.train.sweep.ratios == [0.05, 0.1, 0.15, 0.25]
     assert cfg.data.mt.source == "wmt19"
+    assert cfg.eval.max_tasks == 1024  # PI / RR: 1024 queries per task (Nugget table 1), not every built one
+    assert cfg.eval.qa.match == "substring"  # appendix D
 
 
 def test_gpu1_profile_puts_every_model_on_one_gpu_in_bf16():
