@@ -1,14 +1,32 @@
-"""KV bytes and per-token decode time: Nugget2D compressor (r=0.1) vs Full, SmolLM2.
+"""Decode cost of Nugget2D (r=0.1) vs the plain LM, side by side in one run.
 
-Not a test. For each context length, the document is encoded once; then ``--steps``
-greedy tokens are decoded attending to (a) the k = ceil(0.1 n) nugget KVs (Nugget2D,
-untrained adapters: the timing and memory do not depend on the weights) or (b) all n
-KVs (Full: the same loop with every token kept and the plain LM). Both use the same
-decoding loop, so the difference is the attended KV length.
+Not a test. A LLaMA-shaped LM with random weights (the cost of a step does not depend on
+them) decodes greedily after a document of n tokens and an 8-token prompt. Per context
+length, for each system: steady-state ms per generated token, measured as
+``(t(S1 + steps) - t(S1)) / steps`` so prefill, setup and CUDA-graph capture cancel out;
+on CPU also aten ops per generated token (ops that reach a kernel, counted with a
+``TorchDispatchMode`` the same way); on CUDA also the GPU busy share (kernel time from
+a profiled run over the wall time of the unprofiled one).
 
-    python benchmarks/nugget2d_decode.py [--keep-layers 8] [--steps 16]
+Systems:
+- ``hf_generate``: vanilla HF ``generate`` of the plain LM on document + prompt;
+- ``hf_generate_wrapped``: the same through the Nugget2D-wrapped (peft) LM, adapters off;
+- ``reference``: Nugget2D through the reference loop (DynamicCache, per-step 4D mask,
+  unmerged LoRA: the decoder this project shipped before the static path);
+- ``nugget2d``: Nugget2D `generate_from_context` (static cache, theta merged, CUDA graph
+  on GPUs) on the ceil(r n) nuggets;
+- ``full_static``: the same decoder on every document token (Full, plain LM): what the
+  KV saving alone buys.
 
-Writes benchmarks/results/nugget2d_decode.json and .md.
+``--max-batch`` also searches, at the largest context, the largest batch whose decode
+fits in GPU memory for ``full_static`` and ``nugget2d`` (each sequence holds its own KV;
+one context is encoded and replicated) and reports tokens/s at that batch.
+
+    python benchmarks/nugget2d_decode.py                               # CPU proxy
+    python benchmarks/nugget2d_decode.py --device cuda --shape llama2-7b \
+        --contexts 4096 32768 --max-batch                              # one H100
+
+Writes benchmarks/results/nugget2d_decode_<device>[_serving].json and .md.
 """
 
 from __future__ import annotations
@@ -17,96 +35,314 @@ import argparse
 import json
 import os
 import platform
-import tempfile
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
+import transformers
+from torch.utils._python_dispatch import TorchDispatchMode
+from transformers import LlamaConfig, LlamaForCausalLM
 
 from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel
+from nugget_core.nugget2d.context import CompressedContext
 from nugget_core.nugget2d.generation import generate_from_context
-from nugget_core.nugget2d.smollm2 import find_smollm2_package, prepare_smollm2
+from nugget_core.nugget2d.kv import LayerKV
+from nugget_core.nugget2d.reference_generation import reference_generate_from_context
 
 RESULTS = Path(__file__).parent / "results"
+PROMPT = 8
+SHAPES = {
+    # the CPU proxy: small enough for one thread, deep enough for per-layer overheads to show
+    "tiny-8l": dict(hidden_size=256, intermediate_size=688, num_hidden_layers=8,
+                    num_attention_heads=4, num_key_value_heads=4, vocab_size=8192),
+    # LLaMA-2-7B (no GQA: 32 KV heads): 512 KiB of bf16 KV per token
+    "llama2-7b": dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+                      num_attention_heads=32, num_key_value_heads=32, vocab_size=32000),
+}
 
 
-def _time_decode(model, context, prompt, steps, adapter) -> tuple[float, object]:
-    generate_from_context(model, context, prompt, max_new_tokens=2, adapter=adapter)  # warm-up
+class OpCounter(TorchDispatchMode):
+    """Counts aten ops that reach a kernel (composite ops count as what they run)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops[str(func.overloadpacket)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def build_lm(shape: str, device: torch.device, dtype: torch.dtype, max_len: int) -> LlamaForCausalLM:
+    config = LlamaConfig(
+        **SHAPES[shape], max_position_embeddings=max_len, rope_theta=10000.0,
+        attn_implementation="sdpa", pad_token_id=0, bos_token_id=1, eos_token_id=2,
+    )
+    torch.manual_seed(0)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            lm = LlamaForCausalLM(config)
+    finally:
+        torch.set_default_dtype(previous)
+    lm.generation_config.eos_token_id = None  # every run decodes exactly the steps asked
+    lm.generation_config.pad_token_id = 0
+    return lm.eval()
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(fn: Callable[[int], object], steps: int, device: torch.device) -> float:
+    """Wall seconds of ``fn(steps)`` (after the device has drained)."""
+    sync(device)
     start = time.perf_counter()
-    out = generate_from_context(model, context, prompt, max_new_tokens=steps, adapter=adapter)
-    # steps tokens = 1 prompt pass + (steps - 1) cached steps; time per cached step.
-    return (time.perf_counter() - start) / steps, out
+    fn(steps)
+    sync(device)
+    return time.perf_counter() - start
+
+
+def per_token(fn: Callable[[int], object], base: int, steps: int, device: torch.device,
+              repeats: int) -> float:
+    """Steady-state seconds per generated token: the best of ``repeats`` differences
+    ``t(base + steps) - t(base)``."""
+    fn(base)  # warm-up (allocator, kernels, lazy init)
+    best = float("inf")
+    for _ in range(repeats):
+        best = min(best, (timed(fn, base + steps, device) - timed(fn, base, device)) / steps)
+    return best
+
+
+def ops_per_token(fn: Callable[[int], object], base: int, steps: int) -> float:
+    counts = []
+    for n in (base, base + steps):
+        with OpCounter() as counter:
+            fn(n)
+        counts.append(sum(counter.ops.values()))
+    return (counts[1] - counts[0]) / steps
+
+
+def gpu_kernel_seconds(fn: Callable[[int], object], base: int, steps: int,
+                       device: torch.device) -> float:
+    """GPU time (kernels, copies, memsets) per generated token, from the profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    totals = []
+    for n in (base, base + steps):
+        sync(device)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            fn(n)
+            sync(device)
+        totals.append(sum(e.time_range.elapsed_us() for e in prof.events()
+                          if e.device_type == torch.autograd.DeviceType.CUDA))
+    return (totals[1] - totals[0]) / steps / 1e6
+
+
+def replicate(ctx: CompressedContext, batch: int) -> CompressedContext:
+    """``batch`` rows viewing one encoded row (no memory): the decoder's static cache
+    then holds ``batch`` real copies, as a server holding ``batch`` sequences would."""
+    rows = lambda t: t.expand(batch, *t.shape[1:])  # noqa: E731
+    keys = [rows(k) for k in ctx.kv.keys]
+    values = [rows(v) for v in ctx.kv.values]
+    return CompressedContext(LayerKV(keys, values), rows(ctx.mask), rows(ctx.scores),
+                             rows(ctx.positions), rows(ctx.lengths))
+
+
+def max_batch(model: Nugget2DModel, ctx: CompressedContext, prompt: torch.Tensor,
+              adapter: str | None, steps: int, limit: int, device: torch.device) -> dict:
+    """Largest batch (doubling, then bisection) whose replicated context and decode fit;
+    tokens/s there."""
+
+    def fits(batch: int) -> float | None:
+        try:
+            def run(n: int) -> None:
+                big = replicate(ctx, batch)
+                generate_from_context(model, big, prompt.expand(batch, -1), max_new_tokens=n,
+                                      adapter=adapter, consume_context=True)
+            t = per_token(run, 4, steps, device, repeats=1)
+            return batch / t
+        except torch.OutOfMemoryError:
+            return None
+        finally:
+            torch.cuda.empty_cache()
+
+    good, good_tps, bad = 0, 0.0, None
+    batch = 1
+    while batch <= limit:
+        tps = fits(batch)
+        print(f"    batch {batch}: {'OOM' if tps is None else f'{tps:.0f} tokens/s'}", flush=True)
+        if tps is None:
+            bad = batch
+            break
+        good, good_tps, batch = batch, tps, batch * 2
+    while bad is not None and bad - good > 1:
+        mid = (good + bad) // 2
+        tps = fits(mid)
+        print(f"    batch {mid}: {'OOM' if tps is None else f'{tps:.0f} tokens/s'}", flush=True)
+        if tps is None:
+            bad = mid
+        else:
+            good, good_tps = mid, tps
+    return {"max_batch": good, "tokens_per_s": good_tps, "first_oom": bad, "limit": limit}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--contexts", type=int, nargs="+", default=[512, 1024, 2048])
-    parser.add_argument("--steps", type=int, default=16)
-    parser.add_argument("--keep-layers", type=int, default=None)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--shape", default="tiny-8l", choices=sorted(SHAPES))
+    parser.add_argument("--dtype", default=None, choices=["fp32", "bf16"],
+                        help="default: fp32 on cpu, bf16 on cuda")
+    parser.add_argument("--contexts", type=int, nargs="+", default=[512])
+    parser.add_argument("--steps", type=int, default=32, help="timed steps (after --base)")
+    parser.add_argument("--base", type=int, default=8, help="steps of the subtracted run")
+    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--ratio", type=float, default=0.1)
-    parser.add_argument(
-        "--cache-dir", default=os.path.join(tempfile.gettempdir(), "nugget2d_bench")
-    )
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--skip-reference", action="store_true")
+    parser.add_argument("--max-batch", action="store_true")
+    parser.add_argument("--skip-latency", action="store_true",
+                        help="only the --max-batch search (the latency table is left out)")
+    parser.add_argument("--batch-limit", type=int, default=256)
     args = parser.parse_args()
-    package = find_smollm2_package()
-    if package is None:
-        raise SystemExit("SmolLM2 package not found (python -m stages.sources fetch smollm2)")
-    layers = args.keep_layers or "all"
-    folder = prepare_smollm2(package, Path(args.cache_dir) / f"smollm2-{layers}", args.keep_layers)
-    model = Nugget2DModel.from_lm(folder, Nugget2DConfig(ratio=args.ratio, lora_rank=32)).eval()
-    config = model.lm.config
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no CUDA device")
+    torch.set_num_threads(args.threads)
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[
+        args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
+    max_len = max(args.contexts) + PROMPT + args.base + args.steps + 64
+    lm = build_lm(args.shape, device, dtype, max_len)
+    vocab = lm.config.vocab_size
     gen = torch.Generator().manual_seed(0)
-    rows = []
-    for n in args.contexts:
-        doc = torch.randint(100, config.vocab_size, (1, n), generator=gen)
-        prompt = torch.randint(100, config.vocab_size, (1, 8), generator=gen)
+    docs = {n: torch.randint(100, vocab, (1, n), generator=gen).to(device) for n in args.contexts}
+    prompt = torch.randint(100, vocab, (1, PROMPT), generator=gen).to(device)
+    rows: dict[int, dict] = {n: {"context": n} for n in args.contexts}
+
+    def measure(name: str, n: int, fn: Callable[[int], object]) -> None:
+        row = rows[n]
         with torch.no_grad():
-            nug_ctx = model.compress(doc, ratio=args.ratio)
-            full_ctx = model.compress(doc, ratio=1.0, adapter=None)
-            t_nug, out_nug = _time_decode(model, nug_ctx, prompt, args.steps, "decoder")
-            t_full, out_full = _time_decode(model, full_ctx, prompt, args.steps, None)
-        rows.append(
-            {
-                "context": n,
-                "nugget_positions": nug_ctx.kv.length,
-                "nugget_kv_bytes": nug_ctx.nbytes(),
-                "full_kv_bytes": full_ctx.nbytes(),
-                "kv_ratio": nug_ctx.nbytes() / full_ctx.nbytes(),
-                "nugget_ms_per_token": 1000 * t_nug,
-                "full_ms_per_token": 1000 * t_full,
-                "speedup": t_full / t_nug,
-            }
-        )
-        print(rows[-1], flush=True)
+            sec = per_token(fn, args.base, args.steps, device, args.repeats)
+            row[f"{name}_ms"] = 1000 * sec
+            if device.type == "cpu":
+                row[f"{name}_ops"] = ops_per_token(fn, args.base, args.steps)
+            else:
+                row[f"{name}_busy"] = gpu_kernel_seconds(fn, args.base, args.steps, device) / sec
+        print(f"  n={n} {name}: " + ", ".join(f"{k[len(name) + 1:]}={v:.3g}"
+              for k, v in row.items() if k.startswith(name + "_")), flush=True)
+
+    def hf(n: int) -> Callable[[int], object]:
+        ids = torch.cat([docs[n], prompt], dim=1)
+        return lambda s: lm.generate(ids, max_new_tokens=s, min_new_tokens=s, do_sample=False)
+
+    latency = [] if args.skip_latency else args.contexts
+    for n in latency:  # the plain LM, before peft touches it
+        measure("hf_generate", n, hf(n))
+    model = Nugget2DModel(lm, Nugget2DConfig(ratio=args.ratio, scorer_layer=3, lora_rank=32)).eval()
+    with torch.no_grad():
+        for p in model.peft.parameters():
+            if p.requires_grad and p.dim() == 2 and p.shape[0] > p.shape[1]:
+                p.normal_(std=0.01)  # lora_B != 0: theta really is merged, not a no-op
+    for n in latency:
+        with torch.no_grad(), model.merged_adapter(None):
+            measure("hf_generate_wrapped", n, hf(n))
+        with torch.no_grad():
+            nug = model.compress(docs[n], ratio=args.ratio)
+            full = model.encode_full(docs[n])
+        rows[n].update(nuggets=nug.kv.length, nugget_kv_bytes=nug.nbytes(), full_kv_bytes=full.nbytes())
+
+        def static(ctx, adapter):
+            return lambda s: generate_from_context(model, ctx, prompt, max_new_tokens=s, adapter=adapter)
+
+        if not args.skip_reference:
+            measure("reference", n, lambda s, c=nug: reference_generate_from_context(
+                model, c, prompt, max_new_tokens=s))
+        measure("nugget2d", n, static(nug, "decoder"))
+        measure("full_static", n, static(full, None))
+        row = rows[n]
+        row["nugget2d_over_hf"] = row["nugget2d_ms"] / row["hf_generate_ms"]
+        if device.type == "cpu":
+            row["nugget2d_ops_over_hf"] = row["nugget2d_ops"] / row["hf_generate_ops"]
+        del nug, full  # the serving search below encodes afresh
+    serving = {}
+    if args.max_batch:
+        if device.type != "cuda":
+            raise SystemExit("--max-batch measures GPU memory: use --device cuda")
+        n = max(args.contexts)
+        for name in ("full_static", "nugget2d"):
+            torch.cuda.empty_cache()
+            with torch.no_grad():  # only this system's one encoded row is held
+                if name == "full_static":
+                    ctx, adapter = model.encode_full(docs[n]), None
+                else:
+                    ctx, adapter = model.compress(docs[n], ratio=args.ratio), "decoder"
+                print(f"  max batch at n={n}, {name}", flush=True)
+                serving[name] = max_batch(model, ctx, prompt, adapter, 16, args.batch_limit, device)
+            del ctx
+        serving["context"] = n
+        serving["held_besides_the_batch"] = (
+            "weights; one encoded row of the system (the replicated source); while decoding "
+            "with theta merged, one extra copy of the LoRA-targeted weights (attention "
+            "projections)")
+    write(args, device, dtype, lm, list(rows.values()), serving)
+
+
+def write(args, device, dtype, lm, rows, serving) -> None:
     meta = {
-        "model": "SmolLM2-135M-Instruct (GGUF Q4_1 dequantised to fp32)",
-        "layers": config.num_hidden_layers,
-        "ratio": args.ratio,
-        "decode_steps": args.steps,
-        "threads": torch.get_num_threads(),
-        "machine": f"{platform.machine()} {os.cpu_count()} cpus (shared)",
-        "torch": torch.__version__,
+        "shape": args.shape, "layers": lm.config.num_hidden_layers, "hidden": lm.config.hidden_size,
+        "dtype": str(dtype).removeprefix("torch."), "device": device.type,
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda"
+        else f"{platform.machine()} {os.cpu_count()} cpus, {args.threads} thread(s)",
+        "ratio": args.ratio, "prompt": PROMPT, "base_steps": args.base, "timed_steps": args.steps,
+        "repeats": args.repeats, "torch": torch.__version__, "transformers": transformers.__version__,
+        "command": "python benchmarks/nugget2d_decode.py " + " ".join(
+            a for a in os.sys.argv[1:]),
     }
+    out = RESULTS / f"nugget2d_decode_{device.type}{'_serving' if args.skip_latency else ''}"
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "nugget2d_decode.json").write_text(
-        json.dumps({"meta": meta, "rows": rows}, indent=2)
-    )
-    lines = [
-        f"# Nugget2D (r={args.ratio}) vs Full decode, {meta['model']}, {meta['layers']} layers, "
-        f"fp32, CPU ({meta['machine']}, {meta['threads']} threads), {args.steps} greedy steps",
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows, "serving": serving}, indent=2) + "\n")
+    rows = [r for r in rows if "nugget2d_ms" in r]
+    systems = [s for s in ("hf_generate", "hf_generate_wrapped", "reference", "nugget2d", "full_static")
+               if rows and f"{s}_ms" in rows[0]]
+    extra = "ops" if device.type == "cpu" else "busy"
+    lines = [] if not rows else [
+        f"# Nugget2D (r={args.ratio}) decode vs the plain LM: {args.shape} shape "
+        f"({meta['layers']} layers, d={meta['hidden']}), random {meta['dtype']} weights, "
+        f"{meta['device_name']}, batch 1, prompt {PROMPT}",
         "",
-        "| context | nuggets | Nugget2D KV | Full KV | KV ratio | Nugget2D ms/token | Full ms/token | speed-up |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"Steady-state per generated token over {args.steps} steps (t({args.base}+{args.steps}) - "
+        f"t({args.base}), best of {args.repeats}); torch {meta['torch']}, transformers "
+        f"{meta['transformers']}. `{meta['command']}`",
+        "",
+        "| context | nuggets | " + " | ".join(f"{s} ms" for s in systems) + " | "
+        + " | ".join(f"{s} {extra}" for s in systems) + " | nugget2d / hf_generate ms |",
+        "|" + "---:|" * (3 + 2 * len(systems)),
     ]
+    fmt = (lambda v: f"{v:.0f}") if extra == "ops" else (lambda v: f"{100 * v:.0f}%")
     for r in rows:
         lines.append(
-            f"| {r['context']} | {r['nugget_positions']} | {r['nugget_kv_bytes'] / 2**20:.2f} MiB "
-            f"| {r['full_kv_bytes'] / 2**20:.2f} MiB | {r['kv_ratio']:.3f} "
-            f"| {r['nugget_ms_per_token']:.1f} | {r['full_ms_per_token']:.1f} | {r['speedup']:.2f}x |"
+            f"| {r['context']} | {r['nuggets']} | " + " | ".join(f"{r[f'{s}_ms']:.2f}" for s in systems)
+            + " | " + " | ".join(fmt(r[f"{s}_{extra}"]) for s in systems)
+            + f" | {r['nugget2d_over_hf']:.2f}x |"
         )
-    (RESULTS / "nugget2d_decode.md").write_text("\n".join(lines) + "\n")
+    if extra == "ops" and rows:
+        lines += ["", "aten ops per token, nugget2d / hf_generate: "
+                  + ", ".join(f"n={r['context']}: {r['nugget2d_ops_over_hf']:.3f}x" for r in rows)]
+    if serving:
+        lines += ["", f"## Serving at {serving['context']} tokens of context, {meta['device_name']} "
+                  f"(batch search, 16 steps)", "", f"Held besides the batch's KV: {serving['held_besides_the_batch']}.", "",
+                  "| system | max batch | first OOM | tokens/s at max batch |", "|---|---:|---:|---:|"]
+        for name in ("full_static", "nugget2d"):
+            s = serving[name]
+            oom = s["first_oom"] or f"none <= {s['limit']}"
+            lines.append(f"| {name} | {s['max_batch']} | {oom} | {s['tokens_per_s']:.0f} |")
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -13,6 +13,10 @@ which leaves ``requires_grad`` alone):
   pre-hook on every ``lora_A[name]`` multiplies the adapter's input by its gate
   ``[batch, seq, 1]`` (1 = on, 0 = off, so an off token gets neither contribution nor
   gradient from that adapter).
+
+For inference, `AdapterRouter.merged` folds one adapter into the base weights for a
+block (W + B A swapped in, the original tensors swapped back after: exact, no
+merge / unmerge rounding drift), so a decode step is the plain LM's matmuls alone.
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ class AdapterRouter:
         if not self._handles:
             raise ValueError("no LoRA layers found: do lora_target_modules match the model?")
         self._active: tuple[str, ...] = ()
+        self._merged: str | None = None
         self._activate(())
 
     def _activate(self, names: tuple[str, ...]) -> None:
@@ -106,6 +111,9 @@ class AdapterRouter:
         """Within the block, scale phi's and theta's inputs by these gates (floats, or
         ``[batch, seq, 1]`` tensors matching the forward's tokens). An adapter whose gate
         is the float 0 is not computed at all."""
+        if self._merged is not None:
+            # the base weights hold that adapter now: any routed pass would add it twice
+            raise RuntimeError(f"adapter {self._merged!r} is merged: no routed pass inside merged()")
         previous, previous_active = dict(self.gates), self._active
         self.gates = {COMPRESSOR: compressor, DECODER: decoder}
         self._activate(tuple(n for n, g in self.gates.items() if not (isinstance(g, float) and g == 0.0)))
@@ -120,6 +128,44 @@ class AdapterRouter:
         if name not in (*ADAPTERS, None):
             raise ValueError(f"unknown adapter {name!r}; use one of {ADAPTERS} or None")
         return self.route(float(name == COMPRESSOR), float(name == DECODER))
+
+    @contextmanager
+    def merged(self, name: str | None) -> Iterator[None]:
+        """Within the block, adapter ``name`` lives in the base weights and no adapter is
+        computed: every forward is the plain LM's graph with theta (or phi) folded in.
+
+        Inference only (raises under autograd: the merged weights carry no gradient to
+        the adapter). Routed passes (`route`, `use`) raise inside the block: they would
+        apply the merged adapter a second time, or phi on top of theta. Costs one extra copy of each targeted weight for the block's
+        duration; the original weight tensors are restored untouched on exit.
+        ``name=None`` only turns every adapter off.
+        """
+        if name not in (*ADAPTERS, None):
+            raise ValueError(f"unknown adapter {name!r}; use one of {ADAPTERS} or None")
+        if name is not None and torch.is_grad_enabled():
+            raise RuntimeError("AdapterRouter.merged is for inference: call it under torch.no_grad()")
+        if self._merged is not None:
+            raise RuntimeError(f"adapter {self._merged!r} is already merged")
+        swapped: list[tuple[nn.Module, torch.Tensor]] = []
+        previous_active = self._active
+        try:
+            if name is not None:
+                for layer in self._layers:
+                    if name not in layer.lora_A:
+                        continue
+                    base = layer.get_base_layer()
+                    original = base.weight.data
+                    delta = layer.get_delta_weight(name).to(original.dtype)
+                    swapped.append((base, original))
+                    base.weight.data = original + delta
+            self._activate(())
+            self._merged = name
+            yield
+        finally:
+            for base, original in swapped:
+                base.weight.data = original
+            self._merged = None
+            self._activate(previous_active)
 
     def remove(self) -> None:
         for handle in self._handles:

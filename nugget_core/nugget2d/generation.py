@@ -1,8 +1,9 @@
 """Greedy generation from a compressed context (compressor mode) and KV accounting.
 
-The decoder first reads ``[soft prompt] prompt`` in one pass (`Nugget2DModel.decoder_pass`),
-then appends one token per step to the same HF cache; a key mask tracks which cached
-columns are real (prompts of different lengths leave padding columns behind).
+The decoder reads ``[soft prompt] prompt`` in one pass, then one token per step, with
+the decoding adapter merged into the weights (`AdapterRouter.merged`) on a static cache
+(`static_decode.StaticDecoder`; a CUDA graph per step on GPUs). Prompts of different
+lengths are packed per row (real tokens first); a key mask keeps padding columns out.
 """
 
 from __future__ import annotations
@@ -11,22 +12,46 @@ from dataclasses import dataclass
 
 import torch
 
-from .bias import nugget_attention_mask
 from .config import DECODER
 from .context import CompressedContext, gather_rows, pack_segments
-from .kv import cache_nbytes
 from .model import Nugget2DModel
+from .static_decode import StaticDecoder
 
 
 @dataclass
 class GenerationResult:
     """``tokens [batch, new]`` (``pad_token_id`` after EOS), the KV bytes of the context
-    before decoding and of the whole cache at the end, and positions per layer."""
+    before decoding and of the states held at the end (context, prompt and every
+    generated token but the last), and those positions per layer."""
 
     tokens: torch.Tensor
     context_kv_bytes: int
     final_kv_bytes: int
     final_kv_positions: int
+
+
+def pack_prompt(
+    model: Nugget2DModel,
+    batch: int,
+    prompt_ids: torch.Tensor | None,
+    prompt_mask: torch.Tensor | None,
+    soft_prompt: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The decoder's first input ``[soft prompt] prompt`` packed per row (real tokens
+    first): embeddings ``[batch, m, d]`` and mask ``[batch, m]``."""
+    device = model.device
+    segments = []
+    if soft_prompt:
+        soft = model.soft_prompt.expand(batch, -1, -1)
+        segments.append((soft, torch.ones(batch, soft.shape[1], dtype=torch.long, device=device)))
+    if prompt_ids is not None and prompt_ids.shape[1] > 0:
+        if prompt_mask is None:
+            prompt_mask = torch.ones_like(prompt_ids)
+        segments.append((model.embed(prompt_ids), prompt_mask))
+    if not segments:
+        raise ValueError("generation needs a prompt or the soft prompt to start from")
+    order, token_mask = pack_segments(segments)
+    return gather_rows(torch.cat([s for s, _ in segments], dim=1), order), token_mask
 
 
 @torch.no_grad()
@@ -40,53 +65,34 @@ def generate_from_context(
     pad_token_id: int = 0,
     soft_prompt: bool = False,
     adapter: str | None = DECODER,
+    cuda_graph: bool | None = None,
+    consume_context: bool = False,
 ) -> GenerationResult:
-    """Greedy decoding with theta (or ``adapter``) from ``context`` and right-padded prompts."""
+    """Greedy decoding with theta (or ``adapter``; None = the plain LM) from ``context``
+    and right-padded prompts ``[batch, p]``.
+
+    ``cuda_graph`` (default: on when the model is on a CUDA device) replays each step
+    from a captured graph; the tokens do not depend on it. ``consume_context`` frees the
+    context's KV while copying it into the decoder's cache (``context.kv`` is emptied).
+    """
     batch = context.lengths.shape[0]
     device = context.lengths.device
-    segments = []
-    if soft_prompt:
-        soft = model.soft_prompt.expand(batch, -1, -1)
-        segments.append((soft, torch.ones(batch, soft.shape[1], dtype=torch.long, device=device)))
-    if prompt_ids is not None and prompt_ids.shape[1] > 0:
-        if prompt_mask is None:
-            prompt_mask = torch.ones_like(prompt_ids)
-        segments.append((model.embed(prompt_ids), prompt_mask))
-    if not segments:
-        raise ValueError("generation needs a prompt or the soft prompt to start from")
-    order, token_mask = pack_segments(segments)
-    embeds = gather_rows(torch.cat([s for s, _ in segments], dim=1), order)
-    logits, cache = model.decoder_pass(context, embeds, token_mask, adapter=adapter)
-    n_real = token_mask.sum(dim=1)
-    last = logits[torch.arange(batch), n_real - 1]
-    keys_real = torch.cat([context.mask.bool(), token_mask.bool()], dim=1)
-    positions = context.lengths + n_real
-    finished = torch.zeros(batch, dtype=torch.bool, device=device)
-    out: list[torch.Tensor] = []
-    for step in range(max_new_tokens):
-        token = last.argmax(dim=-1).masked_fill(finished, pad_token_id)
-        out.append(token)
-        if eos_token_id is not None:
-            finished |= token.eq(eos_token_id)
-        if bool(finished.all()) or step == max_new_tokens - 1:
-            break
-        keys_real = torch.cat([keys_real, torch.ones(batch, 1, dtype=torch.bool, device=device)], 1)
-        key_scores = context.key_scores(keys_real.shape[1] - context.mask.shape[1])
-        mask = nugget_attention_mask(
-            keys_real[:, None, :], model.dtype, key_scores, model.config.residual
+    if cuda_graph is None:
+        cuda_graph = device.type == "cuda"
+    elif cuda_graph and device.type != "cuda":
+        raise ValueError(f"cuda_graph=True needs the context on a CUDA device, not {device}")
+    embeds, token_mask = pack_prompt(model, batch, prompt_ids, prompt_mask, soft_prompt)
+    context_positions, context_bytes = context.kv.length, context.nbytes()
+    with model.merged_adapter(adapter):
+        decoder = StaticDecoder(
+            model.lm, context, token_mask, max_new_tokens, model.config.residual, consume_context
         )
-        step_out = model.lm_forward(
-            adapter,
-            inputs_embeds=model.embed(token[:, None]),
-            attention_mask=mask,
-            position_ids=(positions + step)[:, None],
-            past_key_values=cache,
-            use_cache=True,
-        )
-        last = step_out.logits[:, -1]
+        tokens = decoder.generate(embeds, max_new_tokens, eos_token_id, pad_token_id, cuda_graph)
+    positions = context_positions + token_mask.shape[1] + tokens.shape[1] - 1
+    per_position = context_bytes // max(context_positions, 1)
     return GenerationResult(
-        tokens=torch.stack(out, dim=1),
-        context_kv_bytes=context.nbytes(),
-        final_kv_bytes=cache_nbytes(cache),
-        final_kv_positions=cache.get_seq_length(),
+        tokens=tokens,
+        context_kv_bytes=context_bytes,
+        final_kv_bytes=per_position * positions,
+        final_kv_positions=positions,
     )

@@ -20,6 +20,7 @@ Autoregressive mode lives in `nugget_core.nugget2d.autoregressive`.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,8 @@ class Nugget2DModel(nn.Module):
 
     Passes: `compress` (phi, nuggets only), `encode_full` (every token, Full baseline),
     `decoder_pass` / `forward` (theta on a context), `lm_forward` / `backbone_forward`
-    (any HF forward with an adapter or per-token gates routed), `score` / `select`,
+    (any HF forward with an adapter or per-token gates routed), `merged_adapter`
+    (inference with an adapter folded into the weights), `score` / `select`,
     `embed`, `rotary`. ``router`` and ``adaptor`` are internals: callers outside
     `nugget_core` use these methods instead.
     """
@@ -141,6 +143,12 @@ class Nugget2DModel(nn.Module):
         routing = self.router.route(*gates) if gates is not None else self.router.use(adapter)
         with routing:
             return self.lm(**hf_kwargs)
+
+    def merged_adapter(self, adapter: str | None) -> AbstractContextManager[None]:
+        """Inference block in which ``adapter`` is folded into the LM's weights and no
+        adapter is computed (`AdapterRouter.merged`): ``self.lm`` is then a plain HF LM
+        with phi or theta baked in; ``None`` turns every adapter off."""
+        return self.router.merged(adapter)
 
     def backbone_forward(self, adapter: str | None = None, **hf_kwargs: Any) -> Any:
         """`lm_forward` without the LM head: the decoder stack's HF forward (hidden states
