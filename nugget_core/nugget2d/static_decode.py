@@ -74,8 +74,10 @@ class StaticDecoder:
         kv = context.kv
         for layer in range(len(kv.keys)):
             self.cache.update(kv.keys[layer], kv.values[layer], layer)  # slots 0..k
-            if consume_context:
-                kv.keys[layer] = kv.values[layer] = kv.keys[layer][:, :, :0]
+            if consume_context:  # a fresh empty tensor: a [:0] view would pin the storage
+                empty = kv.keys[layer].new_empty((batch, kv.keys[layer].shape[1], 0, kv.keys[layer].shape[3]))
+                kv.keys[layer], kv.values[layer] = empty, kv.values[layer].new_empty(
+                    (batch, kv.values[layer].shape[1], 0, kv.values[layer].shape[3]))
         device = token_mask.device
         self._length = self.cache.layers[0].cumulative_length  # device-side, advanced by HF
         self.key_scores = _pad_keys(context.key_scores(m), self.slots, 0.0)

@@ -122,3 +122,5 @@ def test_consumed_context_gives_the_same_tokens_and_is_emptied(causal_factory, d
     assert consumed.tokens.tolist() == kept.tokens.tolist()
     assert consumed.final_kv_bytes == kept.final_kv_bytes
     assert ctx.kv.length == 0 and ctx.nbytes() == 0
+    # the storage is released, not merely viewed with length 0
+    assert all(t.untyped_storage().nbytes() == 0 for t in (*ctx.kv.keys, *ctx.kv.values))
