@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -301,8 +302,7 @@ def write(args, device, dtype, lm, rows, serving) -> None:
         else f"{platform.machine()} {os.cpu_count()} cpus, {args.threads} thread(s)",
         "ratio": args.ratio, "prompt": PROMPT, "base_steps": args.base, "timed_steps": args.steps,
         "repeats": args.repeats, "torch": torch.__version__, "transformers": transformers.__version__,
-        "command": "python benchmarks/nugget2d_decode.py " + " ".join(
-            a for a in os.sys.argv[1:]),
+        "command": " ".join(["python benchmarks/nugget2d_decode.py", *sys.argv[1:]]),
     }
     out = RESULTS / f"nugget2d_decode_{device.type}{'_serving' if args.skip_latency else ''}"
     RESULTS.mkdir(parents=True, exist_ok=True)

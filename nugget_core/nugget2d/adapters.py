@@ -136,8 +136,9 @@ class AdapterRouter:
 
         Inference only (raises under autograd: the merged weights carry no gradient to
         the adapter). Routed passes (`route`, `use`) raise inside the block: they would
-        apply the merged adapter a second time, or phi on top of theta. Costs one extra copy of each targeted weight for the block's
-        duration; the original weight tensors are restored untouched on exit.
+        apply the merged adapter a second time, or phi on top of theta. Costs one extra
+        copy of each targeted weight for the block's duration; the original weight
+        tensors are restored untouched on exit.
         ``name=None`` only turns every adapter off.
         """
         if name not in (*ADAPTERS, None):

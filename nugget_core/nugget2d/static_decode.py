@@ -37,6 +37,12 @@ def _pad_keys(values: torch.Tensor, slots: int, fill: float | bool) -> torch.Ten
     return torch.cat([values, pad], dim=-1)
 
 
+def _emptied(states: torch.Tensor) -> torch.Tensor:
+    """A fresh ``[batch, heads, 0, head_dim]`` tensor in place of ``states``: a ``[:0]``
+    view would keep the whole storage alive."""
+    return states.new_empty((*states.shape[:2], 0, states.shape[3]))
+
+
 class StaticDecoder:
     """One greedy decode of a batch: prefill the packed prompt, then step (module doc).
 
@@ -74,10 +80,8 @@ class StaticDecoder:
         kv = context.kv
         for layer in range(len(kv.keys)):
             self.cache.update(kv.keys[layer], kv.values[layer], layer)  # slots 0..k
-            if consume_context:  # a fresh empty tensor: a [:0] view would pin the storage
-                empty = kv.keys[layer].new_empty((batch, kv.keys[layer].shape[1], 0, kv.keys[layer].shape[3]))
-                kv.keys[layer], kv.values[layer] = empty, kv.values[layer].new_empty(
-                    (batch, kv.values[layer].shape[1], 0, kv.values[layer].shape[3]))
+            if consume_context:
+                kv.keys[layer], kv.values[layer] = _emptied(kv.keys[layer]), _emptied(kv.values[layer])
         device = token_mask.device
         self._length = self.cache.layers[0].cumulative_length  # device-side, advanced by HF
         self.key_scores = _pad_keys(context.key_scores(m), self.slots, 0.0)
@@ -85,10 +89,9 @@ class StaticDecoder:
         self.step_mask = nugget_attention_mask(
             _pad_keys(keys_real, self.slots, False)[:, None, :], self.dtype, self.key_scores, residual
         )  # [batch, 1, 1, slots]; generated slots open one per step
-        n_real = token_mask.long().sum(dim=1)
-        self.n_real = n_real
+        self.n_real = token_mask.long().sum(dim=1)
         self.ids = torch.zeros(batch, 1, dtype=torch.long, device=device)
-        self.positions = (context.lengths + n_real)[:, None].clone()
+        self.positions = (context.lengths + self.n_real)[:, None].clone()
         self.finished = torch.zeros(batch, dtype=torch.bool, device=device)
         self.eos_token_id: int | None = None
         self.pad_token_id = 0
