@@ -42,17 +42,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-import torch
-import transformers
-from torch.utils._python_dispatch import TorchDispatchMode
-from transformers import LlamaConfig, LlamaForCausalLM
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel
-from nugget_core.nugget2d.context import CompressedContext
-from nugget_core.nugget2d.generation import generate_from_context
-from nugget_core.nugget2d.kv import LayerKV
-from nugget_core.nugget2d.reference_generation import reference_generate_from_context
+from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel  # noqa: E402
+from nugget_core.nugget2d.context import CompressedContext  # noqa: E402
+from nugget_core.nugget2d.generation import generate_from_context  # noqa: E402
+from nugget_core.nugget2d.kv import LayerKV  # noqa: E402
+from nugget_core.nugget2d.reference_generation import reference_generate_from_context  # noqa: E402
+from stages.common.device import synchronize  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 PROMPT = 8
@@ -96,17 +98,12 @@ def build_lm(shape: str, device: torch.device, dtype: torch.dtype, max_len: int)
     return lm.eval()
 
 
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def timed(fn: Callable[[int], object], steps: int, device: torch.device) -> float:
     """Wall seconds of ``fn(steps)`` (after the device has drained)."""
-    sync(device)
+    synchronize(device)
     start = time.perf_counter()
     fn(steps)
-    sync(device)
+    synchronize(device)
     return time.perf_counter() - start
 
 
@@ -137,10 +134,10 @@ def gpu_kernel_seconds(fn: Callable[[int], object], base: int, steps: int,
 
     totals = []
     for n in (base, base + steps):
-        sync(device)
+        synchronize(device)
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             fn(n)
-            sync(device)
+            synchronize(device)
         totals.append(sum(e.time_range.elapsed_us() for e in prof.events()
                           if e.device_type == torch.autograd.DeviceType.CUDA))
     return (totals[1] - totals[0]) / steps / 1e6

@@ -38,7 +38,8 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from benchmarks.nugget2d_decode import SHAPES, build_lm, sync  # noqa: E402
+from benchmarks.nugget2d_decode import SHAPES, build_lm  # noqa: E402
+from stages.common.device import synchronize  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 SYSTEMS = ("full_ft", "nugget2d")
@@ -93,19 +94,19 @@ def run_system(args) -> dict:
     model.train()
     opt = torch.optim.AdamW(params, lr=1e-4)
     vocab = lm.config.vocab_size
-    sync(device)
+    synchronize(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     base_mem = torch.cuda.memory_allocated(device) if device.type == "cuda" else rss_bytes()
     times = []
     for step in range(2 + args.steps):
         b = batch_tensors(args, vocab, device, step)
-        sync(device)
+        synchronize(device)
         start = time.perf_counter()
         loss_of(b).backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        sync(device)
+        synchronize(device)
         if step >= 2:
             times.append(time.perf_counter() - start)
     if device.type == "cuda":
