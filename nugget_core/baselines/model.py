@@ -54,8 +54,9 @@ class BottleneckModel(nn.Module):
                     f"the gating decoder supports {GATING_MODEL_TYPES}, not {base_model.config.model_type!r}"
                 )
             d_model = int(base_model.config.d_model)
-            for module in get_adaptor(base_model).cross_attention_modules(base_model):
-                layer = GatingLayer(d_model, config.repr_dim or d_model)
+            modules = get_adaptor(base_model).cross_attention_modules(base_model)
+            for index, module in enumerate(modules):
+                layer = GatingLayer(d_model, config.repr_dim or d_model, getattr(module, "layer_idx", index))
                 _replace_module(base_model, module, layer.to(base_model.device, base_model.dtype))
             if config.repr_dim not in (None, d_model):
                 raise ValueError(
@@ -81,14 +82,11 @@ class BottleneckModel(nn.Module):
         hf_kwargs: dict[str, Any],
     ) -> tuple[BaseModelOutput, torch.Tensor]:
         """The one-position encoder output (``vectors``, computed from ``input_ids`` when
-        not given) and its mask; turns the KV cache off in ``hf_kwargs`` for the gating
-        decoder (its running mean is not cached, gating.py)."""
+        not given) and its mask."""
         if vectors is None:
             if input_ids is None:
                 raise ValueError("pass input_ids (or precomputed vectors)")
             vectors = self.embed(input_ids, attention_mask)
-        if self.config.decoder == DecoderKind.GATING:
-            hf_kwargs["use_cache"] = False
         ones = torch.ones(vectors.shape[0], 1, dtype=torch.long, device=vectors.device)
         return BaseModelOutput(last_hidden_state=vectors[:, None, :]), ones
 
