@@ -15,6 +15,7 @@ joining an autoscaling cluster), Ray Train waits instead of failing after its de
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -23,6 +24,8 @@ from typing import Any
 
 from stages.framework.resources import cluster_capacity, shortfall, worker_demand
 from stages.train.loop import PROBE_FILE, STATE_FILE, train_loop_per_worker
+from stages.train.sequence import DONE, finished_uri, train_sequence_per_worker
+from stages.train.storage import clear_storage, exists
 
 WORKER_GROUP_START_TIMEOUT_S = "86400"  # wait for the placement group, never time out and retry
 
@@ -38,6 +41,28 @@ def check_resources(job: Any, section: str) -> None:
             f"{section}.num_workers={job.num_workers} needs {amount:g} {unit} but the Ray "
             f"cluster has {have.get(resource, 0):g}; lower {section}.num_workers"
         )
+
+
+def _run(train_fn: Any, loop_config: dict[str, Any], job: Any, storage: str, name: str) -> Any:
+    """One ``TorchTrainer`` fit of ``train_fn`` with ``job``'s workers; its `Result`."""
+    import ray.train
+    from ray.train.torch import TorchConfig, TorchTrainer
+
+    os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.2")
+    os.environ.setdefault("RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S", WORKER_GROUP_START_TIMEOUT_S)
+    trainer = TorchTrainer(
+        train_fn,
+        train_loop_config=loop_config,
+        torch_config=TorchConfig(backend="nccl" if job.use_gpu else "gloo"),
+        scaling_config=ray.train.ScalingConfig(num_workers=job.num_workers, use_gpu=job.use_gpu),
+        run_config=ray.train.RunConfig(
+            name=name,
+            storage_path=storage,
+            failure_config=ray.train.FailureConfig(max_failures=job.max_failures),
+            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
+        ),
+    )
+    return trainer.fit()
 
 
 def fit(
@@ -59,29 +84,10 @@ def fit(
     start (tests of restarts). ``logger`` (a `RunLogger`, or None) receives rank 0's
     metrics, named as :mod:`stages.train.loop` documents, under ``<metric_prefix>.`` if set.
     """
-    import json
-
-    import ray.train
-    from ray.train.torch import TorchConfig, TorchTrainer
-
-    os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.2")
-    os.environ.setdefault("RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S", WORKER_GROUP_START_TIMEOUT_S)
-    trainer = TorchTrainer(
-        train_loop_per_worker,
-        train_loop_config={
-            "task": task, "job": job, "logger": logger, "metric_prefix": metric_prefix, "seed": seed,
-            "fail_at_step": fail_at_step,
-        },
-        torch_config=TorchConfig(backend="nccl" if job.use_gpu else "gloo"),
-        scaling_config=ray.train.ScalingConfig(num_workers=job.num_workers, use_gpu=job.use_gpu),
-        run_config=ray.train.RunConfig(
-            name=name,
-            storage_path=storage,
-            failure_config=ray.train.FailureConfig(max_failures=job.max_failures),
-            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
-        ),
-    )
-    result = trainer.fit()
+    result = _run(train_loop_per_worker, {
+        "task": task, "job": job, "logger": logger, "metric_prefix": metric_prefix, "seed": seed,
+        "fail_at_step": fail_at_step,
+    }, job, storage, name)
     if result.checkpoint is None:
         raise RuntimeError(f"training run {name!r} finished without a checkpoint")
     local = Path(result.checkpoint.to_directory(str(download_to)))
@@ -89,16 +95,30 @@ def fit(
     return local, state
 
 
-def clear_storage(storage: str, name: str) -> None:
-    """Remove a finished (or forced-over) run's checkpoints."""
-    if "://" in storage:
-        import fsspec
-
-        fs, path = fsspec.core.url_to_fs(f"{storage}/{name}")
-        if fs.exists(path):
-            fs.rm(path, recursive=True)
-    else:
-        shutil.rmtree(Path(storage) / name, ignore_errors=True)
+def fit_sequence(
+    models: list[tuple[str, Any]],
+    job: Any,
+    storage: str,
+    name: str,
+    seed: int,
+    logger: Any = None,
+    fail_at_step: int = 0,
+    fail_in: str = "",
+) -> dict[str, str]:
+    """Train every ``(model, task)`` of ``models`` in turn in one fit (`stages.train.sequence`),
+    with the same ``job``; returns each model's finished folder (``model/``,
+    ``trainer_state.json``, probe logits) in ``storage``. Metrics of each model go to
+    ``logger`` under ``<model>.``. ``fail_at_step`` / ``fail_in``: one injected worker
+    failure in model ``fail_in`` (tests of restarts)."""
+    result = _run(train_sequence_per_worker, {
+        "models": models, "job": job, "logger": logger, "seed": seed, "storage": storage, "name": name,
+        "fail_at_step": fail_at_step, "fail_in": fail_in,
+    }, job, storage, name)
+    finished = {model: finished_uri(storage, name, model) for model, _ in models}
+    missing = [m for m, uri in finished.items() if not exists(f"{uri}/{DONE}")]
+    if result.error is not None or missing:
+        raise RuntimeError(f"training run {name!r} ended without finishing {missing}")
+    return finished
 
 
 def train_into_stage_output(ctx: Any, task: Any, job: Any, job_key: str, model_dir: str) -> dict[str, Any]:

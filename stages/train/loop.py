@@ -42,6 +42,7 @@ import math
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ from stages.train.engine import make_engine
 
 STATE_FILE = "trainer_state.json"
 PROBE_FILE = "probe_logits.pt"
+TAG_FILE = "tag.txt"  # which model of a multi-model fit a checkpoint belongs to
 
 
 @dataclass
@@ -156,14 +158,32 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     `stages.train.task.TrainingTask`), job, logger, metric_prefix, seed, fail_at_step."""
     import ray.train
 
-    task, job, logger = config["task"], config["job"], config.get("logger")
+    train_task(config["task"], config, ray.train.get_checkpoint())
+
+
+def train_task(
+    task: Any,
+    config: dict[str, Any],
+    checkpoint: Any,
+    on_final: Callable[[Path], None] | None = None,
+    tag: str = "",
+) -> TrainerState:
+    """Train ``task`` to its end on this worker (the body of `train_loop_per_worker`).
+
+    ``checkpoint`` (a Ray Train checkpoint or None) is resumed from. ``on_final`` (rank 0
+    only) is called with the final checkpoint's folder (model export, trainer state,
+    probe logits) before that checkpoint is reported. ``tag`` is written into every checkpoint
+    (``TAG_FILE``) so that a fit training several models in turn knows whose it is.
+    """
+    import ray.train
+
+    job, logger = config["job"], config.get("logger")
     prefix = f"{config['metric_prefix']}." if config.get("metric_prefix") else ""
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     torch.manual_seed(config["seed"] * 1000 + rank)
 
     state, init_dir, restored = TrainerState(), None, None
-    checkpoint = ray.train.get_checkpoint()
     if checkpoint is not None:  # a restart: continue from the latest checkpoint
         restored = Path(tempfile.mkdtemp(prefix="nugget-resume-"))
         with checkpoint.as_directory() as d:
@@ -234,8 +254,12 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                 metrics_out.flush()  # what a restart would not log again
             with tempfile.TemporaryDirectory() as tmp:
                 _save(engine, task, state, rank, Path(tmp), probe)
+                (Path(tmp) / TAG_FILE).write_text(tag)
+                if rank == 0 and on_final is not None and (last or state.stopped_early):
+                    on_final(Path(tmp))  # before the report: a restart after it finds the model done
                 ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(tmp))
         elif "dev_loss" in metrics:
             ray.train.report(metrics)
     if metrics_out is not None:
         metrics_out.flush()
+    return state

@@ -14,9 +14,10 @@ from __future__ import annotations
 from stages.artifacts.train import NuggetSweep
 from stages.framework.resources import Demand, worker_demand
 from stages.framework.stage import Stage, StageContext
-from stages.train.launch import check_resources, clear_storage
+from stages.train.launch import check_resources
 from stages.train.nugget_job import nugget_task
-from stages.train.tune_grid import copy_tree, run_sweep
+from stages.train.storage import clear_storage, copy_tree
+from stages.train.tune_grid import run_sweep
 
 
 class SweepNugget(Stage):

@@ -1,8 +1,9 @@
 """Stage ``train_baselines``: the baselines and ablations the Nugget evaluations compare.
 
-Each name of ``eval.baselines.systems`` is one training run (``launch.fit`` on Ray
-Train, the same MT documents and tokenizer as ``train_nugget``, the same job settings
-``train.baselines``):
+Each name of ``eval.baselines.systems`` is one model, trained with the same MT documents
+and tokenizer as ``train_nugget`` and the same job settings ``train.baselines``; one Ray
+Train fit trains them in turn (`stages.train.sequence`: one worker group's fixed cost
+instead of one per system; a restart skips the systems already finished):
 
 ========================  ==================================================================
 tsdae_ae / tsdae_mt       TSDAE: mean-pooled single vector, cross-attention decoder; AE with
@@ -24,8 +25,7 @@ per system: what it is, its dev loss, its model dir) and per-system trainer stat
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import tempfile
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,9 @@ from stages.artifacts.data import MtDocuments, TokenizerFolder
 from stages.artifacts.train import TrainedBaselines
 from stages.framework.stage import Stage, StageContext
 from stages.train.baseline_task import BaselineTask
-from stages.train.launch import check_resources, clear_storage, final_metrics, fit
+from stages.train.launch import check_resources, final_metrics, fit_sequence
+from stages.train.loop import STATE_FILE
+from stages.train.storage import clear_storage, copy_tree
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,9 @@ class TrainBaselines(Stage):
     def run(self, ctx: StageContext) -> None:
         cfg, job = ctx.cfg("eval.baselines"), ctx.cfg("train.baselines")
         check_resources(job, "train.baselines")
-        records = []
+        data = MtDocuments.read(ctx.inputs["build_mt_docs"])
+        tokenizer_dir = str(TokenizerFolder.read(ctx.inputs["tokenizer"]).path)
+        models, records = [], []
         for i, name in enumerate(cfg.systems):
             spec = SYSTEMS[name]
             nugget = dataclasses.replace(
@@ -94,26 +98,26 @@ class TrainBaselines(Stage):
                 ratio=cfg.sentence_ratio if spec.sentence_ratio else ctx.cfg("nugget").ratio,
             )
             deletion = cfg.tsdae_deletion if spec.noisy else 0.0
-            print(f"[train_baselines] {i + 1}/{len(cfg.systems)}: {name} {spec}", flush=True)
-            task = BaselineTask(
-                data=MtDocuments.read(ctx.inputs["build_mt_docs"]),
-                tokenizer_dir=str(TokenizerFolder.read(ctx.inputs["tokenizer"]).path),
+            print(f"[train_baselines] system {i + 1}/{len(cfg.systems)}: {name} {spec}", flush=True)
+            models.append((name, BaselineTask(
+                data=data, tokenizer_dir=tokenizer_dir,
                 objective=spec.objective, nugget=nugget, model=ctx.cfg("model.seq2seq"),
                 deletion_noise=deletion, dev_examples=job.dev_examples,
                 seed=ctx.cfg("run.seed"), bottleneck=spec.bottleneck,
-            )
-            if ctx.forced:
-                clear_storage(ctx.work_uri, name)
-            with tempfile.TemporaryDirectory(prefix="nugget-checkpoint-") as tmp:
-                # per-step metrics of each system under "<name>." in the stage's run
-                checkpoint, state = fit(task, job, ctx.work_uri, name, ctx.cfg("run.seed"),
-                                        ctx.logger, download_to=tmp, metric_prefix=name)
-                shutil.copytree(checkpoint / "model", TrainedBaselines.system_dir(ctx.output_dir, name) / "model")
-            ctx.write_json(f"systems/{name}/trainer_state.json", state)
-            clear_storage(ctx.work_uri, name)
-            record = system_record(name, spec, nugget, deletion)
+            )))
+            records.append(system_record(name, spec, nugget, deletion))
+        if ctx.forced:  # never resume a forced recompute from an older attempt
+            clear_storage(ctx.work_uri, "baselines")
+        # one worker group trains the systems in turn (per-step metrics under "<name>.")
+        finished = fit_sequence(models, job, ctx.work_uri, "baselines", ctx.cfg("run.seed"), ctx.logger)
+        for record in records:
+            name = record["system"]
+            dest = TrainedBaselines.system_dir(ctx.output_dir, name)
+            copy_tree(f"{finished[name]}/model", str(dest / "model"))
+            copy_tree(f"{finished[name]}/{STATE_FILE}", str(dest / STATE_FILE))
+            state = json.loads((dest / STATE_FILE).read_text())
             record["dev_loss"] = state["best_dev_loss"]
-            records.append(record)
             ctx.log_metrics(final_metrics(state, prefix=name))
+        clear_storage(ctx.work_uri, "baselines")
         TrainedBaselines(ctx.output_dir, records).write(ctx.output_dir)
         ctx.log_metrics({"systems": len(records)})

@@ -10,32 +10,15 @@ sweep stage's run, and copies its final model to ``<work>/trials/<trial>/model``
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import tempfile
 from typing import Any
 
 from stages.train.launch import fit
+from stages.train.storage import copy_tree
 
 
 def trial_name(objective: str, ratio: float, layer: int) -> str:
     return f"{objective}_r{ratio:g}_l{layer}"
-
-
-def copy_tree(src: str, dest: str) -> None:
-    """Copy a directory between local disk and the run's storage; either side may be a
-    URI (a trial node uploads its model, the stage's node downloads every trial's)."""
-    if "://" in dest:
-        import fsspec
-
-        fs, path = fsspec.core.url_to_fs(dest)
-        fs.put(src, path, recursive=True)
-    elif "://" in src:
-        import fsspec
-
-        fs, path = fsspec.core.url_to_fs(src)
-        fs.get(path, dest, recursive=True)
-    else:
-        shutil.copytree(src, dest, dirs_exist_ok=True)
 
 
 def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:

@@ -28,6 +28,14 @@ def batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[i : i + size]
 
 
+def length_batches(texts: Sequence[str], size: int) -> Iterator[list[int]]:
+    """Indices of ``texts`` in batches of ``size``, shortest texts first: a batch pads to
+    its longest text, so grouping similar lengths saves the padded positions' work
+    (results go back to the input order by index)."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    yield from (list(chunk) for chunk in batches(order, size))
+
+
 @dataclass
 class LoadedSystem:
     """A system's model and tokenizer, ready for `vectors` / `decode`."""
@@ -72,16 +80,17 @@ class LoadedSystem:
     def vectors(self, texts: Sequence[str], batch_size: int) -> list[torch.Tensor]:
         """One ``[k_i, d]`` fp32 CPU tensor per text (k_i = 1 for single-vector systems):
         the scoring of every candidate against a query happens there."""
-        out: list[torch.Tensor] = []
-        for chunk in batches(texts, batch_size):
-            result, enc = self.encode(chunk)
+        out: list[torch.Tensor] = [torch.empty(0)] * len(texts)
+        for chunk in length_batches(texts, batch_size):
+            result, enc = self.encode([texts[i] for i in chunk])
             if self.mode == "bottleneck":
                 found = [v[None, :] for v in result]
             elif self.mode == "colbart":
                 found = [h[m.bool()] for h, m in zip(result, enc["attention_mask"], strict=True)]
             else:
                 found = [e[m.bool()] for e, m in zip(result.encoding, result.mask, strict=True)]
-            out += [v.float() for v in to_device(found, "cpu")]
+            for i, v in zip(chunk, to_device(found, "cpu"), strict=True):
+                out[i] = v.float()
         return out
 
     @torch.no_grad()
@@ -89,14 +98,15 @@ class LoadedSystem:
         """Texts generated from each text's encoding with beam search."""
         if self.mode == "colbart":
             raise ValueError("ColBART is a similarity system only: it has no decoder of its own")
-        out: list[str] = []
-        for chunk in batches(texts, batch_size):
-            enc = self.tokenize(chunk)
+        out: list[str] = [""] * len(texts)
+        for chunk in length_batches(texts, batch_size):
+            enc = self.tokenize([texts[i] for i in chunk])
             kwargs: dict[str, Any] = {"num_beams": num_beams, "max_new_tokens": max_new_tokens}
             if self.mode == "nugget":
                 kwargs["boundary_mask"] = self._boundary_mask(enc["input_ids"])
             ids = self.model.generate(**enc, **kwargs)
-            out += [t.strip() for t in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
+            for i, text in zip(chunk, self.tokenizer.batch_decode(ids, skip_special_tokens=True), strict=True):
+                out[i] = text.strip()
         return out
 
 
