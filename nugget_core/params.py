@@ -27,9 +27,18 @@ def count_parameters(module: nn.Module) -> ParameterCount:
     )
 
 
-def freeze(modules: Iterable[nn.Module]) -> list[nn.Parameter]:
-    """Stop gradients to ``modules``; returns the parameters that were trainable."""
-    frozen = [p for m in modules for p in m.parameters() if p.requires_grad]
+def freeze(modules: Iterable[nn.Module], keep: Iterable[nn.Parameter] = ()) -> list[nn.Parameter]:
+    """Stop gradients to ``modules``, except the parameters in ``keep``; returns the
+    parameters that were trainable."""
+    kept = {id(p) for p in keep}
+    frozen = list({id(p): p for m in modules for p in m.parameters() if p.requires_grad and id(p) not in kept}.values())
     for p in frozen:
         p.requires_grad_(False)
     return frozen
+
+
+def decoder_side_parameters(model: nn.Module) -> list[nn.Parameter]:
+    """The parameters of an HF encoder-decoder's decoder and output embeddings: with tied
+    embeddings (BART, mBART-50, T5) the encoder's token embedding is among them."""
+    modules = [model.get_decoder(), model.get_output_embeddings()]  # type: ignore[operator]
+    return [p for m in modules if m is not None for p in m.parameters()]

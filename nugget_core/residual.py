@@ -16,9 +16,13 @@ rewrites that mask to ``mask + s``. This
   the per-document scores to the ``batch * beams`` rows HF generation uses
   (``repeat_interleave``, the same expansion HF applies to the encoder outputs).
 
-HF scales ``q k^T`` by ``1/sqrt(d_head)`` before adding the mask, so ``s`` is added
-unscaled (the paper's eq. 5 scales it too; only the magnitude of the learned ``s``
-differs, and with ``straight_through`` the forward pass is unchanged anyway).
+Eq. 5 of both papers scales the sum, ``(q k^T + s) / sqrt(d)``. HF scales ``q k^T`` by
+``1/sqrt(d_head)`` before adding the mask, so the bias added to the mask is
+``s * scale`` with ``scale = 1/sqrt(d_head)`` (the adaptor's ``attention_scale``; the
+configs' ``scale_residual``, on by default; off adds ``s`` unscaled, as this code did
+before). With
+``straight_through`` the forward pass is unchanged either way; the scale reaches the
+scorer's gradient.
 """
 
 from __future__ import annotations
@@ -33,19 +37,24 @@ from torch import nn
 from .modes import ResidualMode
 
 
-def residual_bias(scores: torch.Tensor, mode: ResidualMode) -> torch.Tensor:
-    """``[batch, k]`` bias to add to the attention logits of the ``k`` nugget keys.
+def residual_bias(scores: torch.Tensor, mode: ResidualMode, scale: float = 1.0) -> torch.Tensor:
+    """``[batch, k]`` bias to add to the attention logits of the ``k`` nugget keys:
+    ``scores * scale`` as ``mode`` says (``scale``: the model's ``1/sqrt(d_head)`` for
+    eq. 5, or 1).
 
     Linear in ``scores``, so keys given a score of 0 (non-nuggets) get a bias of 0.
     """
     if mode is ResidualMode.DIRECT:
-        return scores
+        return scores * scale
     if mode is ResidualMode.STRAIGHT_THROUGH:
-        return scores - scores.detach()  # zero in the forward pass, d/ds = 1 backward
+        scaled = scores * scale
+        return scaled - scaled.detach()  # zero in the forward pass, d/ds = scale backward
     return torch.zeros_like(scores).detach()
 
 
-def active_residual_bias(scores: torch.Tensor, mode: ResidualMode) -> torch.Tensor | None:
+def active_residual_bias(
+    scores: torch.Tensor, mode: ResidualMode, scale: float = 1.0
+) -> torch.Tensor | None:
     """`residual_bias`, or None when that bias is exactly 0 and carries no gradient
     (``none``; ``straight_through`` outside autograd), so callers can leave the attention
     mask (and sdpa's kernel choice) untouched. ``scores [batch, k]`` -> ``[batch, k]``."""
@@ -55,7 +64,7 @@ def active_residual_bias(scores: torch.Tensor, mode: ResidualMode) -> torch.Tens
         torch.is_grad_enabled() and scores.requires_grad
     ):
         return None
-    return residual_bias(scores, mode)
+    return residual_bias(scores, mode, scale)
 
 
 def add_bias_to_mask(
@@ -104,8 +113,10 @@ class CrossAttentionResidual:
         mode: ResidualMode,
         mask_kwarg: str,
         states_kwarg: str,
+        scale: float = 1.0,
     ) -> None:
         self.mode = ResidualMode(mode)
+        self.scale = scale  # the factor on s in the (already scaled) logits
         self.mask_kwarg = mask_kwarg
         self.states_kwarg = states_kwarg
         self.n_modules = len(modules)
@@ -145,7 +156,7 @@ class CrossAttentionResidual:
                 f"nugget scores cover {scores.shape[1]} nuggets but the decoder attends to "
                 f"{states.shape[1]} encoder states; pass nuggets.encoding / nuggets.mask"
             )
-        bias = residual_bias(scores, self.mode)  # active: checked above
+        bias = residual_bias(scores, self.mode, self.scale)  # active: checked above
         kwargs = dict(kwargs)
         kwargs[self.mask_kwarg] = add_bias_to_mask(kwargs.get(self.mask_kwarg), bias, states.dtype)
         return args, kwargs

@@ -42,6 +42,11 @@ class Seq2SeqAdaptor(ABC):
     def hidden_size(self, model: PreTrainedModel) -> int:
         return int(model.config.d_model)
 
+    def attention_scale(self, model: PreTrainedModel) -> float:
+        """The factor the decoder's cross-attention applies to ``q k^T`` before adding
+        the mask (``1/sqrt(d_head)``): eq. 5 scales the nugget residual by it too."""
+        return float(model.config.d_model // model.config.decoder_attention_heads) ** -0.5
+
     def check(self, model: PreTrainedModel) -> None:
         """Raise ``ValueError`` if ``model`` lacks the layout this adaptor expects."""
         del model  # nothing beyond the lookup by model_type to check by default
@@ -75,6 +80,13 @@ class CausalLMAdaptor(ABC):
 
     def hidden_size(self, model: PreTrainedModel) -> int:
         return int(model.config.hidden_size)
+
+    def attention_scale(self, model: PreTrainedModel) -> float:
+        """The factor attention applies to ``q k^T`` before adding the mask
+        (``1/sqrt(d_head)``): eq. 5 scales the nugget residual by it too."""
+        c = model.config
+        head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+        return float(head_dim) ** -0.5
 
     def check(self, model: PreTrainedModel) -> None:
         """Raise ``ValueError`` if ``model`` lacks the layout this adaptor expects."""

@@ -21,3 +21,9 @@ class T5Adaptor(Seq2SeqAdaptor):
 
     def cross_attention_modules(self, model: PreTrainedModel) -> list[nn.Module]:
         return [block.layer[1].EncDecAttention for block in model.get_decoder().block]
+
+    def attention_scale(self, model: PreTrainedModel) -> float:
+        """T5 does not scale ``q k^T`` (the scaling is folded into its initialisation), so
+        eq. 5's ``(q k^T + s) / sqrt(d)`` becomes ``q k^T + s`` there."""
+        del model
+        return 1.0

@@ -49,13 +49,25 @@ class NuggetConfig(JsonConfig):
         default=ResidualMode.STRAIGHT_THROUGH,
         metadata={"help": "straight_through | direct | none"},
     )
+    scale_residual: bool = field(
+        default=True,
+        metadata={"help": "eq. 5: (q k^T + s) / sqrt(d_head), i.e. s / sqrt(d_head) on the scaled "
+                  "logits; false adds s unscaled"},
+    )
     feedback: bool = field(
         default=True,
         metadata={"help": "add nugget / non-nugget type embeddings to layer-l states (paper 3.3)"},
     )
     freeze_bottom: bool = field(
         default=True,
-        metadata={"help": "with feedback, freeze the embeddings and encoder layers below l"},
+        metadata={"help": "freeze the encoder layers below l and its embeddings (paper 3.3), "
+                  "with or without feedback (7.1 changes only the feedback)"},
+    )
+    freeze_shared_embeddings: bool = field(
+        default=False,
+        metadata={"help": "with freeze_bottom, also freeze a token embedding the encoder shares "
+                  "with the decoder / LM head (tied, e.g. mBART-50); paper 3.3 freezes only "
+                  "encoder layers, so false"},
     )
     value_projection: bool = field(
         default=True, metadata={"help": "project selected states with W^V (eq. 4)"}

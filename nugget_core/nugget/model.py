@@ -28,7 +28,7 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from ..adaptors import Seq2SeqAdaptor, get_adaptor
 from ..nuggets import Nuggets
-from ..params import ParameterCount, count_parameters, freeze
+from ..params import ParameterCount, count_parameters, decoder_side_parameters, freeze
 from ..residual import CrossAttentionResidual
 from ..scorer import EncoderPass, NuggetScorer
 from .config import NuggetConfig
@@ -59,14 +59,19 @@ class NuggetModel(nn.Module):
             config.residual,
             adaptor.cross_mask_kwarg,
             adaptor.cross_states_kwarg,
+            scale=adaptor.attention_scale(base_model) if config.scale_residual else 1.0,
         )
         self.scorer._residual = self.residual
         base_model._nugget_attached = True
         self._frozen: list[nn.Parameter] = []
-        if config.feedback and config.freeze_bottom:
-            # Paper 3.3: features fed back must not drift, so layers <= l stay fixed.
+        if config.freeze_bottom:
+            # Paper 3.3: the features the scorer reads must not drift, so the bottom l
+            # encoder layers stay fixed, with or without feedback (7.1 ablates only the
+            # feedback). A token embedding tied to the decoder and LM head stays trainable
+            # unless asked: freezing it would freeze those too (~256M parameters in mBART-50).
+            keep = [] if config.freeze_shared_embeddings else decoder_side_parameters(base_model)
             self._frozen = freeze(
-                [*adaptor.embedding_modules(base_model), *layers[: config.scorer_layer]]
+                [*adaptor.embedding_modules(base_model), *layers[: config.scorer_layer]], keep
             )
 
     # --- encoding -----------------------------------------------------------------

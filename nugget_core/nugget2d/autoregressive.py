@@ -159,9 +159,7 @@ def ar_forward(
     out = model.lm_forward(
         gates=(phi_gate.to(model.dtype), theta_gate.to(model.dtype)),
         inputs_embeds=embeds,
-        attention_mask=nugget_attention_mask(
-            visible, model.dtype, key_scores, model.config.residual
-        ),
+        attention_mask=model.attention_mask(visible, key_scores),
         position_ids=query_pos,
         use_cache=False,
     )

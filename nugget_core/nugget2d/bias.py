@@ -25,6 +25,7 @@ def nugget_attention_mask(
     dtype: torch.dtype,
     key_scores: torch.Tensor | None = None,
     mode: ResidualMode = ResidualMode.NONE,
+    scale: float = 1.0,
 ) -> torch.Tensor:
     """The additive float mask of one Nugget2D pass.
 
@@ -34,12 +35,13 @@ def nugget_attention_mask(
         key_scores: ``[batch, kv]`` nugget score per key (0 for non-nugget keys), or None
             when no key is a nugget.
         mode: how the scores enter the logits (`ResidualMode`).
+        scale: the factor on the scores (``1/sqrt(d_head)`` for eq. 5, else 1).
     Returns:
         ``[batch, 1, q, kv]`` float mask. When the residual is exactly 0 with no gradient
         to carry (``none``, or ``straight_through`` outside autograd) it is the plain
         visibility mask, so inference takes sdpa's simplest path.
     """
-    bias = None if key_scores is None else active_residual_bias(key_scores, ResidualMode(mode))
+    bias = None if key_scores is None else active_residual_bias(key_scores, ResidualMode(mode), scale)
     if bias is None:
         zeros = torch.zeros(visible[:, None].shape, dtype=dtype, device=visible.device)
         return zeros.masked_fill(~visible[:, None], torch.finfo(dtype).min)

@@ -65,6 +65,11 @@ class Nugget2DConfig(JsonConfig):
         default=ResidualMode.STRAIGHT_THROUGH,
         metadata={"help": "straight_through | direct | none (scores on nugget attention logits)"},
     )
+    scale_residual: bool = field(
+        default=True,
+        metadata={"help": "eq. 5: (q k^T + s) / sqrt(d_head), i.e. s / sqrt(d_head) on the scaled "
+                  "logits; false adds s unscaled"},
+    )
     scorer_hidden: int | None = field(
         default=None,
         metadata={"help": "hidden width of the scorer FFN; None = hidden size", "ge": 1},
@@ -150,6 +155,7 @@ class Nugget2DConfig(JsonConfig):
             ratio=self.ratio,
             scorer_layer=self.scorer_layer,
             residual=self.residual,
+            scale_residual=self.scale_residual,
             feedback=False,
             value_projection=False,
             selector=SelectorKind.TOPK,

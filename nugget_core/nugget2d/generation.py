@@ -85,7 +85,8 @@ def generate_from_context(
     context_positions, context_bytes = context.kv.length, context.nbytes()
     with model.merged_adapter(adapter):
         decoder = StaticDecoder(
-            model.lm, context, token_mask, max_new_tokens, model.config.residual, consume_context
+            model.lm, context, token_mask, max_new_tokens, model.config.residual, consume_context,
+            model.residual_scale,
         )
         tokens = decoder.generate(embeds, max_new_tokens, eos_token_id, pad_token_id, cuda_graph)
     positions = context_positions + token_mask.shape[1] + tokens.shape[1] - 1

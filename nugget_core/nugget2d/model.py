@@ -116,6 +116,17 @@ class Nugget2DModel(nn.Module):
         """Where the model's parameters live (inputs must be built there)."""
         return self.soft_prompt.device
 
+    @property
+    def residual_scale(self) -> float:
+        """The factor on nugget scores in the attention logits: the LM's ``1/sqrt(d_head)``
+        with ``config.scale_residual`` (eq. 5), else 1."""
+        return self.adaptor.attention_scale(self.lm) if self.config.scale_residual else 1.0
+
+    def attention_mask(self, visible: torch.Tensor, key_scores: torch.Tensor | None = None) -> torch.Tensor:
+        """`nugget_attention_mask` of ``visible [batch, q, kv]`` with this model's dtype,
+        residual mode and scale (``key_scores [batch, kv]``: 0 on non-nugget keys)."""
+        return nugget_attention_mask(visible, self.dtype, key_scores, self.config.residual, self.residual_scale)
+
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         """Token embeddings ``[batch, n, d]`` of ``input_ids [batch, n]`` (frozen table)."""
         return self.adaptor.embed_tokens(self.lm)(input_ids)
@@ -259,11 +270,8 @@ class Nugget2DModel(nn.Module):
     ) -> tuple[torch.Tensor, DynamicCache]:
         """Run theta on packed tokens ``[batch, m, d]`` attending to the nuggets and to
         themselves. Returns logits ``[batch, m, vocab]`` and the cache (nuggets + tokens)."""
-        mask = nugget_attention_mask(
-            decoder_visibility(context.mask, token_mask),
-            self.dtype,
-            context.key_scores(inputs_embeds.shape[1]),
-            self.config.residual,
+        mask = self.attention_mask(
+            decoder_visibility(context.mask, token_mask), context.key_scores(inputs_embeds.shape[1])
         )
         cache = context.kv.to_cache()
         out = self.lm_forward(

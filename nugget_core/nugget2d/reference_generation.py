@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import torch
 
-from .bias import nugget_attention_mask
 from .config import DECODER
 from .context import CompressedContext
 from .generation import GenerationResult, pack_prompt
@@ -53,9 +52,7 @@ def reference_generate_from_context(
             break
         keys_real = torch.cat([keys_real, torch.ones(batch, 1, dtype=torch.bool, device=device)], 1)
         key_scores = context.key_scores(keys_real.shape[1] - context.mask.shape[1])
-        mask = nugget_attention_mask(
-            keys_real[:, None, :], model.dtype, key_scores, model.config.residual
-        )
+        mask = model.attention_mask(keys_real[:, None, :], key_scores)
         step_out = model.lm_forward(
             adapter,
             inputs_embeds=model.embed(token[:, None]),

@@ -52,6 +52,7 @@ class StaticDecoder:
         token_mask: ``[batch, m]`` mask of the packed prompt (real tokens first).
         max_new_tokens: generated tokens the cache must hold.
         residual: how nugget scores enter the attention logits.
+        residual_scale: the factor on the scores there (`Nugget2DModel.residual_scale`).
         consume_context: free ``context.kv`` layer by layer as it is copied into the
             static cache (``context.kv`` is left empty), so the context's KV is never
             held twice: what lets a serving batch use the whole memory for the cache.
@@ -65,13 +66,14 @@ class StaticDecoder:
         max_new_tokens: int,
         residual: ResidualMode,
         consume_context: bool = False,
+        residual_scale: float = 1.0,
     ) -> None:
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         self.lm = lm
         self.context = context
         self.token_mask = token_mask
-        self.residual = residual
+        self.residual, self.residual_scale = residual, residual_scale
         self.dtype = context.kv.keys[0].dtype
         batch, k = context.mask.shape
         m = token_mask.shape[1]
@@ -87,7 +89,8 @@ class StaticDecoder:
         self.key_scores = _pad_keys(context.key_scores(m), self.slots, 0.0)
         keys_real = torch.cat([context.mask.bool(), token_mask.bool()], dim=1)
         self.step_mask = nugget_attention_mask(
-            _pad_keys(keys_real, self.slots, False)[:, None, :], self.dtype, self.key_scores, residual
+            _pad_keys(keys_real, self.slots, False)[:, None, :], self.dtype, self.key_scores, residual,
+            residual_scale,
         )  # [batch, 1, 1, slots]; generated slots open one per step
         self.n_real = token_mask.long().sum(dim=1)
         self.ids = torch.zeros(batch, 1, dtype=torch.long, device=device)
@@ -102,7 +105,7 @@ class StaticDecoder:
         """Read the packed prompt ``embeds [batch, m, d]``; return each row's next-token
         logits ``[batch, vocab]`` (at its last real prompt token)."""
         visible = _pad_keys(decoder_visibility(self.context.mask, self.token_mask), self.slots, False)
-        mask = nugget_attention_mask(visible, self.dtype, self.key_scores, self.residual)
+        mask = nugget_attention_mask(visible, self.dtype, self.key_scores, self.residual, self.residual_scale)
         out = self.lm(
             inputs_embeds=embeds,
             attention_mask=mask,

@@ -19,7 +19,6 @@ import torch
 from transformers import DynamicCache
 
 from .autoregressive import ARWindows, nugget_eligibility
-from .bias import nugget_attention_mask
 from .greedy import GreedyStepper
 from .kv import LayerKV
 from .model import Nugget2DModel
@@ -105,9 +104,7 @@ class Nugget2DStream(GreedyStepper):
         out = model.lm_forward(
             gates=(gates, 1.0 - gates),  # (phi, theta): row 0 the theta copy, row 1 the phi copy
             inputs_embeds=model.embed(token.expand(1, q)),
-            attention_mask=nugget_attention_mask(
-                visible, model.dtype, key_scores, model.config.residual
-            ),
+            attention_mask=model.attention_mask(visible, key_scores),
             position_ids=torch.full((1, q), p, device=device),
             past_key_values=cache,
             use_cache=True,

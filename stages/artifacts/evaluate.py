@@ -225,7 +225,7 @@ class NuggetAnalysis:
     STAGE: ClassVar[str] = "analyze_nuggets"
     FREQUENCY: ClassVar[str] = "token_frequency.json"
     GAIN: ClassVar[str] = "probability_gain.json"
-    FIGURES: ClassVar[tuple[str, ...]] = ("token_frequency.png", "probability_gain.png",
+    FIGURES: ClassVar[tuple[str, ...]] = ("token_frequency.png", "probability_gain.png", "nugget_positions.png",
                                           "probability_gain_relative.png", "nuggets.html")
     token_frequency: dict[str, dict[str, Any]]
     probability_gain: dict[str, Any]

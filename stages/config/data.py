@@ -109,9 +109,15 @@ class LMData:
     answer_tokens: int = spec(128, help="Continuation: answer part.", ge=1)
     summary_ratio: float = spec(0.1, help="LMSumm target ratio r of words (app. C).", gt=0.0, le=1.0)
     dev_fraction: float = spec(0.05, help="Documents held out for dev.", ge=0.0, lt=0.5)
-    squad_files: str = spec("", help="Local SQuAD copy (glob, HF layout); empty = by name.")
-    cnn_files: str = spec("", help="Local CNN/DailyMail copy (glob, HF layout); empty = by name.")
+    squad_files: str = spec("", help="Local SQuAD copy (glob, HF layout, {split} = the HF split; "
+                            "without {split}: one pool, re-split); empty = by name.")
+    cnn_files: str = spec("", help="Local CNN/DailyMail copy (glob as squad_files); empty = by name.")
     pile_files: str = spec("", help="Local Pile sample (glob, HF layout); empty = by name.")
+    wiki_files: str = spec("", help="Local WikiText-103 copy (glob as squad_files); empty = by name.")
+    wikitext_config: str = spec(
+        "wikitext-103-v1", help="WikiText-103 version: v1 keeps <unk>, which word-level PPL excludes (Nugget2D §5).",
+        choices=("wikitext-103-v1", "wikitext-103-raw-v1"),
+    )
 
 
 @dataclass

@@ -165,6 +165,13 @@ class PipelineConfig:
             task = getattr(self.train, key).finetune_task
             if task != "summarization":
                 found.append(f"train.{key}.finetune_task: value {task!r}; eval_summarization needs 'summarization'")
+        for i, c in enumerate(self.eval.lm.contexts):  # Nugget2D table 1: the whole state fits the history
+            if c.compressed_tokens + c.context_tokens > self.data.lm.distant_tokens:
+                found.append(
+                    f"eval.lm.contexts[{i}]: compressed_tokens + context_tokens = "
+                    f"{c.compressed_tokens + c.context_tokens} exceeds data.lm.distant_tokens="
+                    f"{self.data.lm.distant_tokens}, the history before the first scored token; raise it"
+                )
         tiny = self.model.seq2seq.tiny
         if self.model.seq2seq.source == "tiny_random" and self.nugget.scorer_layer > tiny.layers:
             found.append(

@@ -1,7 +1,7 @@
 """Stage ``build_lm``: the Nugget2D data (paper §2.5, §5, §6, appendix C).
 
 Outputs (token ids use the base LM's tokenizer from ``prepare_lm``; splits by whole
-document with ``data.seed``):
+document: as published where the source publishes them, else with ``data.seed``):
 
 - ``lm_wiki.parquet`` / ``lm_pile.parquet``: autoregressive LM segments
   (``split``, ``distant``, ``recent``: ``data.lm.distant_tokens`` + ``recent_tokens``);
@@ -15,14 +15,19 @@ gensim's Wikipedia articles, Pile-style = the Python documentation; QA and
 summarisation are *stand-ins* labelled in every record and in MLflow (``stand_in``):
 cloze questions cut from real Wikipedia sentences (for SQuAD) and lead sentence as the
 summary of the rest of a real Lee news article (for CNN/DailyMail).
-``source=paper`` reads WikiText-103, a Pile sample, SQuAD and CNN/DailyMail 3.0.0.
+``source=paper`` reads WikiText-103 (``data.lm.wikitext_config``; articles rebuilt
+from the line stream, validation -> dev, test -> test), a Pile sample (split here),
+SQuAD (train -> train / dev; its whole validation set -> test, the QA evaluation set) and
+CNN/DailyMail 3.0.0 (train / validation / test as published). Local copies keep the
+published splits when their glob names ``{split}``; one without is split here.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,6 +36,7 @@ import pyarrow.parquet as pq
 
 from stages.artifacts.data import BaseLM, LMRecords
 from stages.data import paper_sources as paper
+from stages.data.articles import from_wikitext103
 from stages.data.corpora import offline_articles
 from stages.data.lm_builders import (
     QA_STAND_IN,
@@ -54,20 +60,76 @@ def _article_text(article: Any) -> str:
     return "\n\n".join(text for _, text in article.sections)
 
 
-def _texts(cfg: Any, sources_dir: Any, cap: int) -> dict[str, list[str]]:
+TRAIN_OR_DEV = "train+dev"  # a published train split: dev_fraction of it becomes dev
+
+
+@dataclass
+class Pool:
+    """Raw items of one use and the split each comes with: a published split name,
+    `TRAIN_OR_DEV`, or None (assigned here, train / dev / test by ``dev_fraction``)."""
+
+    items: list
+    labels: list[str | None]
+
+    @classmethod
+    def unsplit(cls, items: list) -> Pool:
+        return cls(items, [None] * len(items))
+
+
+def _published(load: Callable[[str], list], splits: dict[str, str], local_files: str) -> Pool:
+    """The published ``splits`` (our split -> HF split) of one dataset; local files
+    without ``{split}`` are one pool, split here (``paper.publishes_splits``)."""
+    if not paper.publishes_splits(local_files):
+        return Pool.unsplit(load("train"))
+    items, labels = [], []
+    for ours, theirs in splits.items():
+        rows = load(theirs)
+        items += rows
+        labels += [ours] * len(rows)
+    return Pool(items, labels)
+
+
+def _paper_pools(cfg: Any) -> dict[str, Pool]:
+    """WikiText-103 validation / test (articles rebuilt from the line stream), a Pile
+    sample, SQuAD (train; the whole validation set is the QA test set, Nugget2D §6.2) and
+    CNN/DailyMail 3.0.0 as published."""
+    def wiki(split: str) -> list[str]:
+        rows = paper.load_rows("wikitext103", split, cfg.wiki_files, cfg.wikitext_config)
+        return [_article_text(a) for a in from_wikitext103(paper.texts_from_rows(rows))]
+
+    return {
+        "wiki": _published(wiki, {"dev": "validation", "test": "test"}, cfg.wiki_files),
+        "pile": Pool.unsplit(paper.texts_from_rows(paper.load_rows("pile", "train", cfg.pile_files))),
+        "qa": _published(lambda split: paper.squad_from_rows(paper.load_rows("squad", split, cfg.squad_files)),
+                         {TRAIN_OR_DEV: "train", "test": "validation"}, cfg.squad_files),
+        "summ": _published(lambda split: paper.cnn_from_rows(paper.load_rows("cnn_dailymail", split, cfg.cnn_files)),
+                           {"train": "train", "dev": "validation", "test": "test"}, cfg.cnn_files),
+    }
+
+
+def _texts(cfg: Any, sources_dir: Any, cap: int) -> dict[str, Pool]:
     """Raw material per use: wiki/pile LM text, QA passages, (document, summary) pairs."""
     if cfg.source == "paper":
-        wiki = paper.texts_from_rows(paper.load_rows("wikitext103", "test"))
-        pile = paper.texts_from_rows(paper.load_rows("pile", "train", cfg.pile_files))
-        squad = paper.squad_from_rows(paper.load_rows("squad", "validation", cfg.squad_files))
-        cnn = paper.cnn_from_rows(paper.load_rows("cnn_dailymail", "test", cfg.cnn_files))
-        return {"wiki": wiki, "pile": pile, "qa": squad, "summ": cnn}
+        return _paper_pools(cfg)
     wiki = [_article_text(a) for a in offline_articles("gensim_wiki", sources_dir)]
     pile = [_article_text(a) for a in offline_articles("python_docs", sources_dir)]
     # SQuAD-sized passages: single paragraphs of 30-300 words
     passages = [p for w in wiki for p in re.split(r"\n+", w) if 30 <= len(p.split()) <= 300]
     take = (lambda xs: xs[:cap]) if cap else (lambda xs: xs)
-    return {"wiki": take(wiki), "pile": take(pile), "qa": take(passages), "summ": take(lee_documents(sources_dir))}
+    raw = {"wiki": take(wiki), "pile": take(pile), "qa": take(passages), "summ": take(lee_documents(sources_dir))}
+    return {name: Pool.unsplit(items) for name, items in raw.items()}
+
+
+def _labels(given: Sequence[str | None], cfg: Any, seed: int) -> list[str]:
+    """Each item's split: as given, else assigned by ``cfg.dev_fraction`` (None: train /
+    dev / test; `TRAIN_OR_DEV`: train / dev)."""
+    out = list(given)
+    for kind, test_fraction in ((None, cfg.dev_fraction), (TRAIN_OR_DEV, 0.0)):
+        where = [i for i, g in enumerate(given) if g == kind]
+        if where:
+            for i, split in zip(where, assign_splits(len(where), cfg.dev_fraction, test_fraction, seed), strict=True):
+                out[i] = split
+    return [str(x) for x in out]
 
 
 def _write_rows(path: Any, rows: list[dict]) -> None:
@@ -76,8 +138,8 @@ def _write_rows(path: Any, rows: list[dict]) -> None:
     pq.write_table(pa.Table.from_pylist(rows), path)
 
 
-def _split_docs(ids: Sequence[list[int]], cfg: Any, seed: int) -> dict[str, list[list[int]]]:
-    splits = assign_splits(len(ids), cfg.dev_fraction, cfg.dev_fraction, seed)
+def _split_docs(ids: Sequence[list[int]], given: Sequence[str | None], cfg: Any, seed: int) -> dict[str, list[list[int]]]:
+    splits = _labels(given, cfg, seed)
     return {s: [x for x, t in zip(ids, splits, strict=True) if t == s] for s in ("train", "dev", "test")}
 
 
@@ -97,14 +159,14 @@ class BuildLM(Stage):
         metrics: dict[str, float] = {}
         rng = np.random.default_rng(seed)
 
-        ids = {name: encode_texts(raw[name], tok_dir) for name in ("wiki", "pile")}  # once each
+        ids = {name: encode_texts(raw[name].items, tok_dir) for name in ("wiki", "pile")}  # once each
         for name in ("wiki", "pile"):
-            docs = _split_docs(ids[name], cfg, seed)
+            docs = _split_docs(ids[name], raw[name].labels, cfg, seed)
             rows = [{"split": s, **seg} for s, d in docs.items()
                     for seg in lm_segments(d, cfg.distant_tokens, cfg.recent_tokens)]
             _write_rows(LMRecords.segments_file(ctx.output_dir, name), rows)
             metrics.update({f"lm_{name}/segments": len(rows)})
-        both = _split_docs(ids["wiki"] + ids["pile"], cfg, seed + 1)
+        both = _split_docs(ids["wiki"] + ids["pile"], raw["wiki"].labels + raw["pile"].labels, cfg, seed + 1)
         triples = [{"split": s, **t} for s, d in both.items()
                    for t in continuation_triples(d, cfg.doc_tokens, cfg.prompt_tokens, cfg.answer_tokens)]
         _write_rows(LMRecords.continuation_file(ctx.output_dir), triples)
@@ -112,15 +174,18 @@ class BuildLM(Stage):
                         **length_stats("continuation/answer_tokens", [len(t["answer"]) for t in triples])})
 
         if cfg.source == "paper":
-            qa = [qa_record(c, q, a[0], aliases=a[1:]) for c, q, a in raw["qa"]]
-            summ = [summary_record(d, s) for d, s in raw["summ"]]
+            qa = [(qa_record(c, q, a[0], aliases=a[1:]), split)
+                  for (c, q, a), split in zip(raw["qa"].items, raw["qa"].labels, strict=True)]
+            summ = [(summary_record(d, s), split)
+                    for (d, s), split in zip(raw["summ"].items, raw["summ"].labels, strict=True)]
         else:
-            qa = [r for p in raw["qa"] if (r := cloze_qa(p, rng)) is not None]
-            summ = [r for d in raw["summ"] if (r := lead_summary(d)) is not None]
-        for name, records in (("qa", qa), ("summarization", summ)):
-            if not records:
+            qa = [(r, None) for p in raw["qa"].items if (r := cloze_qa(p, rng)) is not None]
+            summ = [(r, None) for d in raw["summ"].items if (r := lead_summary(d)) is not None]
+        for name, labelled in (("qa", qa), ("summarization", summ)):
+            if not labelled:
                 raise ValueError(f"build_lm: no {name} records could be built from the source texts")
-            splits = assign_splits(len(records), cfg.dev_fraction, cfg.dev_fraction, seed)
+            records = [r for r, _ in labelled]
+            splits = _labels([split for _, split in labelled], cfg, seed)
             with open(LMRecords.records_file(ctx.output_dir, name), "w") as fh:
                 for i, (rec, split) in enumerate(zip(records, splits, strict=True)):
                     fh.write(json.dumps({"id": f"{name}-{i}", "split": split, **rec}) + "\n")

@@ -5,7 +5,8 @@ maps rows with the columns of the HF dataset onto our records, so the same code 
 the hub dataset and local parquet/json files in that layout (tests use the latter):
 
 - ``wmt19`` (config ``zh-en``): ``translation: {"en": ..., "zh": ...}``;
-- ``wikitext`` (``wikitext-103-raw-v1``): ``text`` (one raw line per row);
+- ``wikitext`` (``wikitext-103-v1``, or ``-raw-v1``): ``text`` (one line per row; an
+  article starts at its `` = Title = `` line, `stages.data.articles.from_wikitext103`);
 - ``squad``: ``context``, ``question``, ``answers: {"text": [...], ...}``;
 - ``cnn_dailymail`` (``3.0.0``): ``article``, ``highlights``;
 - a Pile sample: ``text``.
@@ -34,13 +35,21 @@ HF_NAMES = {
 }
 
 
+def publishes_splits(local_files: str) -> bool:
+    """Whether rows come split as published: by name from the hub, or from local files whose
+    glob names the split (``{split}``, e.g. ``/data/squad/{split}-*.parquet``)."""
+    return not local_files or "{split}" in local_files
+
+
 def load_rows(source: str, split: str, local_files: str = "", config: str | None = None):
     """Rows of a paper dataset: from ``local_files`` (a glob of parquet/json/jsonl files in
-    the HF layout) if given, else ``datasets.load_dataset`` by name (needs the hub)."""
+    the HF layout; ``{split}`` in it is replaced by ``split``) if given, else
+    ``datasets.load_dataset`` by name (needs the hub)."""
     import datasets
 
     name, default_config = HF_NAMES[source]
     if local_files:
+        local_files = local_files.replace("{split}", split)
         files = sorted(glob.glob(local_files))
         if not files:
             raise FileNotFoundError(f"{source}: no files match local_files={local_files!r}")

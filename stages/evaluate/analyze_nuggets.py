@@ -8,16 +8,21 @@ Output: `stages.artifacts.evaluate.NuggetAnalysis`:
 - ``token_frequency.png`` / ``token_frequency.json`` (fig. 5): the 6 most frequent nugget
   tokens, their share among nuggets (AE, MT) vs in text, and the punctuation share;
 - ``nuggets.html`` (fig. 6): sample documents, text shaded by score, nuggets in green;
-- ``probability_gain.png`` (fig. 7: gain vs token index for the 1st-3rd nuggets),
-  ``probability_gain_relative.png`` (fig. 8: gain vs index relative to the nugget),
-  ``probability_gain.json``.
+- ``probability_gain.png`` (fig. 7: gain vs token index for the paper's 3rd, 6th and 9th
+  nuggets), ``nugget_positions.png`` (fig. 7's other curve: where in the document those
+  nuggets sit, share of documents per token index), ``probability_gain_relative.png``
+  (fig. 8: gain vs index relative to the nugget, for documents of 64, 128 and 256
+  tokens, cut from consecutive dev documents; a length above the model's positions is
+  skipped and the JSON says so), ``probability_gain.json``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 import pyarrow.parquet as pq
+import torch
 
 from stages.artifacts.data import MtDocuments
 from stages.artifacts.evaluate import NuggetAnalysis
@@ -31,6 +36,23 @@ from stages.framework.stage import Stage, StageContext
 
 TOP_TOKENS = 6  # paper fig. 5
 RELATIVE_SPAN = 16  # fig. 8: token indices -16..16 around the nugget
+FIG7_NUGGETS = (3, 6, 9)  # paper fig. 7: the 3rd, 6th and 9th nuggets (1-based, in text order)
+FIG8_LENGTHS = (64, 128, 256)  # paper fig. 8 (and §5.3's 128): documents force-decoded at these lengths
+
+
+def fixed_length_documents(tokenizer: Any, texts: list[str], length: int, limit: int) -> list[torch.Tensor]:
+    """Up to ``limit`` documents of exactly ``length`` tokens (``[1, length]`` ids), each
+    cut from consecutive ``texts`` joined until they hold that many tokens."""
+    docs, pending = [], []
+    for text in texts:
+        pending.append(text)
+        ids = tokenizer([" ".join(pending)], return_tensors="pt", truncation=True, max_length=length)["input_ids"]
+        if ids.shape[1] == length:
+            docs.append(ids)
+            pending = []
+            if len(docs) == limit:
+                break
+    return docs
 
 
 def pick(systems: list[System], objective: str) -> System | None:
@@ -58,7 +80,7 @@ class AnalyzeNuggets(Stage):
         stats = {s.name: self._token_stats(ctx, s, texts[: ctx.cfg("eval.analysis_docs")]) for s in (ae, mt) if s}
         frequency = self._frequency_outputs(ctx, stats, {s.name: s for s in (ae, mt) if s})
         self._highlight(ctx, ae, texts[: ctx.cfg("eval.highlight_docs")])
-        gain = self._probe(ctx, ae, texts[: ctx.cfg("eval.probe_docs")])
+        gain = self._probe(ctx, ae, texts, ctx.cfg("eval.probe_docs"))
         NuggetAnalysis(frequency, gain).write(ctx.output_dir)
 
     def _token_stats(self, ctx: StageContext, system: System, texts: list[str]) -> TokenStats:
@@ -106,36 +128,76 @@ class AnalyzeNuggets(Stage):
         page.write_text(highlight_page(f"Nuggets of {system.describe()}", docs))
         ctx.log_artifact(page)
 
-    def _probe(self, ctx: StageContext, system: System, texts: list[str]) -> dict:
-        loaded = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype"))
+    def _probe(self, ctx: StageContext, system: System, dev: list[str], limit: int) -> dict:
+        """Figs. 7-8 on up to ``limit`` documents (fig. 8 cuts its fixed-length documents
+        from the whole ``dev`` text list)."""
+        loaded, texts = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype")), dev[:limit]
         by_nugget: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-        relative: dict[int, list[float]] = defaultdict(list)
-        for n, text in enumerate(texts, 1):
-            ids = loaded.tokenize([text])["input_ids"]
-            gains, positions = probability_gain(loaded.model, ids)
-            for j, (row, pos) in enumerate(zip(gains.tolist(), positions, strict=True)):
+        positions: dict[int, list[int]] = defaultdict(list)
+        for n, text in enumerate(texts, 1):  # fig. 7: the documents as built (up to 128 tokens in the paper)
+            gains, where = probability_gain(loaded.model, loaded.tokenize([text])["input_ids"])
+            for j, (row, pos) in enumerate(zip(gains.tolist(), where, strict=True)):
+                positions[j].append(pos)
                 for i, g in enumerate(row):
                     by_nugget[j][i].append(g)
-                    if abs(i - pos) <= RELATIVE_SPAN:
-                        relative[i - pos].append(g)
             if n % 8 == 0:
                 print(f"[analyze_nuggets] probe {n}/{len(texts)} documents", flush=True)
+        relative, skipped = self._relative(loaded, dev, limit)
         mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-        curves = {f"nugget {j + 1}": (sorted(by_nugget[j]), [mean(by_nugget[j][i]) for i in sorted(by_nugget[j])])
-                  for j in range(min(3, len(by_nugget)))}
-        rel = sorted(relative)
+        shown = [j for j in FIG7_NUGGETS if j - 1 in by_nugget]
+        curves = {f"nugget {j}": (sorted(by_nugget[j - 1]), [mean(by_nugget[j - 1][i]) for i in sorted(by_nugget[j - 1])])
+                  for j in shown}
+        share = {f"nugget {j}": (sorted(set(positions[j - 1])),
+                                 [positions[j - 1].count(i) / len(texts) for i in sorted(set(positions[j - 1]))])
+                 for j in shown}
         plot_gain(curves, ctx.output_dir / "probability_gain.png", "token index in the document")
-        plot_gain({"all nuggets": (rel, [mean(relative[i]) for i in rel])},
+        plot_gain(share, ctx.output_dir / "nugget_positions.png", "token index in the document",
+                  ylabel="share of documents")
+        plot_gain({f"{length}-token documents (n={relative[length]['documents']})":
+                   (sorted(relative[length]["gain"]), [mean(relative[length]["gain"][i]) for i in sorted(relative[length]["gain"])])
+                   for length in relative},
                   ctx.output_dir / "probability_gain_relative.png", "token index relative to the nugget", mark_zero=True)
-        before = [g for i in rel if -RELATIVE_SPAN <= i <= 0 for g in relative[i]]
-        after = [g for i in rel if i > 0 for g in relative[i]]
+        pooled: dict[int, list[float]] = defaultdict(list)
+        for curve in relative.values():
+            for i, gs in curve["gain"].items():
+                pooled[i] += gs
+        before = [g for i in pooled if -RELATIVE_SPAN <= i <= 0 for g in pooled[i]]
+        after = [g for i in pooled if i > 0 for g in pooled[i]]
         summary = {"system": system.name, "documents": len(texts),
-                   "mean_gain_at_or_before_nugget": mean(before), "mean_gain_after_nugget": mean(after) if after else 0.0,
-                   "relative": {str(i): mean(relative[i]) for i in rel}}
-        for name in ("probability_gain.png", "probability_gain_relative.png"):
+                   "nuggets_shown": shown, "documents_with_nugget": {str(j): len(positions[j - 1]) for j in shown},
+                   "mean_gain_at_or_before_nugget": mean(before) if before else 0.0,
+                   "mean_gain_after_nugget": mean(after) if after else 0.0,
+                   "relative": {str(length): {"documents": c["documents"],
+                                              "gain": {str(i): mean(c["gain"][i]) for i in sorted(c["gain"])}}
+                                for length, c in relative.items()},
+                   "relative_skipped": skipped}
+        for name in ("probability_gain.png", "nugget_positions.png", "probability_gain_relative.png"):
             ctx.log_artifact(ctx.output_dir / name)
         ctx.log_metrics({"gain_before_nugget": summary["mean_gain_at_or_before_nugget"],
                          "gain_before_nugget_n": len(before),
                          "gain_after_nugget": summary["mean_gain_after_nugget"],
                          "gain_after_nugget_n": len(after)})
         return summary
+
+    def _relative(self, loaded: Any, texts: list[str], limit: int) -> tuple[dict[int, dict], dict[str, str]]:
+        """Fig. 8: gain by index relative to its nugget, per document length (every nugget
+        of up to ``limit`` documents of that length)."""
+        positions = int(getattr(loaded.model.base_model.config, "max_position_embeddings", 1024))
+        curves, skipped = {}, {}
+        for length in FIG8_LENGTHS:
+            if length > positions:
+                skipped[str(length)] = f"longer than the model's {positions} positions"
+                continue
+            docs = fixed_length_documents(loaded.tokenizer, texts, length, limit)
+            if not docs:
+                skipped[str(length)] = "the dev documents hold fewer tokens"
+                continue
+            gain: dict[int, list[float]] = defaultdict(list)
+            for ids in docs:
+                gains, where = probability_gain(loaded.model, ids.to(loaded.device))
+                for row, pos in zip(gains.tolist(), where, strict=True):
+                    for i, g in enumerate(row):
+                        if abs(i - pos) <= RELATIVE_SPAN:
+                            gain[i - pos].append(g)
+            curves[length] = {"documents": len(docs), "gain": gain}
+        return curves, skipped

@@ -31,7 +31,7 @@ from stages.artifacts.data import BaseLM, LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
 from stages.common.progress import progress_logger
-from stages.evaluate.lm.perplexity import PerplexityCounts, segment_counts
+from stages.evaluate.lm.perplexity import PerplexityCounts, segment_counts, token_texts
 from stages.evaluate.lm.streams import ContextSetting, make_stream, run_segment, windows
 from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
@@ -93,7 +93,7 @@ class EvalLM(Stage):
             oov = cfg.wiki_oov_token if corpus == "wiki" else ""
             for seg_id, (distant, recent) in enumerate(segments):
                 ids = distant + recent
-                texts = [tokenizer.decode([t]) for t in ids]
+                texts = token_texts(tokenizer, ids)
                 for setting in settings:
                     with windows(model, setting, threshold):
                         for system in cfg.systems:

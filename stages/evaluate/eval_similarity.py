@@ -3,9 +3,10 @@
 Systems: every Nugget model of the sweep and of ``train_nugget`` (their nuggets, scored
 by mean-MaxSim), the baselines of ``train_baselines`` (TSDAE and RE single vectors by
 cosine; the rule-selector / no-feedback / r=0.033 Nugget ablations by mean-MaxSim) and
-ColBART (all last-layer encoder states of one MT-trained Nugget model, mean-MaxSim: the
-tiny profile has no pretrained mBART, so the encoder of our own MT model stands in for
-it; ``colbart_from`` in the output says which).
+ColBART (every last-layer state of the pretrained encoder of ``model.seq2seq``, Nugget
+§6.1.2, mean-MaxSim; with ``model.seq2seq.source=tiny_random`` there is no pretrained
+encoder, so the HF weights of our MT-trained Nugget model with the lowest dev loss stand
+in, read as a plain encoder; ``colbart_from`` in the output says which).
 
 Data: the ``build_pi`` / ``build_rr`` artifacts, or the authors' released nugget-data
 folders given by ``eval.pi_data_dir`` / ``eval.rr_data_dir``; ``eval.max_tasks`` caps
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from stages.artifacts.data import SimilarityDataset
 from stages.artifacts.evaluate import SimilarityResults
@@ -32,9 +34,13 @@ from stages.evaluate.nugget.systems import System, collect_systems, to_record
 from stages.framework.stage import Stage, StageContext
 
 
-def colbart_source(systems: list[System]) -> System | None:
-    """The Nugget model whose full encoder plays ColBART: MT-trained, learned selector,
-    lowest dev loss (AE only if no MT model exists)."""
+def colbart_source(systems: list[System], seq2seq: Any) -> System | None:
+    """The encoder that plays ColBART: the pretrained ``model.seq2seq`` if there is one,
+    else the Nugget model that stands in for it (MT-trained, learned selector, lowest dev
+    loss; AE only if no MT model exists)."""
+    if seq2seq.source == "pretrained":
+        return System(name=f"pretrained:{seq2seq.name_or_path}", kind="pretrained",
+                      model_dir=Path(seq2seq.name_or_path), objective="none", source="model.seq2seq")
     learned = [s for s in systems if s.kind == "nugget" and s.selector == "topk" and s.feedback]
     pool = [s for s in learned if s.objective == "mt"] or learned
     return min(pool, key=lambda s: (s.dev_loss if s.dev_loss is not None else float("inf"), s.name), default=None)
@@ -46,7 +52,8 @@ class EvalSimilarity(Stage):
     required_upstream = ("build_pi", "build_rr", "train_nugget", "train_baselines")
     optional_upstream = ("sweep_nugget",)
     upstream = required_upstream
-    config_keys = ("eval.max_tasks", "eval.batch_size", "eval.pi_data_dir", "eval.rr_data_dir", "eval.dtype")
+    config_keys = ("eval.max_tasks", "eval.batch_size", "eval.pi_data_dir", "eval.rr_data_dir", "eval.dtype",
+                   "model.seq2seq")
     uses_device = True
 
     def _datasets(self, ctx: StageContext) -> dict[str, tuple[list, dict, str]]:
@@ -65,7 +72,7 @@ class EvalSimilarity(Stage):
     def run(self, ctx: StageContext) -> None:
         datasets = self._datasets(ctx)  # fail on missing data before loading any model
         systems = collect_systems(ctx.inputs)
-        colbart = colbart_source(systems)
+        colbart = colbart_source(systems, ctx.cfg("model.seq2seq"))
         jobs = [(s, s.kind) for s in systems] + ([(colbart, "colbart")] if colbart else [])
         rows, metrics = [], {}
         for n, (system, mode) in enumerate(jobs, 1):

@@ -5,7 +5,9 @@ Pure function of its inputs: it reads the upstream artifacts through their contr
 figure 4 (BLEU vs r), figure 5 in numbers, tables 2-4, Nugget2D tables 1, 3, 4, and the corpus statistics.
 Every measured cell is a number from an upstream file or "not run in this profile";
 published numbers (`stages.report.published`) only ever fill the published column.
-Each table states the profile, models and data behind its measured column.
+Each table states the profile, models and data behind its measured column; a last
+section lists every paper setting this run does not follow and why
+(`stages.report.deviations`, checked against the run's config).
 
 Outputs: ``report.md``, ``report.html``, one ``tables/<id>.csv`` per table, figures of
 the evaluations copied beside the report.
@@ -15,12 +17,14 @@ from __future__ import annotations
 
 import html
 import shutil
+from collections.abc import Sequence
 from typing import Any
 
 from stages.artifacts.data import CorpusStatistics
 from stages.artifacts.evaluate import NuggetAnalysis, ReconstructionResults, SimilarityResults
 from stages.common.render import csv_text, html_table, markdown
 from stages.framework.stage import Artifact, Stage, StageContext
+from stages.report.deviations import Deviation, deviations
 from stages.report.tables import (
     ReportTable,
     bleu_table,
@@ -104,7 +108,7 @@ def build_tables(ctx: StageContext) -> list[ReportTable]:
 
 
 def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[str, str]]] | None,
-           figures: list[str]) -> tuple[str, str]:
+           figures: list[str], differences: Sequence[Deviation] = ()) -> tuple[str, str]:
     md = [f"# {title}", "", "Measured values come from this pipeline run's artifacts; published values are the "
           "papers' (source under each title). 'not run in this profile': no stage of this run measured the cell.", ""]
     page = [f"<html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>",
@@ -114,6 +118,11 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
                f"*Measured:* {t.context}.", "", markdown(t.headers(), t.cells())]
         page += [f"<h2>{html.escape(t.title)}</h2>", f"<p><i>Source of published values:</i> {html.escape(t.source)}.<br>",
                  f"<i>Measured:</i> {html.escape(t.context)}.</p>", html_table(t.headers(), t.cells())]
+    if differences:
+        caption, headers = "Differences from the papers' setups", ["setting", "paper", "this run (why)"]
+        rows = [(d.setting, d.paper, d.here) for d in differences]
+        md += [f"## {caption}", "", markdown(headers, rows)]
+        page += [f"<h2>{html.escape(caption)}</h2>", html_table(headers, rows)]
     if corpus:
         md += [f"## {corpus[0]}", "", markdown(["quantity", "value"], corpus[1])]
         page += [f"<h2>{html.escape(corpus[0])}</h2>", html_table(["quantity", "value"], corpus[1])]
@@ -131,7 +140,8 @@ class Report(Stage):
     required_upstream = ("corpus_stats", "eval_similarity", "eval_reconstruction")
     optional_upstream = ("analyze_nuggets", "eval_lm", "eval_qa", "eval_summarization")
     upstream = required_upstream
-    config_keys = ("report", "profile", "model.seq2seq", "model.lm")
+    config_keys = ("report", "profile", "model.seq2seq", "model.lm", "nugget", "nugget2d", "data.mt", "data.lm",
+                   "data.pi", "data.rr", "eval", "train.nugget2d")  # the last ones: the differences from the papers
 
     def run(self, ctx: StageContext) -> None:
         tables = build_tables(ctx)
@@ -142,7 +152,8 @@ class Report(Stage):
                 shutil.copy(path, ctx.output_dir / path.name)
                 figures.append(path.name)
         corpus = corpus_table(ctx.inputs["corpus_stats"]) if "corpus_stats" in ctx.inputs else None
-        md, page = render(ctx.cfg("report").title, tables, corpus, figures)
+        differences = deviations(ctx.cfg)
+        md, page = render(ctx.cfg("report").title, tables, corpus, figures, differences)
         (ctx.output_dir / "report.md").write_text(md)
         (ctx.output_dir / "report.html").write_text(page)
         (ctx.output_dir / "tables").mkdir()
@@ -150,4 +161,5 @@ class Report(Stage):
             (ctx.output_dir / "tables" / f"{t.id}.csv").write_text(csv_text(t.headers(), t.cells()))
         for name in ("report.md", "report.html", *figures):
             ctx.log_artifact(ctx.output_dir / name)
-        ctx.log_metrics({"tables": len(tables), "measured_cells": sum(t.measured_count() for t in tables)})
+        ctx.log_metrics({"tables": len(tables), "measured_cells": sum(t.measured_count() for t in tables),
+                         "paper_differences": len(differences)})

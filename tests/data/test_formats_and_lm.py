@@ -91,3 +91,40 @@ def test_stand_ins_are_labelled_and_honest():
     s = lm.lead_summary("First sentence here. Then the body. And more.")
     assert s["answer"] == "First sentence here." and "First" not in s["document"] and s["stand_in"]
     assert lm.lead_summary("Only one sentence.") is None
+
+
+def test_paper_lm_sources_keep_their_published_splits(tmp_path):
+    """build_lm's paper sources: WikiText-103 articles (not lines) from validation / test,
+    SQuAD's whole validation set as the QA test set, CNN/DailyMail as published."""
+    from types import SimpleNamespace
+
+    import datasets
+
+    from stages.data.build_lm import TRAIN_OR_DEV, _labels, _paper_pools
+
+    def write(name: str, split: str, columns: dict) -> None:
+        datasets.Dataset.from_dict(columns).to_json(tmp_path / f"{name}-{split}.jsonl")
+
+    article = [" = Alpha = \n", " Lead text . \n", " = = History = = \n", " Old . \n"]
+    write("wiki", "validation", {"text": article})
+    write("wiki", "test", {"text": article + [" = Beta = \n", " Other lead . \n"]})
+    write("pile", "all", {"text": ["p1", "p2", "p3"]})
+    qa = {"context": ["C"] * 4, "question": ["Q1?", "Q2?", "Q3?", "Q4?"],
+          "answers": [{"text": ["A"], "answer_start": [0]}] * 4}
+    write("squad", "train", qa)
+    write("squad", "validation", {k: v[:3] for k, v in qa.items()})
+    for split, n in (("train", 4), ("validation", 2), ("test", 3)):
+        write("cnn", split, {"article": [f"{split} {i}" for i in range(n)], "highlights": ["h"] * n})
+    cfg = SimpleNamespace(wiki_files=str(tmp_path / "wiki-{split}.jsonl"), wikitext_config="wikitext-103-v1",
+                          pile_files=str(tmp_path / "pile-*.jsonl"), squad_files=str(tmp_path / "squad-{split}.jsonl"),
+                          cnn_files=str(tmp_path / "cnn-{split}.jsonl"), dev_fraction=0.25)
+    pools = _paper_pools(cfg)
+    assert pools["wiki"].labels == ["dev", "test", "test"]  # one article per title, not one row per line
+    assert pools["wiki"].items[0] == "Lead text .\n\nOld ."
+    assert pools["qa"].labels == [TRAIN_OR_DEV] * 4 + ["test"] * 3  # every validation question is test
+    assert pools["summ"].labels == ["train"] * 4 + ["dev"] * 2 + ["test"] * 3
+    qa_splits = _labels(pools["qa"].labels, cfg, seed=0)
+    assert qa_splits[4:] == ["test"] * 3 and sorted(qa_splits[:4]) == ["dev", "train", "train", "train"]
+    assert sorted(_labels(pools["pile"].labels, cfg, seed=0)) == ["dev", "test", "train"]  # no published split
+    one_pool = SimpleNamespace(**{**vars(cfg), "squad_files": str(tmp_path / "squad-*.jsonl")})
+    assert _paper_pools(one_pool)["qa"].labels == [None] * 7  # a glob without {split}: split here

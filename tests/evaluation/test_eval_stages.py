@@ -113,6 +113,31 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     assert "profile tiny" in md and "key ks" in md
     assert (ctx.output_dir / "report.html").exists() and (ctx.output_dir / "bleu_vs_ratio.png").exists()
     assert len(list((ctx.output_dir / "tables").glob("*.csv"))) == 8
+    # every paper setting the tiny run does not follow is named, with the paper's and why
+    differences = _cells(md, "Differences from the papers' setups")[1:]  # [0]: the header row
+    settings = [row[0] for row in differences]
+    for setting in ("model.seq2seq", "model.lm", "nugget.residual", "data.mt.source", "data.lm.source",
+                    "eval.lm.baseline_adapter", "ColBART (Nugget §6.1.2)"):
+        assert setting in settings, setting
+    assert all(all(cell for cell in row) for row in differences)
+    assert ctx.logger.metrics["paper_differences"] == len(differences)
+
+
+def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
+    from stages.config import load_config
+    from stages.report.deviations import ALWAYS, deviations
+
+    cfg = load_config(["profile=paper"])
+
+    def get(key: str):
+        value = cfg
+        for part in key.split("."):
+            value = getattr(value, part)
+        return value
+
+    found = {d.setting for d in deviations(get)}
+    assert found - {d.setting for d in ALWAYS} == {"eval.lm.baseline_adapter",
+                                                    "train.nugget2d.objective (the AR model's scorer)"}
 
 
 def test_analyze_nuggets_on_fixture(evaluated):
@@ -131,8 +156,13 @@ def test_analyze_nuggets_on_fixture(evaluated):
     page = (ctx.output_dir / "nuggets.html").read_text()
     assert page.count("background: #b6f2b6") >= 2  # at least one nugget per document
     gain = analysis.probability_gain
-    assert gain["documents"] == 2 and "0" in gain["relative"]
-    for name in ("token_frequency.png", "probability_gain.png", "probability_gain_relative.png"):
+    assert gain["documents"] == 2
+    # fig. 8: one curve per document length that fits the model and the dev text, the rest named
+    assert set(gain["relative"]) | set(gain["relative_skipped"]) == {"64", "128", "256"}
+    assert gain["relative"]["64"]["documents"] >= 1 and "0" in gain["relative"]["64"]["gain"]
+    # fig. 7: the paper's 3rd / 6th / 9th nuggets where documents have them, with their counts
+    assert set(gain["nuggets_shown"]) <= {3, 6, 9}
+    for name in ("token_frequency.png", "probability_gain.png", "nugget_positions.png", "probability_gain_relative.png"):
         assert (ctx.output_dir / name).read_bytes()[:4] == b"\x89PNG"
     assert {p.name for p in analysis.figures()} == set(NuggetAnalysis.FIGURES)  # the report finds every figure
 

@@ -35,6 +35,10 @@ def test_paper_profile_has_paper_settings():
     assert cfg.data.mt.source == "wmt19"
     assert cfg.eval.max_tasks == 1024  # PI / RR: 1024 queries per task (Nugget table 1), not every built one
     assert cfg.eval.qa.match == "substring"  # appendix D
+    longest = max(c.compressed_tokens + c.context_tokens for c in cfg.eval.lm.contexts)
+    assert cfg.data.lm.distant_tokens >= longest == 704  # table 1's 640 + 64 fit a segment's history
+    for method in (cfg.nugget, cfg.nugget2d):  # eq. 5: (q k^T + s) / sqrt(d), in the forward pass
+        assert (method.residual, method.scale_residual) == ("direct", True)
 
 
 def test_gpu1_profile_puts_every_model_on_one_gpu_in_bf16():
@@ -205,6 +209,9 @@ def test_nugget_task_builds_its_config_from_the_section():
         ("model.seq2seq.tiny.tokenizer_vocab_size=300", "moved to model.seq2seq.tokenizer_vocab_size"),
         ("calibrate.threshold.heldout_split=train", "calibrate.threshold.heldout_split: value 'train' must differ"),
         ("train.baselines.num_workers=0", "train.baselines.num_workers: value 0 must be >= 1"),
+        ("data.lm.distant_tokens=40", "eval.lm.contexts[0]: compressed_tokens + context_tokens = 48 exceeds "
+                                      "data.lm.distant_tokens=40"),
+        ("nugget.scale_residual=maybe", "nugget.scale_residual"),
     ],
 )
 def test_bad_model_and_moved_keys_name_the_full_key(override, expected):

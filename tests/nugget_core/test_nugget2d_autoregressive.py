@@ -114,8 +114,15 @@ def test_baselines_share_the_stream_interface(causal_factory):
     torch.testing.assert_close(nll_full, expected)
     assert full.kv_positions == 59
     windowed = FullStream(model, window=8)
-    stream_nll(windowed, ids)
-    assert windowed.kv_positions == 7
+    nll_windowed = stream_nll(windowed, ids)
+    assert windowed.kv_positions == 8
+    # Full at a window reads the last 8 tokens as an LM given only them (encoded from
+    # position 0, first token kept as the sink), not a rolling cache of evicted context
+    for t in (2, 7, 30, 58):
+        window = ids[max(0, t + 1 - 8) : t + 1]
+        with torch.no_grad():
+            last = model.lm_forward(input_ids=window[None]).logits[0, -1].log_softmax(-1)
+        torch.testing.assert_close(nll_windowed[t], -last[ids[t + 1]])
     comp = CompressiveStream(model)
     nll_comp = stream_nll(comp, ids)
     # 52 tokens left the 8-token window: 13 chunks of 4, of which ceil(20 / 4) = 5 kept.

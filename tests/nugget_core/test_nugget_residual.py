@@ -179,7 +179,8 @@ def test_residual_reaches_every_cross_attention_and_no_self_attention(
     for (q, k, mask0), (_, _, mask1) in zip(plain, biased, strict=True):
         if (q, k) == (5, 9):  # decoder cross-attention
             n_cross += 1
-            expected = _as_float(mask0, (2, 1, 1, 9)) + nuggets.scores[:, None, None, :]
+            # eq. 5: s / sqrt(d_head) on HF's scaled logits (T5 scales nothing)
+            expected = _as_float(mask0, (2, 1, 1, 9)) + nuggets.scores[:, None, None, :] * nugget_model.residual.scale
             torch.testing.assert_close(_as_float(mask1, (2, 1, 1, 9)).expand_as(expected), expected)
         else:  # encoder self-attention (9, 9) and decoder self-attention (5, 5)
             assert (mask0 is None and mask1 is None) or torch.equal(mask0, mask1)

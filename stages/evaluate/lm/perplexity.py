@@ -4,9 +4,12 @@ Word-level perplexity multiplies the probabilities of the subwords of each compl
 word, i.e. it divides the same total NLL by the number of words instead of subwords:
 equal to subword perplexity when every word is one subword, larger when words split.
 
-Words are read off the tokens' surface text: a token starts a word when it begins with
-whitespace or follows a token ending in whitespace (byte-level BPE marks word starts
-with a leading space; a newline token is a word of its own, like WikiText's ``<eos>``).
+Words are read off the tokens' surface text (`token_texts`: what each token adds to the
+decoded text, so the tokenizer's own decoder turns SentencePiece's ``▁`` and byte-level
+BPE's ``Ġ`` into the leading space; decoding a token alone would drop SentencePiece's,
+which made a whole segment one "word"): a token starts a word when it begins with
+whitespace or follows a token ending in whitespace (a newline token is a word of its
+own, like WikiText's ``<eos>``).
 Only whole words in the evaluated region count: a word whose first subword lies before
 ``start`` (its beginning was context, not predicted) is left out of the word count and
 of the word NLL. Words equal to the corpus's out-of-vocabulary marker (WikiText's
@@ -16,8 +19,10 @@ of the word NLL. Words equal to the corpus's out-of-vocabulary marker (WikiText'
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -41,6 +46,23 @@ class PerplexityCounts:
     @property
     def word_ppl(self) -> float:
         return math.exp(self.word_nll / self.words) if self.words else math.nan
+
+
+def token_texts(tokenizer: Any, ids: Sequence[int]) -> list[str]:
+    """The text each of ``ids`` adds to the decoded sequence (leading spaces included).
+
+    Decodes every prefix, so the tokenizer's decoder handles word-start markers and
+    multi-token characters; O(n^2) token decodes, a fraction of a second for a 640-token
+    segment, negligible beside the LM passes that score it.
+    """
+    texts, previous = [], ""
+    for i in range(len(ids)):
+        current = tokenizer.decode(list(ids[: i + 1]), skip_special_tokens=False,
+                                   clean_up_tokenization_spaces=False)
+        shared = len(os.path.commonprefix([previous, current]))  # a partial UTF-8 char may change
+        texts.append(current[shared:])
+        previous = current
+    return texts
 
 
 def word_ids(token_texts: Sequence[str]) -> list[int]:

@@ -4,8 +4,10 @@
   per selected token; rule-based selectors get their flags from the tokens (chunking:
   commas and periods, §7.1; sentence: sentence-final punctuation, as PI/RR documents carry no
   sentence lists);
-- ``colbart``: every last-layer encoder state of a Nugget model's encoder (ColBART,
-  Nugget §6.1.2: "the last hidden states of the encoder");
+- ``colbart``: every last-layer state of a plain encoder (ColBART, Nugget §6.1.2: "the
+  last hidden states of the encoder"): the pretrained model of ``model.seq2seq``
+  (``kind="pretrained"``), or, where there is none (``tiny_random``), a trained Nugget
+  model's HF weights with the Nugget parts unloaded (no type embeddings, no selection);
 - ``bottleneck``: the one mean-pooled vector (TSDAE, RE).
 """
 
@@ -71,10 +73,8 @@ class LoadedSystem:
         enc = self.tokenize(texts)
         if self.mode == "bottleneck":
             return self.model.embed(**enc), enc
-        if self.mode == "colbart":
-            with self.model.encoder_pass(enc["attention_mask"], ratio=1.0):
-                hidden = self.model.base_model.get_encoder()(**enc).last_hidden_state
-            return hidden, enc
+        if self.mode == "colbart":  # a plain HF encoder-decoder (load_system)
+            return self.model.get_encoder()(**enc).last_hidden_state, enc
         return self.model.encode(**enc, boundary_mask=self._boundary_mask(enc["input_ids"])), enc
 
     def vectors(self, texts: Sequence[str], batch_size: int) -> list[torch.Tensor]:
@@ -116,7 +116,13 @@ def load_system(system: System, mode: str | None = None, device: str = "cpu", pr
     from transformers import AutoTokenizer
 
     mode = mode or system.kind
-    if system.kind == "bottleneck":
+    if mode == "colbart" and system.kind not in ("nugget", "pretrained"):
+        raise ValueError(f"ColBART reads a pretrained or a Nugget model's encoder, not a {system.kind}")
+    if system.kind == "pretrained":  # hub name or local folder (model.seq2seq)
+        from transformers import AutoModelForSeq2SeqLM
+
+        model = AutoModelForSeq2SeqLM.from_pretrained(str(system.model_dir))
+    elif system.kind == "bottleneck":
         from nugget_core.baselines import BottleneckModel
 
         model = BottleneckModel.from_pretrained(system.model_dir)
@@ -124,10 +130,10 @@ def load_system(system: System, mode: str | None = None, device: str = "cpu", pr
         from nugget_core import NuggetModel
 
         model = NuggetModel.from_pretrained(system.model_dir)
-    if mode == "colbart" and system.kind != "nugget":
-        raise ValueError(f"ColBART reads a Nugget model's encoder, not a {system.kind}")
-    tokenizer = AutoTokenizer.from_pretrained(system.model_dir)
-    config = model.base_model.config
+        if mode == "colbart":
+            model = model.unload()  # the plain HF model: no type embeddings, no selection
+    tokenizer = AutoTokenizer.from_pretrained(str(system.model_dir))
+    config = getattr(model, "base_model", model).config
     max_length = int(getattr(config, "max_position_embeddings", 1024))
     return LoadedSystem(system, mode, place_model(model, device, precision), tokenizer, max_length,
                         torch.device(device))

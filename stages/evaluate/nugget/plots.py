@@ -57,10 +57,12 @@ def token_frequencies(tokens: Sequence[str], series: dict[str, Sequence[float]],
 
 
 def probability_gain(
-    curves: dict[str, tuple[Sequence[int], Sequence[float]]], path: Path, xlabel: str, mark_zero: bool = False
+    curves: dict[str, tuple[Sequence[int], Sequence[float]]], path: Path, xlabel: str, mark_zero: bool = False,
+    ylabel: str = "probability gain",
 ) -> None:
     """Nugget figs. 7-8: mean probability gain per token index (``mark_zero``: a vertical
-    line at index 0, the nugget itself in relative coordinates)."""
+    line at index 0, the nugget itself in relative coordinates); ``ylabel`` for other
+    per-index curves (fig. 7's distribution of nugget positions)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for name, (xs, ys) in curves.items():
@@ -69,8 +71,9 @@ def probability_gain(
         ax.axvline(0, color="grey", lw=0.5)
     ax.axhline(0, color="grey", lw=0.5)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("probability gain")
-    ax.legend(fontsize=8)
+    ax.set_ylabel(ylabel)
+    if curves:  # (an empty figure when no document had such a nugget: the JSON gives the counts)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
