@@ -25,8 +25,11 @@ MLFLOW_PORT ?= 5000
 AGENT_PORT ?= $(shell $(PYTHON) -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export NUGGET_ARTIFACT_ROOT ?= $(HOME)/nugget-artifacts
 export NUGGET_SOURCES_DIR   ?= $(HOME)/.cache/nugget-pipeline/sources
-# local Ray: loopback only, no token auth (docs/environment-notes.md)
-RAY_ENV    := PATH=$(BIN):$$PATH RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_AUTH_MODE=disabled
+# local Ray: loopback only, no token auth (docs/environment-notes.md). No Ray Train
+# preemption watcher: one node cannot be preempted, and the watcher is one more actor
+# process per fit (clusters started from ray_cluster.yaml keep it)
+RAY_ENV    := PATH=$(BIN):$$PATH RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_AUTH_MODE=disabled \
+              RAY_TRAIN_ENABLE_PREEMPTION_WATCHER=0
 
 .PHONY: install run test gpu-test sources mlflow-ui ray-start ray-stop lint clean-artifacts
 
@@ -51,8 +54,12 @@ sources: $(STAMP)
 	  { if [ "$$(id -u)" = 0 ]; then apt-get update -qq; else sudo apt-get update -qq; fi; }
 	$(PY) -m stages.sources fetch --dir $(NUGGET_SOURCES_DIR)
 
+# `ray status` against a port nobody listens on retries for ~43 s (measured): ask it only
+# when something accepts connections there
+PORT_OPEN = $(PY) -c 'import socket, sys; sys.exit(socket.socket().connect_ex(("127.0.0.1", $(RAY_PORT))))'
+
 ray-start: $(STAMP)
-	@if $(RAY_ENV) $(BIN)/ray status --address 127.0.0.1:$(RAY_PORT) >/dev/null 2>&1; then \
+	@if $(PORT_OPEN) && $(RAY_ENV) $(BIN)/ray status --address 127.0.0.1:$(RAY_PORT) >/dev/null 2>&1; then \
 	  echo "Ray head already running on 127.0.0.1:$(RAY_PORT)"; \
 	else \
 	  $(RAY_ENV) $(BIN)/ray start --head --node-ip-address=127.0.0.1 --port=$(RAY_PORT) \

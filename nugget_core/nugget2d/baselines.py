@@ -76,25 +76,40 @@ class _WindowStream(GreedyStepper):
 
 class FullStream(_WindowStream):
     """No compression; ``window=None`` keeps every token (memory grows), a ``window``
-    re-encodes the last ``window`` tokens at each step (module docstring)."""
+    re-encodes the last ``window`` tokens at each step (module docstring).
+    ``reencode=False`` keeps a rolling KV window instead: not the paper's Full, but what
+    `CompressiveStream` at ratio 1 reduces to (a consistency check of its memory)."""
 
     def __init__(
-        self, model: Nugget2DModel, window: int | None = None, adapter: str | None = None
+        self, model: Nugget2DModel, window: int | None = None, adapter: str | None = None,
+        reencode: bool = True,
     ) -> None:
         super().__init__(model, window, adapter)
-        self.tokens: list[int] = []  # the window's tokens (windowed mode)
+        self.reencode = reencode and window is not None
+        self.tokens: list[int] = []  # the window's tokens (re-encoding mode)
         self._window_bytes = 0
 
     @property
     def kv_positions(self) -> int:
-        return len(self.tokens) if self.window is not None else super().kv_positions
+        """Positions the next prediction reads besides its own token (as a rolling window's
+        cache holds them)."""
+        return min(len(self.tokens), self.window - 1) if self.reencode else super().kv_positions
 
     def kv_bytes(self) -> int:
-        return self._window_bytes if self.window is not None else super().kv_bytes()
+        return self._window_bytes if self.reencode else super().kv_bytes()
+
+    def advance(self, token_id: int | torch.Tensor) -> None:
+        """Read a token whose next-token prediction is not needed (a history token): a
+        re-encoding window encodes nothing until a prediction asks for it."""
+        if not self.reencode:
+            self.step(token_id)
+            return
+        self.tokens = (self.tokens + [int(torch.as_tensor(token_id).reshape(-1)[0])])[-self.window :]
+        self.position += 1
 
     @torch.no_grad()
     def step(self, token_id: int | torch.Tensor) -> torch.Tensor:
-        if self.window is None:
+        if not self.reencode:
             return super().step(token_id)
         model = self.model
         self.tokens = (self.tokens + [int(torch.as_tensor(token_id).reshape(-1)[0])])[-self.window :]

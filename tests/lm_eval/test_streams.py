@@ -25,10 +25,12 @@ def _ids(model, n: int = 30, seed: int = 3) -> list[int]:
 
 
 @pytest.mark.parametrize("adapter", [None, "decoder"])
-def test_compressive_with_ratio_one_equals_full(model, adapter):
+def test_compressive_with_ratio_one_equals_a_rolling_full_window(model, adapter):
+    from nugget_core.nugget2d import FullStream
+
     ids = _ids(model)
     with windows(model, SETTING, threshold=0.0):
-        full = run_segment(make_stream("full", model, SETTING, 1.0, adapter), ids, start=12)
+        full = run_segment(FullStream(model, SETTING.total_states, adapter, reencode=False), ids, start=12)
         comp = run_segment(make_stream("compressive", model, SETTING, 1.0, adapter), ids, start=12)
         # a real compression ratio changes the predictions (the test can fail)
         pooled = run_segment(make_stream("compressive", model, SETTING, 0.25, adapter), ids, start=12)
@@ -69,3 +71,24 @@ def test_windows_restore_the_config(model):
         assert model.config.recent_window == 4 and model.config.threshold == 0.5
         assert model.config.scorer_context == before.scorer_context  # the scorer keeps its window
     assert model.config is before
+
+
+def test_history_tokens_cost_a_reencoding_full_window_nothing(model):
+    """run_segment only advances a windowed Full over the history (no forward) and scores
+    exactly what stepping every token scores."""
+    from nugget_core.nugget2d import FullStream, stream_nll
+
+    ids = _ids(model, 24)
+    with windows(model, SETTING, threshold=0.0):
+        run = run_segment(make_stream("full", model, SETTING, 0.1, None), ids, start=12)
+        stepped = stream_nll(FullStream(model, SETTING.total_states), torch.tensor(ids), start=12)
+        calls = []
+        stream = make_stream("full", model, SETTING, 0.1, None)
+        original = model.lm_forward
+        model.lm_forward = lambda *a, **k: calls.append(1) or original(*a, **k)
+        try:
+            run_segment(stream, ids, start=12)
+        finally:
+            del model.lm_forward
+    torch.testing.assert_close(torch.tensor(run.nll), stepped, rtol=1e-5, atol=1e-5)
+    assert len(calls) == len(ids) - 12  # one forward per scored token, none for the history

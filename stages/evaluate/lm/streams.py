@@ -105,6 +105,9 @@ def run_segment(stream: Any, ids: Sequence[int], start: int) -> SegmentRun:
         predicts_scored = i + 1 >= start
         if predicts_scored:
             attended.append(attended_states(stream))
+        if not predicts_scored and hasattr(stream, "advance"):
+            stream.advance(int(token))  # history only: a windowed Full encodes nothing yet
+            continue
         logits = stream.step(int(token))
         if predicts_scored:
             held.append(stream.kv_bytes())
