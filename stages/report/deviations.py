@@ -89,8 +89,6 @@ ALWAYS = [
               "one base LM (model.lm) for every Nugget2D experiment (per-experiment models are not wired yet)"),
     Deviation("Nugget2D 5x in QA (Nugget2D §6.2)", "a model trained at r = 0.2",
               "the r = 0.1 model compressing at 0.2 (a second training is not in the DAG yet)"),
-    Deviation("LM segments (Nugget2D table 1)", "long enough for every setting's history (e.g. 640 compressed + 64)",
-              "data.lm.distant_tokens + recent_tokens; settings longer than a segment read what it has"),
     Deviation("splits (Nugget §5.1)", "WMT19's official dev set", "data.mt re-splits its documents by dev_fraction / "
               "test_fraction (the official dev set is not read yet)"),
 ]
