@@ -36,6 +36,8 @@ def test_build_lm_writes_every_set_with_stand_in_labels(ray_local, tmp_path):
     root = tmp_path / "artifacts"
     args = [f"run.artifact_root={root}", f"run.sources_dir={sources}",
             "data.lm.distant_tokens=16", "data.lm.recent_tokens=8", "data.lm.doc_tokens=16",
+            # eval_lm's contexts must fit the (shortened) history, or the config is refused
+            "eval.lm.contexts=[{total_states: 6, compressed_tokens: 8, context_tokens: 4}]",
             "data.lm.prompt_tokens=4", "data.lm.answer_tokens=8", "data.lm.dev_fraction=0.2"]
     assert main_full(args, dag=Dag([TokenizerOnlyLM, BuildLM])) == 0
     out = next((root / "build_lm").iterdir())
