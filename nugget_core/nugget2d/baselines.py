@@ -112,14 +112,13 @@ class FullStream(_WindowStream):
         if not self.reencode:
             return super().step(token_id)
         model = self.model
-        self.tokens = (self.tokens + [int(torch.as_tensor(token_id).reshape(-1)[0])])[-self.window :]
+        self.advance(token_id)  # the window now ends with this token
         ids = torch.tensor([self.tokens], device=model.device)
         out = model.lm_forward(
             self.adapter, input_ids=ids, position_ids=torch.arange(ids.shape[1], device=ids.device)[None],
             use_cache=True,
         )
         self._window_bytes = LayerKV.from_cache(out.past_key_values).nbytes()
-        self.position += 1
         return out.logits[0, -1]
 
 

@@ -18,7 +18,7 @@ Output: `stages.artifacts.evaluate.NuggetAnalysis`:
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -38,6 +38,19 @@ TOP_TOKENS = 6  # paper fig. 5
 RELATIVE_SPAN = 16  # fig. 8: token indices -16..16 around the nugget
 FIG7_NUGGETS = (3, 6, 9)  # paper fig. 7: the 3rd, 6th and 9th nuggets (1-based, in text order)
 FIG8_LENGTHS = (64, 128, 256)  # paper fig. 8 (and §5.3's 128): documents force-decoded at these lengths
+
+
+def mean_curve(by_index: dict[int, list[float]]) -> tuple[list[int], list[float]]:
+    """(sorted indices, mean value at each) of per-index samples."""
+    xs = sorted(by_index)
+    return xs, [sum(by_index[i]) / len(by_index[i]) for i in xs]
+
+
+def share_curve(positions: list[int], documents: int) -> tuple[list[int], list[float]]:
+    """(sorted positions, share of ``documents`` with a nugget there)."""
+    counts = Counter(positions)
+    xs = sorted(counts)
+    return xs, [counts[i] / documents for i in xs]
 
 
 def fixed_length_documents(tokenizer: Any, texts: list[str], length: int, limit: int) -> list[torch.Tensor]:
@@ -145,17 +158,12 @@ class AnalyzeNuggets(Stage):
         relative, skipped = self._relative(loaded, dev, limit)
         mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
         shown = [j for j in FIG7_NUGGETS if j - 1 in by_nugget]
-        curves = {f"nugget {j}": (sorted(by_nugget[j - 1]), [mean(by_nugget[j - 1][i]) for i in sorted(by_nugget[j - 1])])
-                  for j in shown}
-        share = {f"nugget {j}": (sorted(set(positions[j - 1])),
-                                 [positions[j - 1].count(i) / len(texts) for i in sorted(set(positions[j - 1]))])
-                 for j in shown}
+        curves = {f"nugget {j}": mean_curve(by_nugget[j - 1]) for j in shown}
+        share = {f"nugget {j}": share_curve(positions[j - 1], len(texts)) for j in shown}
         plot_gain(curves, ctx.output_dir / "probability_gain.png", "token index in the document")
         plot_gain(share, ctx.output_dir / "nugget_positions.png", "token index in the document",
                   ylabel="share of documents")
-        plot_gain({f"{length}-token documents (n={relative[length]['documents']})":
-                   (sorted(relative[length]["gain"]), [mean(relative[length]["gain"][i]) for i in sorted(relative[length]["gain"])])
-                   for length in relative},
+        plot_gain({f"{length}-token documents (n={c['documents']})": mean_curve(c["gain"]) for length, c in relative.items()},
                   ctx.output_dir / "probability_gain_relative.png", "token index relative to the nugget", mark_zero=True)
         pooled: dict[int, list[float]] = defaultdict(list)
         for curve in relative.values():
@@ -168,7 +176,7 @@ class AnalyzeNuggets(Stage):
                    "mean_gain_at_or_before_nugget": mean(before) if before else 0.0,
                    "mean_gain_after_nugget": mean(after) if after else 0.0,
                    "relative": {str(length): {"documents": c["documents"],
-                                              "gain": {str(i): mean(c["gain"][i]) for i in sorted(c["gain"])}}
+                                              "gain": {str(i): g for i, g in zip(*mean_curve(c["gain"]), strict=True)}}
                                 for length, c in relative.items()},
                    "relative_skipped": skipped}
         for name in ("probability_gain.png", "nugget_positions.png", "probability_gain_relative.png"):

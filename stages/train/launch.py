@@ -110,13 +110,13 @@ def fit_sequence(
     ``trainer_state.json``, probe logits) in ``storage``. Metrics of each model go to
     ``logger`` under ``<model>.``. ``fail_at_step`` / ``fail_in``: one injected worker
     failure in model ``fail_in`` (tests of restarts)."""
-    result = _run(train_sequence_per_worker, {
+    _run(train_sequence_per_worker, {  # raises when the workers fail past max_failures
         "models": models, "job": job, "logger": logger, "seed": seed, "storage": storage, "name": name,
         "fail_at_step": fail_at_step, "fail_in": fail_in,
     }, job, storage, name)
     finished = {model: finished_uri(storage, name, model) for model, _ in models}
     missing = [m for m, uri in finished.items() if not exists(f"{uri}/{DONE}")]
-    if result.error is not None or missing:
+    if missing:
         raise RuntimeError(f"training run {name!r} ended without finishing {missing}")
     return finished
 

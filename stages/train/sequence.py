@@ -20,8 +20,6 @@ Storage layout, under the fit's storage folder ``<storage>/<name>/``:
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +37,8 @@ def finished_uri(storage: str, name: str, model: str) -> str:
 
 def _publisher(uri: str):
     def publish(final: Path) -> None:
-        with tempfile.TemporaryDirectory(prefix="nugget-finished-") as tmp:
-            for item in FINAL_FILES:
-                src = final / item
-                (shutil.copytree if src.is_dir() else shutil.copy)(src, Path(tmp) / item)
-            copy_tree(tmp, uri)
+        for item in FINAL_FILES:  # straight from the checkpoint folder: one copy of the model
+            copy_tree(str(final / item), f"{uri}/{item}")
         write_text(f"{uri}/{DONE}", "complete\n")  # last: the folder is whole
 
     return publish
