@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import math
 from dataclasses import asdict, dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -144,27 +146,77 @@ class TrainedBaselines:
 class TrainedNugget2D:
     """``train_nugget2d`` / ``train_nugget2d_ft`` / ``train_nugget2d_ar``: ``nugget2d/``
     (`nugget_core.nugget2d.save_nugget2d` format) and ``trained.json`` recording the
-    training objective (autoencoding / continuation / finetune / ...) and its task."""
+    training objective (autoencoding / continuation / finetune / ...), its task and the
+    ratio it was trained at.
+
+    ``train_nugget2d`` may hold further models trained in the same fit (``variants``:
+    name -> record with ``dir`` relative to the output, ``objective``, ``ratio``): the
+    compressors of ``train.nugget2d.extra_ratios`` (named ``r<ratio>``, read by
+    `at_ratio`) and the autoencoding compressor whose scorer the autoregressive model
+    reuses (``autoencoding``, read by `scorer_source`)."""
 
     STAGE: ClassVar[str] = "train_nugget2d"
     DIR: ClassVar[str] = "nugget2d"
+    AUTOENCODING: ClassVar[str] = "autoencoding"
     path: Path
     objective: str
     finetune_task: str = ""
+    ratio: float | None = None  # None: an artifact written before ratios were recorded
+    variants: dict[str, dict[str, Any]] = dataclass_field(default_factory=dict)
 
     @classmethod
     def folder(cls, out: Path) -> Path:
         return out / cls.DIR
 
+    @classmethod
+    def variant_folder(cls, out: Path, name: str) -> Path:
+        """Where the producer puts variant ``name``'s model."""
+        return out / "variants" / name / cls.DIR
+
+    @staticmethod
+    def ratio_name(ratio: float) -> str:
+        return f"r{ratio:g}"
+
     def write(self, out: Path) -> Path:
-        return write_json(out / META, {"objective": self.objective, "finetune_task": self.finetune_task})
+        return write_json(out / META, {"objective": self.objective, "finetune_task": self.finetune_task,
+                                       "ratio": self.ratio, "variants": self.variants})
 
     @classmethod
     def read(cls, source: Source, stage: str = STAGE) -> TrainedNugget2D:
         where = locate(source, stage)
         meta = where.json(META)
+        variants = field(where, META, meta, "variants", dict, default={})
+        for name, record in variants.items():
+            field(where, META, record, "objective", str)
+            field(where, META, record, "ratio", float)
+            where.folder(field(where, META, record, "dir", str))
+            if not isinstance(name, str) or not name:
+                raise where.error(META, f"has a variant without a name: {record!r}")
         return cls(where.folder(cls.DIR), field(where, META, meta, "objective", str),
-                   field(where, META, meta, "finetune_task", str, default=""))
+                   field(where, META, meta, "finetune_task", str, default=""),
+                   field(where, META, meta, "ratio", (float, type(None)), default=None), variants)
+
+    def variant(self, name: str) -> TrainedNugget2D:
+        """Variant ``name`` as a model of its own (a `KeyError` naming the variants held)."""
+        if name not in self.variants:
+            raise KeyError(f"{self.path.parent}: no Nugget2D variant {name!r}; it holds {sorted(self.variants)}")
+        record = self.variants[name]
+        return TrainedNugget2D(self.path.parent / record["dir"], record["objective"], "", float(record["ratio"]))
+
+    def at_ratio(self, ratio: float) -> TrainedNugget2D | None:
+        """The model trained at ``ratio`` (this one, or a variant), or None."""
+        if self.ratio is not None and math.isclose(self.ratio, ratio):
+            return self
+        name = self.ratio_name(ratio)
+        return self.variant(name) if name in self.variants else None
+
+    def scorer_source(self, stage: str = STAGE) -> tuple[str, TrainedNugget2D]:
+        """The model whose scorer the autoregressive model reuses (the autoencoding
+        variant when one was trained, else this model) and its label: ``stage`` or
+        ``<stage>/autoencoding`` (recorded with the Lambda calibrated on it)."""
+        if self.AUTOENCODING in self.variants:
+            return f"{stage}/{self.AUTOENCODING}", self.variant(self.AUTOENCODING)
+        return stage, self
 
     @property
     def soft_prompt(self) -> bool:

@@ -1,8 +1,8 @@
 """Stage ``calibrate_threshold``: the autoregressive threshold Lambda (Nugget2D §2.5).
 
-The compressor's scorer (``train_nugget2d``; paper §2.5: the autoregressive model reuses
-it, frozen, to solve the cold start, and ``train_nugget2d_ar`` trains with the Lambda
-calibrated here) runs over ``sample_docs`` segments per corpus of ``build_lm`` (``calibrate.threshold.sample_split``), exactly as
+The scorer the autoregressive model reuses, frozen, to solve the cold start (paper §2.5;
+``train_nugget2d_ar`` trains with the Lambda calibrated here): ``train_nugget2d``'s
+autoencoding compressor when it trained one (``train.nugget2d.ar_scorer``), else its model) runs over ``sample_docs`` segments per corpus of ``build_lm`` (``calibrate.threshold.sample_split``), exactly as
 autoregressive mode scores tokens (frozen LM, layer l, the scorer's window). Lambda is
 the ``1 - r`` quantile of the pooled scores (r = ``nugget2d.ratio``). The ratio it
 realises is then measured on ``heldout_docs`` segments of another split, per document
@@ -76,8 +76,9 @@ class CalibrateThreshold(Stage):
             sample += _segments(path, cfg.sample_split, cfg.sample_docs, rng)
             heldout += _segments(path, cfg.heldout_split, cfg.heldout_docs, rng)
 
-        model = TrainedNugget2D.read(ctx.inputs[SCORER_STAGE], SCORER_STAGE).load(
-            BaseLM.read(ctx.inputs["prepare_lm"]), ctx.device, ctx.cfg("eval.dtype"))
+        scorer_label, scorer = TrainedNugget2D.read(ctx.inputs[SCORER_STAGE], SCORER_STAGE).scorer_source()
+        log.info("calibrate_threshold: calibrating the scorer of %s", scorer_label)
+        model = scorer.load(BaseLM.read(ctx.inputs["prepare_lm"]), ctx.device, ctx.cfg("eval.dtype"))
         sample_scores = _scores(model, sample, "sample")
         threshold = calibrate(sample_scores, ratio)
         heldout_scores = _scores(model, heldout, "held-out")
@@ -95,7 +96,7 @@ class CalibrateThreshold(Stage):
             "score_mean": float(pooled_sample.mean()),
             "score_std": float(pooled_sample.std()),
         }
-        written = CalibratedThreshold(threshold, ratio, SCORER_STAGE, scorer_fingerprint(model),
+        written = CalibratedThreshold(threshold, ratio, scorer_label, scorer_fingerprint(model),
                                       model.config.scorer_context, metrics).write(ctx.output_dir)
         with open(ctx.output_dir / "heldout_ratios.jsonl", "w") as fh:
             for ids, r in zip(heldout, per_doc, strict=True):
@@ -103,7 +104,7 @@ class CalibrateThreshold(Stage):
         histogram_png(pooled_sample, threshold, ratio, cfg.bins, ctx.output_dir / "scores_hist.png")
         for path in (written, ctx.output_dir / "scores_hist.png", ctx.output_dir / "heldout_ratios.jsonl"):
             ctx.log_artifact(path)
-        ctx.set_tags({"scorer_stage": SCORER_STAGE})
+        ctx.set_tags({"scorer_stage": scorer_label})
         # the n of each mean: heldout_ratio_* over heldout_ratio_docs documents; sample_ratio,
         # score_* over sample_tokens; heldout_ratio_pooled over heldout_tokens
         ctx.log_metrics(metrics)

@@ -161,6 +161,8 @@ class PipelineConfig:
             found.append("train.nugget2d_ar.objective: must be 'autoregressive'")
         if self.train.nugget2d_ft.objective != "finetune":
             found.append("train.nugget2d_ft.objective: must be 'finetune'")
+        if self.nugget2d.ratio in self.train.nugget2d.extra_ratios:
+            found.append(f"train.nugget2d.extra_ratios: {self.nugget2d.ratio!r} is nugget2d.ratio, the main model's")
         for key in ("nugget2d_ft", "full_ft"):  # their one consumer is eval_summarization (table 4)
             task = getattr(self.train, key).finetune_task
             if task != "summarization":

@@ -74,6 +74,28 @@ class Nugget2DTrainJob(FinetuneJob):
 
 
 @dataclass
+class Nugget2DCompressorJob(Nugget2DTrainJob):
+    extra_ratios: list[float] = spec(
+        [], help="train_nugget2d also trains a compressor at each of these ratios (same objective and job), "
+        "read by eval_qa for its row at that ratio (Nugget2D §6.2: the 5x model is trained at r = 0.2).",
+    )
+    ar_scorer: str = spec(
+        "compressor",
+        help="Scorer that calibrate_threshold calibrates and train_nugget2d_ar reuses frozen: compressor = "
+        "this stage's model; autoencoding = an autoencoding compressor trained in the same fit at "
+        "nugget2d.ratio (Nugget2D §2.5), unless the objective is autoencoding already.",
+        choices=("compressor", "autoencoding"),
+    )
+
+    def cross_field_errors(self) -> list[str]:
+        errors = super().cross_field_errors()
+        errors += [f"extra_ratios: value {r!r} must be in (0, 1]" for r in self.extra_ratios if not 0 < r <= 1]
+        if len(set(self.extra_ratios)) != len(self.extra_ratios):
+            errors.append(f"extra_ratios: {self.extra_ratios!r} repeats a ratio")
+        return errors
+
+
+@dataclass
 class SweepSection:
     ratios: list[float] = spec([0.05, 0.1, 0.15, 0.25], help="Grid over nugget.ratio.", nonempty=True)
     scorer_layers: list[int] = spec([0, 3, 6, 9], help="Grid over nugget.scorer_layer.", nonempty=True)
@@ -92,7 +114,7 @@ class SweepSection:
 @dataclass
 class TrainSection:
     nugget: NuggetTrainJob = spec(NuggetTrainJob(), help="train_nugget stage (AE / MT).")
-    nugget2d: Nugget2DTrainJob = spec(Nugget2DTrainJob(), help="train_nugget2d stage (compressor).")
+    nugget2d: Nugget2DCompressorJob = spec(Nugget2DCompressorJob(), help="train_nugget2d stage (compressors).")
     nugget2d_ar: Nugget2DTrainJob = spec(
         Nugget2DTrainJob(objective="autoregressive"), help="train_nugget2d_ar stage."
     )

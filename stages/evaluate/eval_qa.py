@@ -5,8 +5,10 @@ cloze questions cut from real Wikipedia sentences), all with the appendix-C prom
 greedy decoding capped at ``eval.qa.max_new_tokens`` (64 in the paper):
 Full, NoDoc, LMSumm (the base LM summarises the document to ~``lmsumm_ratio`` of its
 words, then answers from the summary; the realised summary ratio is reported) and
-Nugget2D at each ratio of ``eval.qa.nugget_ratios`` (5x, 10x) from the
-``train_nugget2d`` checkpoint (`stages.evaluate.lm.prompted`).
+Nugget2D at each ratio of ``eval.qa.nugget_ratios`` (5x, 10x) from ``train_nugget2d``:
+the model trained at that ratio when the stage trained one (``train.nugget2d.extra_ratios``;
+paper §6.2), else its main model compressing at that ratio; the table notes say which
+(`stages.evaluate.lm.prompted`).
 
 Accuracy: the appendix-D normalised output contains the normalised answer
 (`stages.evaluate.lm.normalize`). Decoding cost per system: attended states per generated
@@ -75,6 +77,7 @@ class EvalQA(Stage):
         common = {"batch_size": cfg.batch_size, "log": log, "max_new_tokens": cfg.max_new_tokens}
 
         rows, examples = [], []
+        trained_at: dict[str, float | None] = {}  # Nugget2D row -> ratio its model was trained at
 
         def score(system: str, gens, extra: dict[str, float] | None = None, per_example=None,
                   row_id: str = "") -> None:
@@ -114,16 +117,23 @@ class EvalQA(Stage):
                 score("lmsumm", gens, {"summary_ratio": statistics.fmean(ratios)},
                       [{"summary": s.text, "summary_ratio": r} for s, r in zip(summaries, ratios, strict=True)],
                       row_id=paper_row("lmsumm", cfg.lmsumm_ratio))
-            else:  # nugget2d at each ratio
+            else:  # nugget2d at each ratio: the model trained at that ratio where there is one
                 for r in cfg.nugget_ratios:
                     name = f"nugget2d {1 / r:g}x"
-                    score(name, run_batches(name, model, tokenizer, docs, prompts, ratio=r,
+                    trained = compressor.at_ratio(r)
+                    own = trained is not None and trained.path != compressor.path
+                    at_r = trained.load(base, ctx.device, ctx.cfg("eval.dtype")) if own else model
+                    trained_at[name] = trained.ratio if trained is not None else compressor.ratio
+                    score(name, run_batches(name, at_r, tokenizer, docs, prompts, ratio=r,
                                             soft_prompt=soft, **common), row_id=paper_row("nugget2d", r))
+                    del at_r  # a variant's weights are freed before the next system
         label = stand_in_label(records)
         notes = [f"{len(records)} examples of split {cfg.split!r}" + (f"; stand-in: {label}" if label else "")
                  + f"; prompts laid out as {fmt.name} (appendix-C text)",
                  "Full / NoDoc / LMSumm: base LM without adapters; Nugget2D: train_nugget2d checkpoint "
-                 f"({'with' if soft else 'without'} its soft prompt), zero-shot.",
+                 f"({'with' if soft else 'without'} its soft prompt), zero-shot"
+                 + "".join(f"; {name}: the model trained at r = {'?' if r is None else f'{r:g}'}"
+                           for name, r in trained_at.items()) + ".",
                  f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {cfg.batch_size}; "
                  "KV bytes at the end of decoding; attended states: mean over generated tokens."]
         ctx.set_tags({"stand_in": label or "none"})

@@ -13,9 +13,14 @@ MLflow from rank 0.
 - ``train_nugget2d_ft``: starts from ``train_nugget2d``'s model and fine-tunes it with
   objective ``finetune`` on ``train.nugget2d_ft.finetune_task`` (paper §6: "further
   fine-tune the model with triples sampled from the target task");
+- ``train_nugget2d``'s variants, trained in the same fit (`stages.train.sequence`): a
+  compressor at each ratio of ``train.nugget2d.extra_ratios`` (paper: the 5x QA model is
+  trained at r = 0.2) and, with ``train.nugget2d.ar_scorer: autoencoding``, the
+  autoencoding compressor whose scorer the autoregressive model reuses (§2.5);
 - ``train_nugget2d_ar``: the autoregressive parallel approximation on LM segments. As in
-  the paper (§2.5, cold start) it reuses ``train_nugget2d``'s scorer, frozen, and selects
-  nuggets above the Lambda that ``calibrate_threshold`` calibrated on that scorer.
+  the paper (§2.5, cold start) it reuses a compressor's scorer, frozen (the autoencoding
+  variant when trained, else ``train_nugget2d``'s model), and selects nuggets above the
+  Lambda that ``calibrate_threshold`` calibrated on that scorer.
 
 Output: `stages.artifacts.train.TrainedNugget2D`: ``nugget2d/``
 (``nugget_core.nugget2d.save_nugget2d`` format: peft adapters, scorer, soft prompt,
@@ -24,17 +29,27 @@ config, tokenizer) and the training objective; ``trainer_state.json``.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any, ClassVar
 
 from stages.artifacts.calibrate import CalibratedThreshold
 from stages.artifacts.data import BaseLM, LMRecords
 from stages.artifacts.train import TrainedNugget2D
 from stages.framework.stage import Stage, StageContext
-from stages.train.launch import train_into_stage_output
+from stages.train.launch import (
+    check_resources,
+    final_metrics,
+    fit_sequence,
+    train_into_stage_output,
+)
+from stages.train.loop import PROBE_FILE, STATE_FILE
 from stages.train.nugget2d_task import Nugget2DARTask, Nugget2DCompressorTask
+from stages.train.storage import clear_storage, copy_tree
 
 # train_nugget2d_ar reuses the compressor's scorer, the one calibrate_threshold calibrated
 SCORER_STAGE = "train_nugget2d"
+MAIN = "main"  # train_nugget2d's model at nugget2d.ratio, beside its variants
 
 
 class _TrainNugget2D(Stage):
@@ -59,27 +74,72 @@ class _TrainNugget2D(Stage):
             **self.from_upstream(ctx),
         )
 
-    def task(self, ctx: StageContext, job: Any) -> Nugget2DCompressorTask | Nugget2DARTask:
+    def task(self, ctx: StageContext, job: Any, objective: str = "", ratio: float | None = None
+             ) -> Nugget2DCompressorTask | Nugget2DARTask:
+        """The compressor task of ``job`` (``objective`` / ``ratio``: a variant's)."""
+        fields = self.common(ctx, job)
+        if ratio is not None:
+            fields["nugget2d"] = dataclasses.replace(fields["nugget2d"], ratio=ratio)
         return Nugget2DCompressorTask(
-            objective=job.objective,
+            objective=objective or job.objective,
             finetune_task=job.finetune_task,
             max_doc_tokens=job.max_doc_tokens,
             prompt_format=ctx.cfg("prompts").format,
-            **self.common(ctx, job),
+            **fields,
         )
 
     def run(self, ctx: StageContext) -> None:
         job = ctx.cfg(self.job_key)
         train_into_stage_output(ctx, self.task(ctx, job), job, self.job_key, TrainedNugget2D.DIR)
         TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective,
-                        getattr(job, "finetune_task", "") or "").write(ctx.output_dir)
+                        getattr(job, "finetune_task", "") or "", ctx.cfg("nugget2d").ratio).write(ctx.output_dir)
 
 
 class TrainNugget2D(_TrainNugget2D):
     name = "train_nugget2d"
-    description = "Nugget2D compressor (autoencoding / continuation / finetune) on Ray Train."
+    description = "Nugget2D compressors (autoencoding / continuation / finetune) on Ray Train."
     job_key = train_job = "train.nugget2d"
     config_keys = ("nugget2d", "model.lm", "train.nugget2d", "prompts", "run.seed")
+
+    @staticmethod
+    def variants(job: Any, ratio: float) -> dict[str, tuple[str, float]]:
+        """Models trained beside the main one: name -> (objective, ratio)."""
+        out = {TrainedNugget2D.ratio_name(r): (job.objective, r) for r in job.extra_ratios}
+        if job.ar_scorer == TrainedNugget2D.AUTOENCODING and job.objective != TrainedNugget2D.AUTOENCODING:
+            out[TrainedNugget2D.AUTOENCODING] = (TrainedNugget2D.AUTOENCODING, ratio)
+        return out
+
+    def run(self, ctx: StageContext) -> None:
+        job, ratio = ctx.cfg(self.job_key), ctx.cfg("nugget2d").ratio
+        variants = self.variants(job, ratio)
+        if not variants:  # one model: one ordinary fit
+            super().run(ctx)
+            return
+        check_resources(job, self.job_key)
+        models = [(MAIN, self.task(ctx, job))]
+        models += [(name, self.task(ctx, job, objective, r)) for name, (objective, r) in variants.items()]
+        print(f"[train_nugget2d] {len(models)} models in one fit: "
+              + ", ".join(f"{n} ({t.objective}, r={t.nugget2d.ratio:g})" for n, t in models), flush=True)
+        if ctx.forced:  # never resume a forced recompute from an older attempt
+            clear_storage(ctx.work_uri, "compressors")
+        # one worker group trains them in turn (stages.train.sequence; metrics under "<name>.")
+        finished = fit_sequence(models, job, ctx.work_uri, "compressors", ctx.cfg("run.seed"), ctx.logger)
+        records = {}
+        for name, task in models:
+            main = name == MAIN
+            dest = TrainedNugget2D.folder(ctx.output_dir) if main else TrainedNugget2D.variant_folder(ctx.output_dir, name)
+            copy_tree(f"{finished[name]}/model", str(dest))
+            copy_tree(f"{finished[name]}/{STATE_FILE}", str(dest.parent / STATE_FILE))
+            ctx.log_metrics(final_metrics(json.loads((dest.parent / STATE_FILE).read_text()),
+                                          prefix="" if main else name))
+            if main:
+                copy_tree(f"{finished[name]}/{PROBE_FILE}", str(ctx.output_dir / PROBE_FILE))
+            else:
+                records[name] = {"dir": str(dest.relative_to(ctx.output_dir)), "objective": task.objective,
+                                 "ratio": task.nugget2d.ratio}
+        clear_storage(ctx.work_uri, "compressors")
+        TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective, job.finetune_task or "", ratio,
+                        records).write(ctx.output_dir)
 
 
 class TrainNugget2DFT(_TrainNugget2D):
@@ -108,8 +168,8 @@ class TrainNugget2DAR(_TrainNugget2D):
 
     def from_upstream(self, ctx: StageContext) -> dict[str, Any]:
         calibrated = CalibratedThreshold.read(ctx.inputs["calibrate_threshold"])
-        if calibrated.scorer_stage != SCORER_STAGE:
+        label, scorer = TrainedNugget2D.read(ctx.inputs[SCORER_STAGE], SCORER_STAGE).scorer_source()
+        if calibrated.scorer_stage != label:
             raise ValueError(f"calibrate_threshold calibrated {calibrated.scorer_stage}'s scorer; "
-                             f"train_nugget2d_ar reuses {SCORER_STAGE}'s")
-        return {"scorer_dir": str(TrainedNugget2D.read(ctx.inputs[SCORER_STAGE], SCORER_STAGE).path),
-                "threshold": calibrated.threshold}
+                             f"train_nugget2d_ar reuses {label}'s")
+        return {"scorer_dir": str(scorer.path), "threshold": calibrated.threshold}

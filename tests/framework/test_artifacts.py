@@ -227,6 +227,33 @@ def test_a_reader_of_an_old_train_nugget2d_output_says_what_is_missing(tmp_path)
         TrainedNugget2D.read(tmp_path)
 
 
+def test_train_nugget2d_variants_are_checked_and_found_by_ratio(tmp_path):
+    TrainedNugget2D.folder(tmp_path).mkdir()
+    variants = {"r0.2": {"dir": "variants/r0.2/nugget2d", "objective": "continuation", "ratio": 0.2},
+                "autoencoding": {"dir": "variants/autoencoding/nugget2d", "objective": "autoencoding", "ratio": 0.1}}
+    TrainedNugget2D(TrainedNugget2D.folder(tmp_path), "continuation", "", 0.1, variants).write(tmp_path)
+    with pytest.raises(ContractError, match=r"'variants/(r0.2|autoencoding)/nugget2d' is missing"):
+        TrainedNugget2D.read(tmp_path)  # a variant's model folder is part of the contract
+    for name in variants:
+        TrainedNugget2D.variant_folder(tmp_path, name).mkdir(parents=True)
+    trained = TrainedNugget2D.read(tmp_path)
+    assert trained.at_ratio(0.1) is trained and trained.at_ratio(0.05) is None
+    five = trained.at_ratio(0.2)
+    assert (five.path, five.objective, five.ratio) == (TrainedNugget2D.variant_folder(tmp_path, "r0.2"),
+                                                        "continuation", 0.2)
+    label, scorer = trained.scorer_source()
+    assert (label, scorer.objective) == ("train_nugget2d/autoencoding", "autoencoding")
+    with pytest.raises(KeyError, match=r"no Nugget2D variant 'r0.3'; it holds \['autoencoding', 'r0.2'\]"):
+        trained.variant("r0.3")
+    (tmp_path / "trained.json").write_text(json.dumps({"objective": "continuation", "variants": {
+        "r0.2": {"dir": "variants/r0.2/nugget2d", "objective": "continuation"}}}))
+    with pytest.raises(ContractError, match=r"field 'ratio' of 'trained.json' is missing"):
+        TrainedNugget2D.read(tmp_path)
+    # an output of a stage without variants is its own scorer source
+    (tmp_path / "trained.json").write_text(json.dumps({"objective": "continuation"}))
+    assert TrainedNugget2D.read(tmp_path).scorer_source()[0] == "train_nugget2d"
+
+
 # -- producers write what consumers read ---------------------------------------------------
 def _stage_context(stage_cls: type, tmp_path: Path, inputs: dict[str, Artifact]):
     from stages.config import load_config

@@ -39,6 +39,11 @@ def test_paper_profile_has_paper_settings():
     assert cfg.data.lm.distant_tokens >= longest == 704  # table 1's 640 + 64 fit a segment's history
     for method in (cfg.nugget, cfg.nugget2d):  # eq. 5: (q k^T + s) / sqrt(d), in the forward pass
         assert (method.residual, method.scale_residual) == ("direct", True)
+    # Nugget2D §6.2: the 5x QA model is trained at r = 0.2; §2.5: the AR model reuses the
+    # autoencoding compressor's scorer, which sees in AR mode the context it was trained on
+    assert cfg.train.nugget2d.extra_ratios == [0.2] and 0.2 in cfg.eval.qa.nugget_ratios
+    assert (cfg.train.nugget2d.objective, cfg.train.nugget2d.ar_scorer) == ("continuation", "autoencoding")
+    assert cfg.nugget2d.scorer_window == cfg.data.lm.doc_tokens == 512
 
 
 def test_gpu1_profile_puts_every_model_on_one_gpu_in_bf16():
@@ -212,6 +217,10 @@ def test_nugget_task_builds_its_config_from_the_section():
         ("data.lm.distant_tokens=40", "eval.lm.contexts[0]: compressed_tokens + context_tokens = 48 exceeds "
                                       "data.lm.distant_tokens=40"),
         ("nugget.scale_residual=maybe", "nugget.scale_residual"),
+        ("train.nugget2d.extra_ratios=[0.1]", "train.nugget2d.extra_ratios: 0.1 is nugget2d.ratio"),
+        ("train.nugget2d.extra_ratios=[0.3,0.3]", "train.nugget2d.extra_ratios: [0.3, 0.3] repeats a ratio"),
+        ("train.nugget2d.extra_ratios=[1.5]", "train.nugget2d.extra_ratios: value 1.5 must be in (0, 1]"),
+        ("train.nugget2d.ar_scorer=phi", "train.nugget2d.ar_scorer: value 'phi' is not one of"),
     ],
 )
 def test_bad_model_and_moved_keys_name_the_full_key(override, expected):

@@ -26,7 +26,7 @@ from stages.evaluate.eval_summarization import EvalSummarization
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
 from stages.train.train_full_ft import TrainFullFT
-from stages.train.train_nugget2d import TrainNugget2DAR, TrainNugget2DFT
+from stages.train.train_nugget2d import TrainNugget2D, TrainNugget2DAR, TrainNugget2DFT
 from tests.framework.conftest import ray_local  # noqa: F401
 from tests.framework.fixtures import make_fake_sources, runs_of_latest_pipeline
 from tests.lm_eval.fixtures import ADAPTER, TEXTS, make_base_lm, make_nugget2d, make_tokenizer
@@ -72,16 +72,35 @@ class FakeBuildLM(Stage):
 
 
 class FakeTrainNugget2D(Stage):
+    """Random Nugget2D models in train_nugget2d's layout: the main one and the variants
+    the real stage trains for this config (another seed each)."""
+
     name = "train_nugget2d"
     upstream = ("prepare_lm",)
-    config_keys = ("train.nugget2d",)
+    config_keys = ("train.nugget2d", "nugget2d")
 
     def run(self, ctx: StageContext) -> None:
+        import dataclasses
+
+        import torch
+
         from nugget_core.nugget2d import save_nugget2d
 
-        base = BaseLM.read(ctx.inputs["prepare_lm"]).causal_lm()
-        save_nugget2d(make_nugget2d(base, seed=0), TrainedNugget2D.folder(ctx.output_dir))
-        TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), ctx.cfg("train.nugget2d").objective).write(ctx.output_dir)
+        job, ratio = ctx.cfg("train.nugget2d"), ctx.cfg("nugget2d").ratio
+        base = BaseLM.read(ctx.inputs["prepare_lm"])
+        save_nugget2d(make_nugget2d(base.causal_lm(), seed=0), TrainedNugget2D.folder(ctx.output_dir))
+        records = {}
+        for seed, (name, (objective, r)) in enumerate(TrainNugget2D.variants(job, ratio).items(), 1):
+            model = make_nugget2d(base.causal_lm(), seed=seed)
+            model.config = dataclasses.replace(model.config, ratio=r)
+            g = torch.Generator().manual_seed(seed)
+            with torch.no_grad():  # a scorer of its own, as a separate training gives
+                for p in model.scorer.parameters():
+                    p.add_(torch.randn(p.shape, generator=g) * 0.1)
+            folder = TrainedNugget2D.variant_folder(ctx.output_dir, name)
+            save_nugget2d(model, folder)
+            records[name] = {"dir": str(folder.relative_to(ctx.output_dir)), "objective": objective, "ratio": r}
+        TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective, "", ratio, records).write(ctx.output_dir)
 
 
 TRAIN_ARGS = [f"train.{job}.{k}" for job in ("full_ft", "nugget2d_ft", "nugget2d_ar") for k in (
@@ -94,6 +113,8 @@ ARGS = [*TRAIN_ARGS, "nugget2d.lora_rank=4", "nugget2d.lora_alpha=4", "nugget2d.
     "eval.lm.max_segments=2", "eval.lm.contexts=[{total_states: 6, compressed_tokens: 10, context_tokens: 3}]",
     "eval.qa.max_examples=3", "eval.qa.batch_size=2", "eval.qa.max_new_tokens=4", "eval.qa.lmsumm_max_new_tokens=4",
     "eval.summarization.max_examples=3", "eval.summarization.batch_size=2", "eval.summarization.max_new_tokens=4",
+    # the paper's compressors: a model of its own for QA's 5x row, the AR scorer from autoencoding
+    "train.nugget2d.extra_ratios=[0.2]", "train.nugget2d.ar_scorer=autoencoding",
 ]
 
 
@@ -141,6 +162,9 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
     assert float(qa["lmsumm"]["summary_ratio"]) > 0
     assert float(qa["nugget2d 10x"]["kv_bytes"]) < float(qa["full"]["kv_bytes"])
     assert len((out["eval_qa"] / "examples.jsonl").read_text().splitlines()) == 5 * 3
+    qa_notes = " ".join(EvalTable.read(out["eval_qa"]).notes)
+    assert "nugget2d 5x: the model trained at r = 0.2" in qa_notes
+    assert "nugget2d 10x: the model trained at r = 0.1" in qa_notes
 
     summ = _table(out["eval_summarization"])
     assert set(summ) == {"full_zs", "full_ft", "nugget2d_ft 10x"}
@@ -200,14 +224,19 @@ def test_nugget2d_ft_starts_from_the_compressor_and_moves_away(pipeline_run):
     assert max(float((before[n] - after[n]).abs().max()) for n in before) < 1.0  # fine-tuned, not re-initialised
 
 
-def test_autoregressive_stage_reuses_the_compressor_scorer_frozen(pipeline_run):
-    """Paper §2.5: train_nugget2d_ar copies train_nugget2d's scorer and never updates it,
-    so the Lambda calibrated on the compressor is the threshold of the AR model."""
+def test_autoregressive_stage_reuses_the_autoencoding_scorer_frozen(pipeline_run):
+    """Paper §2.5: train_nugget2d_ar copies the autoencoding compressor's scorer (with
+    ``ar_scorer: autoencoding``, not the QA compressor's) and never updates it, so the
+    Lambda calibrated on that scorer is the threshold of the AR model."""
     root, out = pipeline_run
-    ar = TrainedNugget2D.read(_published(root, "train_nugget2d_ar"), "train_nugget2d_ar").load(
-        BaseLM.read(out["prepare_lm"]))
+    base = BaseLM.read(out["prepare_lm"])
+    ar = TrainedNugget2D.read(_published(root, "train_nugget2d_ar"), "train_nugget2d_ar").load(base)
+    compressors = TrainedNugget2D.read(_published(root, "train_nugget2d"))
+    autoencoder = compressors.variant("autoencoding")
+    assert autoencoder.objective == "autoencoding"
     threshold = CalibratedThreshold.read(out["calibrate_threshold"])
-    assert threshold.scorer_stage == "train_nugget2d"
-    assert scorer_fingerprint(ar) == threshold.scorer_fingerprint
+    assert threshold.scorer_stage == "train_nugget2d/autoencoding"
+    assert scorer_fingerprint(ar) == threshold.scorer_fingerprint == scorer_fingerprint(autoencoder.load(base))
+    assert scorer_fingerprint(ar) != scorer_fingerprint(compressors.load(base))
     theta = [p for n, p in ar.named_parameters() if ".decoder." in n and "lora_B" in n]
     assert any(bool(p.abs().sum() > 0) for p in theta)  # the adapters did train (LoRA B starts at 0)
