@@ -38,8 +38,29 @@ class MTData:
         "(split train_ae; MT training, dev and test never read it).",
         choices=("sword_bible", "gensim_wiki", "python_docs", "gensim_lee"),
     )
-    dev_fraction: float = spec(0.05, help="Documents held out for dev.", ge=0.0, lt=0.5)
+    dev_split: str = spec(
+        "", help="source=wmt19: the published split read as dev ('validation': WMT19's official dev set, "
+        "Nugget §5.1); '' = dev_fraction of the documents of hf_split.",
+    )
+    dev_fraction: float = spec(0.05, help="Documents held out for dev (0 with dev_split).", ge=0.0, lt=0.5)
     test_fraction: float = spec(0.05, help="Documents held out for test.", ge=0.0, lt=0.5)
+
+    def cross_field_errors(self) -> list[str]:
+        if not self.dev_split:
+            return []
+        if self.source != "wmt19":
+            return [f"dev_split: value {self.dev_split!r} needs source 'wmt19' (the {self.source} source has no "
+                    "published dev set); use ''"]
+        errors = []
+        if self.dev_split == self.hf_split:
+            errors.append(f"dev_split: value {self.dev_split!r} is hf_split, the training documents' split")
+        if self.dev_fraction:
+            errors.append(f"dev_fraction: value {self.dev_fraction!r} must be 0 with dev_split "
+                          f"{self.dev_split!r} (dev is the published split)")
+        if self.local_files and "{split}" not in self.local_files:
+            errors.append(f"local_files: {self.local_files!r} must name the split with '{{split}}' for dev_split "
+                          f"{self.dev_split!r} (e.g. /data/wmt19/{{split}}-*.parquet)")
+        return errors
 
 
 @dataclass

@@ -4,7 +4,9 @@ Adjacent sentence pairs are concatenated into documents of at most
 ``data.mt.max_doc_tokens`` subwords of the model's tokenizer (upstream ``tokenizer``),
 never splitting a sentence; a sentence pair longer than the limit becomes its own
 document cut to the limit (counted as ``truncated_docs``). Documents are assigned to
-train/dev/test as wholes, deterministically from ``data.seed``. The AE objective uses
+train/dev/test as wholes, deterministically from ``data.seed``; with ``data.mt.dev_split``
+(profile=paper: ``validation``, WMT19's official dev set, on which Nugget §5.1 reports)
+dev is that published split's documents instead. The AE objective uses
 ``source`` as its target; MT uses ``target``. English is the source, Chinese the target.
 
 Offline (profile=tiny) the units are aligned paragraphs of the Debian Reference (see
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -47,6 +51,37 @@ SCHEMA = pa.schema([
 ])
 
 
+def mt_documents(cfg: Any, sources_dir: Path, tokenizer_dir: Path, max_docs: int, seed: int
+                 ) -> tuple[dict[str, list[tuple[int, Any]]], dict[str, float], str]:
+    """The parallel documents of each split (``(index, doc)`` lists), the build's numbers
+    and the source's name. Dev is ``cfg.dev_split``'s documents when set (WMT19's
+    official dev set), else ``dev_fraction`` of the documents; test is ``test_fraction``
+    of the (training split's) documents; both drawn from ``seed``."""
+    corpus = mt_corpus(cfg, sources_dir)
+    built = build_documents(corpus, tokenizer_dir, cfg.max_doc_tokens)
+    docs = built.docs[:max_docs] if max_docs else built.docs
+    splits = assign_splits(len(docs), cfg.dev_fraction, cfg.test_fraction, seed)
+    by_split = {split: [(i, d) for i, (d, s) in enumerate(zip(docs, splits, strict=True)) if s == split]
+                for split in SPLITS}
+    stats: dict[str, float] = {
+        "sentence_pairs": built.units,
+        "documents_built": len(built.docs),
+        "documents": len(docs),
+        "truncated_docs": built.truncated,
+        "repacked_docs": built.repacked,
+        **{k: float(v) for k, v in corpus.notes.items()},
+    }
+    if cfg.dev_split:
+        dev_corpus = mt_corpus(cfg, sources_dir, cfg.dev_split)
+        dev = build_documents(dev_corpus, tokenizer_dir, cfg.max_doc_tokens)
+        by_split["dev"] = list(enumerate(dev.docs))  # the whole published dev set, never capped
+        stats.update({"dev_sentence_pairs": dev.units, "dev_truncated_docs": dev.truncated,
+                      **{f"dev_{k}": float(v) for k, v in dev_corpus.notes.items()}})
+        stats["documents"] += len(dev.docs)
+        stats["truncated_docs"] += dev.truncated
+    return by_split, stats, corpus.source
+
+
 class BuildMtDocs(Stage):
     name = "build_mt_docs"
     description = "WMT-style documents of <= 128 subwords from adjacent sentence pairs."
@@ -60,21 +95,7 @@ class BuildMtDocs(Stage):
         cfg, max_docs = ctx.cfg("data.mt"), ctx.cfg("data.max_docs")
         tokenizer_dir = TokenizerFolder.read(ctx.inputs["tokenizer"]).path
         t0 = time.time()
-        corpus = mt_corpus(cfg, ctx.sources_dir)
-        built = build_documents(corpus, tokenizer_dir, cfg.max_doc_tokens)
-        docs = built.docs[:max_docs] if max_docs else built.docs
-        splits = assign_splits(len(docs), cfg.dev_fraction, cfg.test_fraction, ctx.cfg("data.seed"))
-
-        stats: dict[str, float] = {
-            "sentence_pairs": built.units,
-            "documents_built": len(built.docs),
-            "documents": len(docs),
-            "truncated_docs": built.truncated,
-            "repacked_docs": built.repacked,
-            **{k: float(v) for k, v in corpus.notes.items()},
-        }
-        by_split = {split: [(i, d) for i, (d, s) in enumerate(zip(docs, splits, strict=False)) if s == split]
-                    for split in SPLITS}
+        by_split, stats, source = mt_documents(cfg, ctx.sources_dir, tokenizer_dir, max_docs, ctx.cfg("data.seed"))
         if cfg.ae_sources:
             english = english_corpus(list(cfg.ae_sources), ctx.sources_dir)
             extra = build_documents(english, tokenizer_dir, cfg.max_doc_tokens)
@@ -99,7 +120,7 @@ class BuildMtDocs(Stage):
                 sum(len(d.left_sentences) for _, d in rows) / len(rows) if rows else 0.0
             )
         stats["wall_seconds"] = time.time() - t0
-        log.info("build_mt_docs: %d documents (%d truncated) in %.1fs", len(docs), built.truncated,
+        log.info("build_mt_docs: %d documents (%d truncated) in %.1fs", stats["documents"], stats["truncated_docs"],
                  stats["wall_seconds"])
-        ctx.log_artifact(ctx.write_json("stats.json", {**stats, "source": corpus.source}))
+        ctx.log_artifact(ctx.write_json("stats.json", {**stats, "source": source}))
         ctx.log_metrics(stats)

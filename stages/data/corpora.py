@@ -57,15 +57,18 @@ def _clean_streams(streams: list[list[tuple[str, str]]]) -> tuple[list[list[tupl
     return kept, dropped
 
 
-def mt_corpus(cfg: Any, sources_dir: Path) -> ParallelCorpus:
-    """English (left) – Chinese (right) units for build_mt_docs and the tokenizer."""
+def mt_corpus(cfg: Any, sources_dir: Path, split: str = "") -> ParallelCorpus:
+    """English (left) – Chinese (right) units for build_mt_docs and the tokenizer
+    (source wmt19: of published split ``split``, default ``cfg.hf_split``)."""
     notes: dict[str, float] = {}
     if cfg.source == "debian_reference":
+        if split:
+            raise ValueError(f"data.mt.source: debian_reference has no published split {split!r}")
         manual = debian_reference.read(sources_dir)
         streams = [pairs for _, pairs in manual.chapters]
         notes["skipped_unaligned_chapters"] = len(manual.skipped_chapters)
     elif cfg.source == "wmt19":
-        rows = paper.load_rows("wmt19", cfg.hf_split, cfg.local_files, cfg.hf_config)
+        rows = paper.load_rows("wmt19", split or cfg.hf_split, cfg.local_files, cfg.hf_config)
         streams = [paper.wmt_pairs_from_rows(rows)]
     else:
         raise ValueError(f"data.mt.source: unknown source {cfg.source!r}")

@@ -62,7 +62,7 @@ def _checked(cfg: Config) -> list[Deviation]:
             f"{scorer_context} tokens, against documents of up to data.lm.doc_tokens={doc_tokens} in the "
             "compressor's training: a shorter window bounds the scorer's memory in decoding"))
     own_models = {nugget2d.ratio, *compressor.extra_ratios}
-    for ratio in cfg("eval.qa").nugget_ratios:
+    for ratio in cfg("eval").qa.nugget_ratios:
         if ratio not in own_models:
             out.append(Deviation(
                 f"Nugget2D {1 / ratio:g}x in QA (Nugget2D §6.2)", f"a model trained at r = {ratio:g}",
@@ -72,6 +72,9 @@ def _checked(cfg: Config) -> list[Deviation]:
     if mt.source != "wmt19":
         out.append(Deviation("data.mt.source", "WMT19 en-zh documents <= 128 tokens (Nugget §5.1)",
                              f"{mt.source}: an offline parallel corpus stands in"))
+    elif not mt.dev_split:
+        out.append(Deviation("data.mt.dev_split", "WMT19's official dev set (Nugget §5.1)",
+                             f"dev = {mt.dev_fraction:g} of the {mt.hf_split} documents"))
     if lmdata.source != "paper":
         out.append(Deviation(
             "data.lm.source", "WikiText-103, the Pile, SQuAD, CNN/DailyMail (Nugget2D §5-6)",
@@ -101,8 +104,6 @@ ALWAYS = [
     Deviation("base LM per experiment (Nugget2D §5-6, app. C)",
               "LLaMA-2-7B for LM, LLaMA-2-7B-chat for QA and summarisation, LLaMA-7B for autoencoding",
               "one base LM (model.lm) for every Nugget2D experiment (per-experiment models are not wired yet)"),
-    Deviation("splits (Nugget §5.1)", "WMT19's official dev set", "data.mt re-splits its documents by dev_fraction / "
-              "test_fraction (the official dev set is not read yet)"),
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from stages.config.validate import ConfigError
 from stages.data.corpora import ParallelCorpus, mt_corpus
 from stages.data.documents import build_documents
 from stages.data.packing import pack_parallel
@@ -76,3 +77,38 @@ def test_empty_corpus_and_empty_pairs_are_errors_or_counted(tmp_path):
 
     with pytest.raises(ValueError, match="yielded no sentence pairs"):
         mt_corpus(MTData(), tmp_path)
+
+
+def test_wmt19_dev_is_the_published_dev_split(ray_local, bpe_dir, tmp_path):
+    """Nugget §5.1 reports on WMT19's official dev set: with ``data.mt.dev_split`` the dev
+    documents are those of the published split, whole, and train / test come from the
+    training split only (before: dev_fraction of the training documents)."""
+    import datasets
+
+    from stages.config import load_config
+    from stages.data.build_mt_docs import mt_documents
+
+    def pairs(tag: str, n: int) -> list[dict]:
+        return [{"en": f"And word{i % 40} saw the {tag} light of day number {i}.", "zh": f"第{i}段讨论{tag}系统。"}
+                for i in range(n)]
+
+    datasets.Dataset.from_dict({"translation": pairs("train", 60)}).to_parquet(tmp_path / "train-0.parquet")
+    datasets.Dataset.from_dict({"translation": pairs("dev", 12)}).to_parquet(tmp_path / "validation-0.parquet")
+    cfg = load_config(["data.mt.source=wmt19", f"data.mt.local_files={tmp_path}/{{split}}-*.parquet",
+                       "data.mt.dev_split=validation", "data.mt.dev_fraction=0", "data.mt.test_fraction=0.1",
+                       "data.mt.max_doc_tokens=40"]).data.mt
+    by_split, stats, source = mt_documents(cfg, tmp_path, bpe_dir, max_docs=0, seed=0)
+    text = {split: " ".join(d.left for _, d in rows) for split, rows in by_split.items()}
+    assert source == "wmt19" and by_split["dev"] and by_split["test"] and by_split["train"]
+    assert "dev light" in text["dev"] and "train light" not in text["dev"]
+    assert "dev light" not in text["train"] + text["test"]
+    assert stats["dev_sentence_pairs"] == 12 and stats["sentence_pairs"] == 60
+    # every dev sentence, in order
+    assert [s for _, d in by_split["dev"] for s in d.left_sentences] == [p["en"] for p in pairs("dev", 12)]
+    with pytest.raises(ConfigError, match="dev_fraction: value 0.05 must be 0 with dev_split 'validation'"):
+        load_config(["data.mt.source=wmt19", "data.mt.dev_split=validation"])
+    with pytest.raises(ConfigError, match="needs source 'wmt19'"):
+        load_config(["data.mt.dev_split=validation", "data.mt.dev_fraction=0"])
+    with pytest.raises(ConfigError, match=r"must name the split with '\{split\}'"):
+        load_config(["data.mt.source=wmt19", "data.mt.dev_split=validation", "data.mt.dev_fraction=0",
+                     "data.mt.local_files=/data/wmt.parquet"])
