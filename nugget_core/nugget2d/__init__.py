@@ -19,8 +19,11 @@ _EXPORTS = {
     "ar_loss": ".autoregressive",
     "ar_scores": ".autoregressive",
     "CompressiveStream": ".baselines",
+    "baseline_lm_loss": ".baselines",
     "FullStream": ".baselines",
     "stream_nll": ".baselines",
+    "CompressiveLayout": ".compressive",
+    "compressive_forward": ".compressive",
     "calibration_scores": ".calibration",
     "realised_ratio": ".calibration",
     "threshold_for_ratio": ".calibration",
@@ -55,6 +58,7 @@ __all__ = [
     "ARWindows",
     "COMPRESSOR",
     "CompressedContext",
+    "CompressiveLayout",
     "CompressiveStream",
     "DECODER",
     "FullStream",
@@ -70,9 +74,11 @@ __all__ = [
     "ar_loss",
     "ar_scores",
     "autoencoding_loss",
+    "baseline_lm_loss",
     "build_tiny_causal_lm",
     "cache_nbytes",
     "calibration_scores",
+    "compressive_forward",
     "continuation_loss",
     "find_smollm2_package",
     "finetune_loss",
@@ -93,8 +99,9 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:
     from ..testing.tiny_causal import TinyCausalSpec, build_tiny_causal_lm
     from .autoregressive import AROutput, ARWindows, ar_forward, ar_loss, ar_scores
-    from .baselines import CompressiveStream, FullStream, stream_nll
+    from .baselines import CompressiveStream, FullStream, baseline_lm_loss, stream_nll
     from .calibration import calibration_scores, realised_ratio, threshold_for_ratio
+    from .compressive import CompressiveLayout, compressive_forward
     from .config import COMPRESSOR, DECODER, Nugget2DConfig
     from .context import CompressedContext
     from .generation import GenerationResult, generate_from_context

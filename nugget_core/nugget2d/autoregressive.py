@@ -182,8 +182,12 @@ def ar_loss(
     """
     predict_last = predict_last or model.config.recent_window
     out = ar_forward(model, input_ids, threshold=threshold, ratio=ratio)
-    start = max(input_ids.shape[1] - predict_last, 1)
-    out.loss = nn.functional.cross_entropy(
-        out.logits[:, start - 1 : -1].flatten(0, 1).float(), input_ids[:, start:].flatten()
-    )
+    out.loss = last_tokens_nll(out.logits, input_ids, predict_last)
     return out
+
+
+def last_tokens_nll(logits: torch.Tensor, input_ids: torch.Tensor, predict_last: int) -> torch.Tensor:
+    """Mean NLL of the last ``predict_last`` tokens of ``input_ids [batch, T]`` under the
+    next-token ``logits [batch, T, V]`` (the AR training loss of the model and its baselines)."""
+    start = max(input_ids.shape[1] - predict_last, 1)
+    return nn.functional.cross_entropy(logits[:, start - 1 : -1].flatten(0, 1).float(), input_ids[:, start:].flatten())

@@ -13,15 +13,19 @@ like with like, plus `stream_nll` to score a sequence with any of them.
   and layer, so the distant part has the same ratio as Nugget2D. Keys are pooled before
   the rotary embedding (un-rotated, averaged, re-rotated at the chunk's last position):
   an average of keys rotated to different positions is not a key at any position.
+  `nugget_core.nugget2d.compressive` computes the same function in one parallel pass
+  (training).
 """
 
 from __future__ import annotations
 
 import torch
 from transformers import DynamicCache
-from transformers.models.llama.modeling_llama import rotate_half
+from transformers.modeling_outputs import CausalLMOutput
 
+from .autoregressive import last_tokens_nll
 from .bias import nugget_attention_mask
+from .compressive import CompressiveLayout, compressive_forward, pool_chunks
 from .config import DECODER
 from .greedy import GreedyStepper
 from .kv import LayerKV
@@ -131,33 +135,18 @@ class CompressiveStream(_WindowStream):
         ratio: float | None = None,
         adapter: str | None = DECODER,
     ) -> None:
-        c = model.config
-        super().__init__(model, c.recent_window, adapter)
-        self.chunk = max(round(1.0 / (ratio or c.ratio)), 1)
-        self.max_slots: int | None = c.max_nuggets
-        if c.distant_window is not None:
-            slots = -(-c.distant_window // self.chunk)
-            self.max_slots = slots if self.max_slots is None else min(self.max_slots, slots)
+        layout = CompressiveLayout.from_config(model.config, ratio)
+        super().__init__(model, layout.window, adapter)
+        self.chunk, self.max_slots = layout.chunk, layout.max_slots
         self.pending = LayerKV([], [])
         self.pending_start = 0  # position of the first pending token
 
-    def _rotary(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(cos, sin)``, each ``[1, 1, n, head_dim]``, at ``positions [n]``."""
-        cos, sin = self.model.rotary(positions[None])
-        return cos[:, None], sin[:, None]
-
     def _pool(self, block: LayerKV, first: int) -> LayerKV:
-        n = block.length
-        positions = torch.arange(first, first + n, device=block.keys[0].device)
-        cos, sin = self._rotary(positions)
-        last_cos, last_sin = cos[:, :, -1:], sin[:, :, -1:]
-        keys, values = [], []
-        for k, v in zip(block.keys, block.values, strict=True):
-            plain = k * cos - rotate_half(k) * sin  # undo the rotation at each position
-            mean = plain.mean(dim=2, keepdim=True)
-            keys.append(mean * last_cos + rotate_half(mean) * last_sin)
-            values.append(v.mean(dim=2, keepdim=True))
-        return LayerKV(keys, values)
+        positions = torch.arange(first, first + block.length, device=block.keys[0].device)
+        cos, sin = self.model.rotary(positions[None])
+        pooled = [pool_chunks(k, v, cos[:, None], sin[:, None], self.chunk)
+                  for k, v in zip(block.keys, block.values, strict=True)]
+        return LayerKV([k for k, _ in pooled], [v for _, v in pooled])
 
     def _evicted(self, evicted: LayerKV) -> None:
         if self.pending.length == 0:
@@ -173,6 +162,25 @@ class CompressiveStream(_WindowStream):
 
     def kv_bytes(self) -> int:
         return super().kv_bytes() + self.pending.nbytes()
+
+
+BASELINE_SYSTEMS = ("full", "compressive")
+
+
+def baseline_lm_loss(
+    model: Nugget2DModel, system: str, input_ids: torch.Tensor, predict_last: int, ratio: float | None = None
+) -> CausalLMOutput:
+    """Training pass of an LM baseline with theta: ``full`` (the LM over the whole sample,
+    from position 0) or ``compressive`` (`compressive_forward`: recent window + pooled
+    memory at ``ratio``) on ``input_ids [batch, T]``; ``loss`` = the mean NLL of the last
+    ``predict_last`` tokens, as `ar_loss` scores the autoregressive model."""
+    if system == "compressive":
+        out = compressive_forward(model, input_ids, ratio=ratio, adapter=DECODER)
+    elif system == "full":
+        out = model.lm_forward(DECODER, input_ids=input_ids)
+    else:
+        raise ValueError(f"LM baseline {system!r}: expected one of {BASELINE_SYSTEMS}")
+    return CausalLMOutput(loss=last_tokens_nll(out.logits, input_ids, predict_last), logits=out.logits)
 
 
 @torch.no_grad()

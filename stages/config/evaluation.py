@@ -62,8 +62,9 @@ class LMEval:
     systems: list[str] = spec(["full", "compressive", "nugget2d"], help="Systems.", choices=("full", "compressive", "nugget2d"), nonempty=True)
     wiki_oov_token: str = spec("<unk>", help="OOV marker of the wiki corpus, excluded from PPL ('' = none).")
     baseline_adapter: str = spec(
-        "none", help="Weights of Full / Compressive: none = base LM, decoder = Nugget2D's theta.",
-        choices=("none", "decoder"),
+        "none", help="Weights of Full / Compressive: none = base LM, decoder = the AR Nugget2D's theta, "
+        "trained = each baseline's own training (train.nugget2d_ar.baselines; Nugget2D §5.1).",
+        choices=("none", "decoder", "trained"),
     )
 
     def cross_field_errors(self) -> list[str]:

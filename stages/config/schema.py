@@ -163,6 +163,11 @@ class PipelineConfig:
             found.append("train.nugget2d_ft.objective: must be 'finetune'")
         if self.nugget2d.ratio in self.train.nugget2d.extra_ratios:
             found.append(f"train.nugget2d.extra_ratios: {self.nugget2d.ratio!r} is nugget2d.ratio, the main model's")
+        if self.eval.lm.baseline_adapter == "trained":
+            untrained = [s for s in self.eval.lm.systems if s != "nugget2d" and s not in self.train.nugget2d_ar.baselines]
+            if untrained:
+                found.append(f"eval.lm.baseline_adapter: 'trained' needs train.nugget2d_ar.baselines to include "
+                             f"{untrained} (eval.lm.systems)")
         for key in ("nugget2d_ft", "full_ft"):  # their one consumer is eval_summarization (table 4)
             task = getattr(self.train, key).finetune_task
             if task != "summarization":

@@ -96,6 +96,22 @@ class Nugget2DCompressorJob(Nugget2DTrainJob):
 
 
 @dataclass
+class Nugget2DARJob(Nugget2DTrainJob):
+    baselines: list[str] = spec(
+        [], help="LM baselines train_nugget2d_ar also trains in its fit, with its data, job and LoRA theta "
+        "(Nugget2D §5.1: Full and Compressive 'with the same configuration'); eval_lm decodes them with "
+        "eval.lm.baseline_adapter: trained.",
+        choices=("full", "compressive"),
+    )
+
+    def cross_field_errors(self) -> list[str]:
+        errors = super().cross_field_errors()
+        if len(set(self.baselines)) != len(self.baselines):
+            errors.append(f"baselines: {self.baselines!r} repeats a system")
+        return errors
+
+
+@dataclass
 class SweepSection:
     ratios: list[float] = spec([0.05, 0.1, 0.15, 0.25], help="Grid over nugget.ratio.", nonempty=True)
     scorer_layers: list[int] = spec([0, 3, 6, 9], help="Grid over nugget.scorer_layer.", nonempty=True)
@@ -115,8 +131,8 @@ class SweepSection:
 class TrainSection:
     nugget: NuggetTrainJob = spec(NuggetTrainJob(), help="train_nugget stage (AE / MT).")
     nugget2d: Nugget2DCompressorJob = spec(Nugget2DCompressorJob(), help="train_nugget2d stage (compressors).")
-    nugget2d_ar: Nugget2DTrainJob = spec(
-        Nugget2DTrainJob(objective="autoregressive"), help="train_nugget2d_ar stage."
+    nugget2d_ar: Nugget2DARJob = spec(
+        Nugget2DARJob(objective="autoregressive"), help="train_nugget2d_ar stage (and the LM baselines)."
     )
     nugget2d_ft: Nugget2DTrainJob = spec(
         Nugget2DTrainJob(objective="finetune", finetune_task="summarization"),

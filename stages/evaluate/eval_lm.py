@@ -8,7 +8,10 @@ and is scored on the segment's ``recent`` tokens, with its ``distant`` tokens as
 Nugget2D is the ``train_nugget2d_ar`` checkpoint (trained with ``train_nugget2d``'s scorer
 frozen) with Lambda from ``calibrate_threshold``, calibrated on that very scorer (never
 a constant; the scorer fingerprints are compared and the result tagged); Compressive
-uses the ratio Lambda was calibrated for.
+uses the ratio Lambda was calibrated for. Full and Compressive decode with
+``eval.lm.baseline_adapter``: the base LM (``none``), the AR model's theta (``decoder``)
+or their own trained theta (``trained``: ``train_nugget2d_ar``'s variants of
+``train.nugget2d_ar.baselines``, Nugget2D §5.1).
 
 Reported per system and configuration: subword and word-level perplexity per corpus
 (`stages.evaluate.lm.perplexity`; the wiki corpus's OOV marker excluded), the realised
@@ -23,9 +26,11 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
+from contextlib import ExitStack
 
 import pyarrow.parquet as pq
 
+from nugget_core.nugget2d.config import DECODER
 from stages.artifacts.calibrate import CalibratedThreshold
 from stages.artifacts.data import BaseLM, LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
@@ -68,6 +73,21 @@ class EvalLM(Stage):
     config_keys = ("eval.lm", "eval.dtype")
     uses_device = True
 
+    @staticmethod
+    def baseline_models(cfg, ctx: StageContext, model, base: BaseLM) -> tuple[str | None, dict]:
+        """The adapter the baselines decode with and, for ``baseline_adapter: trained``,
+        each baseline's own model (``train_nugget2d_ar``'s variants); else they decode
+        with the AR model's weights (``none``: every adapter off)."""
+        if cfg.baseline_adapter != "trained":
+            return (None if cfg.baseline_adapter == "none" else DECODER), {}
+        trained = TrainedNugget2D.read(ctx.inputs[AR_STAGE], AR_STAGE)
+        systems = [s for s in cfg.systems if s != "nugget2d"]
+        missing = [s for s in systems if s not in trained.variants]
+        if missing:
+            raise ValueError(f"eval.lm.baseline_adapter=trained: {AR_STAGE} trained no {missing} "
+                             f"(it holds {sorted(trained.variants)}); set train.nugget2d_ar.baselines")
+        return DECODER, {s: trained.variant(s).load(base, ctx.device, ctx.cfg("eval.dtype")) for s in systems}
+
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.lm")
         calibrated = CalibratedThreshold.read(ctx.inputs["calibrate_threshold"])
@@ -82,7 +102,7 @@ class EvalLM(Stage):
         if not same_scorer:
             log.warning("eval_lm: %s's scorer differs from the one Lambda was calibrated on (%s); "
                         "the realised nugget ratio column shows the effect", AR_STAGE, calibrated.scorer_stage)
-        adapter = None if cfg.baseline_adapter == "none" else "decoder"
+        adapter, baselines = self.baseline_models(cfg, ctx, model, base)
 
         counts: dict[tuple, PerplexityCounts] = defaultdict(PerplexityCounts)
         costs: dict[tuple, list[dict]] = defaultdict(list)
@@ -95,9 +115,11 @@ class EvalLM(Stage):
                 ids = distant + recent
                 texts = token_texts(tokenizer, ids)
                 for setting in settings:
-                    with windows(model, setting, threshold):
+                    with ExitStack() as scope:
+                        for m in {id(m): m for m in (model, *baselines.values())}.values():
+                            scope.enter_context(windows(m, setting, threshold))
                         for system in cfg.systems:
-                            stream = make_stream(system, model, setting, ratio, adapter)
+                            stream = make_stream(system, baselines.get(system, model), setting, ratio, adapter)
                             run = run_segment(stream, ids, len(distant))
                             seg = segment_counts(run.nll, texts, len(distant), oov)
                             key = (system, setting)
@@ -133,8 +155,10 @@ class EvalLM(Stage):
         notes = [
             f"Lambda = {threshold:.4f} from calibrate_threshold (r = {ratio:g}); "
             f"scorer {'matches' if same_scorer else 'DIFFERS from'} the calibrated one.",
-            f"Full and Compressive decode with {'the base LM' if adapter is None else 'theta'}; "
-            "Full attends to the last `total states` tokens (sliding window).",
+            "Full and Compressive decode with " + {
+                "none": "the base LM", "decoder": f"{AR_STAGE}'s theta",
+                "trained": f"their own LoRA theta, trained by {AR_STAGE} with its data and job (§5.1)"}[
+                cfg.baseline_adapter] + "; Full attends to the last `total states` tokens (sliding window).",
             f"{sum(len(v) for v in data.values())} segments ({', '.join(f'{k}: {len(v)}' for k, v in data.items())}), "
             "scored on their recent tokens; costs are means over segments.",
         ]

@@ -93,10 +93,13 @@ def _checked(cfg: Config) -> list[Deviation]:
     if max_tasks != 1024:
         out.append(Deviation("eval.max_tasks", "1024 PI / RR queries per task (Nugget §6.1)",
                              f"{max_tasks or 'every built'} queries: sized for this profile"))
-    if cfg("eval").lm.baseline_adapter == "none":
+    adapter = cfg("eval").lm.baseline_adapter
+    if adapter != "trained":
         out.append(Deviation(
             "eval.lm.baseline_adapter", "Full and Compressive trained with Nugget2D's configuration (§5.1)",
-            "none: both read the base LM's weights (their training is not implemented yet)"))
+            f"{adapter}: both decode with " + ("the base LM's weights" if adapter == "none" else
+                                               "the autoregressive Nugget2D's theta")
+            + ", untrained as baselines (set trained and train.nugget2d_ar.baselines: two more trainings)"))
     return out
 
 

@@ -17,6 +17,7 @@ Autoregressive (§2.5): the parallel training approximation on full-length LM se
 (``lm_pile.parquet`` / ``lm_wiki.parquet``): predict the recent tokens. As in the paper the
 scorer can come frozen from the compressor (``scorer_dir``) with nuggets above a calibrated
 Lambda (``threshold``); without them a ratio r of each batch's tokens become nuggets.
+:class:`LMBaselineTask` trains the Full and Compressive baselines on the same segments.
 
 The model handed to the engine is :class:`CompressorModule` / :class:`AutoregressiveModule`,
 whose ``forward(**batch)`` computes the loss, so DDP / DeepSpeed see one ordinary module
@@ -193,12 +194,10 @@ class Nugget2DCompressorTask(_Nugget2DTask):
 
 
 @dataclass
-class Nugget2DARTask(_Nugget2DTask):
-    """The autoregressive LM (stage ``train_nugget2d_ar``)."""
+class _SegmentsTask(_Nugget2DTask):
+    """Tasks on build_lm's LM segments: predict the recent tokens after the distant ones."""
 
     lm_corpus: str = "pile"  # build_lm's lm_<corpus>.parquet
-    scorer_dir: str | None = None  # a saved Nugget2D whose scorer is copied in and frozen
-    threshold: float | None = None  # the calibrated Lambda (None: in-batch (1 - r) quantile)
 
     def _records(self, split: str) -> list[dict[str, Any]]:
         """``{"ids": distant + recent, "predict": len(recent)}``; segments whose recent
@@ -206,6 +205,25 @@ class Nugget2DARTask(_Nugget2DTask):
         rows = self._parquet_rows(self.data.segments(self.lm_corpus), split)
         width = max((len(r["recent"]) for r in rows), default=0)
         return [{"ids": r["distant"] + r["recent"], "predict": width} for r in rows if len(r["recent"]) == width]
+
+    def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+        """``input_ids [B, T]`` and ``predict_last [1]`` (tokens at the end to predict)."""
+        ids, _ = pad([r["ids"] for r in rows], self.pad_id())
+        return {"input_ids": ids, "predict_last": torch.tensor([rows[0]["predict"]])}
+
+    def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return int(batch["predict_last"][0]) * batch["input_ids"].shape[0]
+
+    def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return batch["input_ids"].numel()
+
+
+@dataclass
+class Nugget2DARTask(_SegmentsTask):
+    """The autoregressive LM (stage ``train_nugget2d_ar``)."""
+
+    scorer_dir: str | None = None  # a saved Nugget2D whose scorer is copied in and frozen
+    threshold: float | None = None  # the calibrated Lambda (None: in-batch (1 - r) quantile)
 
     def _fresh_model(self) -> Any:
         from nugget_core.nugget2d import load_scorer
@@ -221,13 +239,45 @@ class Nugget2DARTask(_Nugget2DTask):
             model.scorer.requires_grad_(False)
         return AutoregressiveModule(model, self.threshold)
 
-    def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
-        """``input_ids [B, T]`` and ``predict_last [1]`` (tokens at the end to predict)."""
-        ids, _ = pad([r["ids"] for r in rows], self.pad_id())
-        return {"input_ids": ids, "predict_last": torch.tensor([rows[0]["predict"]])}
 
-    def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
-        return int(batch["predict_last"][0]) * batch["input_ids"].shape[0]
+class LMBaselineModule(nn.Module):
+    """``forward(input_ids [B, T], predict_last [1])`` -> ``.loss`` (mean NLL of the last
+    ``predict_last`` tokens) and ``.logits [B, T, V]`` of an LM baseline
+    (``nugget_core.nugget2d.baseline_lm_loss``)."""
 
-    def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
-        return batch["input_ids"].numel()
+    def __init__(self, model: nn.Module, system: str) -> None:
+        super().__init__()
+        self.model, self.system = model, system
+
+    def forward(self, input_ids: torch.Tensor, predict_last: torch.Tensor) -> Any:
+        from nugget_core.nugget2d import baseline_lm_loss
+
+        return baseline_lm_loss(self.model, self.system, input_ids, int(predict_last[0]))
+
+
+@dataclass
+class LMBaselineTask(_SegmentsTask):
+    """An LM baseline of the autoregressive table (``train_nugget2d_ar``'s variants):
+    ``full`` or ``compressive`` (chunks of ``round(1 / nugget2d.ratio)``), trained on the
+    autoregressive model's segments with its LoRA theta only (Nugget2D §5.1: "the same
+    configuration"); phi, scorer and soft prompt stay untouched. Saved as a Nugget2D
+    model, so the evaluation's streams decode it with ``adapter="decoder"``."""
+
+    system: str = "full"
+
+    def __post_init__(self) -> None:
+        from nugget_core.nugget2d.baselines import BASELINE_SYSTEMS
+
+        if self.system not in BASELINE_SYSTEMS:
+            raise ValueError(f"LM baseline {self.system!r}: expected one of {BASELINE_SYSTEMS}")
+
+    def build_model(self, init_dir: Path | None) -> nn.Module:
+        from nugget_core.nugget2d import DECODER
+        from nugget_core.nugget2d.adapters import adapter_parameters
+
+        model = self._nugget2d_model(init_dir)
+        for p in model.parameters():
+            p.requires_grad_(False)
+        for p in adapter_parameters(model.peft, DECODER):
+            p.requires_grad_(True)
+        return LMBaselineModule(model, self.system)

@@ -13,18 +13,27 @@ MLflow from rank 0.
 - ``train_nugget2d_ft``: starts from ``train_nugget2d``'s model and fine-tunes it with
   objective ``finetune`` on ``train.nugget2d_ft.finetune_task`` (paper §6: "further
   fine-tune the model with triples sampled from the target task");
-- ``train_nugget2d``'s variants, trained in the same fit (`stages.train.sequence`): a
-  compressor at each ratio of ``train.nugget2d.extra_ratios`` (paper: the 5x QA model is
-  trained at r = 0.2) and, with ``train.nugget2d.ar_scorer: autoencoding``, the
-  autoencoding compressor whose scorer the autoregressive model reuses (§2.5);
 - ``train_nugget2d_ar``: the autoregressive parallel approximation on LM segments. As in
   the paper (§2.5, cold start) it reuses a compressor's scorer, frozen (the autoencoding
   variant when trained, else ``train_nugget2d``'s model), and selects nuggets above the
   Lambda that ``calibrate_threshold`` calibrated on that scorer.
 
+Variants: further models a stage trains in the same fit (`stages.train.sequence`: one
+worker group, one model after another), published beside the main model:
+
+- ``train_nugget2d``: a compressor at each ratio of ``train.nugget2d.extra_ratios``
+  (paper: the 5x QA model is trained at r = 0.2) and, with ``train.nugget2d.ar_scorer:
+  autoencoding``, the autoencoding compressor whose scorer the autoregressive model
+  reuses (§2.5);
+- ``train_nugget2d_ar``: the LM baselines of ``train.nugget2d_ar.baselines`` (Full,
+  Compressive), trained with the autoregressive model's data, job and LoRA theta
+  (§5.1: "the same configuration"; `stages.train.nugget2d_task.LMBaselineTask`).
+
 Output: `stages.artifacts.train.TrainedNugget2D`: ``nugget2d/``
 (``nugget_core.nugget2d.save_nugget2d`` format: peft adapters, scorer, soft prompt,
-config, tokenizer) and the training objective; ``trainer_state.json``.
+config, tokenizer), the training objective and ratio, the variants under
+``variants/<name>/nugget2d/`` (each with its ``trainer_state.json``);
+``trainer_state.json``.
 """
 
 from __future__ import annotations
@@ -44,12 +53,19 @@ from stages.train.launch import (
     train_into_stage_output,
 )
 from stages.train.loop import PROBE_FILE, STATE_FILE
-from stages.train.nugget2d_task import Nugget2DARTask, Nugget2DCompressorTask
+from stages.train.nugget2d_task import LMBaselineTask, Nugget2DARTask, Nugget2DCompressorTask
 from stages.train.storage import clear_storage, copy_tree
 
 # train_nugget2d_ar reuses the compressor's scorer, the one calibrate_threshold calibrated
 SCORER_STAGE = "train_nugget2d"
-MAIN = "main"  # train_nugget2d's model at nugget2d.ratio, beside its variants
+MAIN = "main"  # a stage's own model, beside its variants
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    task: Any  # a TrainingTask
+    objective: str  # what trained.json records for it
+    ratio: float
 
 
 class _TrainNugget2D(Stage):
@@ -63,7 +79,7 @@ class _TrainNugget2D(Stage):
         return {}
 
     def common(self, ctx: StageContext, job: Any) -> dict[str, Any]:
-        """Fields of both Nugget2D tasks."""
+        """Fields of every Nugget2D task."""
         return dict(
             data=LMRecords.read(ctx.inputs["build_lm"]),
             base_dir=str(BaseLM.read(ctx.inputs["prepare_lm"]).path),
@@ -71,7 +87,6 @@ class _TrainNugget2D(Stage):
             attn_implementation=ctx.cfg("model.lm").attn_implementation,
             dev_examples=job.dev_examples,
             seed=ctx.cfg("run.seed"),
-            **self.from_upstream(ctx),
         )
 
     def task(self, ctx: StageContext, job: Any, objective: str = "", ratio: float | None = None
@@ -86,46 +101,32 @@ class _TrainNugget2D(Stage):
             max_doc_tokens=job.max_doc_tokens,
             prompt_format=ctx.cfg("prompts").format,
             **fields,
+            **self.from_upstream(ctx),
         )
 
-    def run(self, ctx: StageContext) -> None:
-        job = ctx.cfg(self.job_key)
-        train_into_stage_output(ctx, self.task(ctx, job), job, self.job_key, TrainedNugget2D.DIR)
-        TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective,
-                        getattr(job, "finetune_task", "") or "", ctx.cfg("nugget2d").ratio).write(ctx.output_dir)
-
-
-class TrainNugget2D(_TrainNugget2D):
-    name = "train_nugget2d"
-    description = "Nugget2D compressors (autoencoding / continuation / finetune) on Ray Train."
-    job_key = train_job = "train.nugget2d"
-    config_keys = ("nugget2d", "model.lm", "train.nugget2d", "prompts", "run.seed")
-
-    @staticmethod
-    def variants(job: Any, ratio: float) -> dict[str, tuple[str, float]]:
-        """Models trained beside the main one: name -> (objective, ratio)."""
-        out = {TrainedNugget2D.ratio_name(r): (job.objective, r) for r in job.extra_ratios}
-        if job.ar_scorer == TrainedNugget2D.AUTOENCODING and job.objective != TrainedNugget2D.AUTOENCODING:
-            out[TrainedNugget2D.AUTOENCODING] = (TrainedNugget2D.AUTOENCODING, ratio)
-        return out
+    def variants(self, ctx: StageContext, job: Any) -> dict[str, Variant]:
+        """Models trained beside the main one, by name (none by default)."""
+        return {}
 
     def run(self, ctx: StageContext) -> None:
         job, ratio = ctx.cfg(self.job_key), ctx.cfg("nugget2d").ratio
-        variants = self.variants(job, ratio)
+        finetune_task = getattr(job, "finetune_task", "") or ""
+        variants = self.variants(ctx, job)
         if not variants:  # one model: one ordinary fit
-            super().run(ctx)
+            train_into_stage_output(ctx, self.task(ctx, job), job, self.job_key, TrainedNugget2D.DIR)
+            TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective, finetune_task,
+                            ratio).write(ctx.output_dir)
             return
         check_resources(job, self.job_key)
-        models = [(MAIN, self.task(ctx, job))]
-        models += [(name, self.task(ctx, job, objective, r)) for name, (objective, r) in variants.items()]
-        print(f"[train_nugget2d] {len(models)} models in one fit: "
-              + ", ".join(f"{n} ({t.objective}, r={t.nugget2d.ratio:g})" for n, t in models), flush=True)
+        models = [(MAIN, self.task(ctx, job)), *((name, v.task) for name, v in variants.items())]
+        print(f"[{self.name}] {len(models)} models in one fit: {MAIN} ({job.objective}), "
+              + ", ".join(f"{name} ({v.objective}, r={v.ratio:g})" for name, v in variants.items()), flush=True)
         if ctx.forced:  # never resume a forced recompute from an older attempt
-            clear_storage(ctx.work_uri, "compressors")
-        # one worker group trains them in turn (stages.train.sequence; metrics under "<name>.")
-        finished = fit_sequence(models, job, ctx.work_uri, "compressors", ctx.cfg("run.seed"), ctx.logger)
+            clear_storage(ctx.work_uri, "models")
+        # one worker group trains them in turn (metrics under "<name>.")
+        finished = fit_sequence(models, job, ctx.work_uri, "models", ctx.cfg("run.seed"), ctx.logger)
         records = {}
-        for name, task in models:
+        for name, _ in models:
             main = name == MAIN
             dest = TrainedNugget2D.folder(ctx.output_dir) if main else TrainedNugget2D.variant_folder(ctx.output_dir, name)
             copy_tree(f"{finished[name]}/model", str(dest))
@@ -135,11 +136,30 @@ class TrainNugget2D(_TrainNugget2D):
             if main:
                 copy_tree(f"{finished[name]}/{PROBE_FILE}", str(ctx.output_dir / PROBE_FILE))
             else:
-                records[name] = {"dir": str(dest.relative_to(ctx.output_dir)), "objective": task.objective,
-                                 "ratio": task.nugget2d.ratio}
-        clear_storage(ctx.work_uri, "compressors")
-        TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective, job.finetune_task or "", ratio,
+                records[name] = {"dir": str(dest.relative_to(ctx.output_dir)), "objective": variants[name].objective,
+                                 "ratio": variants[name].ratio}
+        clear_storage(ctx.work_uri, "models")
+        TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective, finetune_task, ratio,
                         records).write(ctx.output_dir)
+
+
+class TrainNugget2D(_TrainNugget2D):
+    name = "train_nugget2d"
+    description = "Nugget2D compressors (autoencoding / continuation / finetune) on Ray Train."
+    job_key = train_job = "train.nugget2d"
+    config_keys = ("nugget2d", "model.lm", "train.nugget2d", "prompts", "run.seed")
+
+    @staticmethod
+    def variant_specs(job: Any, ratio: float) -> dict[str, tuple[str, float]]:
+        """The compressors trained beside the main one: name -> (objective, ratio)."""
+        out = {TrainedNugget2D.ratio_name(r): (job.objective, r) for r in job.extra_ratios}
+        if job.ar_scorer == TrainedNugget2D.AUTOENCODING and job.objective != TrainedNugget2D.AUTOENCODING:
+            out[TrainedNugget2D.AUTOENCODING] = (TrainedNugget2D.AUTOENCODING, ratio)
+        return out
+
+    def variants(self, ctx: StageContext, job: Any) -> dict[str, Variant]:
+        specs = self.variant_specs(job, ctx.cfg("nugget2d").ratio)
+        return {name: Variant(self.task(ctx, job, objective, r), objective, r) for name, (objective, r) in specs.items()}
 
 
 class TrainNugget2DFT(_TrainNugget2D):
@@ -164,7 +184,12 @@ class TrainNugget2DAR(_TrainNugget2D):
         if job.objective != "autoregressive":
             raise ValueError(f"train.nugget2d_ar.objective={job.objective!r}: this stage trains "
                              "objective autoregressive (compressor objectives: train_nugget2d)")
-        return Nugget2DARTask(lm_corpus=job.lm_corpus, **self.common(ctx, job))
+        return Nugget2DARTask(lm_corpus=job.lm_corpus, **self.common(ctx, job), **self.from_upstream(ctx))
+
+    def variants(self, ctx: StageContext, job: Any) -> dict[str, Variant]:
+        ratio = ctx.cfg("nugget2d").ratio  # Compressive pools chunks of round(1 / r), r the calibrated one
+        return {system: Variant(LMBaselineTask(system=system, lm_corpus=job.lm_corpus, **self.common(ctx, job)),
+                                system, ratio) for system in job.baselines}
 
     def from_upstream(self, ctx: StageContext) -> dict[str, Any]:
         calibrated = CalibratedThreshold.read(ctx.inputs["calibrate_threshold"])

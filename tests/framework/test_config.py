@@ -44,6 +44,9 @@ def test_paper_profile_has_paper_settings():
     assert cfg.train.nugget2d.extra_ratios == [0.2] and 0.2 in cfg.eval.qa.nugget_ratios
     assert (cfg.train.nugget2d.objective, cfg.train.nugget2d.ar_scorer) == ("continuation", "autoencoding")
     assert cfg.nugget2d.scorer_window == cfg.data.lm.doc_tokens == 512
+    # §5.1: Full and Compressive trained with the AR model's configuration, decoded with their weights
+    assert cfg.train.nugget2d_ar.baselines == ["full", "compressive"] and cfg.eval.lm.baseline_adapter == "trained"
+    assert cfg.data.mt.dev_split == "validation" and cfg.data.mt.dev_fraction == 0  # WMT19's official dev set
 
 
 def test_gpu1_profile_puts_every_model_on_one_gpu_in_bf16():
@@ -221,6 +224,10 @@ def test_nugget_task_builds_its_config_from_the_section():
         ("train.nugget2d.extra_ratios=[0.3,0.3]", "train.nugget2d.extra_ratios: [0.3, 0.3] repeats a ratio"),
         ("train.nugget2d.extra_ratios=[1.5]", "train.nugget2d.extra_ratios: value 1.5 must be in (0, 1]"),
         ("train.nugget2d.ar_scorer=phi", "train.nugget2d.ar_scorer: value 'phi' is not one of"),
+        ("eval.lm.baseline_adapter=trained", "eval.lm.baseline_adapter: 'trained' needs "
+                                             "train.nugget2d_ar.baselines to include ['full', 'compressive']"),
+        ("train.nugget2d_ar.baselines=[full,full]", "train.nugget2d_ar.baselines: ['full', 'full'] repeats"),
+        ("train.nugget2d_ar.baselines=[rmt]", "train.nugget2d_ar.baselines: value 'rmt' is not one of"),
     ],
 )
 def test_bad_model_and_moved_keys_name_the_full_key(override, expected):

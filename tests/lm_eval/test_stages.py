@@ -90,7 +90,7 @@ class FakeTrainNugget2D(Stage):
         base = BaseLM.read(ctx.inputs["prepare_lm"])
         save_nugget2d(make_nugget2d(base.causal_lm(), seed=0), TrainedNugget2D.folder(ctx.output_dir))
         records = {}
-        for seed, (name, (objective, r)) in enumerate(TrainNugget2D.variants(job, ratio).items(), 1):
+        for seed, (name, (objective, r)) in enumerate(TrainNugget2D.variant_specs(job, ratio).items(), 1):
             model = make_nugget2d(base.causal_lm(), seed=seed)
             model.config = dataclasses.replace(model.config, ratio=r)
             g = torch.Generator().manual_seed(seed)
@@ -115,6 +115,8 @@ ARGS = [*TRAIN_ARGS, "nugget2d.lora_rank=4", "nugget2d.lora_alpha=4", "nugget2d.
     "eval.summarization.max_examples=3", "eval.summarization.batch_size=2", "eval.summarization.max_new_tokens=4",
     # the paper's compressors: a model of its own for QA's 5x row, the AR scorer from autoencoding
     "train.nugget2d.extra_ratios=[0.2]", "train.nugget2d.ar_scorer=autoencoding",
+    # Full and Compressive trained in train_nugget2d_ar's fit, decoded by eval_lm (Nugget2D §5.1)
+    "train.nugget2d_ar.baselines=[full,compressive]", "eval.lm.baseline_adapter=trained",
 ]
 
 
@@ -155,6 +157,7 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
     assert all(float(r["wiki_subword_ppl"]) > 1 and float(r["pile_word_ppl"]) > 1 for r in lm.values())
     lm_notes = EvalTable.read(out["eval_lm"]).notes
     assert f"Lambda = {threshold.threshold:.4f}" in lm_notes[0] and "matches" in lm_notes[0]
+    assert "their own LoRA theta, trained by train_nugget2d_ar" in lm_notes[1]
 
     qa = _table(out["eval_qa"])
     assert set(qa) == {"full", "nodoc", "lmsumm", "nugget2d 5x", "nugget2d 10x"}
@@ -240,3 +243,38 @@ def test_autoregressive_stage_reuses_the_autoencoding_scorer_frozen(pipeline_run
     assert scorer_fingerprint(ar) != scorer_fingerprint(compressors.load(base))
     theta = [p for n, p in ar.named_parameters() if ".decoder." in n and "lora_B" in n]
     assert any(bool(p.abs().sum() > 0) for p in theta)  # the adapters did train (LoRA B starts at 0)
+
+
+def test_lm_baselines_are_trained_beside_the_autoregressive_model(pipeline_run):
+    """train_nugget2d_ar's fit also trains Full and Compressive (Nugget2D §5.1: "with the
+    same configuration"): theta only (phi, scorer and soft prompt as initialised), each its
+    own weights, and eval_lm's baseline rows decode with them, not with the base LM."""
+    import torch
+
+    from stages.evaluate.lm.streams import ContextSetting, make_stream, run_segment, windows
+
+    root, out = pipeline_run
+    base = BaseLM.read(out["prepare_lm"])
+    ar_out = TrainedNugget2D.read(_published(root, "train_nugget2d_ar"), "train_nugget2d_ar")
+    assert {n: v["objective"] for n, v in ar_out.variants.items()} == {"full": "full", "compressive": "compressive"}
+    ar = ar_out.load(base)
+    models = {name: ar_out.variant(name).load(base) for name in ("full", "compressive")}
+    lora = lambda m, part, kind: {n: p for n, p in m.named_parameters() if f".{part}." in n and kind in n}  # noqa: E731
+    for model in models.values():
+        assert any(bool(p.abs().sum() > 0) for p in lora(model, "decoder", "lora_B").values())  # theta trained
+        assert all(bool(p.abs().sum() == 0) for p in lora(model, "compressor", "lora_B").values())  # phi untouched
+    full_theta, comp_theta = (lora(models[n], "decoder", "lora_B") for n in ("full", "compressive"))
+    assert any(not torch.equal(full_theta[n], comp_theta[n]) for n in full_theta)
+    # eval_lm's Full row is the trained Full model's perplexity, recomputed here on one segment
+    segments = pq.read_table(LMRecords.read(out["build_lm"]).segments("wiki")).to_pylist()
+    first = next(r for r in segments if r["split"] == "test" and r["recent"])
+    setting = ContextSetting(6, 10, 3)
+    examples = [json.loads(x) for x in (out["eval_lm"] / "examples.jsonl").read_text().splitlines()]
+    logged = next(e for e in examples if e["system"] == "full" and e["corpus"] == "wiki" and e["segment"] == 0)
+    threshold = CalibratedThreshold.read(out["calibrate_threshold"])
+    for model, expect_equal in ((models["full"], True), (ar, False)):
+        with windows(model, setting, threshold.threshold):
+            run = run_segment(make_stream("full", model, setting, threshold.ratio, "decoder"),
+                              first["distant"] + first["recent"], len(first["distant"]))
+        ppl = float(np.exp(np.mean(run.nll)))
+        assert (ppl == pytest.approx(logged["subword_ppl"], rel=1e-4)) is expect_equal

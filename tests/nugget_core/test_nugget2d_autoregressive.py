@@ -160,3 +160,50 @@ def test_stream_generate_is_greedy_stepping(causal_factory, make_stream):
     eos = manual[2]
     stopped = make_stream(model).generate(prompt, max_new_tokens=12, eos_token_id=eos)
     assert stopped.tolist() == manual[: manual.index(eos) + 1]  # stops right after the first EOS
+
+
+@pytest.mark.parametrize(
+    ("family", "impl", "overrides", "ratio"),
+    [
+        ("llama", "sdpa", {}, 0.25),  # distant window 6 -> 2 slots kept; cap 2
+        ("qwen2", "eager", {"distant_window": None, "max_nuggets": None}, 0.34),  # every slot, chunks of 3
+        ("mistral", "sdpa", {"max_nuggets": 1}, 0.5),  # GQA heads; cap 1 slot
+    ],
+)
+def test_parallel_compressive_forward_equals_the_stream(causal_factory, family, impl, overrides, ratio):
+    """The Compressive baseline's training pass computes, for every position at once,
+    the logits `CompressiveStream` gives token by token (same windows, chunks, slot cap
+    and pooled rotary keys), with theta routed, so a trained baseline decodes what it
+    was trained as."""
+    from nugget_core.nugget2d import CompressiveLayout, compressive_forward
+
+    model = _model(causal_factory, family, impl, **overrides)
+    ids = torch.randint(3, 64, (2, 37), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        parallel = compressive_forward(model, ids, ratio=ratio).logits
+    for row in range(2):
+        stream = CompressiveStream(model, ratio=ratio)
+        incremental = torch.stack([stream.step(t) for t in ids[row].tolist()])
+        assert stream.memory.length > 0
+        torch.testing.assert_close(incremental, parallel[row], atol=2e-5, rtol=1e-4)
+    layout = CompressiveLayout.from_config(model.config, ratio)
+    mask = layout.mask(37, "cpu")
+    assert mask.shape == (37, 37 + layout.slots(37))
+    # the pooled memory changes the prediction: not the windowed LM alone
+    windowed = torch.cat([mask[:, :37], torch.zeros_like(mask[:, 37:])], dim=1)
+    assert not torch.equal(mask, windowed)
+
+
+def test_compressive_layout_mask_by_hand():
+    """Window 3, chunks of 2, at most 2 slots: position 6 sees tokens 4..6 and the slots
+    of chunks [0, 2) and [2, 4) (positions <= 6 - 3 = 3 have left); position 8 sees
+    chunks 1 and 2 only (chunk 0 dropped by the cap)."""
+    from nugget_core.nugget2d import CompressiveLayout
+
+    mask = CompressiveLayout(chunk=2, window=3, max_slots=2).mask(10, "cpu")
+    assert mask.shape == (10, 10 + 3)  # slots: (10 - 3) // 2
+    assert mask[6, :10].nonzero().flatten().tolist() == [4, 5, 6]
+    assert mask[6, 10:].tolist() == [True, True, False]
+    assert mask[5, 10:].tolist() == [True, False, False]  # chunk [2, 4) still has token 3 in the window
+    assert mask[8, 10:].tolist() == [False, True, True]
+    assert not mask[:4, 10:].any()
