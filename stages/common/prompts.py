@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 PROMPT_FORMATS = ("inst", "chat_template")
@@ -36,10 +37,24 @@ class PromptFormat:
             name = getattr(self.tokenizer, "name_or_path", self.tokenizer)
             raise ValueError(f"prompts.format: chat_template, but tokenizer {name!r} has no chat template")
 
+    @cached_property
+    def bos(self) -> str:
+        """The BOS token's text when the tokenizer starts every sequence with it (LLaMA's
+        SentencePiece tokenizers: the model expects ``<s>[INST]``), else ``""`` (SmolLM2's
+        byte-level BPE adds none). Read from what the tokenizer does with its default
+        special tokens, so any tokenizer answers for itself."""
+        tok = self.tokenizer
+        if tok is None or tok.bos_token_id is None:
+            return ""
+        ids = tok("x", add_special_tokens=True)["input_ids"]
+        return tok.bos_token if ids and ids[0] == tok.bos_token_id else ""
+
     def wrap(self, user: str) -> str:
-        """One user turn, ready for the answer to follow."""
+        """One user turn, ready for the answer to follow: appendix C's ``[INST] ...
+        [/INST]`` after the BOS the model expects (we tokenise without special tokens, so
+        the one BOS is written here), or the chat template's turn (which places its own)."""
         if self.name == "inst":
-            return f"{INST_OPEN} {user} {INST_CLOSE}"
+            return f"{self.bos}{INST_OPEN} {user} {INST_CLOSE}"
         return self.tokenizer.apply_chat_template(
             [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
         )

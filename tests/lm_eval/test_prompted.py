@@ -116,3 +116,32 @@ def test_bf16_evaluation_decodes_through_the_same_path(model, tokenizer):
     per_position = [g.cost.kv_bytes / positions(g) for g in (fp32[0], bf16[0])]
     assert bf16[0].context_states == fp32[0].context_states
     assert per_position[1] == pytest.approx(per_position[0] / 2)
+
+
+def test_inst_prompts_start_with_the_bos_a_llama_tokenizer_adds():
+    """LLaMA-2-chat reads ``<s>[INST] ...`` (appendix C): with a tokenizer that starts every
+    sequence with BOS, the document part (or NoDoc's bare turn) begins with exactly one
+    BOS id; a tokenizer that adds none (SmolLM2's byte-level BPE) gets none."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from stages.data.lm_builders import qa_record
+
+    sp = Tokenizer(models.BPE(unk_token="<unk>"))
+    sp.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
+    sp.train_from_iterator(["[INST] the doc text . [/INST] answer the question"] * 20,
+                           trainers.BpeTrainer(vocab_size=80, special_tokens=["<unk>", "<s>", "</s>"]))
+    no_bos = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(sp.to_str()), bos_token="<s>")  # no BOS added
+    sp.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    llama = PreTrainedTokenizerFast(tokenizer_object=sp, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+    record = qa_record("the doc text .", "q?", "a")
+    fmt = PromptFormat("inst", llama)
+    assert fmt.bos == "<s>"
+    doc, prompt = fmt.parts(record["document"], record["instruction"])
+    assert doc.startswith("<s>[INST] ") and "<s>" not in prompt
+    ids = encode(llama, [doc, prompt])
+    assert ids[0][0] == llama.bos_token_id and ids[0].count(llama.bos_token_id) == 1
+    assert llama.bos_token_id not in ids[1]
+    nodoc, _ = fmt.parts("", record["instruction"])
+    assert encode(llama, [nodoc])[0][0] == llama.bos_token_id
+    assert PromptFormat("inst", no_bos).bos == "" and PromptFormat("inst").bos == ""
