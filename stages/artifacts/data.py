@@ -81,11 +81,19 @@ class SimilarityDataset:
 
 @dataclass(frozen=True)
 class BaseLM:
-    """``prepare_lm``: the Nugget2D base LM with its tokenizer, a HF folder ``model/``."""
+    """``prepare_lm``: the Nugget2D base LMs with their tokenizer, HF folders, and
+    ``roles.json`` naming each experiment's folder: ``lm`` (language modelling, the
+    autoregressive model and its scorer's compressor: ``model/``) and ``chat`` (QA and
+    summarisation: ``chat/`` when ``model.lm.chat_name_or_path`` names another
+    checkpoint, else ``model/``). Every role shares one tokenizer (prepare_lm checks)."""
 
     STAGE: ClassVar[str] = "prepare_lm"
     DIR: ClassVar[str] = "model"
+    CHAT_DIR: ClassVar[str] = "chat"
+    ROLES_FILE: ClassVar[str] = "roles.json"
+    ROLES: ClassVar[tuple[str, ...]] = ("lm", "chat")
     path: Path
+    role: str = "lm"
 
     @classmethod
     def folder(cls, out: Path) -> Path:
@@ -93,8 +101,18 @@ class BaseLM:
         return out / cls.DIR
 
     @classmethod
-    def read(cls, source: Source) -> BaseLM:
-        return cls(locate(source, cls.STAGE).folder(cls.DIR))
+    def write_roles(cls, out: Path, chat_dir: str = DIR) -> Path:
+        return write_json(out / cls.ROLES_FILE, {"lm": cls.DIR, "chat": chat_dir})
+
+    @classmethod
+    def read(cls, source: Source, role: str = "lm") -> BaseLM:
+        """The base LM of experiment ``role`` (an output without ``roles.json``: ``model/``
+        for every role)."""
+        if role not in cls.ROLES:
+            raise ValueError(f"base LM role {role!r}: expected one of {cls.ROLES}")
+        where = locate(source, cls.STAGE)
+        roles = where.json(cls.ROLES_FILE) if (where.path / cls.ROLES_FILE).is_file() else {}
+        return cls(where.folder(field(where, cls.ROLES_FILE, roles, role, str, default=cls.DIR)), role)
 
     def tokenizer(self) -> Any:
         from transformers import AutoTokenizer

@@ -153,7 +153,8 @@ class TrainedNugget2D:
     name -> record with ``dir`` relative to the output, ``objective``, ``ratio``): the
     compressors of ``train.nugget2d.extra_ratios`` (named ``r<ratio>``, read by
     `at_ratio`) and the autoencoding compressor whose scorer the autoregressive model
-    reuses (``autoencoding``, read by `scorer_source`)."""
+    reuses (``autoencoding``, read by `scorer_source`). ``base_role`` names the
+    ``prepare_lm`` base LM (`BaseLM.ROLES`) a model was trained on, per model."""
 
     STAGE: ClassVar[str] = "train_nugget2d"
     DIR: ClassVar[str] = "nugget2d"
@@ -163,6 +164,7 @@ class TrainedNugget2D:
     finetune_task: str = ""
     ratio: float | None = None  # None: an artifact written before ratios were recorded
     variants: dict[str, dict[str, Any]] = dataclass_field(default_factory=dict)
+    base_role: str = "lm"  # the prepare_lm role (BaseLM.ROLES) it was trained on
 
     @classmethod
     def folder(cls, out: Path) -> Path:
@@ -179,7 +181,7 @@ class TrainedNugget2D:
 
     def write(self, out: Path) -> Path:
         return write_json(out / META, {"objective": self.objective, "finetune_task": self.finetune_task,
-                                       "ratio": self.ratio, "variants": self.variants})
+                                       "ratio": self.ratio, "variants": self.variants, "base_role": self.base_role})
 
     @classmethod
     def read(cls, source: Source, stage: str = STAGE) -> TrainedNugget2D:
@@ -189,19 +191,22 @@ class TrainedNugget2D:
         for name, record in variants.items():
             field(where, META, record, "objective", str)
             field(where, META, record, "ratio", float)
+            field(where, META, record, "base_role", str, default="lm")
             where.folder(field(where, META, record, "dir", str))
             if not isinstance(name, str) or not name:
                 raise where.error(META, f"has a variant without a name: {record!r}")
         return cls(where.folder(cls.DIR), field(where, META, meta, "objective", str),
                    field(where, META, meta, "finetune_task", str, default=""),
-                   field(where, META, meta, "ratio", (float, type(None)), default=None), variants)
+                   field(where, META, meta, "ratio", (float, type(None)), default=None), variants,
+                   field(where, META, meta, "base_role", str, default="lm"))
 
     def variant(self, name: str) -> TrainedNugget2D:
         """Variant ``name`` as a model of its own (a `KeyError` naming the variants held)."""
         if name not in self.variants:
             raise KeyError(f"{self.path.parent}: no Nugget2D variant {name!r}; it holds {sorted(self.variants)}")
         record = self.variants[name]
-        return TrainedNugget2D(self.path.parent / record["dir"], record["objective"], "", float(record["ratio"]))
+        return TrainedNugget2D(self.path.parent / record["dir"], record["objective"], "", float(record["ratio"]),
+                               base_role=record.get("base_role", "lm"))
 
     def at_ratio(self, ratio: float) -> TrainedNugget2D | None:
         """The model trained at ``ratio`` (this one, or a variant), or None."""
@@ -223,6 +228,12 @@ class TrainedNugget2D:
         """Continuation / autoencoding models read ``[soft prompt] prompt``; fine-tuned
         ones do not (`nugget_core.nugget2d.objectives`)."""
         return self.objective != "finetune"
+
+    def load_from(self, prepared: Source, device: str = "cpu", precision: str = "fp32") -> tuple[Any, BaseLM]:
+        """`load` on the base LM it was trained on (``prepare_lm``'s ``base_role``
+        folder); returns the model and that base LM."""
+        base = BaseLM.read(prepared, self.base_role)
+        return self.load(base, device, precision), base
 
     def load(self, base: BaseLM, device: str = "cpu", precision: str = "fp32") -> Any:
         """The model on the base LM, in eval mode, gradients off, on ``device`` with its

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import torch
 
 from stages.artifacts.calibrate import CalibratedThreshold
-from stages.artifacts.data import BaseLM, LMRecords
+from stages.artifacts.data import LMRecords
 from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
 from stages.calibrate.quantile import calibrate, document_ratios, histogram_png, spread
 from stages.common.progress import progress_logger
@@ -78,7 +78,7 @@ class CalibrateThreshold(Stage):
 
         scorer_label, scorer = TrainedNugget2D.read(ctx.inputs[SCORER_STAGE], SCORER_STAGE).scorer_source()
         log.info("calibrate_threshold: calibrating the scorer of %s", scorer_label)
-        model = scorer.load(BaseLM.read(ctx.inputs["prepare_lm"]), ctx.device, ctx.cfg("eval.dtype"))
+        model, _ = scorer.load_from(ctx.inputs["prepare_lm"], ctx.device, ctx.cfg("eval.dtype"))
         sample_scores = _scores(model, sample, "sample")
         threshold = calibrate(sample_scores, ratio)
         heldout_scores = _scores(model, heldout, "held-out")

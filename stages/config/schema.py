@@ -109,7 +109,12 @@ class CausalLM:
         "from_pretrained(name_or_path) (hub name or local folder).",
         choices=("smollm2_offline", "pretrained"),
     )
-    name_or_path: str = spec("", help="HF hub name or local folder (source=pretrained).")
+    name_or_path: str = spec("", help="HF hub name or local folder (source=pretrained): the LM experiments' "
+                             "base (autoregressive model, its scorer's autoencoding compressor).")
+    chat_name_or_path: str = spec(
+        "", help="source=pretrained: the QA / summarisation experiments' base (Nugget2D §3: LLaMA-2-7B-chat), "
+        "same tokenizer as name_or_path; '' = name_or_path.",
+    )
     keep_layers: int = spec(0, help="Truncate to the bottom N layers (0 = all).", ge=0)
     attn_implementation: str = spec("sdpa", help="Attention kernel.", choices=ATTN_IMPLS)
     dtype: str = spec("float32", help="Weights dtype.", choices=("float32", "bfloat16"))
@@ -117,7 +122,15 @@ class CausalLM:
     def cross_field_errors(self) -> list[str]:
         if self.source == "pretrained" and not self.name_or_path:
             return ["name_or_path: must be set when source=pretrained"]
+        if self.chat_name_or_path and self.source != "pretrained":
+            return [f"chat_name_or_path: value {self.chat_name_or_path!r} needs source=pretrained "
+                    f"({self.source} prepares one model)"]
         return []
+
+    @property
+    def separate_chat(self) -> bool:
+        """Whether QA / summarisation run on another checkpoint than the LM experiments."""
+        return bool(self.chat_name_or_path) and self.chat_name_or_path != self.name_or_path
 
 
 @dataclass
@@ -161,6 +174,11 @@ class PipelineConfig:
             found.append("train.nugget2d_ar.objective: must be 'autoregressive'")
         if self.train.nugget2d_ft.objective != "finetune":
             found.append("train.nugget2d_ft.objective: must be 'finetune'")
+        compressor = self.train.nugget2d
+        if self.model.lm.separate_chat and (compressor.ar_scorer != "autoencoding" or compressor.objective == "autoencoding"):
+            found.append("train.nugget2d.ar_scorer: with model.lm.chat_name_or_path the QA compressor runs on the chat "
+                         "LM; the AR model's scorer must come from an autoencoding variant on its own base LM: set "
+                         "ar_scorer: autoencoding and a non-autoencoding objective")
         if self.nugget2d.ratio in self.train.nugget2d.extra_ratios:
             found.append(f"train.nugget2d.extra_ratios: {self.nugget2d.ratio!r} is nugget2d.ratio, the main model's")
         if self.eval.lm.baseline_adapter == "trained":

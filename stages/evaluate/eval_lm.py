@@ -86,7 +86,8 @@ class EvalLM(Stage):
         if missing:
             raise ValueError(f"eval.lm.baseline_adapter=trained: {AR_STAGE} trained no {missing} "
                              f"(it holds {sorted(trained.variants)}); set train.nugget2d_ar.baselines")
-        return DECODER, {s: trained.variant(s).load(base, ctx.device, ctx.cfg("eval.dtype")) for s in systems}
+        return DECODER, {s: trained.variant(s).load_from(ctx.inputs["prepare_lm"], ctx.device, ctx.cfg("eval.dtype"))[0]
+                         for s in systems}
 
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.lm")
@@ -95,9 +96,9 @@ class EvalLM(Stage):
         records = LMRecords.read(ctx.inputs["build_lm"])
         data = {c: _segments(records.segments(c), cfg.split, cfg.max_segments) for c in cfg.corpora}
         settings = [ContextSetting(s.total_states, s.compressed_tokens, s.context_tokens) for s in cfg.contexts]
-        base = BaseLM.read(ctx.inputs["prepare_lm"])
+        model, base = TrainedNugget2D.read(ctx.inputs[AR_STAGE], AR_STAGE).load_from(
+            ctx.inputs["prepare_lm"], ctx.device, ctx.cfg("eval.dtype"))
         tokenizer = base.tokenizer()
-        model = TrainedNugget2D.read(ctx.inputs[AR_STAGE], AR_STAGE).load(base, ctx.device, ctx.cfg("eval.dtype"))
         same_scorer = scorer_fingerprint(model) == calibrated.scorer_fingerprint
         if not same_scorer:
             log.warning("eval_lm: %s's scorer differs from the one Lambda was calibrated on (%s); "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import statistics
 
-from stages.artifacts.data import BaseLM, LMRecords
+from stages.artifacts.data import LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D
 from stages.common.progress import progress_logger
@@ -66,11 +66,10 @@ class EvalQA(Stage):
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.qa")
         records = read_records(LMRecords.read(ctx.inputs["build_lm"]).records("qa"), cfg.split, cfg.max_examples)
-        base = BaseLM.read(ctx.inputs["prepare_lm"])
         compressor = TrainedNugget2D.read(ctx.inputs[COMPRESSOR_STAGE], COMPRESSOR_STAGE)
         soft = compressor.soft_prompt
+        model, base = compressor.load_from(ctx.inputs["prepare_lm"], ctx.device, ctx.cfg("eval.dtype"))
         tokenizer = base.tokenizer()
-        model = compressor.load(base, ctx.device, ctx.cfg("eval.dtype"))
         fmt = PromptFormat(ctx.cfg("prompts").format, tokenizer)
         docs, prompts = encode_task_records(tokenizer, records, fmt, cfg.max_doc_tokens)
         doc_tokens = [len(d) for d in docs]
@@ -122,7 +121,7 @@ class EvalQA(Stage):
                     name = f"nugget2d {1 / r:g}x"
                     trained = compressor.at_ratio(r)
                     own = trained is not None and trained.path != compressor.path
-                    at_r = trained.load(base, ctx.device, ctx.cfg("eval.dtype")) if own else model
+                    at_r = trained.load_from(ctx.inputs["prepare_lm"], ctx.device, ctx.cfg("eval.dtype"))[0] if own else model
                     trained_at[name] = trained.ratio if trained is not None else compressor.ratio
                     score(name, run_batches(name, at_r, tokenizer, docs, prompts, ratio=r,
                                             soft_prompt=soft, **common), row_id=paper_row("nugget2d", r))

@@ -55,7 +55,7 @@ class EvalSummarization(Stage):
         cfg = ctx.cfg("eval.summarization")
         records = read_records(LMRecords.read(ctx.inputs["build_lm"]).records("summarization"), cfg.split,
                                cfg.max_examples)
-        base = BaseLM.read(ctx.inputs["prepare_lm"])
+        base = BaseLM.read(ctx.inputs["prepare_lm"], "chat")  # the QA / summarisation base (Nugget2D §3)
         tokenizer = base.tokenizer()
         placement = (ctx.device, ctx.cfg("eval.dtype"))
         nugget2d = TrainedNugget2D.read(ctx.inputs["train_nugget2d_ft"], "train_nugget2d_ft").load(base, *placement)

@@ -35,7 +35,7 @@ class TrainFullFT(Stage):
         job = ctx.cfg("train.full_ft")
         task = FullFinetuneTask(
             data=LMRecords.read(ctx.inputs["build_lm"]),
-            base_dir=str(BaseLM.read(ctx.inputs["prepare_lm"]).path),
+            base_dir=str(BaseLM.read(ctx.inputs["prepare_lm"], "chat").path),  # the summarisation base (§3)
             finetune_task=job.finetune_task,
             lora_rank=ctx.cfg("nugget2d.lora_rank"),
             lora_alpha=ctx.cfg("nugget2d.lora_alpha"),

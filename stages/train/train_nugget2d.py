@@ -66,10 +66,12 @@ class Variant:
     task: Any  # a TrainingTask
     objective: str  # what trained.json records for it
     ratio: float
+    base_role: str  # the prepare_lm base LM it trains on (BaseLM.ROLES)
 
 
 class _TrainNugget2D(Stage):
     job_key: ClassVar[str]
+    base_role: ClassVar[str]  # the experiment's base LM (Nugget2D §3: LLaMA-2-7B-chat for QA / summaries)
     upstream = ("prepare_lm", "build_lm")
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
     expected_seconds = 200  # profile=tiny, 2 CPUs: orders ready stages (a run's own measurements replace it)
@@ -78,21 +80,21 @@ class _TrainNugget2D(Stage):
         """Task fields taken from upstream artifacts (none: a fresh model)."""
         return {}
 
-    def common(self, ctx: StageContext, job: Any) -> dict[str, Any]:
-        """Fields of every Nugget2D task."""
+    def common(self, ctx: StageContext, job: Any, base_role: str = "") -> dict[str, Any]:
+        """Fields of every Nugget2D task (on the stage's base LM, or ``base_role``'s)."""
         return dict(
             data=LMRecords.read(ctx.inputs["build_lm"]),
-            base_dir=str(BaseLM.read(ctx.inputs["prepare_lm"]).path),
+            base_dir=str(BaseLM.read(ctx.inputs["prepare_lm"], base_role or self.base_role).path),
             nugget2d=ctx.cfg("nugget2d"),
             attn_implementation=ctx.cfg("model.lm").attn_implementation,
             dev_examples=job.dev_examples,
             seed=ctx.cfg("run.seed"),
         )
 
-    def task(self, ctx: StageContext, job: Any, objective: str = "", ratio: float | None = None
-             ) -> Nugget2DCompressorTask | Nugget2DARTask:
-        """The compressor task of ``job`` (``objective`` / ``ratio``: a variant's)."""
-        fields = self.common(ctx, job)
+    def task(self, ctx: StageContext, job: Any, objective: str = "", ratio: float | None = None,
+             base_role: str = "") -> Nugget2DCompressorTask | Nugget2DARTask:
+        """The compressor task of ``job`` (``objective`` / ``ratio`` / ``base_role``: a variant's)."""
+        fields = self.common(ctx, job, base_role)
         if ratio is not None:
             fields["nugget2d"] = dataclasses.replace(fields["nugget2d"], ratio=ratio)
         return Nugget2DCompressorTask(
@@ -115,7 +117,7 @@ class _TrainNugget2D(Stage):
         if not variants:  # one model: one ordinary fit
             train_into_stage_output(ctx, self.task(ctx, job), job, self.job_key, TrainedNugget2D.DIR)
             TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective, finetune_task,
-                            ratio).write(ctx.output_dir)
+                            ratio, base_role=self.base_role).write(ctx.output_dir)
             return
         check_resources(job, self.job_key)
         models = [(MAIN, self.task(ctx, job)), *((name, v.task) for name, v in variants.items())]
@@ -136,17 +138,19 @@ class _TrainNugget2D(Stage):
             if main:
                 copy_tree(f"{finished[name]}/{PROBE_FILE}", str(ctx.output_dir / PROBE_FILE))
             else:
-                records[name] = {"dir": str(dest.relative_to(ctx.output_dir)), "objective": variants[name].objective,
-                                 "ratio": variants[name].ratio}
+                v = variants[name]
+                records[name] = {"dir": str(dest.relative_to(ctx.output_dir)), "objective": v.objective,
+                                 "ratio": v.ratio, "base_role": v.base_role}
         clear_storage(ctx.work_uri, "models")
         TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective, finetune_task, ratio,
-                        records).write(ctx.output_dir)
+                        records, self.base_role).write(ctx.output_dir)
 
 
 class TrainNugget2D(_TrainNugget2D):
     name = "train_nugget2d"
     description = "Nugget2D compressors (autoencoding / continuation / finetune) on Ray Train."
     job_key = train_job = "train.nugget2d"
+    base_role = "chat"  # the QA compressor (§6.2); its autoencoding variant trains on "lm"
     config_keys = ("nugget2d", "model.lm", "train.nugget2d", "prompts", "run.seed")
 
     @staticmethod
@@ -159,13 +163,17 @@ class TrainNugget2D(_TrainNugget2D):
 
     def variants(self, ctx: StageContext, job: Any) -> dict[str, Variant]:
         specs = self.variant_specs(job, ctx.cfg("nugget2d").ratio)
-        return {name: Variant(self.task(ctx, job, objective, r), objective, r) for name, (objective, r) in specs.items()}
+        # the autoencoding compressor lends its scorer to the AR model: the AR model's base LM
+        role = {name: "lm" if name == TrainedNugget2D.AUTOENCODING else self.base_role for name in specs}
+        return {name: Variant(self.task(ctx, job, objective, r, role[name]), objective, r, role[name])
+                for name, (objective, r) in specs.items()}
 
 
 class TrainNugget2DFT(_TrainNugget2D):
     name = "train_nugget2d_ft"
     description = "train_nugget2d's compressor fine-tuned on a task (objective finetune) on Ray Train."
     job_key = train_job = "train.nugget2d_ft"
+    base_role = "chat"
     upstream = ("prepare_lm", "build_lm", "train_nugget2d")
     config_keys = ("nugget2d", "model.lm", "train.nugget2d_ft", "prompts", "run.seed")
 
@@ -177,6 +185,7 @@ class TrainNugget2DAR(_TrainNugget2D):
     name = "train_nugget2d_ar"
     description = "Autoregressive Nugget2D LM (compressor's scorer frozen, calibrated Lambda) on Ray Train."
     job_key = train_job = "train.nugget2d_ar"
+    base_role = "lm"
     upstream = ("prepare_lm", "build_lm", SCORER_STAGE, "calibrate_threshold")
     config_keys = ("nugget2d", "model.lm", "train.nugget2d_ar", "run.seed")
 
@@ -189,7 +198,7 @@ class TrainNugget2DAR(_TrainNugget2D):
     def variants(self, ctx: StageContext, job: Any) -> dict[str, Variant]:
         ratio = ctx.cfg("nugget2d").ratio  # Compressive pools chunks of round(1 / r), r the calibrated one
         return {system: Variant(LMBaselineTask(system=system, lm_corpus=job.lm_corpus, **self.common(ctx, job)),
-                                system, ratio) for system in job.baselines}
+                                system, ratio, self.base_role) for system in job.baselines}
 
     def from_upstream(self, ctx: StageContext) -> dict[str, Any]:
         calibrated = CalibratedThreshold.read(ctx.inputs["calibrate_threshold"])
@@ -197,4 +206,9 @@ class TrainNugget2DAR(_TrainNugget2D):
         if calibrated.scorer_stage != label:
             raise ValueError(f"calibrate_threshold calibrated {calibrated.scorer_stage}'s scorer; "
                              f"train_nugget2d_ar reuses {label}'s")
+        mine, theirs = (BaseLM.read(ctx.inputs["prepare_lm"], r).path for r in (self.base_role, scorer.base_role))
+        if mine != theirs:  # the scorer reads the frozen layer-l features of the LM it runs in
+            raise ValueError(f"{label}'s scorer was trained on the {scorer.base_role!r} base LM ({theirs.name}/), "
+                             f"train_nugget2d_ar runs on {self.base_role!r} ({mine.name}/); set "
+                             "train.nugget2d.ar_scorer: autoencoding (trained on the AR model's base LM)")
         return {"scorer_dir": str(scorer.path), "threshold": calibrated.threshold}

@@ -138,16 +138,21 @@ def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
 
         return {d.setting for d in deviations(get)} - {d.setting for d in ALWAYS}
 
-    assert found([]) == set()
+    # what stays is a reading of the paper: the AR scorer's autoencoder runs on the AR model's base LM
+    reading = "the AR scorer's autoencoding compressor (Nugget2D §2.5)"
+    assert found([]) == {reading}
+    assert found(["model.lm.chat_name_or_path=''"]) == {reading, "model.lm.chat_name_or_path"}
     # each of the paper's Nugget2D compressor settings, undone, is named
     assert found(["train.nugget2d.extra_ratios=[]", "train.nugget2d.ar_scorer=compressor",
-                  "nugget2d.scorer_window=null", "eval.lm.baseline_adapter=none"]) == {
-        "eval.lm.baseline_adapter", "Nugget2D 5x in QA (Nugget2D §6.2)",
+                  "nugget2d.scorer_window=null", "eval.lm.baseline_adapter=none",
+                  "model.lm.chat_name_or_path=''"]) == {
+        "eval.lm.baseline_adapter", "Nugget2D 5x in QA (Nugget2D §6.2)", "model.lm.chat_name_or_path",
         "train.nugget2d.ar_scorer (the AR model's scorer)", "nugget2d.scorer_window (AR mode)"}
-    assert found(["data.mt.dev_split=''", "data.mt.dev_fraction=0.01"]) == {"data.mt.dev_split"}
+    assert found(["data.mt.dev_split=''", "data.mt.dev_fraction=0.01"]) == {reading, "data.mt.dev_split"}
     # an autoencoding compressor is its own AR scorer source
     assert "train.nugget2d.ar_scorer (the AR model's scorer)" not in found(
-        ["train.nugget2d.objective=autoencoding", "train.nugget2d.ar_scorer=compressor"])
+        ["train.nugget2d.objective=autoencoding", "train.nugget2d.ar_scorer=compressor",
+         "model.lm.chat_name_or_path=''"])
 
 
 def test_analyze_nuggets_on_fixture(evaluated):

@@ -73,7 +73,8 @@ def test_gpu1_dry_run_prints_the_whole_plan(tmp_path, capsys):
 
 
 def test_overrides_and_group_swap_win_in_order():
-    cfg = load_config(["model=paper", "nugget.ratio=0.25", "nugget.scorer_layer=6"])
+    # model=paper brings a chat model: the AR scorer must then come from an autoencoding variant
+    cfg = load_config(["model=paper", "nugget.ratio=0.25", "nugget.scorer_layer=6", "train.nugget2d.ar_scorer=autoencoding"])
     assert cfg.model.seq2seq.source == "pretrained"
     assert cfg.nugget.ratio == 0.25 and cfg.nugget.scorer_layer == 6
     assert "ratio: 0.25" in to_yaml(cfg)

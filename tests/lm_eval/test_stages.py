@@ -39,14 +39,19 @@ CHAT_TEMPLATE = ("{% for m in messages %}<|user|>\n{{ m['content'] }}\n{% endfor
 
 
 class FakePrepareLM(Stage):
+    """Two base LMs as with ``model.lm.chat_name_or_path`` (Nugget2D §3): ``model/`` for
+    language modelling, ``chat/`` (other weights, same tokenizer) for QA / summaries."""
+
     name = "prepare_lm"
     config_keys = ("model.lm",)
 
     def run(self, ctx: StageContext) -> None:
         tok = make_tokenizer()
         tok.chat_template = CHAT_TEMPLATE  # profile=tiny lays prompts out in the LM's chat template
-        tok.save_pretrained(str(BaseLM.folder(ctx.output_dir)))
-        make_base_lm(len(tok)).save_pretrained(BaseLM.folder(ctx.output_dir))
+        for folder, seed in ((BaseLM.folder(ctx.output_dir), 0), (ctx.output_dir / BaseLM.CHAT_DIR, 1)):
+            tok.save_pretrained(str(folder))
+            make_base_lm(len(tok), seed=seed).save_pretrained(folder)
+        BaseLM.write_roles(ctx.output_dir, BaseLM.CHAT_DIR)
 
 
 class FakeBuildLM(Stage):
@@ -87,11 +92,12 @@ class FakeTrainNugget2D(Stage):
         from nugget_core.nugget2d import save_nugget2d
 
         job, ratio = ctx.cfg("train.nugget2d"), ctx.cfg("nugget2d").ratio
-        base = BaseLM.read(ctx.inputs["prepare_lm"])
-        save_nugget2d(make_nugget2d(base.causal_lm(), seed=0), TrainedNugget2D.folder(ctx.output_dir))
+        save_nugget2d(make_nugget2d(BaseLM.read(ctx.inputs["prepare_lm"], "chat").causal_lm(), seed=0),
+                      TrainedNugget2D.folder(ctx.output_dir))
         records = {}
         for seed, (name, (objective, r)) in enumerate(TrainNugget2D.variant_specs(job, ratio).items(), 1):
-            model = make_nugget2d(base.causal_lm(), seed=seed)
+            role = "lm" if name == "autoencoding" else "chat"  # as the real stage places them
+            model = make_nugget2d(BaseLM.read(ctx.inputs["prepare_lm"], role).causal_lm(), seed=seed)
             model.config = dataclasses.replace(model.config, ratio=r)
             g = torch.Generator().manual_seed(seed)
             with torch.no_grad():  # a scorer of its own, as a separate training gives
@@ -99,8 +105,10 @@ class FakeTrainNugget2D(Stage):
                     p.add_(torch.randn(p.shape, generator=g) * 0.1)
             folder = TrainedNugget2D.variant_folder(ctx.output_dir, name)
             save_nugget2d(model, folder)
-            records[name] = {"dir": str(folder.relative_to(ctx.output_dir)), "objective": objective, "ratio": r}
-        TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective, "", ratio, records).write(ctx.output_dir)
+            records[name] = {"dir": str(folder.relative_to(ctx.output_dir)), "objective": objective, "ratio": r,
+                             "base_role": role}
+        TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective, "", ratio, records,
+                        "chat").write(ctx.output_dir)
 
 
 TRAIN_ARGS = [f"train.{job}.{k}" for job in ("full_ft", "nugget2d_ft", "nugget2d_ar") for k in (
@@ -198,9 +206,10 @@ def test_merged_full_ft_lm_reproduces_the_training_logits(pipeline_run):
     from stages.train.loop import PROBE_FILE
 
     _, out = pipeline_run
-    model = FullFinetunedLM.read(out["train_full_ft"]).load(BaseLM.read(out["prepare_lm"]),
+    chat = BaseLM.read(out["prepare_lm"], "chat")  # the summarisation experiments' base LM
+    model = FullFinetunedLM.read(out["train_full_ft"]).load(chat,
                                                            Nugget2DConfig(lora_rank=4, lora_alpha=4, scorer_layer=1))
-    task = FullFinetuneTask(LMRecords.read(out["build_lm"]), str(BaseLM.read(out["prepare_lm"]).path),
+    task = FullFinetuneTask(LMRecords.read(out["build_lm"]), str(chat.path),
                             "summarization",
                             lora_rank=4, lora_alpha=4, **ADAPTER, max_doc_tokens=24, dev_examples=2,
                             prompt_format="chat_template")
@@ -214,11 +223,11 @@ def test_nugget2d_ft_starts_from_the_compressor_and_moves_away(pipeline_run):
     """train_nugget2d_ft loads train_nugget2d's model (same config, adapters present) and
     fine-tuning changes the decoder adapter theta (trained by objective finetune)."""
     root, out = pipeline_run
-    base = BaseLM.read(out["prepare_lm"])
-    start = TrainedNugget2D.read(_published(root, "train_nugget2d")).load(base)
+    start, base = TrainedNugget2D.read(_published(root, "train_nugget2d")).load_from(out["prepare_lm"])
     tuned_output = TrainedNugget2D.read(out["train_nugget2d_ft"], "train_nugget2d_ft")
     assert tuned_output.objective == "finetune" and not tuned_output.soft_prompt
-    tuned = tuned_output.load(base)
+    assert base.role == tuned_output.base_role == "chat"  # QA / summaries: the chat model (Nugget2D §3)
+    tuned, _ = tuned_output.load_from(out["prepare_lm"])
     assert tuned.config == start.config
     theta = lambda m: {n: p for n, p in m.named_parameters() if ".decoder." in n and "lora_" in n}  # noqa: E731
     before, after = theta(start), theta(tuned)
@@ -232,15 +241,17 @@ def test_autoregressive_stage_reuses_the_autoencoding_scorer_frozen(pipeline_run
     ``ar_scorer: autoencoding``, not the QA compressor's) and never updates it, so the
     Lambda calibrated on that scorer is the threshold of the AR model."""
     root, out = pipeline_run
-    base = BaseLM.read(out["prepare_lm"])
-    ar = TrainedNugget2D.read(_published(root, "train_nugget2d_ar"), "train_nugget2d_ar").load(base)
+    ar_out = TrainedNugget2D.read(_published(root, "train_nugget2d_ar"), "train_nugget2d_ar")
+    ar, base = ar_out.load_from(out["prepare_lm"])
     compressors = TrainedNugget2D.read(_published(root, "train_nugget2d"))
     autoencoder = compressors.variant("autoencoding")
     assert autoencoder.objective == "autoencoding"
+    # the scorer reads the features of the LM it runs in: the autoencoder trained on the AR model's base
+    assert ar_out.base_role == autoencoder.base_role == base.role == "lm" and compressors.base_role == "chat"
     threshold = CalibratedThreshold.read(out["calibrate_threshold"])
     assert threshold.scorer_stage == "train_nugget2d/autoencoding"
     assert scorer_fingerprint(ar) == threshold.scorer_fingerprint == scorer_fingerprint(autoencoder.load(base))
-    assert scorer_fingerprint(ar) != scorer_fingerprint(compressors.load(base))
+    assert scorer_fingerprint(ar) != scorer_fingerprint(compressors.load_from(out["prepare_lm"])[0])
     theta = [p for n, p in ar.named_parameters() if ".decoder." in n and "lora_B" in n]
     assert any(bool(p.abs().sum() > 0) for p in theta)  # the adapters did train (LoRA B starts at 0)
 
@@ -254,7 +265,7 @@ def test_lm_baselines_are_trained_beside_the_autoregressive_model(pipeline_run):
     from stages.evaluate.lm.streams import ContextSetting, make_stream, run_segment, windows
 
     root, out = pipeline_run
-    base = BaseLM.read(out["prepare_lm"])
+    base = BaseLM.read(out["prepare_lm"], "lm")
     ar_out = TrainedNugget2D.read(_published(root, "train_nugget2d_ar"), "train_nugget2d_ar")
     assert {n: v["objective"] for n, v in ar_out.variants.items()} == {"full": "full", "compressive": "compressive"}
     ar = ar_out.load(base)
