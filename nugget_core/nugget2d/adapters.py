@@ -123,6 +123,24 @@ class AdapterRouter:
             self.gates = previous
             self._activate(previous_active)
 
+    def snapshot(self) -> tuple[dict[str, Gate], tuple[str, ...]]:
+        """The routing in force now (gates and active adapters), for `reinstated`."""
+        return dict(self.gates), self._active
+
+    @contextmanager
+    def reinstated(self, snapshot: tuple[dict[str, Gate], tuple[str, ...]]) -> Iterator[None]:
+        """Within the block, route as when ``snapshot`` was taken: activation checkpointing
+        recomputes a layer in backward, after the forward's `route` block has exited, and
+        must see the adapters and gates that the forward saw."""
+        previous = self.snapshot()
+        self.gates, active = dict(snapshot[0]), snapshot[1]
+        self._activate(active)
+        try:
+            yield
+        finally:
+            self.gates = previous[0]
+            self._activate(previous[1])
+
     def use(self, name: str | None) -> Any:
         """Route a whole pass to one adapter (``None``: the frozen base LM)."""
         if name not in (*ADAPTERS, None):

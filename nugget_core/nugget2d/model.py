@@ -20,12 +20,14 @@ Autoregressive mode lives in `nugget_core.nugget2d.autoregressive`.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+import torch.utils.checkpoint
 from peft import PeftModel
 from torch import nn
 from transformers import AutoModelForCausalLM, DynamicCache, PreTrainedModel
@@ -85,6 +87,7 @@ class Nugget2DModel(nn.Module):
             p.requires_grad_(False)  # only adapters, scorer and soft prompt ever train
         self.peft = peft_model if peft_model is not None else attach_adapters(base_model, config)
         self.lm: PreTrainedModel = self.peft.get_base_model()
+        self._checkpoint_compressor = False  # enable_activation_checkpointing
         self.router = AdapterRouter(self.peft)
         self.features = FrozenFeatures(
             self.adaptor.layers(self.lm), self.embed, self.backbone_forward, config.scorer_layer
@@ -155,6 +158,54 @@ class Nugget2DModel(nn.Module):
         with routing:
             return self.lm(**hf_kwargs)
 
+    def enable_activation_checkpointing(self) -> None:
+        """Recompute activations in backward instead of keeping them (less memory for
+        about one more forward of compute), in the two forms the passes allow:
+
+        - the compressor pass (document -> the nuggets' KV, the longest pass of the
+          compressor objectives) runs as one checkpointed function: only its inputs and
+          the gathered nugget KV are kept, the pass is rerun in backward (it builds its
+          own cache, so the rerun is the same computation);
+        - passes without a KV cache (autoregressive, Full / Compressive baselines) use
+          HF's per-layer checkpointing. A layer is recomputed after its forward's routing
+          block has exited, so each checkpoint records the routing (adapters, gates) and
+          the attention implementation of its forward and reinstates them; without that
+          the recomputation would run the base LM (or SDPA for Compressive).
+
+        Passes with a KV cache (the decoder pass on the nuggets) are not checkpointed:
+        HF drops a cache under layer checkpointing, and a rerun would extend it twice."""
+        config = self.lm.config
+
+        def contexts() -> tuple[AbstractContextManager[None], AbstractContextManager[None]]:
+            routing, attention = self.router.snapshot(), config._attn_implementation
+
+            @contextmanager
+            def recompute() -> Iterator[None]:
+                previous = config._attn_implementation
+                config._attn_implementation = attention
+                try:
+                    with self.router.reinstated(routing):
+                        yield
+                finally:
+                    config._attn_implementation = previous
+
+            return nullcontext(), recompute()
+
+        self.lm.gradient_checkpointing_enable({"use_reentrant": False, "context_fn": contexts})
+        self._checkpoint_compressor = True
+
+    @contextmanager
+    def _cached_pass(self) -> Iterator[None]:
+        """A pass through a KV cache: HF's per-layer checkpointing off for its duration."""
+        layers = [m for m in self.adaptor.layers(self.lm) if getattr(m, "gradient_checkpointing", False)]
+        for layer in layers:
+            layer.gradient_checkpointing = False
+        try:
+            yield
+        finally:
+            for layer in layers:
+                layer.gradient_checkpointing = True
+
     def merged_adapter(self, adapter: str | None) -> AbstractContextManager[None]:
         """Inference block in which ``adapter`` is folded into the LM's weights and no
         adapter is computed (`AdapterRouter.merged`): ``self.lm`` is then a plain HF LM
@@ -173,13 +224,14 @@ class Nugget2DModel(nn.Module):
         """Every layer's KV ``[batch, kv_heads, n, head_dim]`` of right-padded
         ``input_ids [batch, n]`` under ``adapter`` (the backbone only: no LM head)."""
         cache = DynamicCache()
-        self.backbone_forward(
-            adapter,
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            past_key_values=cache,
-            use_cache=True,
-        )
+        with self._cached_pass():
+            self.backbone_forward(
+                adapter,
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                past_key_values=cache,
+                use_cache=True,
+            )
         return LayerKV.from_cache(cache)
 
     # --- scoring and selection ---------------------------------------------------
@@ -227,15 +279,29 @@ class Nugget2DModel(nn.Module):
         if selected is None:
             selected = self.select(scores, attention_mask, ratio)
         selected = selected & attention_mask.bool()
-        kv = self._encode_kv(input_ids, attention_mask, adapter)
         indices, mask = selection_to_indices(selected)
+        if self._checkpoint_compressor and self.training and torch.is_grad_enabled():
+            flat = torch.utils.checkpoint.checkpoint(
+                self._gathered_kv, input_ids, attention_mask, indices, adapter, use_reentrant=False)
+            half = len(flat) // 2
+            nuggets = LayerKV(list(flat[:half]), list(flat[half:]))
+        else:
+            nuggets = self._encode_kv(input_ids, attention_mask, adapter).gather(indices)
         return CompressedContext(
-            kv=kv.gather(indices),
+            kv=nuggets,
             mask=mask,
             scores=gather_tokens(scores, indices, mask),
             positions=indices,
             lengths=attention_mask.ne(0).sum(dim=1),
         )
+
+    def _gathered_kv(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, indices: torch.Tensor, adapter: str | None
+    ) -> tuple[torch.Tensor, ...]:
+        """The compressor pass as one function of tensors (checkpointable): every layer's
+        keys, then values, at ``indices``."""
+        kv = self._encode_kv(input_ids, attention_mask, adapter).gather(indices)
+        return (*kv.keys, *kv.values)
 
     def encode_full(
         self,
@@ -274,14 +340,15 @@ class Nugget2DModel(nn.Module):
             decoder_visibility(context.mask, token_mask), context.key_scores(inputs_embeds.shape[1])
         )
         cache = context.kv.to_cache()
-        out = self.lm_forward(
-            adapter,
-            inputs_embeds=inputs_embeds,
-            attention_mask=mask,
-            position_ids=continuation_positions(context, token_mask),
-            past_key_values=cache,
-            use_cache=True,
-        )
+        with self._cached_pass():
+            out = self.lm_forward(
+                adapter,
+                inputs_embeds=inputs_embeds,
+                attention_mask=mask,
+                position_ids=continuation_positions(context, token_mask),
+                past_key_values=cache,
+                use_cache=True,
+            )
         return out.logits, cache
 
     def forward(

@@ -59,6 +59,10 @@ class FinetuneJob(TrainJob):
         0, help="Fine-tuning: keep the first N tokens of each document part (0 = all); match eval.<task>.max_doc_tokens.",
         ge=0,
     )
+    activation_checkpointing: bool = spec(
+        False, help="Recompute the LM layers' activations in backward instead of keeping them (HF non-reentrant "
+        "checkpointing): less activation memory for about one more forward of compute.",
+    )
 
 
 @dataclass

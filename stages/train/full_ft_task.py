@@ -61,6 +61,9 @@ class FullFinetuneTask(BaseLMTask):
         ))
         return get_peft_model(base, config)
 
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        model.gradient_checkpointing_enable({"use_reentrant": False})  # one adapter, always on: no routing
+
     def collate(self, rows: list[dict[str, list[int]]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
         """Right-padded ``input_ids`` / ``attention_mask`` / ``labels`` (answer + EOS only)."""
         sequences = [r["doc"] + r["prompt"] + r["answer"] for r in rows]

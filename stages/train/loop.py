@@ -194,6 +194,8 @@ def train_task(
     train, dev = task.load_split("train"), task.load_split("dev")
     device = worker_device(job)
     model = task.build_model(init_dir).to(device)  # tasks build on the CPU
+    if getattr(job, "activation_checkpointing", False):
+        task.enable_activation_checkpointing(model)
     model.train()  # from_pretrained returns eval-mode modules: dropout would be off after a resume
     engine = make_engine(model, job, task.find_unused_parameters, device)
     if restored is not None:

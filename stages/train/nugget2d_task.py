@@ -112,6 +112,9 @@ class _Nugget2DTask(BaseLMTask):
     def _records(self, split: str) -> list[dict[str, Any]]:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        model.model.enable_activation_checkpointing()  # the routing-aware one (Nugget2DModel)
+
     def load_split(self, split: str) -> list[dict[str, Any]]:
         rows = self._records(split)
         if split == "dev" and self.dev_examples:

@@ -132,6 +132,11 @@ def protocol_mismatches(cls: type) -> list[str]:
 class TaskBase:
     """Shared defaults: HF-style outputs with ``.loss`` / ``.logits``, parameter counts."""
 
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        """Turn on activation checkpointing in ``model`` (``build_model``'s output);
+        tasks that support ``train.<job>.activation_checkpointing`` override this."""
+        raise ValueError(f"{type(self).__name__} does not support activation_checkpointing")
+
     @staticmethod
     def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
         return forward(**batch).loss

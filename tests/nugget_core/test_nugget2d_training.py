@@ -112,3 +112,74 @@ def test_load_scorer_copies_only_the_scorer_and_checks_what_it_reads(causal_fact
     other_window = Nugget2DModel(causal_factory(), Nugget2DConfig(scorer_layer=1, lora_rank=4, recent_window=16))
     with pytest.raises(ValueError, match="scorer_context=8"):
         load_scorer(other_window, tmp_path / "compressor")
+
+
+LOSSES = ("autoencoding", "continuation", "finetune", "autoregressive", "full", "compressive")
+
+
+def _gradients(causal_factory, doc_batch, loss: str, checkpointing: str, passes: list | None = None
+               ) -> dict[str, torch.Tensor]:
+    """Every parameter gradient of one backward of ``loss`` (a compressor objective, the
+    autoregressive loss or an LM baseline's) with ``checkpointing`` none / routed (the
+    model's own) / plain (HF's, unaware of the adapter routing)."""
+    from nugget_core.nugget2d import ar_loss, baseline_lm_loss
+
+    torch.manual_seed(0)  # scorer and soft-prompt initialisation
+    model = Nugget2DModel(causal_factory(seed=3), Nugget2DConfig(ratio=0.5, scorer_layer=1, lora_rank=4,
+                                                                 lora_dropout=0.0, recent_window=4))
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # non-zero phi and theta, so that routing them wrongly shows
+        for name, p in model.peft.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.3)
+    model.train()  # HF checkpoints layers in training mode only
+    if passes is not None:  # count the compressor passes (forward, and the rerun in backward)
+        gathered = model._gathered_kv
+        model._gathered_kv = lambda *a: (passes.append(1), gathered(*a))[1]
+    if checkpointing == "routed":
+        model.enable_activation_checkpointing()
+    elif checkpointing == "plain":
+        model.lm.gradient_checkpointing_enable({"use_reentrant": False})
+    ids = doc_batch["doc_ids"]
+    if loss in ("autoencoding", "continuation", "finetune"):
+        set_objective(model, loss)
+        out = objective_loss(model, loss, doc_batch)
+    elif loss == "autoregressive":
+        out = ar_loss(model, ids, predict_last=4, ratio=0.5)
+    else:
+        for p in adapter_parameters(model.peft, "decoder"):
+            p.requires_grad_(True)
+        out = baseline_lm_loss(model, loss, ids, predict_last=4, ratio=0.5)
+    out.loss.backward()
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_activation_checkpointing_keeps_every_gradient(causal_factory, doc_batch, loss):
+    """``train.<job>.activation_checkpointing``: recomputing each layer in backward gives
+    the gradients of the plain backward for every loss the training stages use: the
+    recomputation runs under the routing (phi / theta / per-token gates) and attention
+    function (Compressive's) of its forward, reinstated by the checkpoint's context."""
+    reference = _gradients(causal_factory, doc_batch, loss, "none")
+    passes: list = []
+    routed = _gradients(causal_factory, doc_batch, loss, "routed", passes)
+    assert reference.keys() == routed.keys() and reference
+    # compressor objectives: the document pass ran twice (its activations were not kept)
+    assert len(passes) == (2 if loss in ("autoencoding", "continuation", "finetune") else 0)
+    for name, grad in reference.items():
+        torch.testing.assert_close(routed[name], grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+@pytest.mark.parametrize("loss", ["autoregressive", "compressive"])
+def test_routing_unaware_checkpointing_would_get_gradients_wrong(causal_factory, doc_batch, loss):
+    """Why the model's own checkpointing: HF's alone recomputes a layer after its routing
+    block has exited (the base LM, or SDPA instead of the Compressive attention): torch
+    refuses the recomputation, or the gradients are wrong."""
+    from torch.utils.checkpoint import CheckpointError
+
+    reference = _gradients(causal_factory, doc_batch, loss, "none")
+    try:
+        plain = _gradients(causal_factory, doc_batch, loss, "plain")
+    except CheckpointError:  # torch noticed: the recomputation saved other tensors than the forward
+        return
+    assert any(n not in plain or not torch.allclose(plain[n], g, atol=1e-5, rtol=1e-4) for n, g in reference.items())

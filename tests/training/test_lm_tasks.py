@@ -89,6 +89,38 @@ def test_full_ft_adapter_has_nugget2d_shape_and_only_it_trains(lm_dirs):
     assert sorted(model.peft_config["default"].target_modules) == ["q_proj", "v_proj"]  # follows nugget2d.*
 
 
+def test_activation_checkpointing_of_the_full_ft_task_keeps_its_gradients(lm_dirs):
+    """``train.full_ft.activation_checkpointing``: the task turns on HF's per-layer
+    checkpointing (one always-on adapter: nothing to reinstate), gradients unchanged;
+    a task without support refuses the flag by name."""
+    from stages.train.task import TaskBase
+
+    base, data = lm_dirs
+    task = FullFinetuneTask(LMRecords(data), str(base), "summarization", lora_rank=4, lora_alpha=4, **ADAPTER,
+                            max_doc_tokens=10)
+    batch = task.collate(task.load_split("train")[:3], step=0, rank=0, train=True)
+
+    def gradients(checkpointing: bool) -> dict[str, torch.Tensor]:
+        torch.manual_seed(0)
+        model = task.build_model(None).train()
+        with torch.no_grad():  # LoRA B starts at 0: make the adapter shape the activations
+            for name, p in model.named_parameters():
+                if "lora_B" in name:
+                    p.normal_(std=0.3)
+        if checkpointing:
+            task.enable_activation_checkpointing(model)
+            assert model.is_gradient_checkpointing
+        task.loss(model, batch).backward()
+        return {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+
+    plain, checkpointed = gradients(False), gradients(True)
+    assert plain.keys() == checkpointed.keys() and plain
+    for name, grad in plain.items():
+        torch.testing.assert_close(checkpointed[name], grad, atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="TaskBase does not support activation_checkpointing"):
+        TaskBase().enable_activation_checkpointing(None)
+
+
 def test_nugget2d_finetune_starts_from_init_dir(lm_dirs, tmp_path):
     from transformers import AutoModelForCausalLM
 
