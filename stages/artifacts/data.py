@@ -162,6 +162,15 @@ class LMRecords:
     def segments(self, corpus: str) -> Path:
         return self._where().file(self.segments_file(Path(), corpus).name)
 
+    def stand_ins(self) -> dict[str, str]:
+        """Per dataset (``qa``, ``summarization``, ``wiki``, ``pile``), what stands in for
+        the paper's data in this build (``stats.json``; empty for the paper's own data or
+        an output without stats)."""
+        where = self._where()
+        if not (self.path / "stats.json").is_file():
+            return {}
+        return dict(field(where, "stats.json", where.json("stats.json"), "stand_ins", dict, default={}))
+
     def continuation(self) -> Path:
         return self._where().file(self.continuation_file(Path()).name)
 

@@ -60,6 +60,7 @@ class EvalTable:
     columns: list[Column]
     rows: list[TableRow]
     notes: list[str] = dc_field(default_factory=list)
+    stand_in: str = ""  # the data standing in for the paper's ("" = the paper's own), shown in the report
 
     # -- rendering -----------------------------------------------------------------
     def _cell(self, row: TableRow, col: Column) -> str:
@@ -110,6 +111,7 @@ class EvalTable:
                       "stderr": {k: _finite(v) for k, v in r.stderr.items()}, "note": r.note}
                      for r in self.rows],
             "notes": list(self.notes),
+            "stand_in": self.stand_in,
         })
         return [out / name for name in self.FILES]
 
@@ -136,7 +138,8 @@ class EvalTable:
                 note=field(where, f, r, "note", str, default=""),
                 paper_row=field(where, f, r, "paper_row", str, default=""),
             ))
-        return cls(field(where, f, raw, "title", str), columns, rows, field(where, f, raw, "notes", list, default=[]))
+        return cls(field(where, f, raw, "title", str), columns, rows, field(where, f, raw, "notes", list, default=[]),
+                   field(where, f, raw, "stand_in", str, default=""))
 
     def row(self, system: str) -> TableRow:
         for r in self.rows:

@@ -39,8 +39,10 @@ from stages.data import paper_sources as paper
 from stages.data.articles import from_wikitext103
 from stages.data.corpora import offline_articles
 from stages.data.lm_builders import (
+    PILE_STAND_IN,
     QA_STAND_IN,
     SUMMARY_STAND_IN,
+    WIKI_STAND_IN,
     cloze_qa,
     continuation_triples,
     lead_summary,
@@ -193,7 +195,8 @@ class BuildLM(Stage):
             metrics.update(length_stats(f"{name}/document_words", [len(r["document"].split()) for r in records]))
         ctx.write_json("stats.json", {
             **metrics,
-            "stand_ins": {} if cfg.source == "paper" else {"qa": QA_STAND_IN, "summarization": SUMMARY_STAND_IN},
+            "stand_ins": {} if cfg.source == "paper" else {"qa": QA_STAND_IN, "summarization": SUMMARY_STAND_IN,
+                                                           "wiki": WIKI_STAND_IN, "pile": PILE_STAND_IN},
         })
         ctx.set_tags({"stand_in.qa": QA_STAND_IN, "stand_in.summarization": SUMMARY_STAND_IN}
                      if cfg.source != "paper" else {"stand_in": "none"})

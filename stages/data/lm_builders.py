@@ -38,6 +38,8 @@ SUMMARY_PROMPT = "[INST] $DOCUMENT Please summarize the above document in one se
 
 QA_STAND_IN = "cloze question cut from a real sentence (stand-in for SQuAD)"
 SUMMARY_STAND_IN = "lead sentence as summary of the rest (stand-in for CNN/DailyMail)"
+WIKI_STAND_IN = "offline Wikipedia articles (stand-in for WikiText-103)"
+PILE_STAND_IN = "Python documentation (stand-in for the Pile)"
 BLANK = "_____"
 SPAN = re.compile(r"(?<=\s)(?:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*|\d[\d,.]*\d|\d)(?=[\s,.;:!?])")
 

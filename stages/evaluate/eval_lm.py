@@ -164,5 +164,8 @@ class EvalLM(Stage):
             "scored on their recent tokens; costs are means over segments.",
         ]
         ctx.set_tags({"lambda_scorer_match": same_scorer})
-        publish(ctx, EvalTable("Autoregressive LM perplexity (Nugget2D table 1)", _columns(cfg.corpora), rows, notes),
+        stand_ins = records.stand_ins()
+        stand_in = "; ".join(f"{c}: {stand_ins[c]}" for c in cfg.corpora if c in stand_ins)
+        publish(ctx, EvalTable("Autoregressive LM perplexity (Nugget2D table 1)", _columns(cfg.corpora), rows, notes,
+                               stand_in),
                 examples)

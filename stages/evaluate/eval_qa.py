@@ -136,4 +136,4 @@ class EvalQA(Stage):
                  f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {cfg.batch_size}; "
                  "KV bytes at the end of decoding; attended states: mean over generated tokens."]
         ctx.set_tags({"stand_in": label or "none"})
-        publish(ctx, EvalTable("SQuAD-style QA accuracy (Nugget2D table 3)", COLUMNS, rows, notes), examples)
+        publish(ctx, EvalTable("SQuAD-style QA accuracy (Nugget2D table 3)", COLUMNS, rows, notes, label), examples)

@@ -90,5 +90,5 @@ class EvalSummarization(Stage):
                  f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {cfg.batch_size}; "
                  "KV bytes at the end of decoding; attended states: mean over generated tokens."]
         ctx.set_tags({"stand_in": label or "none"})
-        publish(ctx, EvalTable("CNN/DailyMail-style summarisation ROUGE (Nugget2D table 4)", COLUMNS, rows, notes),
+        publish(ctx, EvalTable("CNN/DailyMail-style summarisation ROUGE (Nugget2D table 4)", COLUMNS, rows, notes, label),
                 examples)

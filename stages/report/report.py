@@ -89,10 +89,12 @@ def build_tables(ctx: StageContext) -> list[ReportTable]:
                 if rec and rec.rows else "build_mt_docs dev split")
     lm = ctx.cfg("model.lm")
     lm_ctx = f"profile {ctx.cfg('profile')}; base LM: {lm.name_or_path or lm.source} (keep_layers={lm.keep_layers})"
+    mt = ctx.cfg("data.mt")
+    mt_stand_in = "" if mt.source == "wmt19" else f"{mt.source} en-zh documents (stand-in for WMT19 en-zh)"
     return [
-        bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec)),
+        bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec), mt_stand_in),
         token_table(_read(ctx, NuggetAnalysis),
-                    _context(ctx, "analyze_nuggets", "dev documents of build_mt_docs")),
+                    _context(ctx, "analyze_nuggets", "dev documents of build_mt_docs"), mt_stand_in),
         table2(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR")),
         not_run_table("nugget_table3", "Nugget table 3: Nugget LM perplexity (WikiText-103)",
                       f"profile {ctx.cfg('profile')}; no Nugget-LM stage exists in this pipeline", ["h=0", "h=1", "h=2", "h=4", "h=8"]),
@@ -110,13 +112,16 @@ def build_tables(ctx: StageContext) -> list[ReportTable]:
 def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[str, str]]] | None,
            figures: list[str], differences: Sequence[Deviation] = ()) -> tuple[str, str]:
     md = [f"# {title}", "", "Measured values come from this pipeline run's artifacts; published values are the "
-          "papers' (source under each title). 'not run in this profile': no stage of this run measured the cell.", ""]
+          "papers' (source under each title). Each measured number carries the n it stands on (examples, queries, "
+          "documents or tokens) and, where the evaluation gave a standard error, its 95% interval (± 1.96 se); a "
+          "title names the data that stood in for the paper's. 'not run in this profile': no stage of this run "
+          "measured the cell.", ""]
     page = [f"<html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>",
             f"<h1>{html.escape(title)}</h1>"]
     for t in tables:
-        md += [f"## {t.title}", "", f"*Source of published values:* {t.source}.", "",
+        md += [f"## {t.heading}", "", f"*Source of published values:* {t.source}.", "",
                f"*Measured:* {t.context}.", "", markdown(t.headers(), t.cells())]
-        page += [f"<h2>{html.escape(t.title)}</h2>", f"<p><i>Source of published values:</i> {html.escape(t.source)}.<br>",
+        page += [f"<h2>{html.escape(t.heading)}</h2>", f"<p><i>Source of published values:</i> {html.escape(t.source)}.<br>",
                  f"<i>Measured:</i> {html.escape(t.context)}.</p>", html_table(t.headers(), t.cells())]
     if differences:
         caption, headers = "Differences from the papers' setups", ["setting", "paper", "this run (why)"]

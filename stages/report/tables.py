@@ -13,6 +13,7 @@ whose rows name the published row they reproduce (``paper_row``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,23 +31,49 @@ from stages.report.published import PUBLISHED, SOURCES, published
 NOT_IN_PAPER = "not in paper"
 
 
+def measured_cell(value: Any, n: int | None, half_width: float | None = None) -> str:
+    """A measured number as the report shows it: the value, its 95% interval where the
+    evaluation gave a standard error, and the n it stands on."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return str(value)
+    text = f"{value:.2f}" + (f" ± {half_width:.2f}" if half_width is not None and math.isfinite(half_width) else "")
+    return f"{text} (n={n})" if n is not None else text
+
+
 @dataclass
 class ReportTable:
+    """One table of the papers: per row a label, the measured cells (numbers rendered with
+    their n and, where known, a 95% interval), the published cells. ``stand_in`` names the
+    data standing in for the paper's (shown in the title) when the run did not use it."""
+
     id: str
     title: str
     context: str  # profile, models and data behind the measured column
     columns: list[str]
     rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)  # label, measured, published
+    stand_in: str = ""
 
     @property
     def source(self) -> str:
         return SOURCES.get(self.id, "")
 
-    def add(self, label: str, measured: dict[str, Any], row_id: str | None = None) -> None:
+    @property
+    def heading(self) -> str:
+        return f"{self.title} [stand-in data: {self.stand_in}]" if self.stand_in else self.title
+
+    def add(self, label: str, measured: dict[str, Any], row_id: str | None = None,
+            n: dict[str, int | None] | int | None = None, se: dict[str, float] | None = None) -> None:
+        """A row: ``measured`` per column (None: not run), ``n`` (per column, or one for
+        the row) the examples / tasks / tokens behind each number, ``se`` standard errors
+        (shown as the 95% interval, 1.96 se)."""
         pub = {c: published(self.id, row_id, c) if row_id else None for c in self.columns}
+        ns = n if isinstance(n, dict) else dict.fromkeys(self.columns, n)
+        se = se or {}
         self.rows.append((
             label,
-            {c: NOT_RUN if measured.get(c) is None else measured[c] for c in self.columns},
+            {c: NOT_RUN if measured.get(c) is None else
+             measured_cell(measured[c], ns.get(c), 1.96 * se[c] if se.get(c) is not None else None)
+             for c in self.columns},
             {c: NOT_IN_PAPER if pub[c] is None else pub[c] for c in self.columns},
         ))
 
@@ -73,13 +100,40 @@ def _by_task(rows: list[dict[str, Any]], keep: Callable[[dict[str, Any]], bool])
     return out
 
 
+def _tasks_n(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Queries behind each task's MRR (the same tasks for every system of a run)."""
+    return {r["task"]: r["n_tasks"] for r in rows if "n_tasks" in r}
+
+
+PAPER_SIMILARITY_DATA = {"pi": "parabank", "rr": "wikitext103"}
+
+
+def similarity_stand_in(rows: list[dict[str, Any]]) -> str:
+    """The PI / RR data of this run that is not the paper's (ParaBank, WikiText-103)."""
+    used = {r["task"]: r.get("data", "") for r in rows}
+    return "; ".join(f"{task.upper()}: {data}" for task, data in sorted(used.items())
+                     if data and PAPER_SIMILARITY_DATA.get(task) not in data)
+
+
 def _nugget_label(r: dict[str, Any]) -> str:
     return f"Nugget {r['objective'].upper()} r={r['ratio']:g} l={r['scorer_layer']} [{r['source']}]"
 
 
+@dataclass
+class _SimilarityTable(ReportTable):
+    """PI / RR tables: every MRR stands on its task's queries."""
+
+    task_n: dict[str, int] = field(default_factory=dict)
+
+    def add(self, label: str, measured: dict[str, Any], row_id: str | None = None,
+            n: dict[str, int | None] | int | None = None, se: dict[str, float] | None = None) -> None:
+        super().add(label, measured, row_id, n if n is not None else dict(self.task_n), se)
+
+
 def table2(sim: SimilarityResults | None, context: str) -> ReportTable:
-    t = ReportTable("nugget_table2", "Nugget table 2: PI / RR (MRR x 100)", context, ["pi", "rr"])
     rows = sim.rows if sim else []
+    t = _SimilarityTable("nugget_table2", "Nugget table 2: PI / RR (MRR x 100)", context, ["pi", "rr"],
+                         stand_in=similarity_stand_in(rows), task_n=_tasks_n(rows))
     learned = [r for r in rows if _is_learned(r) and r["mode"] == "nugget"]
     shown: set[str] = set()
     for row_id in PUBLISHED["nugget_table2"]:
@@ -103,8 +157,9 @@ def table2(sim: SimilarityResults | None, context: str) -> ReportTable:
 
 
 def table4(sim: SimilarityResults | None, context: str) -> ReportTable:
-    t = ReportTable("nugget_table4", "Nugget table 4: ablations (MT, MRR x 100)", context, ["pi", "rr"])
     rows = sim.rows if sim else []
+    t = _SimilarityTable("nugget_table4", "Nugget table 4: ablations (MT, MRR x 100)", context, ["pi", "rr"],
+                         stand_in=similarity_stand_in(rows), task_n=_tasks_n(rows))
     mt01 = [r for r in rows if _is_learned(r) and r["mode"] == "nugget" and r["objective"] == "mt" and abs(r["ratio"] - 0.1) < 1e-9]
     layers = sorted({r["scorer_layer"] for r in mt01} | {0, 3, 6, 9})
     for layer in layers:
@@ -125,29 +180,32 @@ def table4(sim: SimilarityResults | None, context: str) -> ReportTable:
     return t
 
 
-def bleu_table(rec: ReconstructionResults | None, context: str) -> ReportTable:
-    t = ReportTable("nugget_fig4", "Nugget figure 4: BLEU of texts decoded from nuggets vs ratio r", context, ["bleu"])
+def bleu_table(rec: ReconstructionResults | None, context: str, stand_in: str = "") -> ReportTable:
+    t = ReportTable("nugget_fig4", "Nugget figure 4: BLEU of texts decoded from nuggets vs ratio r", context, ["bleu"],
+                    stand_in=stand_in)
     rows = sorted(rec.rows if rec else [], key=lambda r: (r["kind"], r["objective"], r.get("scorer_layer") or 0, r.get("ratio") or 0))
     for r in rows:
         row_id = "ae_r>=0.1" if r["kind"] == "nugget" and r["objective"] == "ae" and r["ratio"] >= 0.1 else None
-        t.add(r["label"], {"bleu": r["bleu"]}, row_id)
+        t.add(r["label"], {"bleu": r["bleu"]}, row_id, n=r.get("n_docs"))
     if not rows:
         t.add("Nugget AE / MT", {}, "ae_r>=0.1")
     return t
 
 
-def token_table(analysis: NuggetAnalysis | None, context: str) -> ReportTable:
-    """Nugget fig. 5 in numbers: shares (%) of 'the' and of punctuation among nuggets vs in text."""
+def token_table(analysis: NuggetAnalysis | None, context: str, stand_in: str = "") -> ReportTable:
+    """Nugget fig. 5 in numbers: shares (%) of 'the' and of punctuation among nuggets vs in
+    text (n: the nuggets / the tokens counted)."""
     t = ReportTable("nugget_fig5", "Nugget figure 5: what becomes a nugget (% of tokens)", context,
-                    ["share_nuggets", "share_text"])
+                    ["share_nuggets", "share_text"], stand_in=stand_in)
     freq = analysis.token_frequency if analysis else {}
     for stats in freq.values():
+        n = {"share_nuggets": stats.get("n_nuggets"), "share_text": stats.get("n_tokens")}
         t.add(f"'the' ({stats['label']})", {"share_nuggets": stats["the_share_nuggets"], "share_text": stats["the_share_text"]},
-              "the_ae" if stats["objective"] == "ae" else None)
+              "the_ae" if stats["objective"] == "ae" else None, n=n)
         t.add(f"punctuation ({stats['label']})", {"share_nuggets": stats["punctuation_share_nuggets"],
-                                                  "share_text": stats["punctuation_share_text"]})
+                                                  "share_text": stats["punctuation_share_text"]}, n=n)
         for token, nug, text in stats["top"][:3]:
-            t.add(f"{token!r} ({stats['label']}, top nugget token)", {"share_nuggets": nug, "share_text": text})
+            t.add(f"{token!r} ({stats['label']}, top nugget token)", {"share_nuggets": nug, "share_text": text}, n=n)
     if not freq:
         t.add("'the' (AE)", {}, "the_ae")
     return t
@@ -172,13 +230,16 @@ def nugget2d_table(table_id: str, title: str, art: Artifact | None, columns: dic
     matched: set[str] = set()
     if art is not None:
         t.context = f"{context}; measured by stage {art.stage} (key {art.key})"
-        for row in EvalTable.read(art, art.stage).rows:
+        table = EvalTable.read(art, art.stage)
+        t.stand_in = table.stand_in
+        for row in table.rows:
             measured = {c: row.metrics.get(key) for c, key in columns.items()}
             if all(v is None for v in measured.values()) and row.note:
                 measured = dict.fromkeys(columns, row.note if row.note.startswith(NOT_RUN) else f"not run: {row.note}")
             row_id = row.paper_row if row.paper_row in PUBLISHED[table_id] else None
             matched.add(row_id or "")
-            t.add(row.system, measured, row_id)
+            t.add(row.system, measured, row_id, n=row.n,
+                  se={c: row.stderr[key] for c, key in columns.items() if key in row.stderr})
     for row_id in PUBLISHED[table_id]:
         if row_id not in matched:
             t.add(row_id, {}, row_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from stages.artifacts.data import CorpusStatistics
@@ -97,7 +99,17 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     t2 = _cells(md, "Nugget table 2")
     mt01 = [r for r in t2 if r[0].startswith("Nugget MT r=0.1 l=0")]
     pi = next(x["mrr"] for x in sim if x["label"] == "sweep:mt-r0.1-l0" and x["task"] == "pi")
-    assert mt01 == [[mt01[0][0], f"{pi:.2f}", "96.69", mt01[0][3], "50.04"]]
+    n_pi = next(x["n_tasks"] for x in sim if x["task"] == "pi")
+    assert mt01 == [[mt01[0][0], f"{pi:.2f} (n={n_pi})", "96.69", mt01[0][3], "50.04"]]
+    # every measured number states the n it stands on; a table of stand-in data names it in its title
+    for title in ("Nugget figure 4", "Nugget table 2", "Nugget table 4"):
+        measured = [c for row in _cells(md, title) for c in row[1::2] if c[:1].isdigit()]
+        assert measured and all(re.fullmatch(r"[\d.]+( ± [\d.]+)? \(n=\d+\)", c) for c in measured), title
+    headings = {line[3:].split(" [")[0]: line for line in md.splitlines() if line.startswith("## ")}
+    assert "[stand-in data: debian_reference en-zh documents (stand-in for WMT19 en-zh)]" in headings["Nugget figure 4: " 
+                                                                                                   "BLEU of texts decoded from nuggets vs ratio r"]
+    data = {x["task"]: x["data"] for x in sim}
+    assert f"[stand-in data: PI: {data['pi']}; RR: {data['rr']}]" in headings["Nugget table 2: PI / RR (MRR x 100)"]
     # rows the fixture never trained are marked, never filled from the paper
     ae25 = next(r for r in t2 if r[0].startswith("Nugget AE r=0.25"))
     assert ae25[2] == "92.30" and ae25[1] != "92.30"
@@ -194,18 +206,21 @@ def test_report_reads_nugget2d_metrics(tmp_path):
                Column("pile_subword_ppl", "pile subword ppl")]
     EvalTable("T1", columns, [
         TableRow("Nugget2D 64/320/32", {"wiki_subword_ppl": 12.5, "wiki_word_ppl": 30.0, "pile_subword_ppl": 9.0},
-                 n=4, paper_row="nugget2d_64"),
+                 n=4, stderr={"wiki_word_ppl": 0.5}, paper_row="nugget2d_64"),
         TableRow("Compressive 64/320/32", {}, note="no checkpoint", paper_row="compressive_64"),
-    ]).write(tmp_path)
+    ], stand_in="wiki: offline Wikipedia articles (stand-in for WikiText-103)").write(tmp_path)
     t = nugget2d_table("nugget2d_table1", "T1", artifact("eval_lm", tmp_path),
                        {"wikitext_subword": "wiki_subword_ppl", "wikitext_word": "wiki_word_ppl",
                         "pile_subword": "pile_subword_ppl"}, "ctx")
     rows = {label: (m, p) for label, m, p in t.rows}
-    assert rows["Nugget2D 64/320/32"] == ({"wikitext_subword": 12.5, "wikitext_word": 30.0, "pile_subword": 9.0},
+    # each measured number with its n, and a standard error as the 95% interval
+    assert rows["Nugget2D 64/320/32"] == ({"wikitext_subword": "12.50 (n=4)", "wikitext_word": "30.00 ± 0.98 (n=4)",
+                                          "pile_subword": "9.00 (n=4)"},
                                          {"wikitext_subword": 6.91, "wikitext_word": 11.78, "pile_subword": 5.01})
     assert rows["Compressive 64/320/32"][0]["pile_subword"] == "not run: no checkpoint"
     assert rows["full_128"][0] == dict.fromkeys(t.columns, NOT_RUN)  # published row nobody measured
     assert "nugget2d_64" not in rows and "key key-eval_lm" in t.context
+    assert t.heading == "T1 [stand-in data: wiki: offline Wikipedia articles (stand-in for WikiText-103)]"
 
 
 def test_reconstruction_decodes_whole_documents(tmp_path, monkeypatch):
