@@ -25,8 +25,6 @@ with the boolean mask ``[T, T + slots]``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +34,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.models.llama.modeling_llama import rotate_half
 
 from .config import DECODER, Nugget2DConfig
+from .model import attention_implementation
 
 ATTENTION = "nugget2d_compressive"
 
@@ -135,16 +134,6 @@ def compressive_attention(
 AttentionInterface.register(ATTENTION, compressive_attention)
 
 
-@contextmanager
-def _attention(config: Any, implementation: str) -> Iterator[None]:
-    previous = config._attn_implementation
-    config._attn_implementation = implementation
-    try:
-        yield
-    finally:
-        config._attn_implementation = previous
-
-
 def compressive_forward(
     model: Any, input_ids: torch.Tensor, ratio: float | None = None, adapter: str | None = DECODER
 ) -> Any:
@@ -157,6 +146,6 @@ def compressive_forward(
     positions = torch.arange(n, device=input_ids.device)
     cos, sin = model.rotary(positions[None])
     memory = _Memory(layout, cos[:, None], sin[:, None], layout.mask(n, input_ids.device)[None, None])
-    with _attention(model.lm.config, ATTENTION):
+    with attention_implementation(model.lm.config, ATTENTION):
         return model.lm_forward(adapter, input_ids=input_ids, position_ids=positions[None].expand(batch, -1),
                                 compressive_memory=memory)

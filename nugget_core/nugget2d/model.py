@@ -62,6 +62,18 @@ class Nugget2DOutput:
     context: CompressedContext
 
 
+@contextmanager
+def attention_implementation(config: Any, name: str) -> Iterator[None]:
+    """Within the block, the HF model of ``config`` attends with ``name`` (a key of
+    ``ALL_ATTENTION_FUNCTIONS``); restored on exit."""
+    previous = config._attn_implementation
+    config._attn_implementation = name
+    try:
+        yield
+    finally:
+        config._attn_implementation = previous
+
+
 class Nugget2DModel(nn.Module):
     """Nugget2D on a LLaMA / Mistral / Qwen2 causal LM (see module docstring).
 
@@ -181,13 +193,8 @@ class Nugget2DModel(nn.Module):
 
             @contextmanager
             def recompute() -> Iterator[None]:
-                previous = config._attn_implementation
-                config._attn_implementation = attention
-                try:
-                    with self.router.reinstated(routing):
-                        yield
-                finally:
-                    config._attn_implementation = previous
+                with attention_implementation(config, attention), self.router.reinstated(routing):
+                    yield
 
             return nullcontext(), recompute()
 

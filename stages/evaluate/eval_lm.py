@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from nugget_core.nugget2d.config import DECODER
 from stages.artifacts.calibrate import CalibratedThreshold
-from stages.artifacts.data import BaseLM, LMRecords
+from stages.artifacts.data import LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
 from stages.common.progress import progress_logger
@@ -74,13 +74,12 @@ class EvalLM(Stage):
     uses_device = True
 
     @staticmethod
-    def baseline_models(cfg, ctx: StageContext, model, base: BaseLM) -> tuple[str | None, dict]:
+    def baseline_models(cfg, ctx: StageContext, trained: TrainedNugget2D) -> tuple[str | None, dict]:
         """The adapter the baselines decode with and, for ``baseline_adapter: trained``,
-        each baseline's own model (``train_nugget2d_ar``'s variants); else they decode
-        with the AR model's weights (``none``: every adapter off)."""
+        each baseline's own model (``trained``'s variants); else they decode with the AR
+        model's weights (``none``: every adapter off)."""
         if cfg.baseline_adapter != "trained":
             return (None if cfg.baseline_adapter == "none" else DECODER), {}
-        trained = TrainedNugget2D.read(ctx.inputs[AR_STAGE], AR_STAGE)
         systems = [s for s in cfg.systems if s != "nugget2d"]
         missing = [s for s in systems if s not in trained.variants]
         if missing:
@@ -96,14 +95,14 @@ class EvalLM(Stage):
         records = LMRecords.read(ctx.inputs["build_lm"])
         data = {c: _segments(records.segments(c), cfg.split, cfg.max_segments) for c in cfg.corpora}
         settings = [ContextSetting(s.total_states, s.compressed_tokens, s.context_tokens) for s in cfg.contexts]
-        model, base = TrainedNugget2D.read(ctx.inputs[AR_STAGE], AR_STAGE).load_from(
-            ctx.inputs["prepare_lm"], ctx.device, ctx.cfg("eval.dtype"))
+        trained = TrainedNugget2D.read(ctx.inputs[AR_STAGE], AR_STAGE)
+        model, base = trained.load_from(ctx.inputs["prepare_lm"], ctx.device, ctx.cfg("eval.dtype"))
         tokenizer = base.tokenizer()
         same_scorer = scorer_fingerprint(model) == calibrated.scorer_fingerprint
         if not same_scorer:
             log.warning("eval_lm: %s's scorer differs from the one Lambda was calibrated on (%s); "
                         "the realised nugget ratio column shows the effect", AR_STAGE, calibrated.scorer_stage)
-        adapter, baselines = self.baseline_models(cfg, ctx, model, base)
+        adapter, baselines = self.baseline_models(cfg, ctx, trained)
 
         counts: dict[tuple, PerplexityCounts] = defaultdict(PerplexityCounts)
         costs: dict[tuple, list[dict]] = defaultdict(list)
