@@ -2,7 +2,7 @@
 
 See `model` (compressor mode), `autoregressive` / `stream` (autoregressive mode),
 `bias` (the one attention-bias builder), `objectives` (losses), `baselines` (Full,
-Compressive), `calibration` (Lambda), `smollm2` (offline model). Names are imported
+Compressive), `presses` / `press_stream` (training-free KV presses at the same budget), `calibration` (Lambda), `smollm2` (offline model). Names are imported
 lazily (PEP 562): ``from nugget_core.nugget2d import Nugget2DConfig`` loads no torch.
 """
 
@@ -38,6 +38,10 @@ _EXPORTS = {
     "Nugget2DModel": ".model",
     "Nugget2DOutput": ".model",
     "Objective": ".objectives",
+    "PRESSES": ".presses",
+    "PressConfig": ".presses",
+    "press_context": ".presses",
+    "PressStream": ".press_stream",
     "autoencoding_loss": ".objectives",
     "continuation_loss": ".objectives",
     "finetune_loss": ".objectives",
@@ -69,6 +73,9 @@ __all__ = [
     "Nugget2DOutput",
     "Nugget2DStream",
     "Objective",
+    "PRESSES",
+    "PressConfig",
+    "PressStream",
     "TinyCausalSpec",
     "ar_forward",
     "ar_loss",
@@ -87,6 +94,7 @@ __all__ = [
     "load_scorer",
     "objective_loss",
     "prepare_smollm2",
+    "press_context",
     "realised_ratio",
     "save_nugget2d",
     "set_objective",
@@ -116,5 +124,7 @@ if TYPE_CHECKING:
         set_objective,
     )
     from .persistence import load_nugget2d, load_scorer, save_nugget2d
+    from .press_stream import PressStream
+    from .presses import PRESSES, PressConfig, press_context
     from .smollm2 import find_smollm2_package, prepare_smollm2, truncate_layers
     from .stream import Nugget2DStream

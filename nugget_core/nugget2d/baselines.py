@@ -32,8 +32,9 @@ from .kv import LayerKV
 from .model import Nugget2DModel
 
 
-class _WindowStream(GreedyStepper):
-    """Shared decoding loop: attend to ``memory + recent`` and append the new token."""
+class WindowStream(GreedyStepper):
+    """Shared decoding loop: attend to ``memory + recent`` and append the new token;
+    tokens leaving a ``window`` go to `_evicted` (the memory policy of a subclass)."""
 
     def __init__(self, model: Nugget2DModel, window: int | None, adapter: str | None) -> None:
         self.model = model
@@ -78,7 +79,7 @@ class _WindowStream(GreedyStepper):
         return out.logits[0, 0]
 
 
-class FullStream(_WindowStream):
+class FullStream(WindowStream):
     """No compression; ``window=None`` keeps every token (memory grows), a ``window``
     re-encodes the last ``window`` tokens at each step (module docstring).
     ``reencode=False`` keeps a rolling KV window instead: not the paper's Full, but what
@@ -126,7 +127,7 @@ class FullStream(_WindowStream):
         return out.logits[0, -1]
 
 
-class CompressiveStream(_WindowStream):
+class CompressiveStream(WindowStream):
     """Recent window + mean-pooled memory of the distant tokens (see module docstring)."""
 
     def __init__(

@@ -41,6 +41,18 @@ class LayerKV:
 
         return LayerKV([pick(k) for k in self.keys], [pick(v) for v in self.values])
 
+    def gather_heads(self, indices: list[torch.Tensor]) -> LayerKV:
+        """Per layer and head positions: layer ``i`` keeps ``indices[i] [batch, kv_heads, k]``
+        (the training-free presses choose per head)."""
+        if len(indices) != len(self.keys):
+            raise ValueError(f"gather_heads: {len(indices)} index tensors for {len(self.keys)} layers")
+
+        def pick(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+            return torch.gather(t, 2, index[..., None].expand(-1, -1, -1, t.shape[3]))
+
+        return LayerKV([pick(k, i) for k, i in zip(self.keys, indices, strict=True)],
+                       [pick(v, i) for v, i in zip(self.values, indices, strict=True)])
+
     def slice(self, start: int, stop: int | None = None) -> LayerKV:
         return LayerKV(
             [k[:, :, start:stop] for k in self.keys], [v[:, :, start:stop] for v in self.values]

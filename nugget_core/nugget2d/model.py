@@ -225,11 +225,12 @@ class Nugget2DModel(nn.Module):
         with self.router.use(adapter):
             return self.adaptor.backbone(self.lm)(**hf_kwargs)
 
-    def _encode_kv(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, adapter: str | None
+    def encode_kv(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, adapter: str | None, **hf_kwargs: Any
     ) -> LayerKV:
         """Every layer's KV ``[batch, kv_heads, n, head_dim]`` of right-padded
-        ``input_ids [batch, n]`` under ``adapter`` (the backbone only: no LM head)."""
+        ``input_ids [batch, n]`` under ``adapter`` (the backbone only: no LM head);
+        ``hf_kwargs`` reach the attention functions (e.g. a probe's state)."""
         cache = DynamicCache()
         with self._cached_pass():
             self.backbone_forward(
@@ -238,6 +239,7 @@ class Nugget2DModel(nn.Module):
                 attention_mask=attention_mask,
                 past_key_values=cache,
                 use_cache=True,
+                **hf_kwargs,
             )
         return LayerKV.from_cache(cache)
 
@@ -293,7 +295,7 @@ class Nugget2DModel(nn.Module):
             half = len(flat) // 2
             nuggets = LayerKV(list(flat[:half]), list(flat[half:]))
         else:
-            nuggets = self._encode_kv(input_ids, attention_mask, adapter).gather(indices)
+            nuggets = self.encode_kv(input_ids, attention_mask, adapter).gather(indices)
         return CompressedContext(
             kv=nuggets,
             mask=mask,
@@ -307,7 +309,7 @@ class Nugget2DModel(nn.Module):
     ) -> tuple[torch.Tensor, ...]:
         """The compressor pass as one function of tensors (checkpointable): every layer's
         keys, then values, at ``indices``."""
-        kv = self._encode_kv(input_ids, attention_mask, adapter).gather(indices)
+        kv = self.encode_kv(input_ids, attention_mask, adapter).gather(indices)
         return (*kv.keys, *kv.values)
 
     def encode_full(
@@ -327,7 +329,7 @@ class Nugget2DModel(nn.Module):
             attention_mask = torch.ones_like(input_ids)
         batch, n = input_ids.shape
         return CompressedContext(
-            kv=self._encode_kv(input_ids, attention_mask, adapter),
+            kv=self.encode_kv(input_ids, attention_mask, adapter),
             mask=attention_mask.long(),
             scores=torch.zeros(batch, n, dtype=self.dtype, device=input_ids.device),
             positions=torch.arange(n, device=input_ids.device).expand(batch, -1),

@@ -38,6 +38,27 @@ class BaselinesSection:
 
 # --- Nugget2D evaluations: eval_lm, eval_qa, eval_summarization
 
+# Training-free KV presses evaluated beside Nugget2D at its KV budget (mirrors
+# nugget_core.nugget2d.presses.PRESSES / STREAMING_PRESSES; tests/evaluation checks it).
+PRESS_SYSTEMS = ("streaming_llm", "snapkv", "key_norm")
+STREAMING_PRESS_SYSTEMS = ("streaming_llm", "key_norm")
+
+
+@dataclass
+class PressSection:
+    """Settings of the training-free KV presses (eval_qa, eval_summarization, eval_lm):
+    each keeps per layer and KV head as many positions as Nugget2D keeps per layer."""
+
+    sink_tokens: int = spec(4, help="StreamingLLM: first tokens always kept (attention sinks; Xiao et al. 2024: 4).",
+                            ge=0)
+    snapkv_window: int = spec(
+        64, help="SnapKV: observation window, the document's last tokens whose attention ranks the rest "
+        "(Li et al. 2024 / kvpress: 64); kept first.", ge=1)
+    snapkv_kernel: int = spec(5, help="SnapKV: average-pooling kernel over positions (odd; kvpress: 5).", ge=1)
+
+    def cross_field_errors(self) -> list[str]:
+        return [] if self.snapkv_kernel % 2 else [f"snapkv_kernel: value {self.snapkv_kernel} must be odd"]
+
 
 @dataclass
 class LMContextSetting:
@@ -59,7 +80,11 @@ class LMEval:
         [LMContextSetting(128, 640, 64), LMContextSetting(64, 320, 32)],
         help="Context configurations (paper table 1: 128/640/64 and 64/320/32).",
     )
-    systems: list[str] = spec(["full", "compressive", "nugget2d"], help="Systems.", choices=("full", "compressive", "nugget2d"), nonempty=True)
+    systems: list[str] = spec(
+        ["full", "compressive", "nugget2d", *STREAMING_PRESS_SYSTEMS],
+        help="Systems; streaming_llm / key_norm: training-free presses keeping max(total - context) distant states "
+        "(SnapKV needs a prompt's end and has no token-by-token form).",
+        choices=("full", "compressive", "nugget2d", *STREAMING_PRESS_SYSTEMS), nonempty=True)
     wiki_oov_token: str = spec("<unk>", help="OOV marker of the wiki corpus, excluded from PPL ('' = none).")
     baseline_adapter: str = spec(
         "none", help="Weights of Full / Compressive: none = base LM, decoder = the AR Nugget2D's theta, "
@@ -88,7 +113,10 @@ class QAEval:
         "substring", help="Accuracy test after app. D's normalisation, against every gold answer: "
         "substring (app. D) or word (containment on word boundaries).", choices=("substring", "word"),
     )
-    systems: list[str] = spec(["full", "nodoc", "lmsumm", "nugget2d"], help="Systems.", choices=("full", "nodoc", "lmsumm", "nugget2d"), nonempty=True)
+    systems: list[str] = spec(
+        ["full", "nodoc", "lmsumm", "nugget2d", *PRESS_SYSTEMS],
+        help="Systems; the presses run at each of nugget_ratios (Nugget2D's KV budget).",
+        choices=("full", "nodoc", "lmsumm", "nugget2d", *PRESS_SYSTEMS), nonempty=True)
 
     def cross_field_errors(self) -> list[str]:
         return [f"nugget_ratios: value {r!r} must be in (0, 1]" for r in self.nugget_ratios if not 0 < r <= 1]
@@ -104,7 +132,10 @@ class SummarizationEval:
     max_new_tokens: int = spec(128, help="Generation cap of a summary.", ge=1)
     max_doc_tokens: int = spec(0, help="Truncate documents to this many subwords (0 = no cap).", ge=0)
     nugget_ratio: float = spec(0.1, help="Nugget2D ratio (10x).", gt=0.0, le=1.0)
-    systems: list[str] = spec(["full_zs", "full_ft", "nugget2d_ft"], help="Systems (table 4).", choices=("full_zs", "full_ft", "nugget2d_ft"), nonempty=True)
+    systems: list[str] = spec(
+        ["full_zs", "full_ft", "nugget2d_ft", *PRESS_SYSTEMS],
+        help="Systems (table 4); the presses compress the base LM's KV at nugget_ratio.",
+        choices=("full_zs", "full_ft", "nugget2d_ft", *PRESS_SYSTEMS), nonempty=True)
 
 
 @dataclass
@@ -129,6 +160,7 @@ class EvalSection:
     highlight_docs: int = spec(4, help="Documents shown on the highlighted-nuggets page (fig. 6).", ge=1)
     probe_docs: int = spec(64, help="Documents of the probability-gain probe (figs. 7-8).", ge=1)
     baselines: BaselinesSection = spec(BaselinesSection(), help="Baseline systems (train_baselines stage).")
+    presses: PressSection = spec(PressSection(), help="Training-free KV presses (eval_qa, eval_summarization, eval_lm).")
     lm: LMEval = spec(LMEval(), help="eval_lm stage.")
     qa: QAEval = spec(QAEval(), help="eval_qa stage.")
     summarization: SummarizationEval = spec(SummarizationEval(), help="eval_summarization stage.")

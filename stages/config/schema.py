@@ -182,7 +182,8 @@ class PipelineConfig:
         if self.nugget2d.ratio in self.train.nugget2d.extra_ratios:
             found.append(f"train.nugget2d.extra_ratios: {self.nugget2d.ratio!r} is nugget2d.ratio, the main model's")
         if self.eval.lm.baseline_adapter == "trained":
-            untrained = [s for s in self.eval.lm.systems if s != "nugget2d" and s not in self.train.nugget2d_ar.baselines]
+            untrained = [s for s in self.eval.lm.systems  # the presses are training-free
+                         if s in ("full", "compressive") and s not in self.train.nugget2d_ar.baselines]
             if untrained:
                 found.append(f"eval.lm.baseline_adapter: 'trained' needs train.nugget2d_ar.baselines to include "
                              f"{untrained} (eval.lm.systems)")

@@ -11,7 +11,9 @@ a constant; the scorer fingerprints are compared and the result tagged); Compres
 uses the ratio Lambda was calibrated for. Full and Compressive decode with
 ``eval.lm.baseline_adapter``: the base LM (``none``), the AR model's theta (``decoder``)
 or their own trained theta (``trained``: ``train_nugget2d_ar``'s variants of
-``train.nugget2d_ar.baselines``, Nugget2D §5.1).
+``train.nugget2d_ar.baselines``, Nugget2D §5.1). The training-free presses
+(``streaming_llm``, ``key_norm``; `PressStream`) decode with the base LM and keep the
+same number of distant states per layer and KV head.
 
 Reported per system and configuration: subword and word-level perplexity per corpus
 (`stages.evaluate.lm.perplexity`; the wiki corpus's OOV marker excluded), the realised
@@ -37,6 +39,7 @@ from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
 from stages.common.progress import progress_logger
 from stages.evaluate.lm.perplexity import PerplexityCounts, segment_counts, token_texts
+from stages.evaluate.lm.presses import press_notes
 from stages.evaluate.lm.streams import ContextSetting, make_stream, run_segment, windows
 from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
@@ -68,9 +71,9 @@ def _columns(corpora: list[str]) -> list[Column]:
 
 class EvalLM(Stage):
     name = "eval_lm"
-    description = "Subword/word perplexity: autoregressive Nugget2D vs Full vs Compressive."
+    description = "Subword/word perplexity: autoregressive Nugget2D vs Full, Compressive, KV presses."
     upstream = ("prepare_lm", "build_lm", "calibrate_threshold", AR_STAGE)
-    config_keys = ("eval.lm", "eval.dtype")
+    config_keys = ("eval.lm", "eval.presses", "eval.dtype")
     uses_device = True
 
     @staticmethod
@@ -80,7 +83,7 @@ class EvalLM(Stage):
         model's weights (``none``: every adapter off)."""
         if cfg.baseline_adapter != "trained":
             return (None if cfg.baseline_adapter == "none" else DECODER), {}
-        systems = [s for s in cfg.systems if s != "nugget2d"]
+        systems = [s for s in cfg.systems if s in ("full", "compressive")]
         missing = [s for s in systems if s not in trained.variants]
         if missing:
             raise ValueError(f"eval.lm.baseline_adapter=trained: {AR_STAGE} trained no {missing} "
@@ -119,7 +122,8 @@ class EvalLM(Stage):
                         for m in {id(m): m for m in (model, *baselines.values())}.values():
                             scope.enter_context(windows(m, setting, threshold))
                         for system in cfg.systems:
-                            stream = make_stream(system, baselines.get(system, model), setting, ratio, adapter)
+                            stream = make_stream(system, baselines.get(system, model), setting, ratio, adapter,
+                                                 ctx.cfg("eval.presses").sink_tokens)
                             run = run_segment(stream, ids, len(distant))
                             seg = segment_counts(run.nll, texts, len(distant), oov)
                             key = (system, setting)
@@ -159,6 +163,9 @@ class EvalLM(Stage):
                 "none": "the base LM", "decoder": f"{AR_STAGE}'s theta",
                 "trained": f"their own LoRA theta, trained by {AR_STAGE} with its data and job (§5.1)"}[
                 cfg.baseline_adapter] + "; Full attends to the last `total states` tokens (sliding window).",
+            *press_notes(ctx.cfg("eval.presses"), cfg.systems,
+                         "total - context states among every token before the context window (no compressed-token "
+                         "limit: StreamingLLM's sinks are the segment's first tokens)"),
             f"{sum(len(v) for v in data.values())} segments ({', '.join(f'{k}: {len(v)}' for k, v in data.items())}), "
             "scored on their recent tokens; costs are means over segments.",
         ]

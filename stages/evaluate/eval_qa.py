@@ -4,11 +4,13 @@ Zero-shot systems on ``build_lm``'s ``qa.jsonl`` (on profile=tiny a labelled sta
 cloze questions cut from real Wikipedia sentences), all with the appendix-C prompt and
 greedy decoding capped at ``eval.qa.max_new_tokens`` (64 in the paper):
 Full, NoDoc, LMSumm (the base LM summarises the document to ~``lmsumm_ratio`` of its
-words, then answers from the summary; the realised summary ratio is reported) and
+words, then answers from the summary; the realised summary ratio is reported),
 Nugget2D at each ratio of ``eval.qa.nugget_ratios`` (5x, 10x) from ``train_nugget2d``:
 the model trained at that ratio when the stage trained one (``train.nugget2d.extra_ratios``;
-paper §6.2), else its main model compressing at that ratio; the table notes say which
-(`stages.evaluate.lm.prompted`).
+paper §6.2), else its main model compressing at that ratio; the table notes say which,
+and the training-free KV presses (StreamingLLM, SnapKV, key-norm; ``eval.presses``) at
+each of those ratios: the base LM's KV of the document, keeping per layer and KV head as
+many positions as Nugget2D keeps per layer (`stages.evaluate.lm.prompted`).
 
 Accuracy: the appendix-D normalised output contains the normalised answer
 (`stages.evaluate.lm.normalize`). Decoding cost per system: attended states per generated
@@ -27,8 +29,10 @@ from stages.artifacts.train import TrainedNugget2D
 from stages.common.progress import progress_logger
 from stages.common.prompts import PromptFormat, encode, encode_parts, encode_task_records
 from stages.common.records import batches, read_records, stand_in_label
+from stages.config.evaluation import PRESS_SYSTEMS
 from stages.evaluate.lm.cost import mean_cost
 from stages.evaluate.lm.normalize import contains_answer
+from stages.evaluate.lm.presses import press_config, press_notes
 from stages.evaluate.lm.prompted import lmsumm_batch, run_batches
 from stages.evaluate.publish import publish, stderr
 from stages.framework.stage import Stage, StageContext
@@ -51,16 +55,16 @@ def gold_answers(record: dict) -> list[str]:
 
 def paper_row(system: str, ratio: float | None = None) -> str:
     """The row of Nugget2D table 3 that ``system`` (at compression ``ratio``) reproduces."""
-    if system == "lmsumm" or system == "nugget2d":
+    if system in ("lmsumm", "nugget2d", *PRESS_SYSTEMS):
         return f"{system}_{1 / ratio:g}x"
     return system
 
 
 class EvalQA(Stage):
     name = "eval_qa"
-    description = "SQuAD-style accuracy: Full, NoDoc, LMSumm, Nugget2D 5x/10x, with decode cost."
+    description = "SQuAD-style accuracy: Full, NoDoc, LMSumm, Nugget2D 5x/10x, KV presses, with decode cost."
     upstream = ("prepare_lm", "build_lm", COMPRESSOR_STAGE)
-    config_keys = ("eval.qa", "eval.dtype", "prompts")
+    config_keys = ("eval.qa", "eval.presses", "eval.dtype", "prompts")
     uses_device = True
 
     def run(self, ctx: StageContext) -> None:
@@ -116,6 +120,12 @@ class EvalQA(Stage):
                 score("lmsumm", gens, {"summary_ratio": statistics.fmean(ratios)},
                       [{"summary": s.text, "summary_ratio": r} for s, r in zip(summaries, ratios, strict=True)],
                       row_id=paper_row("lmsumm", cfg.lmsumm_ratio))
+            elif system in PRESS_SYSTEMS:  # the base LM's KV at Nugget2D's budget of each ratio
+                for r in cfg.nugget_ratios:
+                    name = f"{system} {1 / r:g}x"
+                    score(name, run_batches(name, model, tokenizer, docs, prompts, ratio=r, press=system,
+                                            press_config=press_config(ctx.cfg("eval.presses")), **common),
+                          row_id=paper_row(system, r))
             else:  # nugget2d at each ratio: the model trained at that ratio where there is one
                 for r in cfg.nugget_ratios:
                     name = f"nugget2d {1 / r:g}x"
@@ -133,6 +143,7 @@ class EvalQA(Stage):
                  f"({'with' if soft else 'without'} its soft prompt), zero-shot"
                  + "".join(f"; {name}: the model trained at r = {'?' if r is None else f'{r:g}'}"
                            for name, r in trained_at.items()) + ".",
+                 *press_notes(ctx.cfg("eval.presses"), cfg.systems, "ceil(r n) of n document tokens"),
                  f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {cfg.batch_size}; "
                  "KV bytes at the end of decoding; attended states: mean over generated tokens."]
         ctx.set_tags({"stand_in": label or "none"})

@@ -7,7 +7,9 @@ one sentence.") and greedy decoding capped at ``eval.summarization.max_new_token
 - ``full_ft``: the base LM fine-tuned on the task (``train_full_ft``: one LoRA adapter,
   merged for decoding), reading the whole document part;
 - ``nugget2d_ft``: Nugget2D at ``nugget_ratio`` (10x): ``train_nugget2d``'s compressor
-  fine-tuned on the task (``train_nugget2d_ft``, objective ``finetune``, no soft prompt).
+  fine-tuned on the task (``train_nugget2d_ft``, objective ``finetune``, no soft prompt);
+- ``streaming_llm`` / ``snapkv`` / ``key_norm``: training-free KV presses of the base
+  LM's document KV at Nugget2D's budget (``nugget_ratio``; settings ``eval.presses``).
 
 The two fine-tuning stages tokenise the records as this stage does
 (`stages.common.prompts`). ROUGE-1/2/L F1 x 100 with stemming
@@ -28,7 +30,9 @@ from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D
 from stages.common.progress import progress_logger
 from stages.common.prompts import PromptFormat, encode_task_records
 from stages.common.records import read_records, stand_in_label
+from stages.config.evaluation import PRESS_SYSTEMS
 from stages.evaluate.lm.cost import mean_cost
+from stages.evaluate.lm.presses import press_config, press_notes
 from stages.evaluate.lm.prompted import run_batches
 from stages.evaluate.lm.rouge import ROUGE_TYPES, rouge_mean, rouge_per_example
 from stages.evaluate.publish import publish, stderr
@@ -46,9 +50,9 @@ COLUMNS = [
 
 class EvalSummarization(Stage):
     name = "eval_summarization"
-    description = "CNN/DM-style ROUGE-1/2/L: Full zero-shot / fine-tuned, Nugget2D 10x, with decode cost."
+    description = "CNN/DM-style ROUGE-1/2/L: Full zero-shot / fine-tuned, Nugget2D 10x, KV presses, with decode cost."
     upstream = ("prepare_lm", "build_lm", "train_full_ft", "train_nugget2d_ft")
-    config_keys = ("eval.summarization", "eval.dtype", "prompts")
+    config_keys = ("eval.summarization", "eval.presses", "eval.dtype", "prompts")
     uses_device = True
 
     def run(self, ctx: StageContext) -> None:
@@ -66,18 +70,21 @@ class EvalSummarization(Stage):
 
         rows, examples = [], []
         for system in cfg.systems:
-            ratio = cfg.nugget_ratio if system == "nugget2d_ft" else None
-            # full_zs: the Full path of any Nugget2D model is the bare base LM (adapters gated off)
+            press = system if system in PRESS_SYSTEMS else None
+            ratio = cfg.nugget_ratio if system == "nugget2d_ft" or press else None
+            # full_zs and the presses: the Full path of any Nugget2D model is the bare base LM (adapters off)
             model = (FullFinetunedLM.read(ctx.inputs["train_full_ft"]).load(base, nugget2d.config, *placement)
                      if system == "full_ft" else nugget2d)
-            gens = run_batches(system, model, tokenizer, docs, prompts, ratio=ratio, **common)
+            gens = run_batches(system, model, tokenizer, docs, prompts, ratio=ratio, press=press,
+                               press_config=press_config(ctx.cfg("eval.presses")), **common)
             per = rouge_per_example([g.text for g in gens], references)
             metrics = {**rouge_mean(per),
                        "context_ratio": statistics.fmean(g.context_states / len(d) for g, d in zip(gens, docs, strict=True)),
                        **mean_cost([g.cost for g in gens])}
             errors = {t: se for t in ROUGE_TYPES if (se := stderr([s[t] for s in per])) is not None}
             rows.append(TableRow(system if ratio is None else f"{system} {1 / ratio:g}x", metrics, n=len(records),
-                                 stderr=errors, paper_row=system if ratio is None else f"nugget2d_{1 / ratio:g}x"))
+                                 stderr=errors, paper_row=system if ratio is None else
+                                 f"{'nugget2d' if press is None else press}_{1 / ratio:g}x"))
             for g, r, scores in zip(gens, records, per, strict=True):
                 examples.append({"id": r["id"], "system": system, "output": g.text, "reference": r["answer"],
                                  **scores, "context_states": g.context_states, **g.cost.as_dict()})
@@ -87,6 +94,7 @@ class EvalSummarization(Stage):
                  + f"; prompts laid out as {fmt.name} (appendix-C text)",
                  "full_ft: train_full_ft (base LM + LoRA, merged); nugget2d_ft: train_nugget2d_ft "
                  "(train_nugget2d's compressor fine-tuned on the task); full_zs: the base LM.",
+                 *press_notes(ctx.cfg("eval.presses"), cfg.systems, f"ceil(r n) of n document tokens, r = {cfg.nugget_ratio:g}"),
                  f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {cfg.batch_size}; "
                  "KV bytes at the end of decoding; attended states: mean over generated tokens."]
         ctx.set_tags({"stand_in": label or "none"})

@@ -10,7 +10,7 @@ import torch
 
 from stages.artifacts.data import MtDocuments
 from stages.config import load_config
-from stages.config.evaluation import BASELINE_SYSTEMS
+from stages.config.evaluation import BASELINE_SYSTEMS, PRESS_SYSTEMS, STREAMING_PRESS_SYSTEMS
 from stages.data.nugget_data import Task, write_dataset
 from stages.evaluate.nugget.similarity import read_similarity_data
 from stages.framework.optional import resolve_optional_upstream
@@ -22,6 +22,17 @@ from tests.training.fixtures import make_mt_artifacts
 
 def test_schema_lists_every_baseline_system():
     assert tuple(SYSTEMS) == BASELINE_SYSTEMS
+
+
+def test_schema_lists_every_kv_press():
+    from nugget_core.nugget2d.presses import PRESSES, STREAMING_PRESSES
+
+    assert (PRESS_SYSTEMS, STREAMING_PRESS_SYSTEMS) == (PRESSES, STREAMING_PRESSES)
+
+
+def test_even_snapkv_kernel_is_refused_naming_the_field(tmp_path):
+    with pytest.raises(ValueError, match="snapkv_kernel: value 4 must be odd"):
+        load_config(["eval.presses.snapkv_kernel=4"])
 
 
 def test_optional_upstream_only_when_registered():

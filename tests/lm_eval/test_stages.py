@@ -159,26 +159,36 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
     assert (out["calibrate_threshold"] / "scores_hist.png").read_bytes()[:4] == b"\x89PNG"
 
     lm = _table(out["eval_lm"])
-    assert set(lm) == {"full 6/10/3", "compressive 6/10/3", "nugget2d 6/10/3"}
+    assert set(lm) == {f"{s} 6/10/3" for s in ("full", "compressive", "nugget2d", "streaming_llm", "key_norm")}
     assert float(lm["full 6/10/3"]["attended_states"]) == 6.0  # windows filled: 16 tokens of history
     assert float(lm["nugget2d 6/10/3"]["attended_states"]) <= 6.0
+    # the presses fill the same budget: 3 distant states + the 3-token window
+    assert float(lm["streaming_llm 6/10/3"]["attended_states"]) == float(lm["key_norm 6/10/3"]["attended_states"]) == 6.0
     assert all(float(r["wiki_subword_ppl"]) > 1 and float(r["pile_word_ppl"]) > 1 for r in lm.values())
     lm_notes = EvalTable.read(out["eval_lm"]).notes
     assert f"Lambda = {threshold.threshold:.4f}" in lm_notes[0] and "matches" in lm_notes[0]
     assert "their own LoRA theta, trained by train_nugget2d_ar" in lm_notes[1]
 
     qa = _table(out["eval_qa"])
-    assert set(qa) == {"full", "nodoc", "lmsumm", "nugget2d 5x", "nugget2d 10x"}
+    presses = ("streaming_llm", "snapkv", "key_norm")
+    assert set(qa) == {"full", "nodoc", "lmsumm", *(f"{s} {x}x" for s in ("nugget2d", *presses) for x in (5, 10))}
+    for s in presses:  # the same KV budget as Nugget2D at each ratio: ceil(r n) positions per layer
+        for x in (5, 10):
+            assert float(qa[f"{s} {x}x"]["context_ratio"]) == float(qa[f"nugget2d {x}x"]["context_ratio"])
+            assert float(qa[f"{s} {x}x"]["kv_bytes"]) < float(qa["full"]["kv_bytes"])
     assert float(qa["full"]["context_ratio"]) == 1.0 and float(qa["nugget2d 10x"]["context_ratio"]) < 0.2
     assert float(qa["lmsumm"]["summary_ratio"]) > 0
     assert float(qa["nugget2d 10x"]["kv_bytes"]) < float(qa["full"]["kv_bytes"])
-    assert len((out["eval_qa"] / "examples.jsonl").read_text().splitlines()) == 5 * 3
+    assert len((out["eval_qa"] / "examples.jsonl").read_text().splitlines()) == 11 * 3
     qa_notes = " ".join(EvalTable.read(out["eval_qa"]).notes)
     assert "nugget2d 5x: the model trained at r = 0.2" in qa_notes
     assert "nugget2d 10x: the model trained at r = 0.1" in qa_notes
+    assert "streaming_llm / snapkv / key_norm: training-free KV presses" in qa_notes
+    assert "streaming_llm / key_norm: training-free" in " ".join(lm_notes) and "SnapKV" not in " ".join(lm_notes)
 
     summ = _table(out["eval_summarization"])
-    assert set(summ) == {"full_zs", "full_ft", "nugget2d_ft 10x"}
+    assert set(summ) == {"full_zs", "full_ft", "nugget2d_ft 10x", *(f"{s} 10x" for s in presses)}
+    assert float(summ["key_norm 10x"]["context_ratio"]) == float(summ["nugget2d_ft 10x"]["context_ratio"])
     assert all(0 <= float(r[m]) <= 100 for r in summ.values() for m in ("rouge1", "rouge2", "rougeL"))
     assert float(summ["full_ft"]["context_ratio"]) == 1.0 and float(summ["nugget2d_ft 10x"]["context_ratio"]) < 0.2
     summaries = [json.loads(x) for x in (out["eval_summarization"] / "examples.jsonl").read_text().splitlines()]

@@ -9,7 +9,10 @@ decoder attends to:
 - ``nugget2d``: the document part is compressed by phi to ``ceil(r n)`` nuggets and
   theta decodes (with the soft prompt when the checkpoint was trained with one);
 - ``lmsumm``: the base LM first summarises the document with the appendix-C LMSumm
-  prompt, then answers like ``full`` with the summary in the document's place.
+  prompt, then answers like ``full`` with the summary in the document's place;
+- a training-free KV press (``streaming_llm``, ``snapkv``, ``key_norm``): the base LM's
+  document KV, pressed to Nugget2D's budget at the same ratio per layer and KV head
+  (`nugget_core.nugget2d.presses`), decoded by the base LM.
 
 Prompts are laid out by a `stages.common.prompts.PromptFormat` (appendix C's
 ``[INST] ... [/INST]`` or the LM's chat template) and cut where the document ends, so
@@ -59,11 +62,16 @@ def generate_batch(
     max_new_tokens: int,
     soft_prompt: bool = False,
     extra_encode_ms: Sequence[float] | None = None,
+    press: str | None = None,
+    press_config: Any = None,
 ) -> list[Generation]:
     """Greedy answers of one batch. ``ratio=None``: Full (base LM, every document
-    token); else Nugget2D compression at ``ratio`` decoded by theta."""
-    from nugget_core.nugget2d import COMPRESSOR, DECODER, generate_from_context
+    token); else Nugget2D compression at ``ratio`` decoded by theta, or with ``press``
+    the base LM's KV pressed to the same budget (``press_config``: a `PressConfig`)."""
+    from nugget_core.nugget2d import COMPRESSOR, DECODER, generate_from_context, press_context
 
+    if press is not None and ratio is None:
+        raise ValueError(f"press {press!r} needs the ratio of the budget it keeps")
     eos, pad_id = eos_and_pad(tokenizer)
     device = model.device
     doc_ids, doc_mask = to_device(pad(docs, pad_id), device)
@@ -71,6 +79,8 @@ def generate_batch(
     if ratio is None:
         # Full: every document token's KV from the base LM (nothing dropped, scores 0)
         context, adapter, soft = model.encode_full(doc_ids, doc_mask), None, False
+    elif press is not None:
+        context, adapter, soft = press_context(model, doc_ids, doc_mask, ratio, press, press_config), None, False
     else:
         context = model.compress(doc_ids, doc_mask, ratio=ratio, adapter=COMPRESSOR)
         adapter, soft = DECODER, soft_prompt

@@ -8,7 +8,10 @@ the ``compressed_tokens`` before them; Full attends to the last ``total_states``
 
 - ``nugget2d``: `Nugget2DStream` with the calibrated threshold Lambda;
 - ``compressive``: `CompressiveStream` (mean-pooled chunks of ``round(1/r)`` tokens);
-- ``full``: `FullStream` with a window of ``total_states``.
+- ``full``: `FullStream` with a window of ``total_states``;
+- ``streaming_llm`` / ``key_norm``: `PressStream`, the base LM with the last
+  ``context_tokens`` tokens and ``total_states - context_tokens`` states per layer and
+  KV head kept by the press among every earlier token (training-free: no adapter).
 
 The windows are set on a copy of the model's config for the duration of a run
 (`windows`); the scorer keeps the window it was trained and calibrated with.
@@ -25,7 +28,7 @@ from typing import Any
 
 import torch
 
-SYSTEMS = ("full", "compressive", "nugget2d")
+SYSTEMS = ("full", "compressive", "nugget2d", "streaming_llm", "key_norm")
 
 
 @dataclass(frozen=True)
@@ -58,10 +61,11 @@ def windows(model: Any, setting: ContextSetting, threshold: float) -> Iterator[N
 
 
 def make_stream(system: str, model: Any, setting: ContextSetting, ratio: float,
-                adapter: str | None) -> Any:
+                adapter: str | None, sink_tokens: int = 4) -> Any:
     """A fresh stream of ``system`` (call inside `windows`). ``adapter`` is what the
-    baselines decode with: None = the base LM, "decoder" = theta."""
-    from nugget_core.nugget2d import CompressiveStream, FullStream, Nugget2DStream
+    Full and Compressive baselines decode with: None = the base LM, "decoder" = theta;
+    the presses always decode with the base LM (``sink_tokens``: StreamingLLM's sinks)."""
+    from nugget_core.nugget2d import CompressiveStream, FullStream, Nugget2DStream, PressStream
 
     if system == "full":
         return FullStream(model, window=setting.total_states, adapter=adapter)
@@ -69,6 +73,8 @@ def make_stream(system: str, model: Any, setting: ContextSetting, ratio: float,
         return CompressiveStream(model, ratio=ratio, adapter=adapter)
     if system == "nugget2d":
         return Nugget2DStream(model)
+    if system in ("streaming_llm", "key_norm"):
+        return PressStream(model, system, sink_tokens=sink_tokens)
     raise ValueError(f"unknown LM system {system!r}; use one of {SYSTEMS}")
 
 
