@@ -2,8 +2,9 @@
 
 See `model` (compressor mode), `autoregressive` / `stream` (autoregressive mode),
 `bias` (the one attention-bias builder), `objectives` (losses), `baselines` (Full,
-Compressive), `presses` / `press_stream` (training-free KV presses at the same budget), `calibration` (Lambda), `smollm2` (offline model). Names are imported
-lazily (PEP 562): ``from nugget_core.nugget2d import Nugget2DConfig`` loads no torch.
+Compressive), `presses` / `press_stream` (training-free KV presses at the same budget),
+`icae` (ICAE memory slots, the autoencoding baseline), `calibration` (Lambda),
+`smollm2` (offline model). Names are imported lazily (PEP 562): ``from nugget_core.nugget2d import Nugget2DConfig`` loads no torch.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ _EXPORTS = {
     "Nugget2DConfig": ".config",
     "CompressedContext": ".context",
     "GenerationResult": ".generation",
+    "ICAEModel": ".icae",
+    "load_icae": ".icae",
+    "save_icae": ".icae",
     "generate_from_context": ".generation",
     "LayerKV": ".kv",
     "cache_nbytes": ".kv",
@@ -67,6 +71,7 @@ __all__ = [
     "DECODER",
     "FullStream",
     "GenerationResult",
+    "ICAEModel",
     "LayerKV",
     "Nugget2DConfig",
     "Nugget2DModel",
@@ -90,12 +95,14 @@ __all__ = [
     "find_smollm2_package",
     "finetune_loss",
     "generate_from_context",
+    "load_icae",
     "load_nugget2d",
     "load_scorer",
     "objective_loss",
     "prepare_smollm2",
     "press_context",
     "realised_ratio",
+    "save_icae",
     "save_nugget2d",
     "set_objective",
     "stream_nll",
@@ -113,6 +120,7 @@ if TYPE_CHECKING:
     from .config import COMPRESSOR, DECODER, Nugget2DConfig
     from .context import CompressedContext
     from .generation import GenerationResult, generate_from_context
+    from .icae import ICAEModel, load_icae, save_icae
     from .kv import LayerKV, cache_nbytes
     from .model import Nugget2DModel, Nugget2DOutput
     from .objectives import (

@@ -78,6 +78,7 @@ class Nugget2DModel(nn.Module):
     """Nugget2D on a LLaMA / Mistral / Qwen2 causal LM (see module docstring).
 
     Passes: `compress` (phi, nuggets only), `encode_full` (every token, Full baseline),
+    `encode_kv` (every layer's KV of a pass under any adapter),
     `decoder_pass` / `forward` (theta on a context), `lm_forward` / `backbone_forward`
     (any HF forward with an adapter or per-token gates routed), `merged_adapter`
     (inference with an adapter folded into the weights), `score` / `select`,
@@ -377,12 +378,26 @@ class Nugget2DModel(nn.Module):
         row as ``[soft prompt] prompt answer`` so rows of different lengths line up.
         """
         context = self.compress(doc_ids, doc_mask, ratio=ratio)
-        batch = doc_ids.shape[0]
+        return self.answer_loss(context, prompt_ids, prompt_mask, answer_ids, answer_mask, soft_prompt)
+
+    def answer_loss(
+        self,
+        context: CompressedContext,
+        prompt_ids: torch.Tensor | None,
+        prompt_mask: torch.Tensor | None,
+        answer_ids: torch.Tensor,
+        answer_mask: torch.Tensor,
+        soft_prompt: bool = False,
+    ) -> Nugget2DOutput:
+        """``-log p(answer | context, [soft prompt], prompt)`` with theta, for any
+        ``context`` (Nugget2D's nuggets, or another compressor's memory)."""
+        batch = answer_ids.shape[0]
+        device = answer_ids.device
         segments: list[tuple[torch.Tensor, torch.Tensor]] = []
         labels: list[torch.Tensor] = []
         if soft_prompt:
             soft = self.soft_prompt.expand(batch, -1, -1)
-            ones = torch.ones(batch, soft.shape[1], dtype=torch.long, device=doc_ids.device)
+            ones = torch.ones(batch, soft.shape[1], dtype=torch.long, device=device)
             segments.append((soft, ones))
             labels.append(torch.full_like(ones, -100))
         if prompt_ids is not None and prompt_ids.shape[1] > 0:
