@@ -12,6 +12,7 @@ from stages.data.prepare_lm import PrepareLM
 from stages.data.tokenizer import Tokenizer
 from stages.evaluate.analyze_nuggets import AnalyzeNuggets
 from stages.evaluate.eval_lm import EvalLM
+from stages.evaluate.eval_nugget2d_ae import EvalNugget2DAE
 from stages.evaluate.eval_qa import EvalQA
 from stages.evaluate.eval_reconstruction import EvalReconstruction
 from stages.evaluate.eval_similarity import EvalSimilarity
@@ -24,11 +25,12 @@ from stages.train.train_baselines import TrainBaselines
 from stages.train.train_full_ft import TrainFullFT
 from stages.train.train_nugget import TrainNugget
 from stages.train.train_nugget2d import TrainNugget2D, TrainNugget2DAR, TrainNugget2DFT
+from stages.train.train_nugget2d_ae import TrainNugget2DAE
 
 ALL_STAGES = (
     CorpusStats, Tokenizer, BuildMtDocs, BuildPi, BuildRr, PrepareLM, BuildLM, TrainNugget,
     TrainNugget2D, TrainNugget2DFT, TrainFullFT, TrainNugget2DAR, CalibrateThreshold, EvalLM, EvalQA,
-    EvalSummarization, SweepNugget, TrainBaselines, EvalSimilarity, EvalReconstruction, AnalyzeNuggets, Report,
+    EvalSummarization, TrainNugget2DAE, EvalNugget2DAE, SweepNugget, TrainBaselines, EvalSimilarity, EvalReconstruction, AnalyzeNuggets, Report,
 )
 resolve_optional_upstream(ALL_STAGES)  # report / evals read some stages only when registered
 DAG = Dag(ALL_STAGES)

@@ -15,6 +15,7 @@ Rendering (markdown / CSV) is `stages.common.render`'s, the one rendering module
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -27,6 +28,14 @@ from stages.framework.stage import Artifact
 
 Source = Artifact | Path | str
 NOT_RUN = "not run in this profile"  # a measured cell no stage of this run filled
+
+
+_METRIC_CHARS = re.compile(r"[^A-Za-z0-9_\-. :/]")
+
+
+def metric_name(name: str) -> str:
+    """``name`` with every character MLflow refuses in a metric name escaped as ``_x<hex>_``."""
+    return _METRIC_CHARS.sub(lambda m: f"_x{ord(m.group(0)):x}_", name)
 
 
 @dataclass(frozen=True)
@@ -92,8 +101,9 @@ class EvalTable:
         return csv_text(headers, rows)
 
     def flat_metrics(self) -> dict[str, float]:
-        """Every finite number as ``<system>/<metric>`` (MLflow metric names)."""
-        return {f"{r.system}/{k}": float(v) for r in self.rows for k, v in r.metrics.items()
+        """Every finite number as ``<system>/<metric>`` (MLflow metric names: a character
+        MLflow refuses, e.g. of a token row's text, is written ``_x<hex>_``)."""
+        return {metric_name(f"{r.system}/{k}"): float(v) for r in self.rows for k, v in r.metrics.items()
                 if v is not None and math.isfinite(v)}
 
     # -- the contract --------------------------------------------------------------

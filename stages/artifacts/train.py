@@ -153,12 +153,15 @@ class TrainedNugget2D:
     name -> record with ``dir`` relative to the output, ``objective``, ``ratio``): the
     compressors of ``train.nugget2d.extra_ratios`` (named ``r<ratio>``, read by
     `at_ratio`) and the autoencoding compressor whose scorer the autoregressive model
-    reuses (``autoencoding``, read by `scorer_source`). ``base_role`` names the
+    reuses (``autoencoding``, read by `scorer_source`); ``train_nugget2d_ae`` holds its
+    autoencoders per ratio and ICAE models (objective ``icae``: `load` gives an
+    `ICAEModel`). ``base_role`` names the
     ``prepare_lm`` base LM (`BaseLM.ROLES`) a model was trained on, per model."""
 
     STAGE: ClassVar[str] = "train_nugget2d"
     DIR: ClassVar[str] = "nugget2d"
     AUTOENCODING: ClassVar[str] = "autoencoding"
+    ICAE: ClassVar[str] = "icae"  # train_nugget2d_ae's ICAE baselines (nugget_core.nugget2d.ICAEModel)
     path: Path
     objective: str
     finetune_task: str = ""
@@ -238,10 +241,11 @@ class TrainedNugget2D:
     def load(self, base: BaseLM, device: str = "cpu", precision: str = "fp32") -> Any:
         """The model on the base LM, in eval mode, gradients off, on ``device`` with its
         weights in ``precision`` (``eval.dtype``; the base LM is read in it directly)."""
-        from nugget_core.nugget2d import load_nugget2d
+        from nugget_core.nugget2d import load_icae, load_nugget2d
         from stages.common.device import dtype_of, place_model
 
-        model = load_nugget2d(self.path, base.path, dtype=dtype_of(precision, "eval.dtype"))
+        loader = load_icae if self.objective == self.ICAE else load_nugget2d  # ICAE: Nugget2D parts + memory
+        model = loader(self.path, base.path, dtype=dtype_of(precision, "eval.dtype"))
         model = place_model(model, device, precision)
         for p in model.parameters():
             p.requires_grad_(False)

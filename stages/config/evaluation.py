@@ -139,6 +139,29 @@ class SummarizationEval:
 
 
 @dataclass
+class AutoencodingEval:
+    """eval_nugget2d_ae (Nugget2D §4, fig. 5; §4.3): reconstruction BLEU against document
+    length, and which tokens the autoencoder's scorer makes nuggets."""
+
+    split: str = spec("test", help="Split of build_lm's continuation windows.", choices=SPLITS)
+    lengths: list[int] = spec(
+        [64, 128, 256, 512], help="Document lengths (tokens): the first L tokens of each window holding L.",
+        nonempty=True)
+    max_docs: int = spec(0, help="Documents per length (0 = all that hold it).", ge=0)
+    batch_size: int = spec(8, help="Documents decoded together.", ge=1)
+    extra_tokens: int = spec(16, help="Greedy decoding writes up to L + this many tokens (stops at EOS).", ge=0)
+    analysis_docs: int = spec(128, help="Documents of the nugget-token statistics (§4.3: 128).", ge=1)
+    top_tokens: int = spec(8, help="Most frequent nugget tokens listed.", ge=1)
+    highlight_docs: int = spec(4, help="Documents written with their nuggets marked (appendix B).", ge=0)
+
+    def cross_field_errors(self) -> list[str]:
+        errors = [f"lengths: value {n!r} must be >= 1" for n in self.lengths if n < 1]
+        if len(set(self.lengths)) != len(self.lengths):
+            errors.append(f"lengths: {self.lengths!r} repeats a length")
+        return errors
+
+
+@dataclass
 class EvalSection:
     dtype: str = spec(
         "fp32", help="Weights / activations of every evaluated, calibrated or analysed model "
@@ -164,6 +187,7 @@ class EvalSection:
     lm: LMEval = spec(LMEval(), help="eval_lm stage.")
     qa: QAEval = spec(QAEval(), help="eval_qa stage.")
     summarization: SummarizationEval = spec(SummarizationEval(), help="eval_summarization stage.")
+    autoencoding: AutoencodingEval = spec(AutoencodingEval(), help="eval_nugget2d_ae stage (Nugget2D §4).")
 
 
 @dataclass

@@ -187,6 +187,10 @@ class PipelineConfig:
             if untrained:
                 found.append(f"eval.lm.baseline_adapter: 'trained' needs train.nugget2d_ar.baselines to include "
                              f"{untrained} (eval.lm.systems)")
+        longest = self.train.nugget2d_ae.max_doc_tokens
+        if any(n > longest for n in self.eval.autoencoding.lengths):
+            found.append(f"eval.autoencoding.lengths: {self.eval.autoencoding.lengths!r} go beyond "
+                         f"train.nugget2d_ae.max_doc_tokens={longest}, the longest document the models trained on")
         for key in ("nugget2d_ft", "full_ft"):  # their one consumer is eval_summarization (table 4)
             task = getattr(self.train, key).finetune_task
             if task != "summarization":

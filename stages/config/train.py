@@ -51,17 +51,23 @@ class NuggetTrainJob(TrainJob):
 
 
 @dataclass
-class FinetuneJob(TrainJob):
+class LMTrainJob(TrainJob):
+    """A job training LoRA adapters on the decoder-only LM (Nugget2D, Full FT)."""
+
+    activation_checkpointing: bool = spec(
+        False, help="Recompute the LM layers' activations in backward instead of keeping them (HF non-reentrant "
+        "checkpointing): less activation memory for about one more forward of compute.",
+    )
+
+
+@dataclass
+class FinetuneJob(LMTrainJob):
     finetune_task: str = spec(
         "qa", help="Task data (build_lm) for fine-tuning: qa or summarization.", choices=("qa", "summarization")
     )
     max_doc_tokens: int = spec(
         0, help="Fine-tuning: keep the first N tokens of each document part (0 = all); match eval.<task>.max_doc_tokens.",
         ge=0,
-    )
-    activation_checkpointing: bool = spec(
-        False, help="Recompute the LM layers' activations in backward instead of keeping them (HF non-reentrant "
-        "checkpointing): less activation memory for about one more forward of compute.",
     )
 
 
@@ -116,6 +122,32 @@ class Nugget2DARJob(Nugget2DTrainJob):
 
 
 @dataclass
+class Nugget2DAEJob(LMTrainJob):
+    """train_nugget2d_ae (Nugget2D §4): autoencoding compressors and their ICAE baseline."""
+
+    ratios: list[float] = spec(
+        [0.05, 0.1], help="A Nugget2D autoencoder per ratio (paper: 0.05 and 0.1), all in one fit.", nonempty=True)
+    icae: bool = spec(
+        True, help="Also train ICAE (fixed memory slots, Ge et al. 2023) per ratio, with "
+        "ceil(ratio * max_doc_tokens) slots: the budget Nugget2D reaches on the longest document.")
+    min_doc_tokens: int = spec(
+        16, help="Training documents are cut to a length drawn uniformly from [min_doc_tokens, their length] "
+        "(seeded by step), so every model learns every length fig. 5 evaluates.", ge=1)
+    max_doc_tokens: int = spec(
+        512, help="Longest training document (the first tokens of build_lm's continuation documents; ICAE's "
+        "input length, 512); keep eval.autoencoding.lengths within it.", ge=1)
+
+    def cross_field_errors(self) -> list[str]:
+        errors = super().cross_field_errors()
+        errors += [f"ratios: value {r!r} must be in (0, 1]" for r in self.ratios if not 0 < r <= 1]
+        if len(set(self.ratios)) != len(self.ratios):
+            errors.append(f"ratios: {self.ratios!r} repeats a ratio")
+        if self.min_doc_tokens > self.max_doc_tokens:
+            errors.append(f"min_doc_tokens: {self.min_doc_tokens} exceeds max_doc_tokens={self.max_doc_tokens}")
+        return errors
+
+
+@dataclass
 class SweepSection:
     ratios: list[float] = spec([0.05, 0.1, 0.15, 0.25], help="Grid over nugget.ratio.", nonempty=True)
     scorer_layers: list[int] = spec([0, 3, 6, 9], help="Grid over nugget.scorer_layer.", nonempty=True)
@@ -142,6 +174,8 @@ class TrainSection:
         Nugget2DTrainJob(objective="finetune", finetune_task="summarization"),
         help="train_nugget2d_ft stage: train_nugget2d's model fine-tuned on a task (objective finetune).",
     )
+    nugget2d_ae: Nugget2DAEJob = spec(
+        Nugget2DAEJob(), help="train_nugget2d_ae stage: autoencoding compressors per ratio and ICAE (Nugget2D §4).")
     full_ft: FinetuneJob = spec(
         FinetuneJob(finetune_task="summarization"),
         help="train_full_ft stage: the base LM fine-tuned on a task with one LoRA adapter (the Full FT baseline).",

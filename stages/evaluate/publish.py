@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from stages.artifacts.evaluate import EvalTable
+from stages.artifacts.evaluate import EvalTable, metric_name
 from stages.framework.stage import StageContext
 
 EXAMPLES = "examples.jsonl"  # one line per system and example; read by people, not stages
@@ -21,7 +21,7 @@ def publish(ctx: StageContext, table: EvalTable, examples: Sequence[dict[str, An
     with open(ctx.output_dir / EXAMPLES, "w") as fh:
         for e in examples:
             fh.write(json.dumps(e, ensure_ascii=False) + "\n")
-    ctx.log_metrics({**table.flat_metrics(), **{f"{r.system}/n": r.n for r in table.rows if r.n is not None}})
+    ctx.log_metrics({**table.flat_metrics(), **{metric_name(f"{r.system}/n"): r.n for r in table.rows if r.n is not None}})
     for path in (*files, ctx.output_dir / EXAMPLES):
         ctx.log_artifact(path)
 

@@ -89,6 +89,7 @@ def build_tables(ctx: StageContext) -> list[ReportTable]:
                 if rec and rec.rows else "build_mt_docs dev split")
     lm = ctx.cfg("model.lm")
     lm_ctx = f"profile {ctx.cfg('profile')}; base LM: {lm.name_or_path or lm.source} (keep_layers={lm.keep_layers})"
+    lengths = ctx.cfg("eval").autoencoding.lengths
     mt = ctx.cfg("data.mt")
     mt_stand_in = "" if mt.source == "wmt19" else f"{mt.source} en-zh documents (stand-in for WMT19 en-zh)"
     return [
@@ -106,6 +107,13 @@ def build_tables(ctx: StageContext) -> list[ReportTable]:
                        {"accuracy": "accuracy"}, lm_ctx),
         nugget2d_table("nugget2d_table4", "Nugget2D table 4: summarisation ROUGE", ctx.inputs.get("eval_summarization"),
                        {"rouge1": "rouge1", "rouge2": "rouge2", "rougeL": "rougeL"}, lm_ctx),
+        nugget2d_table("nugget2d_autoencoding", "Nugget2D §4 (fig. 5): reconstruction BLEU by document length, "
+                       "Nugget2D vs ICAE", ctx.inputs.get("eval_nugget2d_ae"),
+                       {"bleu": "bleu", **{f"L={n}": f"bleu_L{n}" for n in lengths},
+                        **{f"states L={n}": f"states_L{n}" for n in lengths}}, lm_ctx),
+        nugget2d_table("nugget2d_tokens", "Nugget2D §4.3: which tokens become nuggets (% of nuggets / of tokens)",
+                       ctx.inputs.get("eval_nugget2d_ae"), {"share_nuggets": "share_nuggets",
+                                                            "share_text": "share_text"}, lm_ctx),
     ]
 
 
@@ -143,10 +151,10 @@ class Report(Stage):
     name = "report"
     description = "The papers' tables (measured vs published) as markdown and HTML."
     required_upstream = ("corpus_stats", "eval_similarity", "eval_reconstruction")
-    optional_upstream = ("analyze_nuggets", "eval_lm", "eval_qa", "eval_summarization")
+    optional_upstream = ("analyze_nuggets", "eval_lm", "eval_qa", "eval_summarization", "eval_nugget2d_ae")
     upstream = required_upstream
     config_keys = ("report", "profile", "model.seq2seq", "model.lm", "nugget", "nugget2d", "data.mt", "data.lm",
-                   "data.pi", "data.rr", "eval", "train.nugget2d")  # the last ones: the differences from the papers
+                   "data.pi", "data.rr", "eval", "train.nugget2d", "train.nugget2d_ae")  # the last ones: the differences from the papers
 
     def run(self, ctx: StageContext) -> None:
         tables = build_tables(ctx)

@@ -223,9 +223,10 @@ def nugget2d_table(table_id: str, title: str, art: Artifact | None, columns: dic
                    context: str) -> ReportTable:
     """A Nugget2D table: every system of an ``eval_*`` stage's `EvalTable` beside the
     published row its stage says it reproduces (``paper_row``); ``columns`` maps each
-    column of the published table to the metric key of the evaluation's table. Published
-    rows no system measured are kept with `NOT_RUN` (the whole table when the stage is
-    not part of this run)."""
+    column of the published table to the metric key of the evaluation's table; a row that
+    measures none of them belongs to another table of the same stage and is left out.
+    Published rows no system measured are kept with `NOT_RUN` (the whole table when the
+    stage is not part of this run)."""
     t = ReportTable(table_id, title, context, list(columns))
     matched: set[str] = set()
     if art is not None:
@@ -234,6 +235,8 @@ def nugget2d_table(table_id: str, title: str, art: Artifact | None, columns: dic
         t.stand_in = table.stand_in
         for row in table.rows:
             measured = {c: row.metrics.get(key) for c, key in columns.items()}
+            if all(v is None for v in measured.values()) and row.metrics:
+                continue  # a row of the stage's other table (it measures other columns)
             if all(v is None for v in measured.values()) and row.note:
                 measured = dict.fromkeys(columns, row.note if row.note.startswith(NOT_RUN) else f"not run: {row.note}")
             row_id = row.paper_row if row.paper_row in PUBLISHED[table_id] else None

@@ -92,7 +92,7 @@ class AutoregressiveModule(nn.Module):
 
 
 @dataclass
-class _Nugget2DTask(BaseLMTask):
+class Nugget2DTaskBase(BaseLMTask):
     """What both Nugget2D tasks share: the model config, building / loading, export."""
 
     nugget2d: Any  # stages.config.schema.Nugget2DSection
@@ -151,7 +151,7 @@ class _Nugget2DTask(BaseLMTask):
 
 
 @dataclass
-class Nugget2DCompressorTask(_Nugget2DTask):
+class Nugget2DCompressorTask(Nugget2DTaskBase):
     """Compressor objectives autoencoding / continuation / finetune (stages ``train_nugget2d``
     and ``train_nugget2d_ft``)."""
 
@@ -197,7 +197,7 @@ class Nugget2DCompressorTask(_Nugget2DTask):
 
 
 @dataclass
-class _SegmentsTask(_Nugget2DTask):
+class _SegmentsTask(Nugget2DTaskBase):
     """Tasks on build_lm's LM segments: predict the recent tokens after the distant ones."""
 
     lm_corpus: str = "pile"  # build_lm's lm_<corpus>.parquet

@@ -69,7 +69,7 @@ class Variant:
     base_role: str  # the prepare_lm base LM it trains on (BaseLM.ROLES)
 
 
-class _TrainNugget2D(Stage):
+class Nugget2DTrainingStage(Stage):
     job_key: ClassVar[str]
     base_role: ClassVar[str]  # the experiment's base LM (Nugget2D §3: LLaMA-2-7B-chat for QA / summaries)
     upstream = ("prepare_lm", "build_lm")
@@ -110,18 +110,23 @@ class _TrainNugget2D(Stage):
         """Models trained beside the main one, by name (none by default)."""
         return {}
 
+    def main_model(self, ctx: StageContext, job: Any) -> tuple[str, float]:
+        """The objective and ratio of the stage's own model (recorded in ``trained.json``)."""
+        return job.objective, ctx.cfg("nugget2d").ratio
+
     def run(self, ctx: StageContext) -> None:
-        job, ratio = ctx.cfg(self.job_key), ctx.cfg("nugget2d").ratio
+        job = ctx.cfg(self.job_key)
+        objective, ratio = self.main_model(ctx, job)
         finetune_task = getattr(job, "finetune_task", "") or ""
         variants = self.variants(ctx, job)
         if not variants:  # one model: one ordinary fit
             train_into_stage_output(ctx, self.task(ctx, job), job, self.job_key, TrainedNugget2D.DIR)
-            TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective, finetune_task,
+            TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), objective, finetune_task,
                             ratio, base_role=self.base_role).write(ctx.output_dir)
             return
         check_resources(job, self.job_key)
         models = [(MAIN, self.task(ctx, job)), *((name, v.task) for name, v in variants.items())]
-        print(f"[{self.name}] {len(models)} models in one fit: {MAIN} ({job.objective}), "
+        print(f"[{self.name}] {len(models)} models in one fit: {MAIN} ({objective}, r={ratio:g}), "
               + ", ".join(f"{name} ({v.objective}, r={v.ratio:g})" for name, v in variants.items()), flush=True)
         if ctx.forced:  # never resume a forced recompute from an older attempt
             clear_storage(ctx.work_uri, "models")
@@ -142,11 +147,11 @@ class _TrainNugget2D(Stage):
                 records[name] = {"dir": str(dest.relative_to(ctx.output_dir)), "objective": v.objective,
                                  "ratio": v.ratio, "base_role": v.base_role}
         clear_storage(ctx.work_uri, "models")
-        TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective, finetune_task, ratio,
+        TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), objective, finetune_task, ratio,
                         records, self.base_role).write(ctx.output_dir)
 
 
-class TrainNugget2D(_TrainNugget2D):
+class TrainNugget2D(Nugget2DTrainingStage):
     name = "train_nugget2d"
     description = "Nugget2D compressors (autoencoding / continuation / finetune) on Ray Train."
     job_key = train_job = "train.nugget2d"
@@ -169,7 +174,7 @@ class TrainNugget2D(_TrainNugget2D):
                 for name, (objective, r) in specs.items()}
 
 
-class TrainNugget2DFT(_TrainNugget2D):
+class TrainNugget2DFT(Nugget2DTrainingStage):
     name = "train_nugget2d_ft"
     description = "train_nugget2d's compressor fine-tuned on a task (objective finetune) on Ray Train."
     job_key = train_job = "train.nugget2d_ft"
@@ -181,7 +186,7 @@ class TrainNugget2DFT(_TrainNugget2D):
         return {"init_dir": str(TrainedNugget2D.read(ctx.inputs["train_nugget2d"], "train_nugget2d").path)}
 
 
-class TrainNugget2DAR(_TrainNugget2D):
+class TrainNugget2DAR(Nugget2DTrainingStage):
     name = "train_nugget2d_ar"
     description = "Autoregressive Nugget2D LM (compressor's scorer frozen, calibrated Lambda) on Ray Train."
     job_key = train_job = "train.nugget2d_ar"

@@ -92,7 +92,7 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     sim = SimilarityResults.read(sim_ctx.output_dir).rows
     # every table present, no blank cell anywhere
     for title in ("Nugget figure 4", "Nugget figure 5", "Nugget table 2", "Nugget table 3", "Nugget table 4",
-                  "Nugget2D table 1", "Nugget2D table 3", "Nugget2D table 4"):
+                  "Nugget2D table 1", "Nugget2D table 3", "Nugget2D table 4", "Nugget2D §4 (fig. 5)", "Nugget2D §4.3"):
         rows = _cells(md, title)
         assert rows and all(all(c for c in row) for row in rows), title
     # table 2: the MT r=0.1 trials carry their measured MRR beside the paper's 96.69 / 50.04
@@ -124,7 +124,7 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
         assert row[1::2] == [NOT_RUN] * 3
     assert "profile tiny" in md and "key ks" in md
     assert (ctx.output_dir / "report.html").exists() and (ctx.output_dir / "bleu_vs_ratio.png").exists()
-    assert len(list((ctx.output_dir / "tables").glob("*.csv"))) == 8
+    assert len(list((ctx.output_dir / "tables").glob("*.csv"))) == 10
     # every paper setting the tiny run does not follow is named, with the paper's and why
     differences = _cells(md, "Differences from the papers' setups")[1:]  # [0]: the header row
     settings = [row[0] for row in differences]
@@ -150,17 +150,21 @@ def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
 
         return {d.setting for d in deviations(get)} - {d.setting for d in ALWAYS}
 
-    # what stays is a reading of the paper: the AR scorer's autoencoder runs on the AR model's base LM
+    # what stays is a reading of the paper: the AR scorer's autoencoder runs on the AR model's base LM,
+    # and ICAE is trained here rather than quoted
     reading = "the AR scorer's autoencoding compressor (Nugget2D §2.5)"
-    assert found([]) == {reading}
-    assert found(["model.lm.chat_name_or_path=''"]) == {reading, "model.lm.chat_name_or_path"}
+    icae = "ICAE (Nugget2D §4, fig. 5)"
+    assert found([]) == {reading, icae}
+    assert found(["train.nugget2d_ae.icae=false"]) == {reading}
+    assert found(["model.lm.chat_name_or_path=''", "train.nugget2d_ae.icae=false"]) == {
+        reading, "model.lm.chat_name_or_path"}
     # each of the paper's Nugget2D compressor settings, undone, is named
     assert found(["train.nugget2d.extra_ratios=[]", "train.nugget2d.ar_scorer=compressor",
                   "nugget2d.scorer_window=null", "eval.lm.baseline_adapter=none",
-                  "model.lm.chat_name_or_path=''"]) == {
+                  "model.lm.chat_name_or_path=''", "train.nugget2d_ae.icae=false"]) == {
         "eval.lm.baseline_adapter", "Nugget2D 5x in QA (Nugget2D §6.2)", "model.lm.chat_name_or_path",
         "train.nugget2d.ar_scorer (the AR model's scorer)", "nugget2d.scorer_window (AR mode)"}
-    assert found(["data.mt.dev_split=''", "data.mt.dev_fraction=0.01"]) == {reading, "data.mt.dev_split"}
+    assert found(["data.mt.dev_split=''", "data.mt.dev_fraction=0.01"]) == {reading, icae, "data.mt.dev_split"}
     # an autoencoding compressor is its own AR scorer source
     assert "train.nugget2d.ar_scorer (the AR model's scorer)" not in found(
         ["train.nugget2d.objective=autoencoding", "train.nugget2d.ar_scorer=compressor",
@@ -221,6 +225,20 @@ def test_report_reads_nugget2d_metrics(tmp_path):
     assert rows["full_128"][0] == dict.fromkeys(t.columns, NOT_RUN)  # published row nobody measured
     assert "nugget2d_64" not in rows and "key key-eval_lm" in t.context
     assert t.heading == "T1 [stand-in data: wiki: offline Wikipedia articles (stand-in for WikiText-103)]"
+
+    # one stage, two report tables: each keeps the rows that measure its columns
+    (tmp_path / "ae").mkdir()
+    EvalTable("AE", [Column("bleu", "BLEU"), Column("share_nuggets", "%")], [
+        TableRow("nugget2d r=0.05", {"bleu": 90.0}, n=8, paper_row="nugget2d_0.05"),
+        TableRow("tokens: punctuation", {"share_nuggets": 40.0}, n=500, paper_row="punctuation"),
+    ]).write(tmp_path / "ae")
+    bleu = nugget2d_table("nugget2d_autoencoding", "AE", artifact("eval_nugget2d_ae", tmp_path / "ae"),
+                          {"bleu": "bleu"}, "ctx")
+    tokens = nugget2d_table("nugget2d_tokens", "tokens", artifact("eval_nugget2d_ae", tmp_path / "ae"),
+                            {"share_nuggets": "share_nuggets"}, "ctx")
+    assert [r[0] for r in bleu.rows] == ["nugget2d r=0.05", "nugget2d_0.1", "icae_0.05", "icae_0.1"]
+    assert bleu.rows[0][1:] == ({"bleu": "90.00 (n=8)"}, {"bleu": "98 (abstract: 20x; lengths not stated)"})
+    assert [r[0] for r in tokens.rows] == ["tokens: punctuation", "line_break"]
 
 
 def test_reconstruction_decodes_whole_documents(tmp_path, monkeypatch):

@@ -101,3 +101,11 @@ def test_chunk_ablation_gets_punctuation_flags(task_args):
     nuggets = model.encode(batch["input_ids"], batch["attention_mask"], boundary_mask=batch["boundary_mask"])
     picked = batch["input_ids"].gather(1, nuggets.indices)[nuggets.mask.bool()]
     assert (picked == next(iter(punct))).float().mean() > 0.5  # chunks end on periods
+
+
+def test_metric_names_escape_what_mlflow_refuses():
+    from stages.artifacts.evaluate import metric_name
+
+    assert metric_name("nugget2d 5x/accuracy") == "nugget2d 5x/accuracy"
+    assert metric_name("token '.'/share_nuggets") == "token _x27_._x27_/share_nuggets"
+    assert metric_name("token ','/x") != metric_name("token '?'/x")

@@ -21,12 +21,14 @@ from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D, scorer_fing
 from stages.calibrate.calibrate_threshold import CalibrateThreshold
 from stages.data.lm_builders import qa_record, summary_record
 from stages.evaluate.eval_lm import EvalLM
+from stages.evaluate.eval_nugget2d_ae import EvalNugget2DAE
 from stages.evaluate.eval_qa import EvalQA
 from stages.evaluate.eval_summarization import EvalSummarization
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
 from stages.train.train_full_ft import TrainFullFT
 from stages.train.train_nugget2d import TrainNugget2D, TrainNugget2DAR, TrainNugget2DFT
+from stages.train.train_nugget2d_ae import TrainNugget2DAE
 from tests.framework.conftest import ray_local  # noqa: F401
 from tests.framework.fixtures import make_fake_sources, runs_of_latest_pipeline
 from tests.lm_eval.fixtures import ADAPTER, TEXTS, make_base_lm, make_nugget2d, make_tokenizer
@@ -66,6 +68,11 @@ class FakeBuildLM(Stage):
             rows = [{"split": split(i), "distant": ids[s : s + 16], "recent": ids[s + 16 : s + 24]}
                     for i, s in enumerate(range(offset, offset + 24 * 12, 24))]
             pq.write_table(pa.Table.from_pylist(rows), LMRecords.segments_file(ctx.output_dir, corpus))
+        # continuation windows (doc 12 + prompt 4 + answer 8 tokens), every third one a test window
+        windows = [{"split": "test" if i % 3 == 0 else "dev" if i % 3 == 1 else "train", "doc": ids[s : s + 12],
+                    "prompt": ids[s + 12 : s + 16], "answer": ids[s + 16 : s + 24]}
+                   for i, s in enumerate(range(0, 24 * 12, 24))]
+        pq.write_table(pa.Table.from_pylist(windows), LMRecords.continuation_file(ctx.output_dir))
         rng = np.random.default_rng(0)
         qa = [qa_record(TEXTS[i], f"Fill in the blank: {TEXTS[i + 1][:30]} _____", str(rng.integers(5))) for i in range(4)]
         summ = [summary_record(" ".join(TEXTS[i : i + 3]), TEXTS[i + 3]) for i in range(20)]
@@ -111,7 +118,7 @@ class FakeTrainNugget2D(Stage):
                         "chat").write(ctx.output_dir)
 
 
-TRAIN_ARGS = [f"train.{job}.{k}" for job in ("full_ft", "nugget2d_ft", "nugget2d_ar") for k in (
+TRAIN_ARGS = [f"train.{job}.{k}" for job in ("full_ft", "nugget2d_ft", "nugget2d_ar", "nugget2d_ae") for k in (
     "max_steps=4", "batch_size=2", "eval_every=4", "checkpoint_every=4", "dev_examples=2", "lr=5e-3",
     "warmup_steps=0")] + ["train.full_ft.max_doc_tokens=24", "train.nugget2d_ft.max_doc_tokens=24"]
 # the fake compressor's Nugget2D config (tests.lm_eval.fixtures.make_nugget2d)
@@ -125,6 +132,11 @@ ARGS = [*TRAIN_ARGS, "nugget2d.lora_rank=4", "nugget2d.lora_alpha=4", "nugget2d.
     "train.nugget2d.extra_ratios=[0.2]", "train.nugget2d.ar_scorer=autoencoding",
     # Full and Compressive trained in train_nugget2d_ar's fit, decoded by eval_lm (Nugget2D §5.1)
     "train.nugget2d_ar.baselines=[full,compressive]", "eval.lm.baseline_adapter=trained",
+    # the autoencoding study: Nugget2D and ICAE at r = 0.25 on windows of up to 24 tokens
+    "train.nugget2d_ae.ratios=[0.25]", "train.nugget2d_ae.max_doc_tokens=24", "train.nugget2d_ae.min_doc_tokens=4",
+    "eval.autoencoding.lengths=[8,16,24]", "eval.autoencoding.max_docs=2", "eval.autoencoding.batch_size=2",
+    "eval.autoencoding.extra_tokens=2", "eval.autoencoding.analysis_docs=4", "eval.autoencoding.top_tokens=3",
+    "eval.autoencoding.highlight_docs=1",
 ]
 
 
@@ -143,12 +155,12 @@ def pipeline_run(ray_local, tmp_path_factory):  # noqa: F811
     tmp_path = tmp_path_factory.mktemp("lm_eval_dag")
     root = tmp_path / "artifacts"
     dag = Dag([FakePrepareLM, FakeBuildLM, FakeTrainNugget2D, TrainNugget2DAR, TrainFullFT, TrainNugget2DFT,
-               CalibrateThreshold, EvalLM, EvalQA, EvalSummarization])
+               CalibrateThreshold, EvalLM, EvalQA, EvalSummarization, TrainNugget2DAE, EvalNugget2DAE])
     sources = make_fake_sources(tmp_path / "sources")  # unused by these stages; the config needs a dir
     assert main_full([f"run.artifact_root={root}", f"run.sources_dir={sources}", *ARGS], dag=dag) == 0
     return root, {name: _published(root, name) for name in
                   ("prepare_lm", "build_lm", "train_full_ft", "train_nugget2d_ft", "calibrate_threshold",
-                   "eval_lm", "eval_qa", "eval_summarization")}
+                   "eval_lm", "eval_qa", "eval_summarization", "train_nugget2d_ae", "eval_nugget2d_ae")}
 
 
 def test_calibration_and_the_three_evaluations(pipeline_run):
@@ -299,3 +311,35 @@ def test_lm_baselines_are_trained_beside_the_autoregressive_model(pipeline_run):
                               first["distant"] + first["recent"], len(first["distant"]))
         ppl = float(np.exp(np.mean(run.nll)))
         assert (ppl == pytest.approx(logged["subword_ppl"], rel=1e-4)) is expect_equal
+
+
+def test_autoencoding_study_compares_nugget2d_with_fixed_icae_memory(pipeline_run):
+    """train_nugget2d_ae trains Nugget2D and ICAE the same way; eval_nugget2d_ae decodes
+    each length from ceil(r L) nuggets vs ICAE's fixed ceil(r x 24) slots, and counts the
+    nugget tokens; both models load outside Ray."""
+    import math
+
+    from nugget_core.nugget2d import ICAEModel, Nugget2DModel
+
+    root, out = pipeline_run
+    trained = TrainedNugget2D.read(out["train_nugget2d_ae"], "train_nugget2d_ae")
+    assert (trained.objective, trained.ratio, set(trained.variants)) == ("autoencoding", 0.25, {"icae_r0.25"})
+    icae = trained.variant("icae_r0.25").load_from(out["prepare_lm"])[0]
+    assert isinstance(icae, ICAEModel) and icae.slots == 6
+    assert isinstance(trained.load_from(out["prepare_lm"])[0], Nugget2DModel)
+
+    table = _table(out["eval_nugget2d_ae"])
+    for n in (8, 16, 24):
+        assert float(table["nugget2d r0.25"][f"states_L{n}"]) == math.ceil(0.25 * n)
+        assert float(table["icae r0.25"][f"states_L{n}"]) == 6
+        assert all(0 <= float(table[s][f"bleu_L{n}"]) <= 100 for s in ("nugget2d r0.25", "icae r0.25"))
+    shares = [r for name, r in table.items() if name.startswith("token")]
+    assert shares and all(0 <= float(r["share_nuggets"]) <= 100 for r in shares)
+    rows = EvalTable.read(out["eval_nugget2d_ae"]).rows
+    assert {r.system: r.n for r in rows}["nugget2d r0.25"] == 6  # 2 documents x 3 lengths
+    assert "[[" in (out["eval_nugget2d_ae"] / "nuggets.md").read_text()
+    examples = [json.loads(x) for x in (out["eval_nugget2d_ae"] / "examples.jsonl").read_text().splitlines()]
+    assert len(examples) == 2 * 3 * 2
+    _, runs = runs_of_latest_pipeline(root)
+    assert "icae r0.25/bleu" in runs["eval_nugget2d_ae"].data.metrics
+    assert any(k.startswith("icae_r0.25") for k in runs["train_nugget2d_ae"].data.metrics)  # the variant's own

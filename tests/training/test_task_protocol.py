@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from stages.artifacts.data import LMRecords, MtDocuments
+from stages.train.autoencoding_task import AutoencodingTask
 from stages.train.baseline_task import BaselineTask
 from stages.train.full_ft_task import FullFinetuneTask
 from stages.train.nugget2d_task import COMPRESSOR_OBJECTIVES, Nugget2DARTask, Nugget2DCompressorTask
@@ -21,6 +22,7 @@ INSTANCES = {
     BaselineTask: lambda: BaselineTask(MT, "t", "mt", nugget=None, model=None, bottleneck="cross"),
     Nugget2DCompressorTask: lambda: Nugget2DCompressorTask(LM, "b", None, objective="finetune"),
     Nugget2DARTask: lambda: Nugget2DARTask(LM, "b", None, threshold=0.5),
+    AutoencodingTask: lambda: AutoencodingTask(LM, "b", None, system="icae", slots=4),
     FullFinetuneTask: lambda: FullFinetuneTask(LM, "b", "qa", lora_rank=4, lora_alpha=4, **ADAPTER),
 }
 
@@ -52,3 +54,31 @@ def test_compressor_task_takes_only_compressor_objectives():
         Nugget2DCompressorTask(LM, "b", None, objective="autoregressive")
     with pytest.raises(ValueError, match="expected one of"):
         NuggetTask(MT, "t", "xx", nugget=None, model=None)
+
+
+def test_autoencoding_task_cuts_training_documents_and_appends_eos(tmp_path):
+    from tests.lm_eval.fixtures import make_tokenizer
+
+    tok = make_tokenizer(tmp_path / "tok")
+    task = AutoencodingTask(LM, str(tmp_path / "tok"), None, min_doc_tokens=3, max_doc_tokens=10)
+    rows = [{"doc": list(range(5, 15))}, {"doc": list(range(20, 26))}]
+    train = task.collate(rows, step=7, rank=0, train=True)
+    lengths = train["doc_mask"].sum(dim=1).tolist()
+    assert all(3 <= n <= len(r["doc"]) for n, r in zip(lengths, rows, strict=True))
+    for b, n in enumerate(lengths):  # the target is the cut document, then EOS
+        assert train["doc_ids"][b, :n].tolist() == rows[b]["doc"][:n]
+        assert train["target_ids"][b, : n + 1].tolist() == rows[b]["doc"][:n] + [tok.eos_token_id]
+        assert int(train["target_mask"][b].sum()) == n + 1
+    again = task.collate(rows, step=7, rank=0, train=True)
+    assert again["doc_mask"].sum(dim=1).tolist() == lengths  # seeded by (seed, step, rank)
+    others = {tuple(task.collate(rows, step=s, rank=0, train=True)["doc_mask"].sum(dim=1).tolist()) for s in range(8)}
+    assert len(others) > 1  # and it does vary with the step
+    dev = task.collate(rows, step=-1, rank=0, train=False)
+    assert dev["doc_mask"].sum(dim=1).tolist() == [10, 6]  # dev documents stay whole
+
+
+def test_autoencoding_task_refuses_unknown_systems_and_slotless_icae():
+    with pytest.raises(ValueError, match="autoencoding system 'gist'"):
+        AutoencodingTask(LM, "b", None, system="gist")
+    with pytest.raises(ValueError, match="icae needs slots >= 1"):
+        AutoencodingTask(LM, "b", None, system="icae")

@@ -1,0 +1,113 @@
+"""`AutoencodingTask`: the reconstruction study of Nugget2D §4 (stage ``train_nugget2d_ae``).
+
+One task trains one system on build_lm's continuation windows (``doc + prompt + answer``,
+the first ``max_doc_tokens`` tokens): ``nugget2d`` (a Nugget2D compressor at its
+``nugget2d.ratio``) or ``icae`` (`nugget_core.nugget2d.ICAEModel` with ``slots`` memory
+slots), both with the autoencoding parts trainable (phi, theta, soft prompt; the scorer
+for Nugget2D, the memory for ICAE), the same data and the same loss: reconstruct the
+document followed by EOS after the one-token soft prompt. EOS is what lets the
+evaluation decode a whole document and stop (`nugget_core.nugget2d.autoencoding_loss`,
+the compressor objective, has no EOS: its documents are fixed-size chunks).
+
+Training documents are cut to a length drawn uniformly from ``[min_doc_tokens, n]``
+(seeded by seed, step and rank), so each model sees every length fig. 5 plots; dev
+documents stay whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from stages.common.padding import pad
+from stages.train.nugget2d_task import Nugget2DTaskBase
+
+SYSTEMS = ("nugget2d", "icae")
+
+
+class AutoencodingModule(nn.Module):
+    """``forward(doc_ids, doc_mask, target_ids, target_mask)`` -> ``Nugget2DOutput`` of
+    ``-log p(target | compressed doc, soft prompt)``; ``.model`` is the `Nugget2DModel`
+    or `ICAEModel`."""
+
+    def __init__(self, model: nn.Module, system: str) -> None:
+        super().__init__()
+        self.model, self.system = model, system
+
+    def forward(self, doc_ids: torch.Tensor, doc_mask: torch.Tensor, target_ids: torch.Tensor,
+                target_mask: torch.Tensor) -> Any:
+        if self.system == "icae":
+            return self.model(doc_ids, doc_mask, target_ids, target_mask)
+        return self.model(doc_ids, doc_mask, None, None, target_ids, target_mask, soft_prompt=True)
+
+
+@dataclass
+class AutoencodingTask(Nugget2DTaskBase):
+    """One system of the autoencoding study (module docstring)."""
+
+    system: str = "nugget2d"
+    slots: int = 0  # icae: memory slots
+    min_doc_tokens: int = 16
+    max_doc_tokens: int = 512
+
+    def __post_init__(self) -> None:
+        if self.system not in SYSTEMS:
+            raise ValueError(f"autoencoding system {self.system!r}: expected one of {SYSTEMS}")
+        if self.system == "icae" and self.slots < 1:
+            raise ValueError(f"icae needs slots >= 1, got {self.slots}")
+
+    def _records(self, split: str) -> list[dict[str, Any]]:
+        rows = self._parquet_rows(self.data.continuation(), split)
+        return [{"doc": (r["doc"] + r["prompt"] + r["answer"])[: self.max_doc_tokens]} for r in rows]
+
+    def build_model(self, init_dir: Path | None) -> nn.Module:
+        from nugget_core.nugget2d import ICAEModel, load_icae, set_objective
+
+        if self.system == "nugget2d":
+            model = self._nugget2d_model(init_dir)
+            set_objective(model, "autoencoding")
+            return AutoencodingModule(model, self.system)
+        if init_dir is not None:  # a resumed attempt
+            icae = load_icae(init_dir, self.base_dir, attn_implementation=self.attn_implementation)
+        else:
+            torch.manual_seed(self.seed)
+            icae = ICAEModel(self._fresh_model(), self.slots)
+        icae.trainable()
+        return AutoencodingModule(icae, self.system)
+
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        inner = model.model
+        (inner.nugget2d if self.system == "icae" else inner).enable_activation_checkpointing()
+
+    def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+        """``doc_*`` (the documents, cut when training) and ``target_*`` (+ EOS)."""
+        docs = [r["doc"] for r in rows]
+        if train:  # dev and probe batches (step -1) stay whole
+            rng = np.random.default_rng([self.seed, step, rank])
+            docs = [d[: int(rng.integers(min(self.min_doc_tokens, len(d)), len(d) + 1))] for d in docs]
+        eos = self.tokenizer().eos_token_id
+        if eos is None:
+            raise ValueError(f"{self.base_dir}: the tokenizer has no EOS token; reconstruction needs one to stop")
+        doc_ids, doc_mask = pad(docs, self.pad_id())
+        target_ids, target_mask = pad([d + [eos] for d in docs], self.pad_id())
+        return {"doc_ids": doc_ids, "doc_mask": doc_mask, "target_ids": target_ids, "target_mask": target_mask}
+
+    def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return int(batch["target_mask"].sum())
+
+    def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return int(batch["doc_mask"].sum() + batch["target_mask"].sum())
+
+    def export(self, model: nn.Module, directory: Path) -> None:
+        from nugget_core.nugget2d import save_icae
+
+        if self.system == "nugget2d":
+            super().export(model, directory)
+            return
+        save_icae(model.model, directory)
+        self.tokenizer().save_pretrained(directory)
