@@ -24,8 +24,12 @@ from stages.train.sweep_nugget import SweepNugget
 from stages.train.train_baselines import TrainBaselines
 from stages.train.train_full_ft import TrainFullFT
 from stages.train.train_nugget import TrainNugget
-from stages.train.train_nugget2d import TrainNugget2D, TrainNugget2DAR, TrainNugget2DFT
-from stages.train.train_nugget2d_ae import TrainNugget2DAE
+from stages.train.train_nugget2d import (
+    TrainNugget2D,
+    TrainNugget2DAE,
+    TrainNugget2DAR,
+    TrainNugget2DFT,
+)
 
 ALL_STAGES = (
     CorpusStats, Tokenizer, BuildMtDocs, BuildPi, BuildRr, PrepareLM, BuildLM, TrainNugget,

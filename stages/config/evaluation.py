@@ -13,7 +13,7 @@ from stages.config.validate import spec
 # (mirrors stages.train.train_baselines.SYSTEMS; tests/evaluation checks they stay equal)
 BASELINE_SYSTEMS = (
     "tsdae_ae", "tsdae_mt", "re_cross", "re_gating", "nugget_mt", "chunk", "sentence", "nugget_r0033",
-    "no_feedback",
+    "no_feedback", "nugget_ae_tgtlang", "nugget_mt_tgtlang",
 )
 
 
@@ -26,7 +26,8 @@ class BaselinesSection:
         list(BASELINE_SYSTEMS),
         help="tsdae_ae/tsdae_mt: mean-pooled bottleneck (TSDAE); re_cross/re_gating: RE "
         "single vector with cross-attention / gating decoder (AE); nugget_mt: learned-selector "
-        "reference of the Nugget table-4 ablations chunk, sentence, nugget_r0033, no_feedback (MT).",
+        "reference of the Nugget table-4 ablations chunk, sentence, nugget_r0033, no_feedback (MT); "
+        "nugget_ae_tgtlang/nugget_mt_tgtlang: Nugget AE / MT encoding the corpus's other language (app. D).",
         choices=BASELINE_SYSTEMS,
     )
     tsdae_deletion: float = spec(0.6, help="TSDAE input token-deletion probability.", ge=0.0, lt=1.0)

@@ -2,7 +2,10 @@
 
 Models: the AE Nugget model with the ratio closest to 0.1 (the paper's setting) among
 the sweep's and ``train_nugget``'s learned-selector models, and likewise an MT model for
-the token statistics when one exists. Data: the dev split of ``build_mt_docs``.
+the token statistics when one exists. Data: the dev split of ``build_mt_docs``. For
+appendix D (nugget tokens in other languages), ``train_baselines``' Nugget models that
+encode the corpus's other language (``nugget_ae_tgtlang``, ``nugget_mt_tgtlang``) get the
+same token statistics on that side of the dev split, tokens counted as text.
 
 Output: `stages.artifacts.evaluate.NuggetAnalysis`:
 - ``token_frequency.png`` / ``token_frequency.json`` (fig. 5): the 6 most frequent nugget
@@ -78,30 +81,40 @@ class AnalyzeNuggets(Stage):
     name = "analyze_nuggets"
     description = "Nugget token frequencies (fig. 5), highlighted texts (fig. 6), probability gain (figs. 7-8)."
     required_upstream = ("build_mt_docs", "train_nugget")
-    optional_upstream = ("sweep_nugget",)
+    optional_upstream = ("sweep_nugget", "train_baselines")
     upstream = required_upstream
     config_keys = ("eval.analysis_docs", "eval.highlight_docs", "eval.probe_docs", "eval.batch_size", "eval.dtype")
     uses_device = True
 
     def run(self, ctx: StageContext) -> None:
         dev = MtDocuments.read(ctx.inputs["build_mt_docs"]).split("dev")
-        texts = pq.read_table(dev, columns=["source"]).column("source").to_pylist()
+        sides = pq.read_table(dev, columns=["source", "target"]).to_pydict()
+        texts, n_docs = sides["source"], ctx.cfg("eval.analysis_docs")
         systems = collect_systems(ctx.inputs)
         ae, mt = pick(systems, "ae"), pick(systems, "mt")
         if ae is None:
             raise ValueError("analyze_nuggets needs an AE Nugget model (sweep_nugget or train_nugget with objective ae)")
-        stats = {s.name: self._token_stats(ctx, s, texts[: ctx.cfg("eval.analysis_docs")]) for s in (ae, mt) if s}
-        frequency = self._frequency_outputs(ctx, stats, {s.name: s for s in (ae, mt) if s})
+        stats = {s.name: self._token_stats(ctx, s, texts[:n_docs]) for s in (ae, mt) if s}
+        # appendix D: train_baselines' models encoding the corpus's other language, on that side
+        other = [s for s in collect_systems(ctx.inputs, encoder_side="target") if s.kind == "nugget"]
+        stats |= {s.name: self._token_stats(ctx, s, sides["target"][:n_docs], readable=True) for s in other}
+        frequency = self._frequency_outputs(ctx, stats, {s.name: s for s in (ae, mt, *other) if s})
         self._highlight(ctx, ae, texts[: ctx.cfg("eval.highlight_docs")])
         gain = self._probe(ctx, ae, texts, ctx.cfg("eval.probe_docs"))
         NuggetAnalysis(frequency, gain).write(ctx.output_dir)
 
-    def _token_stats(self, ctx: StageContext, system: System, texts: list[str]) -> TokenStats:
+    def _token_stats(self, ctx: StageContext, system: System, texts: list[str], readable: bool = False) -> TokenStats:
+        """Nugget vs text token counts; ``readable``: tokens counted as their text (a
+        byte-level BPE token of a Chinese character is otherwise unreadable bytes)."""
         loaded, stats = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype")), TokenStats()
+        tok = loaded.tokenizer
         for chunk in batches(texts, ctx.cfg("eval.batch_size")):
             nuggets, enc = loaded.encode(chunk)
             for ids, mask, idx, nmask in zip(enc["input_ids"], enc["attention_mask"], nuggets.indices, nuggets.mask, strict=True):
-                tokens = loaded.tokenizer.convert_ids_to_tokens(ids[mask.bool()].tolist())
+                tokens = tok.convert_ids_to_tokens(ids[mask.bool()].tolist())
+                if readable:
+                    texts = [tok.convert_tokens_to_string([t]) for t in tokens]
+                    tokens = [t.strip() or repr(t) for t in texts]  # whitespace shown as its repr
                 chosen = set(idx[nmask.bool()].tolist())
                 stats.add(tokens, [i in chosen for i in range(len(tokens))])
         return stats
@@ -110,19 +123,20 @@ class AnalyzeNuggets(Stage):
         first = next(iter(stats.values()))
         top = [t for t, _ in first.nuggets.most_common(TOP_TOKENS)]
         series = {f"nuggets {systems[n].objective.upper()} r={systems[n].ratio:g}": [s.share(s.nuggets, t) for t in top]
-                  for n, s in stats.items()}
+                  for n, s in stats.items() if systems[n].encoder_side == "source"}  # fig. 5: English tokens
         series["text"] = [first.share(first.text, t) for t in top]
         report = {n: {"top": [[t, s.share(s.nuggets, t), s.share(s.text, t)] for t, _ in s.nuggets.most_common(TOP_TOKENS)],
                       "punctuation_share_nuggets": s.punctuation_share(s.nuggets),
                       "punctuation_share_text": s.punctuation_share(s.text),
                       "the_share_nuggets": s.word_share(s.nuggets, "the"), "the_share_text": s.word_share(s.text, "the"),
                       "objective": systems[n].objective, "ratio": systems[n].ratio, "label": systems[n].describe(),
+                      "encoder_side": systems[n].encoder_side,
                       "n_nuggets": sum(s.nuggets.values()), "n_tokens": sum(s.text.values())}
                   for n, s in stats.items()}
         token_frequencies(top, series, ctx.output_dir / "token_frequency.png")
         ctx.log_artifact(ctx.output_dir / "token_frequency.png")
         for n, r in report.items():
-            obj = systems[n].objective
+            obj = systems[n].objective + ("" if systems[n].encoder_side == "source" else "_tgtlang")
             ctx.log_metrics({f"punct_share_nuggets.{obj}": r["punctuation_share_nuggets"],
                              f"punct_share_nuggets.{obj}_n": r["n_nuggets"],
                              f"punct_share_text.{obj}": r["punctuation_share_text"],

@@ -28,6 +28,7 @@ from stages.report.deviations import Deviation, deviations
 from stages.report.tables import (
     ReportTable,
     bleu_table,
+    multilingual_token_table,
     not_run_table,
     nugget2d_table,
     table2,
@@ -92,10 +93,13 @@ def build_tables(ctx: StageContext) -> list[ReportTable]:
     lengths = ctx.cfg("eval").autoencoding.lengths
     mt = ctx.cfg("data.mt")
     mt_stand_in = "" if mt.source == "wmt19" else f"{mt.source} en-zh documents (stand-in for WMT19 en-zh)"
+    languages = {"source": f"source language ({mt.src_lang})", "target": f"target language ({mt.tgt_lang})"}
     return [
         bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec), mt_stand_in),
         token_table(_read(ctx, NuggetAnalysis),
                     _context(ctx, "analyze_nuggets", "dev documents of build_mt_docs"), mt_stand_in),
+        multilingual_token_table(_read(ctx, NuggetAnalysis), _context(ctx, "analyze_nuggets", "dev documents of "
+                                 "build_mt_docs, each language's side"), languages, mt_stand_in),
         table2(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR")),
         not_run_table("nugget_table3", "Nugget table 3: Nugget LM perplexity (WikiText-103)",
                       f"profile {ctx.cfg('profile')}; no Nugget-LM stage exists in this pipeline", ["h=0", "h=1", "h=2", "h=4", "h=8"]),

@@ -199,6 +199,8 @@ def token_table(analysis: NuggetAnalysis | None, context: str, stand_in: str = "
                     ["share_nuggets", "share_text"], stand_in=stand_in)
     freq = analysis.token_frequency if analysis else {}
     for stats in freq.values():
+        if stats.get("encoder_side", "source") != "source":
+            continue  # another language: `multilingual_token_table`
         n = {"share_nuggets": stats.get("n_nuggets"), "share_text": stats.get("n_tokens")}
         t.add(f"'the' ({stats['label']})", {"share_nuggets": stats["the_share_nuggets"], "share_text": stats["the_share_text"]},
               "the_ae" if stats["objective"] == "ae" else None, n=n)
@@ -208,6 +210,28 @@ def token_table(analysis: NuggetAnalysis | None, context: str, stand_in: str = "
             t.add(f"{token!r} ({stats['label']}, top nugget token)", {"share_nuggets": nug, "share_text": text}, n=n)
     if not freq:
         t.add("'the' (AE)", {}, "the_ae")
+    return t
+
+
+def multilingual_token_table(analysis: NuggetAnalysis | None, context: str, languages: dict[str, str],
+                             stand_in: str = "") -> ReportTable:
+    """Nugget appendix D (fig. 12) in numbers: per language of the corpus (``languages``:
+    encoder side -> name) and objective, the punctuation share and the top nugget tokens
+    among nuggets vs in text. The paper gives no numbers for it."""
+    t = ReportTable("nugget_appD", "Nugget appendix D: nugget tokens by language (% of tokens)", context,
+                    ["share_nuggets", "share_text"], stand_in=stand_in)
+    freq = analysis.token_frequency if analysis else {}
+    for stats in sorted(freq.values(), key=lambda x: (x.get("encoder_side", "source"), x["objective"])):
+        language = languages[stats.get("encoder_side", "source")]
+        n = {"share_nuggets": stats.get("n_nuggets"), "share_text": stats.get("n_tokens")}
+        what = f"{language}, {stats['objective'].upper()} r={stats['ratio']:g}"
+        t.add(f"punctuation ({what})", {"share_nuggets": stats["punctuation_share_nuggets"],
+                                         "share_text": stats["punctuation_share_text"]}, n=n)
+        for token, nug, text in stats["top"][:3]:
+            shown = token.replace("Ġ", " ").replace("▁", " ").strip() or token
+            t.add(f"{shown!r} ({what}, top nugget token)", {"share_nuggets": nug, "share_text": text}, n=n)
+    if not any(s.get("encoder_side") == "target" for s in freq.values()):
+        t.add(f"{languages['target']} (train_baselines: nugget_ae_tgtlang / nugget_mt_tgtlang)", {})
     return t
 
 

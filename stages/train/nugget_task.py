@@ -7,7 +7,9 @@ noise) and also trains on ``train_ae.parquet`` when ``build_mt_docs`` wrote one 
 documents, ``data.mt.ae_sources``); ``mt`` produces the target. The sentence-boundary selector gets, per source,
 the positions of the last token of each sentence, found from the tokenizer's character
 offsets so the document is tokenised exactly as the model sees it; the chunking selector
-gets the positions of punctuation tokens.
+gets the positions of punctuation tokens. ``encoder_side="target"`` swaps the corpus's
+sides: the encoder reads the other language (AE on it, MT back to the source language;
+Nugget appendix D), without sentence positions.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class NuggetObjective:
     noisy: bool  # deletion noise (``deletion_noise``) applies to the training input
 
 
+ENCODER_SIDES = ("source", "target")
 OBJECTIVES: dict[str, NuggetObjective] = {
     "ae": NuggetObjective(target_column="source", noisy=True),
     "mt": NuggetObjective(target_column="target", noisy=False),
@@ -78,6 +81,9 @@ class NuggetTask(TaskBase):
     deletion_noise: float = 0.0
     dev_examples: int = 0
     seed: int = 0
+    # which side of the parallel corpus the encoder reads: "source" (the paper's English),
+    # or "target" (its other language: AE on it, MT back to the source; Nugget app. D)
+    encoder_side: str = "source"
     _tok: Any = field(default=None, init=False, repr=False)  # loaded once per process
     _punct: Any = field(default=None, init=False, repr=False)
 
@@ -89,19 +95,25 @@ class NuggetTask(TaskBase):
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise ValueError(f"Nugget objective {self.objective!r}: expected one of {sorted(OBJECTIVES)}")
+        if self.encoder_side not in ENCODER_SIDES:
+            raise ValueError(f"Nugget encoder_side {self.encoder_side!r}: expected one of {ENCODER_SIDES}")
 
     def tokenizer(self) -> Any:
         from transformers import AutoTokenizer
 
         if self._tok is None:
             self._tok = AutoTokenizer.from_pretrained(self.tokenizer_dir)
+            if self.encoder_side == "target" and hasattr(self._tok, "src_lang"):
+                # a multilingual tokenizer (mBART-50) codes each side with its language
+                self._tok.src_lang, self._tok.tgt_lang = self._tok.tgt_lang, self._tok.src_lang
         return self._tok
 
     def load_split(self, split: str) -> list[Example]:
         path = self.data.split(split)
         columns = ["source", "target", "source_sentences"]
         table = pq.read_table(path, columns=columns).to_pydict()
-        extra = self.data.ae_extra() if split == "train" and self.objective == "ae" else None
+        own = self.encoder_side == "source"
+        extra = self.data.ae_extra() if split == "train" and self.objective == "ae" and own else None
         if extra is not None:  # English-only documents for autoencoding (data.mt.ae_sources)
             more = pq.read_table(extra, columns=columns).to_pydict()
             table = {k: table[k] + more[k] for k in columns}
@@ -111,6 +123,9 @@ class NuggetTask(TaskBase):
             raise ValueError(f"training data split {split!r} at {path} has no rows")
         tok = self.tokenizer()
         limit = self._max_len()
+        if not own:  # the encoder reads the other language; its sentences are not recorded
+            table = {"source": table["target"], "target": table["source"],
+                     "source_sentences": [[] for _ in table["target"]]}
         enc = tok(table["source"], truncation=True, max_length=limit, return_offsets_mapping=True)
         targets = table[OBJECTIVES[self.objective].target_column]
         # text_target: a multilingual tokenizer (mBART-50) prefixes labels with the target

@@ -14,6 +14,9 @@ nugget_mt                 Nugget (MT), learned selector: the ablations' referenc
 chunk / sentence          Nugget (MT) with the rule-based chunking / sentence-end selector
 nugget_r0033              Nugget (MT) learned selector at the sentence selector's ratio
 no_feedback               Nugget (MT) without the feedback type embeddings
+nugget_ae_tgtlang /       Nugget AE / MT with the encoder on the corpus's other language
+nugget_mt_tgtlang         (Chinese for en-zh; MT back to English): Nugget appendix D's nugget
+                          tokens in other languages (analyze_nuggets), in no English table
 ========================  ==================================================================
 
 Nugget ablations take every other Nugget setting (ratio 0.1 in the paper, scorer layer,
@@ -46,6 +49,7 @@ class SystemSpec:
     selector: str = "topk"
     feedback: bool = True
     sentence_ratio: bool = False  # ratio = eval.baselines.sentence_ratio
+    encoder_side: str = "source"  # "target": the encoder reads the corpus's other language
 
 
 SYSTEMS: dict[str, SystemSpec] = {
@@ -58,6 +62,8 @@ SYSTEMS: dict[str, SystemSpec] = {
     "sentence": SystemSpec("", "mt", selector="sentence", sentence_ratio=True),
     "nugget_r0033": SystemSpec("", "mt", sentence_ratio=True),
     "no_feedback": SystemSpec("", "mt", feedback=False),
+    "nugget_ae_tgtlang": SystemSpec("", "ae", encoder_side="target"),
+    "nugget_mt_tgtlang": SystemSpec("", "mt", encoder_side="target"),
 }
 
 
@@ -66,7 +72,7 @@ def system_record(name: str, spec: SystemSpec, nugget: Any, deletion: float) -> 
     record: dict[str, Any] = {
         "system": name, "objective": spec.objective, "deletion_noise": deletion,
         "kind": "bottleneck" if spec.bottleneck else "nugget",
-        "model_dir": f"systems/{name}/model",
+        "model_dir": f"systems/{name}/model", "encoder_side": spec.encoder_side,
     }
     if spec.bottleneck:
         record["decoder"] = spec.bottleneck
@@ -103,7 +109,7 @@ class TrainBaselines(Stage):
                 data=data, tokenizer_dir=tokenizer_dir,
                 objective=spec.objective, nugget=nugget, model=ctx.cfg("model.seq2seq"),
                 deletion_noise=deletion, dev_examples=job.dev_examples,
-                seed=ctx.cfg("run.seed"), bottleneck=spec.bottleneck,
+                seed=ctx.cfg("run.seed"), bottleneck=spec.bottleneck, encoder_side=spec.encoder_side,
             )))
             records.append(system_record(name, spec, nugget, deletion))
         if ctx.forced:  # never resume a forced recompute from an older attempt

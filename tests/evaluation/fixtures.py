@@ -81,9 +81,15 @@ def make_eval_inputs(root: Path) -> dict[str, Artifact]:
     model = get_bottleneck_model(build_tiny_bart(tok, TinyBartSpec(d_model=32, layers=2, ffn_dim=64)), decoder="gating")
     model.save_pretrained(base / "systems" / "re_gating" / "model")
     tok.save_pretrained(base / "systems" / "re_gating" / "model")
-    TrainedBaselines(base, [{
-        "system": "re_gating", "kind": "bottleneck", "decoder": "gating", "objective": "ae",
-        "deletion_noise": 0.0, "model_dir": "systems/re_gating/model", "dev_loss": 4.0}]).write(base)
+    # a Nugget AE encoding the corpus's other side (appendix D): analyze_nuggets only
+    _nugget(tok, 0.1, 1, 11, base / "systems" / "nugget_ae_tgtlang" / "model")
+    TrainedBaselines(base, [
+        {"system": "re_gating", "kind": "bottleneck", "decoder": "gating", "objective": "ae",
+         "deletion_noise": 0.0, "model_dir": "systems/re_gating/model", "dev_loss": 4.0},
+        {"system": "nugget_ae_tgtlang", "kind": "nugget", "objective": "ae", "deletion_noise": 0.0,
+         "model_dir": "systems/nugget_ae_tgtlang/model", "dev_loss": 4.5, "ratio": 0.1, "scorer_layer": 1,
+         "selector": "topk", "feedback": True, "encoder_side": "target"},
+    ]).write(base)
     inputs = {
         "build_mt_docs": artifact("build_mt_docs", data),
         "sweep_nugget": artifact("sweep_nugget", sweep),

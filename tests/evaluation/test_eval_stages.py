@@ -45,8 +45,9 @@ def test_similarity_covers_every_system(evaluated):
     _, _, ctx, _ = evaluated
     out = SimilarityResults.read(ctx.output_dir)
     labels = {(r["label"], r["task"]) for r in out.rows}
-    # 4 sweep trials + train_nugget + RE gating + ColBART, on both tasks
-    assert len(labels) == 7 * 2
+    # 4 sweep trials + train_nugget + RE gating + ColBART, on both tasks (not the model encoding the
+    # corpus's other language: these tasks are English)
+    assert len(labels) == 7 * 2 and not any("target language" in label for label, _ in labels)
     assert out.colbart_from == "sweep:mt-r0.1-l0"  # MT, lowest dev loss
     for r in out.rows:
         assert 100 / 4 <= r["mrr"] <= 100  # 4 candidates
@@ -91,7 +92,8 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     md = (ctx.output_dir / "report.md").read_text()
     sim = SimilarityResults.read(sim_ctx.output_dir).rows
     # every table present, no blank cell anywhere
-    for title in ("Nugget figure 4", "Nugget figure 5", "Nugget table 2", "Nugget table 3", "Nugget table 4",
+    for title in ("Nugget figure 4", "Nugget figure 5", "Nugget appendix D", "Nugget table 2", "Nugget table 3",
+                  "Nugget table 4",
                   "Nugget2D table 1", "Nugget2D table 3", "Nugget2D table 4", "Nugget2D §4 (fig. 5)", "Nugget2D §4.3"):
         rows = _cells(md, title)
         assert rows and all(all(c for c in row) for row in rows), title
@@ -124,7 +126,7 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
         assert row[1::2] == [NOT_RUN] * 3
     assert "profile tiny" in md and "key ks" in md
     assert (ctx.output_dir / "report.html").exists() and (ctx.output_dir / "bleu_vs_ratio.png").exists()
-    assert len(list((ctx.output_dir / "tables").glob("*.csv"))) == 10
+    assert len(list((ctx.output_dir / "tables").glob("*.csv"))) == 11
     # every paper setting the tiny run does not follow is named, with the paper's and why
     differences = _cells(md, "Differences from the papers' setups")[1:]  # [0]: the header row
     settings = [row[0] for row in differences]
@@ -180,7 +182,21 @@ def test_analyze_nuggets_on_fixture(evaluated):
     AnalyzeNuggets().run(ctx)
     analysis = NuggetAnalysis.read(ctx.output_dir)
     freq = analysis.token_frequency
-    assert set(freq) == {"sweep:ae-r0.1-l1", "sweep:mt-r0.1-l0"}  # ratio 0.1 picked; layer 0 before 1
+    # ratio 0.1 picked, layer 0 before 1; appendix D: the model encoding the other side, on that side
+    assert set(freq) == {"sweep:ae-r0.1-l1", "sweep:mt-r0.1-l0", "baseline:nugget_ae_tgtlang"}
+    other = freq["baseline:nugget_ae_tgtlang"]
+    assert other["encoder_side"] == "target" and other["n_tokens"] > 0
+    assert all(t == t.strip() and "Ġ" not in t for t, _, _ in other["top"])  # tokens as text
+    assert "punct_share_nuggets.ae_tgtlang" in ctx.logger.metrics and "punct_share_nuggets.ae" in ctx.logger.metrics
+    # the report: English in fig. 5, both languages in appendix D, each number with its n
+    from stages.report.tables import multilingual_token_table, token_table
+
+    assert not any("target language" in r[0] for r in token_table(analysis, "ctx").rows)
+    langs = {"source": "English (en_XX)", "target": "Chinese (zh_CN)"}
+    rows = multilingual_token_table(analysis, "ctx", langs).rows
+    assert any(r[0].startswith("punctuation (Chinese (zh_CN), AE") for r in rows)
+    assert any(r[0].startswith("punctuation (English (en_XX), AE") for r in rows)
+    assert all("(n=" in cell for r in rows for cell in r[1].values())
     ae = freq["sweep:ae-r0.1-l1"]
     assert sum(c for _, c, _ in ae["top"]) <= 100 + 1e-9  # percentages; float rounding
     assert ae["n_nuggets"] < ae["n_tokens"]

@@ -220,3 +220,38 @@ def test_labels_are_tokenised_as_targets(tmp_path):
     task._tok = _SourceTargetTokenizer()
     (example,) = task.load_split("train")
     assert example.source[0] == 250004 and example.target[0] == 250025
+
+
+def test_target_side_encoder_reads_the_other_language(mt_artifacts, tmp_path):
+    """encoder_side=target (Nugget app. D): the encoder reads the target column; AE
+    reconstructs it, MT translates back to the source; the English-only AE documents and
+    the sentence positions (recorded for the source side) are not used."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from transformers import AutoTokenizer
+
+    from tests.training.fixtures import make_docs
+
+    data, tok = mt_artifacts
+    copy = tmp_path / "mt"
+    shutil.copytree(data, copy)
+    pq.write_table(pa.Table.from_pylist([{**r, "target": r["source"]} for r in make_docs(5, 9)]),
+                   MtDocuments.split_file(copy, MtDocuments.AE_SPLIT))
+    table = pq.read_table(copy / "train.parquet").to_pydict()
+    tokenizer = AutoTokenizer.from_pretrained(tok)
+    for objective, label_side in (("ae", "target"), ("mt", "source")):
+        cfg = load_config(TINY + [f"train.nugget.objective={objective}"])
+        task = NuggetTask(MtDocuments(copy), str(tok), objective, cfg.nugget, cfg.model.seq2seq,
+                          seed=0, encoder_side="target")
+        rows = task.load_split("train")
+        assert len(rows) == len(table["source"])  # no English-only AE documents
+        first = rows[0]
+        assert first.source == tokenizer(table["target"][0], truncation=True,
+                                         max_length=cfg.model.seq2seq.tiny.max_positions)["input_ids"]
+        assert first.target == tokenizer(text_target=table[label_side][0], truncation=True,
+                                         max_length=cfg.model.seq2seq.tiny.max_positions)["input_ids"]
+        assert all(not r.boundaries for r in rows)
+    with pytest.raises(ValueError, match="encoder_side 'left'"):
+        NuggetTask(MtDocuments(copy), str(tok), "ae", cfg.nugget, cfg.model.seq2seq, encoder_side="left")

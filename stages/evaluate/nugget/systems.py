@@ -32,12 +32,14 @@ class System:
     decoder: str | None = None  # bottleneck: cross | gating
     baseline: str | None = None  # train_baselines system name
     dev_loss: float | None = None
+    encoder_side: str = "source"  # "target": encodes the MT corpus's other language (app. D)
 
     def describe(self) -> str:
         if self.kind == "bottleneck":
             return f"{self.baseline} ({self.decoder} decoder, {self.objective.upper()}, single vector)"
         extra = "" if self.selector == "topk" else f", {self.selector} selector"
         extra += "" if self.feedback else ", no feedback"
+        extra += "" if self.encoder_side == "source" else ", encoding the target language"
         return f"Nugget {self.objective.upper()} r={self.ratio:g} l={self.scorer_layer}{extra} [{self.source}]"
 
 
@@ -69,7 +71,7 @@ def baseline_systems(art: Artifact) -> list[System]:
         common: dict[str, Any] = dict(
             name=f"baseline:{r['system']}", kind=r["kind"], model_dir=baselines.model_dir(r),
             objective=r["objective"], source="train_baselines", baseline=r["system"],
-            dev_loss=r.get("dev_loss"),
+            dev_loss=r.get("dev_loss"), encoder_side=r.get("encoder_side", "source"),
         )
         if r["kind"] == "bottleneck":
             out.append(System(**common, decoder=r["decoder"]))
@@ -79,8 +81,10 @@ def baseline_systems(art: Artifact) -> list[System]:
     return out
 
 
-def collect_systems(inputs: dict[str, Artifact]) -> list[System]:
-    """Every system of the upstream artifacts present in ``inputs``."""
+def collect_systems(inputs: dict[str, Artifact], encoder_side: str | None = "source") -> list[System]:
+    """Every system of the upstream artifacts present in ``inputs`` whose encoder reads
+    ``encoder_side`` of the corpus (the source language by default: the English
+    evaluations; None: every system)."""
     systems: list[System] = []
     if "sweep_nugget" in inputs:
         systems += sweep_systems(inputs["sweep_nugget"])
@@ -88,6 +92,7 @@ def collect_systems(inputs: dict[str, Artifact]) -> list[System]:
         systems.append(train_nugget_system(inputs["train_nugget"]))
     if "train_baselines" in inputs:
         systems += baseline_systems(inputs["train_baselines"])
+    systems = [s for s in systems if encoder_side is None or s.encoder_side == encoder_side]
     for s in systems:
         if not s.model_dir.exists():
             raise FileNotFoundError(f"system {s.name}: model dir {s.model_dir} is missing")
