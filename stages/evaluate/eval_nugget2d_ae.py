@@ -16,7 +16,8 @@ and of all tokens for punctuation, line breaks and the most frequent nugget toke
 ``nuggets.md`` shows ``highlight_docs`` documents with their nuggets marked (appendix B).
 
 Outputs: the `stages.artifacts.evaluate.EvalTable` (reconstruction rows: ``bleu``,
-``bleu_L<L>``, ``states_L<L>``, n = documents; token rows: ``share_nuggets``,
+``bleu_L<L>``, ``states_L<L>`` with their documents ``n_bleu_L<L>``, n = all documents;
+token rows: ``share_nuggets``,
 ``share_text``, n = tokens), ``examples.jsonl`` (decoded texts) and ``nuggets.md``.
 """
 
@@ -169,6 +170,7 @@ class EvalNugget2DAE(Stage):
                 references = [tokenizer.decode(d, skip_special_tokens=True) for d in group]
                 metrics[f"bleu_L{n}"] = corpus_bleu(decoded, references)
                 metrics[f"states_L{n}"] = sum(kept) / len(kept)
+                metrics[f"n_bleu_L{n}"] = metrics[f"n_states_L{n}"] = len(group)  # the documents behind them
                 hyps += decoded
                 refs += references
                 examples += [{"system": label, "length": n, "states": k, "reference": r, "output": d}

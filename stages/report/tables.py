@@ -265,7 +265,8 @@ def nugget2d_table(table_id: str, title: str, art: Artifact | None, columns: dic
                 measured = dict.fromkeys(columns, row.note if row.note.startswith(NOT_RUN) else f"not run: {row.note}")
             row_id = row.paper_row if row.paper_row in PUBLISHED[table_id] else None
             matched.add(row_id or "")
-            t.add(row.system, measured, row_id, n=row.n,
+            # a metric "n_<key>" is the n of <key> where it differs from the row's
+            t.add(row.system, measured, row_id, n={c: row.metrics.get(f"n_{key}", row.n) for c, key in columns.items()},
                   se={c: row.stderr[key] for c, key in columns.items() if key in row.stderr})
     for row_id in PUBLISHED[table_id]:
         if row_id not in matched:

@@ -245,15 +245,16 @@ def test_report_reads_nugget2d_metrics(tmp_path):
     # one stage, two report tables: each keeps the rows that measure its columns
     (tmp_path / "ae").mkdir()
     EvalTable("AE", [Column("bleu", "BLEU"), Column("share_nuggets", "%")], [
-        TableRow("nugget2d r=0.05", {"bleu": 90.0}, n=8, paper_row="nugget2d_0.05"),
+        TableRow("nugget2d r=0.05", {"bleu": 90.0, "bleu_L16": 80.0, "n_bleu_L16": 3}, n=8, paper_row="nugget2d_0.05"),
         TableRow("tokens: punctuation", {"share_nuggets": 40.0}, n=500, paper_row="punctuation"),
     ]).write(tmp_path / "ae")
     bleu = nugget2d_table("nugget2d_autoencoding", "AE", artifact("eval_nugget2d_ae", tmp_path / "ae"),
-                          {"bleu": "bleu"}, "ctx")
+                          {"bleu": "bleu", "L=16": "bleu_L16"}, "ctx")
     tokens = nugget2d_table("nugget2d_tokens", "tokens", artifact("eval_nugget2d_ae", tmp_path / "ae"),
                             {"share_nuggets": "share_nuggets"}, "ctx")
     assert [r[0] for r in bleu.rows] == ["nugget2d r=0.05", "nugget2d_0.1", "icae_0.05", "icae_0.1"]
-    assert bleu.rows[0][1:] == ({"bleu": "90.00 (n=8)"}, {"bleu": "98 (abstract: 20x; lengths not stated)"})
+    assert bleu.rows[0][1:] == ({"bleu": "90.00 (n=8)", "L=16": "80.00 (n=3)"},  # a column's own n
+                                {"bleu": "98 (abstract: 20x; lengths not stated)", "L=16": NOT_IN_PAPER})
     assert [r[0] for r in tokens.rows] == ["tokens: punctuation", "line_break"]
 
 
