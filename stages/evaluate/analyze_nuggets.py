@@ -71,6 +71,16 @@ def fixed_length_documents(tokenizer: Any, texts: list[str], length: int, limit:
     return docs
 
 
+def readable_token(tokenizer: Any, token: str) -> str:
+    """A token as text: its string without the word-start space, whitespace as its repr;
+    a byte-level piece of a character (a Chinese character split in two tokens decodes to
+    U+FFFD) keeps its BPE form, marked, so that different pieces stay apart."""
+    text = tokenizer.convert_tokens_to_string([token])
+    if "\ufffd" in text:
+        return f"{token} (part of a character)"
+    return text.strip() or repr(text)
+
+
 def pick(systems: list[System], objective: str) -> System | None:
     learned = [s for s in systems if s.kind == "nugget" and s.selector == "topk" and s.feedback
                and s.baseline is None and s.objective == objective]
@@ -113,8 +123,7 @@ class AnalyzeNuggets(Stage):
             for ids, mask, idx, nmask in zip(enc["input_ids"], enc["attention_mask"], nuggets.indices, nuggets.mask, strict=True):
                 tokens = tok.convert_ids_to_tokens(ids[mask.bool()].tolist())
                 if readable:
-                    texts = [tok.convert_tokens_to_string([t]) for t in tokens]
-                    tokens = [t.strip() or repr(t) for t in texts]  # whitespace shown as its repr
+                    tokens = [readable_token(tok, t) for t in tokens]
                 chosen = set(idx[nmask.bool()].tolist())
                 stats.add(tokens, [i in chosen for i in range(len(tokens))])
         return stats

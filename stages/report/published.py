@@ -13,6 +13,7 @@ from typing import Any
 SOURCES: dict[str, str] = {
     "nugget_fig4": "Nugget (ICML 2023) §5.1 text on figure 4 (dev set of WMT19 en-zh)",
     "nugget_fig5": "Nugget (ICML 2023) §5.2 text on figure 5 (AE, r = 0.1, 128 documents)",
+    "nugget_appD": "Nugget (ICML 2023) appendix D, fig. 12: 9 WMT19 languages (no numbers in the text)",
     "nugget_table2": "Nugget (ICML 2023) table 2: PI / RR, MRR x 100",
     "nugget_table3": "Nugget (ICML 2023) table 3: WikiText-103 LM perplexity",
     "nugget_table4": "Nugget (ICML 2023) table 4: ablations, PI / RR MRR x 100 (MT, r = 0.1)",

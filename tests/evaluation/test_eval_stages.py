@@ -197,6 +197,10 @@ def test_analyze_nuggets_on_fixture(evaluated):
     assert any(r[0].startswith("punctuation (Chinese (zh_CN), AE") for r in rows)
     assert any(r[0].startswith("punctuation (English (en_XX), AE") for r in rows)
     assert all("(n=" in cell for r in rows for cell in r[1].values())
+    from stages.report.published import SOURCES
+
+    assert "appendix D" in SOURCES["nugget_appD"]
+
     ae = freq["sweep:ae-r0.1-l1"]
     assert sum(c for _, c, _ in ae["top"]) <= 100 + 1e-9  # percentages; float rounding
     assert ae["n_nuggets"] < ae["n_tokens"]
@@ -280,3 +284,16 @@ def test_reconstruction_decodes_whole_documents(tmp_path, monkeypatch):
     for objective, limit, tokenizer in limits:
         refs = dev["source" if objective == "ae" else "target"][:4]
         assert limit == max(len(ids) for ids in tokenizer(refs)["input_ids"]) + 3
+
+
+def test_tokens_of_another_language_read_as_text():
+    from stages.evaluate.analyze_nuggets import readable_token
+    from tests.lm_eval.fixtures import make_tokenizer
+
+    tok = make_tokenizer()
+    word = tok.convert_ids_to_tokens(tok(" the", add_special_tokens=False)["input_ids"])[0]
+    assert readable_token(tok, word) == "the"
+    assert readable_token(tok, tok.convert_ids_to_tokens(tok(" ", add_special_tokens=False)["input_ids"])[0]) == "' '"
+    pieces = tok.convert_ids_to_tokens(tok("中", add_special_tokens=False)["input_ids"])
+    assert len(pieces) == 3  # an English-trained BPE keeps the character's three UTF-8 bytes apart
+    assert [readable_token(tok, p) for p in pieces] == [f"{p} (part of a character)" for p in pieces]
