@@ -43,10 +43,9 @@ class ICAEModel(nn.Module):
         if slots < 1:
             raise ValueError(f"ICAE needs at least one memory slot, got slots={slots}")
         self.nugget2d = nugget2d
-        embed = nugget2d.embed(torch.zeros(1, 1, dtype=torch.long, device=nugget2d.device))
-        std = float(nugget2d.adaptor.embed_tokens(nugget2d.lm).weight.std())
-        self.memory = nn.Parameter(torch.randn(slots, embed.shape[-1], device=nugget2d.device,
-                                               dtype=nugget2d.dtype) * std)
+        d = nugget2d.adaptor.hidden_size(nugget2d.lm)
+        std = float(nugget2d.adaptor.embed_tokens(nugget2d.lm).weight.std())  # as the soft prompt's
+        self.memory = nn.Parameter(torch.randn(slots, d, device=nugget2d.device, dtype=nugget2d.dtype) * std)
 
     @property
     def slots(self) -> int:

@@ -36,6 +36,7 @@ from stages.common.padding import pad
 from stages.common.progress import progress_logger
 from stages.common.records import batches
 from stages.evaluate.lm.perplexity import token_texts
+from stages.evaluate.lm.prompted import eos_and_pad
 from stages.evaluate.nugget.analysis import is_punctuation
 from stages.evaluate.nugget.metrics import corpus_bleu
 from stages.evaluate.publish import publish
@@ -159,8 +160,7 @@ class EvalNugget2DAE(Stage):
         for label, source in systems(trained).items():
             model, base = source.load_from(ctx.inputs["prepare_lm"], ctx.device, ctx.cfg("eval.dtype"))
             tokenizer = base.tokenizer()
-            eos = tokenizer.eos_token_id
-            pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+            eos, pad_id = eos_and_pad(tokenizer)  # as the QA / summarisation decoding reads them
             is_icae = source.objective == TrainedNugget2D.ICAE
             metrics: dict[str, float] = {}
             hyps, refs = [], []
