@@ -33,6 +33,8 @@ _EXPORTS = {
     "ResidualMode": ".nugget.config",
     "SelectorKind": ".nugget.config",
     "NuggetModel": ".nugget.model",
+    "NuggetLM": ".nugget.lm",
+    "NuggetLMConfig": ".nugget.lm",
     "get_nugget_model": ".nugget.model",
     "Nuggets": ".nuggets",
     "nugget_counts": ".nuggets",
@@ -53,6 +55,8 @@ __all__ = [
     "ChunkSelector",
     "NuggetConfig",
     "NuggetEncoder",
+    "NuggetLM",
+    "NuggetLMConfig",
     "NuggetModel",
     "NuggetScorer",
     "Nuggets",
@@ -81,6 +85,7 @@ if TYPE_CHECKING:  # static analysers see the eager imports
     from .adaptors import get_adaptor, register_adaptor, supported_model_types
     from .nugget.compat import NuggetEncoder, nuggify
     from .nugget.config import NuggetConfig, ResidualMode, SelectorKind
+    from .nugget.lm import NuggetLM, NuggetLMConfig
     from .nugget.model import NuggetModel, get_nugget_model
     from .nuggets import Nuggets, nugget_counts
     from .params import ParameterCount, count_parameters

@@ -5,6 +5,7 @@ from __future__ import annotations
 from stages.calibrate.calibrate_threshold import CalibrateThreshold
 from stages.data.build_lm import BuildLM
 from stages.data.build_mt_docs import BuildMtDocs
+from stages.data.build_nugget_lm import BuildNuggetLM
 from stages.data.build_pi import BuildPi
 from stages.data.build_rr import BuildRr
 from stages.data.corpus_stats import CorpusStats
@@ -13,6 +14,7 @@ from stages.data.tokenizer import Tokenizer
 from stages.evaluate.analyze_nuggets import AnalyzeNuggets
 from stages.evaluate.eval_lm import EvalLM
 from stages.evaluate.eval_nugget2d_ae import EvalNugget2DAE
+from stages.evaluate.eval_nugget_lm import EvalNuggetLM
 from stages.evaluate.eval_qa import EvalQA
 from stages.evaluate.eval_reconstruction import EvalReconstruction
 from stages.evaluate.eval_similarity import EvalSimilarity
@@ -30,11 +32,13 @@ from stages.train.train_nugget2d import (
     TrainNugget2DAR,
     TrainNugget2DFT,
 )
+from stages.train.train_nugget_lm import TrainNuggetLM
 
 ALL_STAGES = (
     CorpusStats, Tokenizer, BuildMtDocs, BuildPi, BuildRr, PrepareLM, BuildLM, TrainNugget,
     TrainNugget2D, TrainNugget2DFT, TrainFullFT, TrainNugget2DAR, CalibrateThreshold, EvalLM, EvalQA,
-    EvalSummarization, TrainNugget2DAE, EvalNugget2DAE, SweepNugget, TrainBaselines, EvalSimilarity, EvalReconstruction, AnalyzeNuggets, Report,
+    EvalSummarization, TrainNugget2DAE, EvalNugget2DAE, SweepNugget, TrainBaselines, EvalSimilarity, EvalReconstruction, AnalyzeNuggets,
+    BuildNuggetLM, TrainNuggetLM, EvalNuggetLM, Report,
 )
 resolve_optional_upstream(ALL_STAGES)  # report / evals read some stages only when registered
 DAG = Dag(ALL_STAGES)

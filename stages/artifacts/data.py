@@ -1,5 +1,5 @@
 """Contracts of the data group's outputs (tokenizer, build_mt_docs, build_pi / build_rr,
-prepare_lm, build_lm, corpus_stats)."""
+prepare_lm, build_lm, corpus_stats, build_nugget_lm)."""
 
 from __future__ import annotations
 
@@ -200,3 +200,76 @@ class CorpusStatistics:
     @property
     def source(self) -> str:
         return self.stats["source"]
+
+
+@dataclass(frozen=True)
+class TokenDocuments:
+    """The documents of one split of `NuggetLMCorpus` as flat arrays: ``docs[i]`` is the
+    token ids of document ``i`` (a NumPy view, no copy: WikiText-103's train split is
+    ~10^8 tokens), `word_start` / `oov` its flags."""
+
+    ids: Any  # np.ndarray [tokens] int32
+    starts: Any  # np.ndarray [tokens] bool
+    oovs: Any  # np.ndarray [tokens] bool
+    offsets: Any  # np.ndarray [docs + 1] int64
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> Any:
+        return self.ids[self.offsets[i] : self.offsets[i + 1]]
+
+    def lengths(self) -> list[int]:
+        return [int(n) for n in self.offsets[1:] - self.offsets[:-1]]
+
+    def word_start(self, i: int) -> Any:
+        return self.starts[self.offsets[i] : self.offsets[i + 1]]
+
+    def oov(self, i: int) -> Any:
+        return self.oovs[self.offsets[i] : self.offsets[i + 1]]
+
+
+@dataclass(frozen=True)
+class NuggetLMCorpus:
+    """``build_nugget_lm``: ``{train,dev,test}.parquet``, one row per article with ``ids``
+    (the Nugget tokenizer's, no special tokens), ``word_start`` and ``oov`` (per token:
+    `stages.data.tokens.word_flags`), and ``stats.json`` (``source``, ``stand_in``: what
+    stands in for WikiText-103, "" for WikiText-103 itself)."""
+
+    STAGE: ClassVar[str] = "build_nugget_lm"
+    COLUMNS: ClassVar[tuple[str, ...]] = ("ids", "word_start", "oov")
+    path: Path
+    source: str
+    stand_in: str
+
+    @staticmethod
+    def split_file(out: Path, split: str) -> Path:
+        return out / f"{split}.parquet"
+
+    @classmethod
+    def read(cls, source: Source) -> NuggetLMCorpus:
+        where = locate(source, cls.STAGE)
+        stats = where.json("stats.json")
+        for split in ("train", "dev", "test"):
+            where.file(f"{split}.parquet")
+        return cls(where.path, field(where, "stats.json", stats, "source", str),
+                   field(where, "stats.json", stats, "stand_in", str))
+
+    def documents(self, split: str, limit: int = 0) -> TokenDocuments:
+        """The first ``limit`` (0 = all) documents of ``split``."""
+        import numpy as np
+        import pyarrow.parquet as pq
+
+        path = Location(self.STAGE, self.path).file(f"{split}.parquet")
+        table = pq.read_table(path, columns=list(self.COLUMNS))
+        if limit:
+            table = table.slice(0, limit)
+        if table.num_rows == 0:
+            raise ValueError(f"{path}: split {split!r} has no documents")
+
+        def flat(name: str) -> Any:
+            return table.column(name).combine_chunks().flatten().to_numpy(zero_copy_only=False)
+
+        offsets = table.column("ids").combine_chunks().offsets.to_numpy().astype(np.int64)
+        return TokenDocuments(flat("ids").astype(np.int64), flat("word_start").astype(bool), flat("oov").astype(bool),
+                              offsets - offsets[0])  # a slice's offsets start where it does

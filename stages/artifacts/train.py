@@ -1,5 +1,5 @@
 """Contracts of the training group's outputs: trained Nugget models (``train_nugget``,
-``sweep_nugget``, ``train_baselines``), trained Nugget2D models (``train_nugget2d``,
+``sweep_nugget``, ``train_baselines``), the Nugget LMs (``train_nugget_lm``), trained Nugget2D models (``train_nugget2d``,
 ``train_nugget2d_ft``, ``train_nugget2d_ar``) and the Full fine-tuned LM
 (``train_full_ft``), with the readers that load them."""
 
@@ -13,7 +13,7 @@ from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from stages.artifacts.base import field, locate, records, write_json
+from stages.artifacts.base import Location, field, locate, records, write_json
 from stages.artifacts.data import BaseLM
 from stages.common.progress import progress_logger
 from stages.framework.stage import Artifact
@@ -103,13 +103,10 @@ class NuggetSweep:
 
 
 @dataclass(frozen=True)
-class TrainedBaselines:
-    """``train_baselines``: ``systems.json`` (one record per system: ``system``, ``kind``
-    nugget | bottleneck, ``objective``, ``model_dir`` relative to the output, ``dev_loss``;
-    bottlenecks a ``decoder``, Nugget ablations ``ratio``, ``scorer_layer``, ``selector``,
-    ``feedback``) and ``systems/<name>/model/``."""
+class SystemsOutput:
+    """An output of several trained systems: ``systems.json`` (one record per system, with
+    ``system`` and ``model_dir`` relative to the output) and ``systems/<name>/``."""
 
-    STAGE: ClassVar[str] = "train_baselines"
     FILE: ClassVar[str] = "systems.json"
     path: Path
     systems: list[dict[str, Any]]
@@ -120,6 +117,19 @@ class TrainedBaselines:
 
     def write(self, out: Path) -> Path:
         return write_json(out / self.FILE, self.systems)
+
+    def model_dir(self, record: dict[str, Any]) -> Path:
+        return self.path / record["model_dir"]
+
+
+@dataclass(frozen=True)
+class TrainedBaselines(SystemsOutput):
+    """``train_baselines``: ``systems.json`` (one record per system: ``system``, ``kind``
+    nugget | bottleneck, ``objective``, ``model_dir`` relative to the output, ``dev_loss``;
+    bottlenecks a ``decoder``, Nugget ablations ``ratio``, ``scorer_layer``, ``selector``,
+    ``feedback``) and ``systems/<name>/model/``."""
+
+    STAGE: ClassVar[str] = "train_baselines"
 
     @classmethod
     def read(cls, source: Source) -> TrainedBaselines:
@@ -138,8 +148,51 @@ class TrainedBaselines:
             where.folder(r["model_dir"])
         return cls(where.path, systems)
 
-    def model_dir(self, record: dict[str, Any]) -> Path:
-        return self.path / record["model_dir"]
+
+def decoder_token_ids(model_dir: Path) -> tuple[int, int]:
+    """(decoder start token, pad token) of an HF seq2seq model folder (its ``config.json``):
+    what a window's decoder input starts with and is padded with (`nugget_core.nugget.collate_windows`)."""
+    where = Location("model", Path(model_dir))
+    config = where.json("config.json")
+    return (field(where, "config.json", config, "decoder_start_token_id", int),
+            field(where, "config.json", config, "pad_token_id", int))
+
+
+@dataclass(frozen=True)
+class TrainedNuggetLM(SystemsOutput):
+    """``train_nugget_lm``: ``systems.json`` (one record per system: ``system``, ``memory``
+    (`nugget_core.NuggetLMConfig.memory`), ``ratio`` (nugget; else null), ``paper_row`` (its
+    row of Nugget table 3), ``segment_tokens``, ``histories`` (the h it trained with),
+    ``init`` (the autoencoder it started from), ``model_dir`` relative to the output,
+    ``dev_loss``) and ``systems/<name>/model/`` (``NuggetLM.from_pretrained``)."""
+
+    STAGE: ClassVar[str] = "train_nugget_lm"
+
+    @classmethod
+    def read(cls, source: Source) -> TrainedNuggetLM:
+        where = locate(source, cls.STAGE)
+        systems = records(where, cls.FILE, where.json(cls.FILE), [
+            ("system", str), ("memory", str), ("paper_row", str), ("segment_tokens", int), ("histories", list),
+            ("init", str), ("model_dir", str),
+        ], what="system records")
+        for r in systems:
+            where.folder(r["model_dir"])
+        return cls(where.path, systems)
+
+    def load(self, record: dict[str, Any], device: Any = "cpu", precision: str = "fp32") -> Any:
+        """The system's `nugget_core.NuggetLM`, in eval mode on ``device`` in ``precision``."""
+        from nugget_core import NuggetLM
+        from stages.common.device import place_model
+
+        return place_model(NuggetLM.from_pretrained(self.model_dir(record)), device, precision)
+
+    def tokenizer(self, record: dict[str, Any]) -> Any:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(self.model_dir(record))
+
+    def decoder_token_ids(self, record: dict[str, Any]) -> tuple[int, int]:
+        return decoder_token_ids(self.model_dir(record))
 
 
 @dataclass(frozen=True)

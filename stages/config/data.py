@@ -142,6 +142,31 @@ class LMData:
 
 
 @dataclass
+class NuggetLMData:
+    """build_nugget_lm (Nugget §6.2, table 3): Wikipedia articles for the Nugget LM."""
+
+    source: str = spec(
+        "gensim_wiki", help="gensim_wiki: the offline Wikipedia articles (a WikiText-103 stand-in, split here); "
+        "wikitext103: WikiText-103 train / validation / test as published.", choices=("gensim_wiki", "wikitext103"),
+    )
+    max_docs: int = spec(0, help="Articles read (0 = all; the tiny profile caps training cost here).", ge=0)
+    min_doc_tokens: int = spec(2, help="Articles with fewer tokens are dropped (nothing to predict).", ge=2)
+    dev_fraction: float = spec(0.05, help="gensim_wiki: articles held out for dev.", ge=0.0, lt=0.5)
+    test_fraction: float = spec(0.05, help="gensim_wiki: articles held out for test.", gt=0.0, lt=0.5)
+    wiki_files: str = spec("", help="wikitext103: a local copy (glob, HF layout, {split} = the HF split); "
+                           "empty = by name.")
+    wikitext_config: str = spec(
+        "wikitext-103-v1", help="wikitext103: v1 keeps <unk>, the out-of-vocabulary words the paper's PPL excludes.",
+        choices=("wikitext-103-v1", "wikitext-103-raw-v1"),
+    )
+
+    def cross_field_errors(self) -> list[str]:
+        if self.source == "wikitext103" and self.wiki_files and "{split}" not in self.wiki_files:
+            return [f"wiki_files: {self.wiki_files!r} must name the split ({{split}}): the table is on the official test split"]
+        return []
+
+
+@dataclass
 class DataSection:
     seed: int = spec(0, help="Seed of every sampling step of the builders.", ge=0)
     max_docs: int = spec(0, help="Cap on documents per builder (0 = all); tiny profile caps.", ge=0)
@@ -150,4 +175,5 @@ class DataSection:
     pi: PIData = spec(PIData(), help="build_pi stage.")
     rr: RRData = spec(RRData(), help="build_rr stage.")
     lm: LMData = spec(LMData(), help="build_lm stage.")
+    nugget_lm: NuggetLMData = spec(NuggetLMData(), help="build_nugget_lm stage (Nugget LM, Nugget table 3).")
     bm25: BM25Params = spec(BM25Params(), help="BM25 used for negatives mining.")

@@ -166,6 +166,24 @@ class PipelineConfig:
     prompts: PromptSection = spec(PromptSection(), help="Task prompt layout (QA, summarisation, LMSumm).")
     report: ReportSection = spec(ReportSection(), help="Report stage.")
 
+    def _nugget_lm_errors(self) -> list[str]:
+        """train_nugget_lm starts from autoencoders (Nugget app. B.2) and eval_nugget_lm reads its windows."""
+        job, found = self.train.nugget_lm, []
+        if self.train.nugget.objective != "ae":
+            found.append(f"train.nugget.objective: value {self.train.nugget.objective!r}; train_nugget_lm starts "
+                         "every Nugget LM from train_nugget's model, which must be the AE one")
+        if "tsdae" in job.baselines and "tsdae_ae" not in self.eval.baselines.systems:
+            found.append("train.nugget_lm.baselines: 'tsdae' starts from train_baselines' tsdae_ae; add it to "
+                         "eval.baselines.systems or drop 'tsdae'")
+        stride = self.eval.nugget_lm.stride
+        if stride > job.segment_tokens or job.segment_tokens % stride:
+            found.append(f"eval.nugget_lm.stride: value {stride} must divide train.nugget_lm.segment_tokens="
+                         f"{job.segment_tokens}")
+        if self.model.seq2seq.source == "tiny_random" and job.segment_tokens + 2 > self.model.seq2seq.tiny.max_positions:
+            found.append(f"train.nugget_lm.segment_tokens: value {job.segment_tokens} (+ 2 special tokens) exceeds "
+                         f"model.seq2seq.tiny.max_positions={self.model.seq2seq.tiny.max_positions}")
+        return found
+
     def cross_field_errors(self) -> list[str]:
         found = []
         if self.train.nugget2d.objective == "autoregressive":
@@ -202,6 +220,7 @@ class PipelineConfig:
                     f"{c.compressed_tokens + c.context_tokens} exceeds data.lm.distant_tokens="
                     f"{self.data.lm.distant_tokens}, the history before the first scored token; raise it"
                 )
+        found += self._nugget_lm_errors()
         tiny = self.model.seq2seq.tiny
         if self.model.seq2seq.source == "tiny_random" and self.nugget.scorer_layer > tiny.layers:
             found.append(

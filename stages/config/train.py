@@ -147,6 +147,39 @@ class Nugget2DAEJob(LMTrainJob):
         return errors
 
 
+NUGGET_LM_BASELINES = ("tsdae", "compressive", "transformer")
+
+
+@dataclass
+class NuggetLMJob(TrainJob):
+    """train_nugget_lm (Nugget §6.2, table 3, appendix B.2): Nugget LMs and their baselines,
+    each started from an autoencoder (train_nugget's AE model; TSDAE: train_baselines'
+    tsdae_ae), all in one fit."""
+
+    ratios: list[float] = spec([0.05, 0.1], help="A Nugget LM per nugget ratio of the history segments.",
+                               nonempty=True)
+    baselines: list[str] = spec(
+        list(NUGGET_LM_BASELINES), help="tsdae: one mean-pooled vector per segment; compressive: encoder states "
+        "mean-pooled in chunks of compressive_chunk tokens (Rae et al. 2020); transformer: no memory (h = 0).",
+        choices=NUGGET_LM_BASELINES)
+    segment_tokens: int = spec(128, help="Segment length s: the window the decoder reads and the unit of "
+                               "history each memory entry compresses (appendix B.2: 128).", ge=2)
+    histories: list[int] = spec(
+        [1, 2, 4, 8], help="History segments h; each training batch draws one (seeded by step), dev uses the "
+        "largest. The paper trains a model per h; one model serves every h here.", nonempty=True)
+    compressive_chunk: int = spec(16, help="Tokens per compressive vector (paper: 512 tokens into 32).", ge=1)
+
+    def cross_field_errors(self) -> list[str]:
+        errors = super().cross_field_errors()
+        errors += [f"ratios: value {r!r} must be in (0, 1]" for r in self.ratios if not 0 < r <= 1]
+        errors += [f"histories: value {h!r} must be >= 1" for h in self.histories if h < 1]
+        for name in ("ratios", "histories", "baselines"):
+            values = getattr(self, name)
+            if len(set(values)) != len(values):
+                errors.append(f"{name}: {values!r} repeats a value")
+        return errors
+
+
 @dataclass
 class SweepSection:
     ratios: list[float] = spec([0.05, 0.1, 0.15, 0.25], help="Grid over nugget.ratio.", nonempty=True)
@@ -183,4 +216,5 @@ class TrainSection:
     baselines: TrainJob = spec(
         TrainJob(), help="train_baselines stage: every system of eval.baselines.systems (same data as Nugget)."
     )
+    nugget_lm: NuggetLMJob = spec(NuggetLMJob(), help="train_nugget_lm stage (Nugget LM, Nugget table 3).")
     sweep: SweepSection = spec(SweepSection(), help="Ray Tune sweep over r and l.")

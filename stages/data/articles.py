@@ -109,6 +109,24 @@ def from_wikitext103(lines: Iterable[str]) -> list[Article]:
     return articles
 
 
+def wikitext103_documents(lines: Iterable[str]) -> list[str]:
+    """The articles of the WikiText-103 line stream as the LM benchmark reads them: every
+    line from one `` = Title = `` line to the next, headings included, joined by line
+    breaks (no prose filter: language-model perplexity covers the whole text)."""
+    docs: list[list[str]] = []
+    for line in lines:
+        line = line.rstrip("\n")
+        if WIKITEXT_TITLE.match(line) or not docs:
+            docs.append([])
+        docs[-1].append(line)
+    return [text for d in docs if (text := "\n".join(d).strip())]
+
+
+def article_text(article: Article) -> str:
+    """An article's sections as one text, a blank line between sections."""
+    return "\n\n".join(text for _, text in article.sections)
+
+
 def from_sections(title: str, sections: list[tuple[str, str]]) -> Article:
     """An article from already-split (heading, text) pairs, lead first."""
     lead = sections[0] if sections and sections[0][0] == "" else ("", "")

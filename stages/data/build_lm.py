@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from stages.artifacts.data import BaseLM, LMRecords
 from stages.data import paper_sources as paper
-from stages.data.articles import from_wikitext103
+from stages.data.articles import article_text, from_wikitext103
 from stages.data.corpora import offline_articles
 from stages.data.lm_builders import (
     PILE_STAND_IN,
@@ -56,11 +56,6 @@ from stages.data.tokens import encode_texts
 from stages.framework import raydata
 from stages.framework.stage import Stage, StageContext
 from stages.sources.readers import lee_documents
-
-
-def _article_text(article: Any) -> str:
-    return "\n\n".join(text for _, text in article.sections)
-
 
 TRAIN_OR_DEV = "train+dev"  # a published train split: dev_fraction of it becomes dev
 
@@ -97,7 +92,7 @@ def _paper_pools(cfg: Any) -> dict[str, Pool]:
     CNN/DailyMail 3.0.0 as published."""
     def wiki(split: str) -> list[str]:
         rows = paper.load_rows("wikitext103", split, cfg.wiki_files, cfg.wikitext_config)
-        return [_article_text(a) for a in from_wikitext103(paper.texts_from_rows(rows))]
+        return [article_text(a) for a in from_wikitext103(paper.texts_from_rows(rows))]
 
     return {
         "wiki": _published(wiki, {"dev": "validation", "test": "test"}, cfg.wiki_files),
@@ -113,8 +108,8 @@ def _texts(cfg: Any, sources_dir: Any, cap: int) -> dict[str, Pool]:
     """Raw material per use: wiki/pile LM text, QA passages, (document, summary) pairs."""
     if cfg.source == "paper":
         return _paper_pools(cfg)
-    wiki = [_article_text(a) for a in offline_articles("gensim_wiki", sources_dir)]
-    pile = [_article_text(a) for a in offline_articles("python_docs", sources_dir)]
+    wiki = [article_text(a) for a in offline_articles("gensim_wiki", sources_dir)]
+    pile = [article_text(a) for a in offline_articles("python_docs", sources_dir)]
     # SQuAD-sized passages: single paragraphs of 30-300 words
     passages = [p for w in wiki for p in re.split(r"\n+", w) if 30 <= len(p.split()) <= 300]
     take = (lambda xs: xs[:cap]) if cap else (lambda xs: xs)

@@ -1,4 +1,6 @@
-"""Subword counts of many texts on Ray Data, with the tokenizer of the model trained.
+"""Subword counts of many texts on Ray Data, with the tokenizer of the model trained;
+`encode_with_words` also marks each token's word (start, out-of-vocabulary) for
+word-level perplexity.
 
 Counts exclude special tokens (``<s>``/``</s>`` are added by the model's collator), so a
 "document of at most 128 subwords" has at most 128 content subwords. Workers load the
@@ -8,6 +10,8 @@ Data tasks may run on other nodes of a cluster with shared storage).
 
 from __future__ import annotations
 
+import bisect
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -43,6 +47,60 @@ def encode_texts(texts: list[str], tokenizer_dir: Path, batch_size: int = 512) -
     for i, seq in zip(out["i"].tolist(), out["ids"].tolist(), strict=False):
         ids[i] = [int(t) for t in seq]
     return ids
+
+
+OOV_WORD = "<unk>"  # WikiText-103 v1's out-of-vocabulary word
+_WORD = re.compile(r"\S+")
+
+
+def word_flags(text: str, offsets: list[tuple[int, int]], ids: list[int], unk_id: int | None) -> tuple[list[bool], list[bool]]:
+    """Per token of ``text``: whether it starts a whitespace-separated word, and whether it
+    belongs to an out-of-vocabulary word (the word is `OOV_WORD`, or one of its tokens is
+    the tokenizer's unknown token). A token of only whitespace starts no word and is in
+    none. Words are what word-level perplexity counts (Nugget §6.2: "we exclude all
+    out-of-vocabulary tokens"; a word's probability is the product of its tokens')."""
+    spans = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    starts = [a for a, _ in spans]
+    word_of = []
+    for start, end in offsets:
+        first = next((c for c in range(start, end) if not text[c].isspace()), None)
+        w = bisect.bisect_right(starts, first) - 1 if first is not None else -1
+        word_of.append(w if w >= 0 and first < spans[w][1] else -1)
+    oov_words = {w for w, (a, b) in enumerate(spans) if text[a:b] == OOV_WORD}
+    oov_words |= {w for w, t in zip(word_of, ids, strict=True) if unk_id is not None and t == unk_id and w >= 0}
+    begins = [w >= 0 and (i == 0 or word_of[i - 1] != w) for i, w in enumerate(word_of)]
+    return begins, [w in oov_words for w in word_of]
+
+
+def _encode_words_batch(batch: dict[str, Any], tokenizer_dir: str) -> dict[str, Any]:
+    tok = load_tokenizer(tokenizer_dir)
+    texts = list(batch["text"])
+    enc = tok(texts, add_special_tokens=False, return_offsets_mapping=True)
+    starts, oov = [], []
+    for text, ids, offs in zip(texts, enc["input_ids"], enc["offset_mapping"], strict=True):
+        b, o = word_flags(text, [tuple(x) for x in offs], ids, tok.unk_token_id)
+        starts.append(b)
+        oov.append(o)
+    return {"i": batch["i"], "ids": enc["input_ids"], "word_start": starts, "oov": oov}
+
+
+def encode_with_words(texts: list[str], tokenizer_dir: Path, batch_size: int = 256) -> list[dict[str, list]]:
+    """Per text (in input order): ``ids``, ``word_start`` and ``oov`` (`word_flags`), on
+    Ray Data as `encode_texts`."""
+    import ray.data
+
+    if not texts:
+        return []
+    ds = ray.data.from_items([{"i": i, "text": t} for i, t in enumerate(texts)])
+    out = ds.map_batches(
+        _encode_words_batch, fn_kwargs={"tokenizer_dir": str(Path(tokenizer_dir).resolve())},
+        batch_size=batch_size, batch_format="pandas",
+    ).to_pandas()
+    docs: list[dict[str, list]] = [{} for _ in texts]
+    for i, ids, starts, oov in zip(out["i"], out["ids"], out["word_start"], out["oov"], strict=True):
+        docs[int(i)] = {"ids": [int(t) for t in ids], "word_start": [bool(x) for x in starts],
+                        "oov": [bool(x) for x in oov]}
+    return docs
 
 
 def count_tokens(texts: list[str], tokenizer_dir: Path, batch_size: int = 512) -> list[int]:

@@ -100,6 +100,16 @@ def _checked(cfg: Config) -> list[Deviation]:
     elif lmdata.wikitext_config != "wikitext-103-v1":
         out.append(Deviation("data.lm.wikitext_config", "WikiText-103 with <unk>, excluded from word PPL",
                              f"{lmdata.wikitext_config}: no <unk> to exclude"))
+    nlm_data, nlm = cfg("data.nugget_lm"), cfg("train.nugget_lm")
+    if nlm_data.source != "wikitext103":
+        out.append(Deviation("data.nugget_lm.source", "WikiText-103 train / test (Nugget §6.2)",
+                             f"{nlm_data.source}: offline Wikipedia articles, split here"))
+    elif nlm_data.wikitext_config != "wikitext-103-v1":
+        out.append(Deviation("data.nugget_lm.wikitext_config", "WikiText-103 with <unk>, excluded from the PPL (§6.2)",
+                             f"{nlm_data.wikitext_config}: no <unk> to exclude"))
+    if nlm.segment_tokens != 128:
+        out.append(Deviation("train.nugget_lm.segment_tokens", "segments of s = 128 tokens (Nugget §6.2)",
+                             f"{nlm.segment_tokens}: sized for this profile"))
     if cfg("data.pi").source != "parabank":
         out.append(Deviation("data.pi.source", "ParaBank v1 paraphrases (Nugget app. A.1)",
                              f"{cfg('data.pi').source}: offline Bible translations as paraphrase pairs"))
@@ -122,6 +132,11 @@ def _checked(cfg: Config) -> list[Deviation]:
 
 # paper settings the code does not follow in any profile
 ALWAYS: list[Deviation] = [
+    Deviation("train_nugget_lm: one model per system (Nugget §6.2)", "a model per h = 1, 2, 4, 8 (table 3's columns), "
+              "each Nugget LM from the AE model of its own ratio",
+              "one model per system, h drawn per batch from train.nugget_lm.histories and evaluated at each h; every "
+              "Nugget LM, the compressive and the transformer start from train_nugget's AE model (its scorer "
+              "reused at each ratio): 4x fewer trainings, no AE training per ratio"),
     Deviation("train_nugget2d_ae data (Nugget2D §4)", "LLaMA-7B fine-tuned on the Pile",
               "build_lm's continuation windows, which mix its wiki and pile documents (a Pile-only corpus for "
               "this stage is not built)"),

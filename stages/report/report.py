@@ -2,7 +2,8 @@
 
 Pure function of its inputs: it reads the upstream artifacts through their contracts
 (`stages.artifacts`), never MLflow, so its cache key covers everything it shows. Tables: Nugget
-figure 4 (BLEU vs r), figure 5 in numbers, tables 2-4, Nugget2D tables 1, 3, 4, and the corpus statistics.
+figure 4 (BLEU vs r), figure 5 in numbers, appendix D, tables 2-4, Nugget2D tables 1, 3, 4, its
+autoencoding study (§4), and the corpus statistics.
 Every measured cell is a number from an upstream file or "not run in this profile";
 published numbers (`stages.report.published`) only ever fill the published column.
 Each table states the profile, models and data behind its measured column; a last
@@ -28,9 +29,8 @@ from stages.report.deviations import Deviation, deviations
 from stages.report.tables import (
     ReportTable,
     bleu_table,
+    eval_table,
     multilingual_token_table,
-    not_run_table,
-    nugget2d_table,
     table2,
     table4,
     token_table,
@@ -101,21 +101,22 @@ def build_tables(ctx: StageContext) -> list[ReportTable]:
         multilingual_token_table(_read(ctx, NuggetAnalysis), _context(ctx, "analyze_nuggets", "dev documents of "
                                  "build_mt_docs, each language's side"), languages, mt_stand_in),
         table2(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR")),
-        not_run_table("nugget_table3", "Nugget table 3: Nugget LM perplexity (WikiText-103)",
-                      f"profile {ctx.cfg('profile')}; no Nugget-LM stage exists in this pipeline", ["h=0", "h=1", "h=2", "h=4", "h=8"]),
+        eval_table("nugget_table3", "Nugget table 3: Nugget LM word-level perplexity (WikiText-103 test)",
+                   ctx.inputs.get("eval_nugget_lm"), {f"h={h}": f"ppl_h{h}" for h in sorted({0, *ctx.cfg("eval").nugget_lm.histories})},
+                   _context(ctx, "eval_nugget_lm", f"{ctx.cfg('eval').nugget_lm.split} articles of build_nugget_lm")),
         table4(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR")),
-        nugget2d_table("nugget2d_table1", "Nugget2D table 1: LM perplexity", ctx.inputs.get("eval_lm"),
+        eval_table("nugget2d_table1", "Nugget2D table 1: LM perplexity", ctx.inputs.get("eval_lm"),
                        {"wikitext_subword": "wiki_subword_ppl", "wikitext_word": "wiki_word_ppl",
                         "pile_subword": "pile_subword_ppl"}, lm_ctx),
-        nugget2d_table("nugget2d_table3", "Nugget2D table 3: QA accuracy", ctx.inputs.get("eval_qa"),
+        eval_table("nugget2d_table3", "Nugget2D table 3: QA accuracy", ctx.inputs.get("eval_qa"),
                        {"accuracy": "accuracy"}, lm_ctx),
-        nugget2d_table("nugget2d_table4", "Nugget2D table 4: summarisation ROUGE", ctx.inputs.get("eval_summarization"),
+        eval_table("nugget2d_table4", "Nugget2D table 4: summarisation ROUGE", ctx.inputs.get("eval_summarization"),
                        {"rouge1": "rouge1", "rouge2": "rouge2", "rougeL": "rougeL"}, lm_ctx),
-        nugget2d_table("nugget2d_autoencoding", "Nugget2D §4 (fig. 5): reconstruction BLEU by document length, "
+        eval_table("nugget2d_autoencoding", "Nugget2D §4 (fig. 5): reconstruction BLEU by document length, "
                        "Nugget2D vs ICAE", ctx.inputs.get("eval_nugget2d_ae"),
                        {"bleu": "bleu", **{f"L={n}": f"bleu_L{n}" for n in lengths},
                         **{f"states L={n}": f"states_L{n}" for n in lengths}}, lm_ctx),
-        nugget2d_table("nugget2d_tokens", "Nugget2D §4.3: which tokens become nuggets (% of nuggets / of tokens)",
+        eval_table("nugget2d_tokens", "Nugget2D §4.3: which tokens become nuggets (% of nuggets / of tokens)",
                        ctx.inputs.get("eval_nugget2d_ae"), {"share_nuggets": "share_nuggets",
                                                             "share_text": "share_text"}, lm_ctx),
     ]
@@ -155,10 +156,13 @@ class Report(Stage):
     name = "report"
     description = "The papers' tables (measured vs published) as markdown and HTML."
     required_upstream = ("corpus_stats", "eval_similarity", "eval_reconstruction")
-    optional_upstream = ("analyze_nuggets", "eval_lm", "eval_qa", "eval_summarization", "eval_nugget2d_ae")
+    optional_upstream = ("analyze_nuggets", "eval_lm", "eval_qa", "eval_summarization", "eval_nugget2d_ae",
+                         "eval_nugget_lm")
     upstream = required_upstream
+    # the sections after "eval": what the differences from the papers are checked against
     config_keys = ("report", "profile", "model.seq2seq", "model.lm", "nugget", "nugget2d", "data.mt", "data.lm",
-                   "data.pi", "data.rr", "eval", "train.nugget2d", "train.nugget2d_ae")  # the last ones: the differences from the papers
+                   "data.pi", "data.rr", "eval", "train.nugget2d", "train.nugget2d_ae", "data.nugget_lm",
+                   "train.nugget_lm")
 
     def run(self, ctx: StageContext) -> None:
         tables = build_tables(ctx)

@@ -7,7 +7,8 @@ ever blank, and a published number never fills a measured cell.
 
 Every evaluation output is read through its contract (`stages.artifacts.evaluate`): the
 Nugget evaluations' `SimilarityResults`, `ReconstructionResults`, `NuggetAnalysis`, and
-the Nugget2D evaluations' (``eval_lm``, ``eval_qa``, ``eval_summarization``) `EvalTable`,
+the `EvalTable` of ``eval_nugget_lm`` and of the Nugget2D evaluations (``eval_lm``,
+``eval_qa``, ``eval_summarization``, ``eval_nugget2d_ae``),
 whose rows name the published row they reproduce (``paper_row``).
 """
 
@@ -235,18 +236,11 @@ def multilingual_token_table(analysis: NuggetAnalysis | None, context: str, lang
     return t
 
 
-def not_run_table(table_id: str, title: str, context: str, columns: list[str]) -> ReportTable:
-    """A table of the paper with no stage of this pipeline behind it."""
-    t = ReportTable(table_id, title, context, columns)
-    for row_id in PUBLISHED[table_id]:
-        t.add(row_id, {}, row_id)
-    return t
-
-
-def nugget2d_table(table_id: str, title: str, art: Artifact | None, columns: dict[str, str],
-                   context: str) -> ReportTable:
-    """A Nugget2D table: every system of an ``eval_*`` stage's `EvalTable` beside the
-    published row its stage says it reproduces (``paper_row``); ``columns`` maps each
+def eval_table(table_id: str, title: str, art: Artifact | None, columns: dict[str, str],
+               context: str) -> ReportTable:
+    """A paper's table from an ``eval_*`` stage's `EvalTable` (Nugget table 3, the Nugget2D
+    tables): every system of the table beside the published row its stage says it
+    reproduces (``paper_row``); ``columns`` maps each
     column of the published table to the metric key of the evaluation's table; a row that
     measures none of them belongs to another table of the same stage and is left out.
     Published rows no system measured are kept with `NOT_RUN` (the whole table when the

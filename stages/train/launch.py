@@ -121,6 +121,16 @@ def fit_sequence(
     return finished
 
 
+def export_finished(finished: str, dest: Path) -> dict[str, Any]:
+    """Copy a model `fit_sequence` finished (its folder ``finished``) into a stage's output:
+    ``dest/model`` and ``dest/trainer_state.json``; returns the trainer state."""
+    from stages.train.storage import copy_tree
+
+    copy_tree(f"{finished}/model", str(dest / "model"))
+    copy_tree(f"{finished}/{STATE_FILE}", str(dest / STATE_FILE))
+    return json.loads((dest / STATE_FILE).read_text())
+
+
 def train_into_stage_output(ctx: Any, task: Any, job: Any, job_key: str, model_dir: str) -> dict[str, Any]:
     """The body of a single-model training stage: check resources, fit (resuming an
     interrupted attempt of the same key, unless forced), export ``<output>/<model_dir>``,

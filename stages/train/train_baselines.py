@@ -28,7 +28,6 @@ per system: what it is, its dev loss, its model dir) and per-system trainer stat
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,9 +35,8 @@ from stages.artifacts.data import MtDocuments, TokenizerFolder
 from stages.artifacts.train import TrainedBaselines
 from stages.framework.stage import Stage, StageContext
 from stages.train.baseline_task import BaselineTask
-from stages.train.launch import check_resources, final_metrics, fit_sequence
-from stages.train.loop import STATE_FILE
-from stages.train.storage import clear_storage, copy_tree
+from stages.train.launch import check_resources, export_finished, final_metrics, fit_sequence
+from stages.train.storage import clear_storage
 
 
 @dataclass(frozen=True)
@@ -118,10 +116,7 @@ class TrainBaselines(Stage):
         finished = fit_sequence(models, job, ctx.work_uri, "baselines", ctx.cfg("run.seed"), ctx.logger)
         for record in records:
             name = record["system"]
-            dest = TrainedBaselines.system_dir(ctx.output_dir, name)
-            copy_tree(f"{finished[name]}/model", str(dest / "model"))
-            copy_tree(f"{finished[name]}/{STATE_FILE}", str(dest / STATE_FILE))
-            state = json.loads((dest / STATE_FILE).read_text())
+            state = export_finished(finished[name], TrainedBaselines.system_dir(ctx.output_dir, name))
             record["dev_loss"] = state["best_dev_loss"]
             ctx.log_metrics(final_metrics(state, prefix=name))
         clear_storage(ctx.work_uri, "baselines")

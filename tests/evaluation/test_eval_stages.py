@@ -220,7 +220,7 @@ def test_analyze_nuggets_on_fixture(evaluated):
 
 def test_report_reads_nugget2d_metrics(tmp_path):
     from stages.evaluate.eval_qa import paper_row
-    from stages.report.tables import nugget2d_table
+    from stages.report.tables import eval_table
 
     # eval_qa names the table-3 row each of its systems reproduces
     assert [paper_row("full"), paper_row("nodoc"), paper_row("lmsumm", 0.1), paper_row("nugget2d", 0.2),
@@ -233,7 +233,7 @@ def test_report_reads_nugget2d_metrics(tmp_path):
                  n=4, stderr={"wiki_word_ppl": 0.5}, paper_row="nugget2d_64"),
         TableRow("Compressive 64/320/32", {}, note="no checkpoint", paper_row="compressive_64"),
     ], stand_in="wiki: offline Wikipedia articles (stand-in for WikiText-103)").write(tmp_path)
-    t = nugget2d_table("nugget2d_table1", "T1", artifact("eval_lm", tmp_path),
+    t = eval_table("nugget2d_table1", "T1", artifact("eval_lm", tmp_path),
                        {"wikitext_subword": "wiki_subword_ppl", "wikitext_word": "wiki_word_ppl",
                         "pile_subword": "pile_subword_ppl"}, "ctx")
     rows = {label: (m, p) for label, m, p in t.rows}
@@ -252,9 +252,9 @@ def test_report_reads_nugget2d_metrics(tmp_path):
         TableRow("nugget2d r=0.05", {"bleu": 90.0, "bleu_L16": 80.0, "n_bleu_L16": 3}, n=8, paper_row="nugget2d_0.05"),
         TableRow("tokens: punctuation", {"share_nuggets": 40.0}, n=500, paper_row="punctuation"),
     ]).write(tmp_path / "ae")
-    bleu = nugget2d_table("nugget2d_autoencoding", "AE", artifact("eval_nugget2d_ae", tmp_path / "ae"),
+    bleu = eval_table("nugget2d_autoencoding", "AE", artifact("eval_nugget2d_ae", tmp_path / "ae"),
                           {"bleu": "bleu", "L=16": "bleu_L16"}, "ctx")
-    tokens = nugget2d_table("nugget2d_tokens", "tokens", artifact("eval_nugget2d_ae", tmp_path / "ae"),
+    tokens = eval_table("nugget2d_tokens", "tokens", artifact("eval_nugget2d_ae", tmp_path / "ae"),
                             {"share_nuggets": "share_nuggets"}, "ctx")
     assert [r[0] for r in bleu.rows] == ["nugget2d r=0.05", "nugget2d_0.1", "icae_0.05", "icae_0.1"]
     assert bleu.rows[0][1:] == ({"bleu": "90.00 (n=8)", "L=16": "80.00 (n=3)"},  # a column's own n

@@ -1,0 +1,75 @@
+"""Stage ``build_nugget_lm``: the articles the Nugget LM (Nugget §6.2, table 3) reads.
+
+``data.nugget_lm.source=wikitext103`` (profile=paper): WikiText-103 train / validation /
+test as published (the table is on the test split), each article every line from its
+`` = Title = `` line to the next (`stages.data.articles.wikitext103_documents`);
+``wikitext-103-v1`` keeps ``<unk>``, the out-of-vocabulary words the evaluation excludes.
+``gensim_wiki`` (profile=tiny): the offline Wikipedia articles as WikiText-style text (a
+labelled stand-in), split train / dev / test by article with ``data.seed``.
+
+Articles are tokenised with the Nugget model's tokenizer (``tokenizer`` stage), with per
+token the flags word-level perplexity needs (`stages.data.tokens.word_flags`).
+Output: `stages.artifacts.data.NuggetLMCorpus`.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from stages.artifacts.data import NuggetLMCorpus, TokenizerFolder
+from stages.data import paper_sources as paper
+from stages.data.articles import article_text, wikitext103_documents
+from stages.data.corpora import offline_articles
+from stages.data.splits import SPLITS, assign_splits
+from stages.data.stats import length_stats
+from stages.data.tokens import encode_with_words
+from stages.framework import raydata
+from stages.framework.stage import Stage, StageContext
+
+WIKITEXT_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
+STAND_IN = "offline Wikipedia articles (gensim's test dump), split here: a stand-in for WikiText-103"
+
+
+def _articles(cfg, sources_dir, seed: int) -> dict[str, list[str]]:
+    """Article texts per split (``max_docs`` caps each published split / the pool)."""
+    cap = (lambda xs: xs[: cfg.max_docs]) if cfg.max_docs else (lambda xs: xs)
+    if cfg.source == "wikitext103":
+        return {ours: cap(wikitext103_documents(paper.texts_from_rows(
+                    paper.load_rows("wikitext103", theirs, cfg.wiki_files, cfg.wikitext_config))))
+                for ours, theirs in WIKITEXT_SPLITS.items()}
+    texts = cap([article_text(a) for a in offline_articles("gensim_wiki", sources_dir)])
+    labels = assign_splits(len(texts), cfg.dev_fraction, cfg.test_fraction, seed)
+    return {s: [t for t, label in zip(texts, labels, strict=True) if label == s] for s in SPLITS}
+
+
+class BuildNuggetLM(Stage):
+    name = "build_nugget_lm"
+    description = "Wikipedia articles (WikiText-103 or its offline stand-in) for the Nugget LM (table 3)."
+    upstream = ("tokenizer",)
+    config_keys = ("data.nugget_lm", "data.seed")
+    resources = {"num_cpus": 0}  # tokenisation runs on Ray Data
+    fans_out = True  # the executor reserves every CPU for it
+
+    def run(self, ctx: StageContext) -> None:
+        raydata.configure()
+        cfg = ctx.cfg("data.nugget_lm")
+        tokenizer = TokenizerFolder.read(ctx.inputs["tokenizer"]).path
+        texts = _articles(cfg, ctx.sources_dir, ctx.cfg("data.seed"))
+        metrics: dict[str, float] = {}
+        for split in SPLITS:
+            docs = [d for d in encode_with_words(texts[split], tokenizer) if len(d["ids"]) >= cfg.min_doc_tokens]
+            if not docs:
+                raise ValueError(f"build_nugget_lm: split {split!r} has no article of >= "
+                                 f"data.nugget_lm.min_doc_tokens={cfg.min_doc_tokens} tokens")
+            pq.write_table(pa.Table.from_pylist(docs), NuggetLMCorpus.split_file(ctx.output_dir, split))
+            words = sum(sum(d["word_start"]) for d in docs)
+            oov = sum(sum(s and o for s, o in zip(d["word_start"], d["oov"], strict=True)) for d in docs)
+            metrics.update({f"{split}/articles": len(docs), f"{split}/words": words, f"{split}/oov_words": oov,
+                            **length_stats(f"{split}/article_tokens", [len(d["ids"]) for d in docs])})
+            print(f"[build_nugget_lm] {split}: {len(docs)} articles, {words} words ({oov} out of vocabulary)",
+                  flush=True)
+        stand_in = "" if cfg.source == "wikitext103" else STAND_IN
+        ctx.write_json("stats.json", {**metrics, "source": cfg.source, "stand_in": stand_in})
+        ctx.set_tags({"stand_in": stand_in or "none"})
+        ctx.log_metrics(metrics)

@@ -1,0 +1,126 @@
+"""Stage ``eval_nugget_lm``: Nugget table 3, word-level perplexity of the Nugget LMs and
+their baselines with ``h`` history segments (§6.2).
+
+Every article of ``eval.nugget_lm.split`` (at most ``max_docs``, the first
+``max_doc_tokens`` tokens of each) is read in windows of the system's
+``segment_tokens`` starting every ``stride`` tokens (`nugget_core.nugget.windows`): each
+token is scored once, with at least ``segment_tokens - stride`` preceding tokens in the
+window past the first (appendix B.2), and the ``h`` segments before its window in the
+memory. Every system with a memory is scored at each ``h`` of ``eval.nugget_lm.histories``,
+the transformer at h = 0.
+
+Word-level perplexity as the paper computes it: a word's probability is the product of
+its subwords' (footnote 6), so ``ppl = exp(sum of token NLL / words)``; the tokens of
+out-of-vocabulary words (WikiText-103's ``<unk>``, the tokenizer's unknown token) are
+excluded from both sums ("we exclude all out-of-vocabulary tokens"). Subword perplexity
+over the same tokens is reported beside it.
+
+Outputs: the `stages.artifacts.evaluate.EvalTable` (one row per system; ``ppl_h<h>``,
+``subword_ppl_h<h>``, ``n_ppl_h<h>`` = words scored; the row's n = words) and
+``examples.jsonl`` (word perplexity per article, system and h).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from stages.artifacts.data import NuggetLMCorpus, TokenDocuments
+from stages.artifacts.evaluate import Column, EvalTable, TableRow
+from stages.artifacts.train import TrainedNuggetLM
+from stages.common.device import to_device
+from stages.common.records import batches
+from stages.evaluate.lm.perplexity import PerplexityCounts
+from stages.evaluate.publish import publish
+from stages.framework.stage import Stage, StageContext
+
+
+def window_counts(nll: torch.Tensor, starts: Any, oov: Any) -> PerplexityCounts:
+    """The sums of one window's scored tokens: ``nll [k]`` (float), ``starts`` / ``oov``
+    (``[k]`` bool arrays: the tokens' word-start and out-of-vocabulary flags). Word and
+    subword NLL are the same sum (over the in-vocabulary tokens), divided by words or
+    by tokens."""
+    keep = torch.as_tensor(~oov)
+    starts_t = torch.as_tensor(starts)
+    total = float(nll[keep].sum())
+    return PerplexityCounts(subword_nll=total, subwords=int(keep.sum()), word_nll=total,
+                            words=int((starts_t & keep).sum()), oov_words=int((starts_t & ~keep).sum()))
+
+
+@torch.no_grad()
+def score(lm: Any, docs: TokenDocuments, lengths: list[int], segment: int, stride: int, history: int,
+          batch_size: int, wrap: Any, start_id: int, pad_id: int) -> list[PerplexityCounts]:
+    """Per article, the perplexity sums of ``lm`` reading it with ``history`` segments of memory."""
+    from nugget_core.nugget import collate_windows, windows
+
+    rows = [w for i, n in enumerate(lengths) for w in windows(i, n, segment, stride)]
+    tallies = [PerplexityCounts() for _ in lengths]
+    for chunk in batches(rows, batch_size):
+        batch = to_device(collate_windows(docs, chunk, segment, history, decoder_start_id=start_id, pad_id=pad_id,
+                                          wrap_segment=wrap), lm.device)
+        labels = batch["labels"]
+        logits = lm(**batch).logits.float()
+        nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels.clamp(min=0), reduction="none")
+        nll = nll.masked_fill(labels.eq(-100), 0.0).cpu()
+        for i, w in enumerate(chunk):
+            skip, k = w.score_from - w.start, w.end - w.score_from
+            tallies[w.doc].add(window_counts(nll[i, skip : skip + k], docs.word_start(w.doc)[w.score_from : w.end],
+                                            docs.oov(w.doc)[w.score_from : w.end]))
+    return tallies
+
+
+class EvalNuggetLM(Stage):
+    name = "eval_nugget_lm"
+    description = "Word-level perplexity of the Nugget LMs and baselines at each h (Nugget table 3)."
+    upstream = ("build_nugget_lm", "train_nugget_lm")
+    config_keys = ("eval.nugget_lm", "eval.dtype")
+    uses_device = True
+
+    def run(self, ctx: StageContext) -> None:
+        from nugget_core.nugget import SpecialTokens
+
+        cfg = ctx.cfg("eval.nugget_lm")
+        corpus = NuggetLMCorpus.read(ctx.inputs["build_nugget_lm"])
+        trained = TrainedNuggetLM.read(ctx.inputs["train_nugget_lm"])
+        docs = corpus.documents(cfg.split, cfg.max_docs)
+        lengths = [min(n, cfg.max_doc_tokens) if cfg.max_doc_tokens else n for n in docs.lengths()]
+        rows, examples = [], []
+        for k, record in enumerate(trained.systems, 1):
+            segment = record["segment_tokens"]
+            if segment % cfg.stride:
+                raise ValueError(f"eval.nugget_lm.stride={cfg.stride} must divide {record['system']}'s "
+                                 f"segment_tokens={segment}")
+            lm = trained.load(record, ctx.device, ctx.cfg("eval.dtype"))
+            wrap = SpecialTokens.of(trained.tokenizer(record))
+            start_id, pad_id = trained.decoder_token_ids(record)
+            metrics: dict[str, float] = {}
+            total = PerplexityCounts()
+            for h in [0] if record["memory"] == "none" else cfg.histories:
+                tick = time.time()
+                per_doc = score(lm, docs, lengths, segment, cfg.stride, h, cfg.batch_size,
+                                wrap, start_id, pad_id)
+                total = PerplexityCounts()
+                for t in per_doc:
+                    total.add(t)
+                metrics.update({f"ppl_h{h}": total.word_ppl, f"subword_ppl_h{h}": total.subword_ppl,
+                                f"n_ppl_h{h}": total.words, f"oov_words_h{h}": total.oov_words})
+                examples += [{"system": record["system"], "h": h, "article": i, "words": t.words,
+                              "word_ppl": t.word_ppl} for i, t in enumerate(per_doc)]
+                print(f"[eval_nugget_lm] {k}/{len(trained.systems)} {record['system']} h={h}: word PPL "
+                      f"{total.word_ppl:.2f}, subword PPL {total.subword_ppl:.2f} ({total.words} words, "
+                      f"{len(lengths)} articles, {time.time() - tick:.1f}s)", flush=True)
+            rows.append(TableRow(system=record["system"], metrics=metrics, n=total.words,
+                                 paper_row=record["paper_row"]))
+        histories = sorted({0, *cfg.histories})
+        table = EvalTable(
+            title="Nugget table 3: LM perplexity with h history segments (word level, OOV excluded)",
+            columns=[Column(f"ppl_h{h}", f"PPL h={h}") for h in histories]
+            + [Column(f"subword_ppl_h{h}", f"subword PPL h={h}") for h in histories],
+            rows=rows, stand_in=corpus.stand_in,
+            notes=[f"{len(lengths)} {cfg.split} articles of build_nugget_lm ({sum(lengths)} tokens), windows of the "
+                   f"systems' segment length scored every {cfg.stride} tokens",
+                   "word PPL: exp(token NLL summed over words / words), out-of-vocabulary words' tokens excluded"],
+        )
+        publish(ctx, table, examples)
