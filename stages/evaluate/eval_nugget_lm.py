@@ -60,9 +60,11 @@ def score(lm: Any, docs: TokenDocuments, lengths: list[int], segment: int, strid
     for chunk in batches(rows, batch_size):
         batch = to_device(collate_windows(docs, chunk, segment, history, decoder_start_id=start_id, pad_id=pad_id,
                                           wrap_segment=wrap), lm.device)
-        labels = batch["labels"]
-        logits = lm(**batch).logits.float()
-        nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels.clamp(min=0), reduction="none")
+        labels = batch.pop("labels")  # no HF loss: the NLL is taken per token below
+        logits = lm(**batch).logits
+        # one row at a time in fp32: [B, T, V] at once would be 4 GB for mBART's 250k types
+        nll = torch.stack([torch.nn.functional.cross_entropy(logits[i].float(), labels[i].clamp(min=0),
+                                                             reduction="none") for i in range(len(chunk))])
         nll = nll.masked_fill(labels.eq(-100), 0.0).cpu()
         for i, w in enumerate(chunk):
             skip, k = w.score_from - w.start, w.end - w.score_from
