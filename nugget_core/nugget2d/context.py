@@ -10,6 +10,7 @@ scores (`CompressedContext.key_scores`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -79,6 +80,39 @@ def gather_rows(values: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
         return torch.gather(values, 1, order)
     index = order[..., None].expand(-1, -1, values.shape[-1])
     return torch.gather(values, 1, index)
+
+
+def pack_answer_inputs(
+    embed: Callable[[torch.Tensor], torch.Tensor],
+    soft_prompt: torch.Tensor | None,
+    prompt_ids: torch.Tensor | None,
+    prompt_mask: torch.Tensor | None,
+    answer_ids: torch.Tensor,
+    answer_mask: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The decoder input after a context: ``[soft prompt] prompt answer`` per row, each part
+    right-padded, packed real tokens first (`pack_segments`).
+
+    Returns ``embeds [batch, m, d]``, ``token_mask [batch, m]`` and ``labels [batch, m]``
+    (the answer tokens; -100 on the soft prompt, the prompt and padding).
+    """
+    batch, device = answer_ids.shape[0], answer_ids.device
+    segments: list[tuple[torch.Tensor, torch.Tensor]] = []
+    labels: list[torch.Tensor] = []
+    if soft_prompt is not None:
+        soft = soft_prompt.expand(batch, -1, -1)
+        ones = torch.ones(batch, soft.shape[1], dtype=torch.long, device=device)
+        segments.append((soft, ones))
+        labels.append(torch.full_like(ones, -100))
+    if prompt_ids is not None and prompt_ids.shape[1] > 0:
+        segments.append((embed(prompt_ids), prompt_mask))
+        labels.append(torch.full_like(prompt_ids, -100))
+    segments.append((embed(answer_ids), answer_mask))
+    labels.append(answer_ids.masked_fill(answer_mask.eq(0), -100))
+    order, token_mask = pack_segments(segments)
+    embeds = gather_rows(torch.cat([s for s, _ in segments], dim=1), order)
+    packed = gather_rows(torch.cat(labels, dim=1), order).masked_fill(token_mask.eq(0), -100)
+    return embeds, token_mask, packed
 
 
 def continuation_positions(context: CompressedContext, token_mask: torch.Tensor) -> torch.Tensor:

@@ -43,9 +43,7 @@ class ICAEModel(nn.Module):
         if slots < 1:
             raise ValueError(f"ICAE needs at least one memory slot, got slots={slots}")
         self.nugget2d = nugget2d
-        d = nugget2d.adaptor.hidden_size(nugget2d.lm)
-        std = float(nugget2d.adaptor.embed_tokens(nugget2d.lm).weight.std())  # as the soft prompt's
-        self.memory = nn.Parameter(torch.randn(slots, d, device=nugget2d.device, dtype=nugget2d.dtype) * std)
+        self.memory = nn.Parameter(nugget2d.random_embeddings(slots))  # initialised as the soft prompt
 
     @property
     def slots(self) -> int:

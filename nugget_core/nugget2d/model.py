@@ -44,8 +44,7 @@ from .context import (
     CompressedContext,
     continuation_positions,
     decoder_visibility,
-    gather_rows,
-    pack_segments,
+    pack_answer_inputs,
 )
 from .features import FrozenFeatures
 from .kv import LayerKV
@@ -108,11 +107,15 @@ class Nugget2DModel(nn.Module):
         d = self.adaptor.hidden_size(self.lm)
         param = next(self.lm.parameters())
         self.scorer = NuggetScorer(d, config.scorer_config()).to(param.device, param.dtype)
-        std = float(self.adaptor.embed_tokens(self.lm).weight.std())
-        self.soft_prompt = nn.Parameter(
-            torch.randn(config.soft_prompt_tokens, d, device=param.device, dtype=param.dtype) * std
-        )
+        self.soft_prompt = nn.Parameter(self.random_embeddings(config.soft_prompt_tokens))
         self._selector = TopKSelector()
+
+    def random_embeddings(self, n: int) -> torch.Tensor:
+        """``[n, d]`` Gaussian vectors at the scale of the LM's token embeddings, on its device
+        and in its dtype: the initialisation of learned input embeddings (the soft prompt,
+        ICAE's memory slots)."""
+        table = self.adaptor.embed_tokens(self.lm).weight
+        return torch.randn(n, table.shape[1], device=table.device, dtype=table.dtype) * float(table.std())
 
     @classmethod
     def from_lm(
@@ -391,24 +394,8 @@ class Nugget2DModel(nn.Module):
     ) -> Nugget2DOutput:
         """``-log p(answer | context, [soft prompt], prompt)`` with theta, for any
         ``context`` (Nugget2D's nuggets, or another compressor's memory)."""
-        batch = answer_ids.shape[0]
-        device = answer_ids.device
-        segments: list[tuple[torch.Tensor, torch.Tensor]] = []
-        labels: list[torch.Tensor] = []
-        if soft_prompt:
-            soft = self.soft_prompt.expand(batch, -1, -1)
-            ones = torch.ones(batch, soft.shape[1], dtype=torch.long, device=device)
-            segments.append((soft, ones))
-            labels.append(torch.full_like(ones, -100))
-        if prompt_ids is not None and prompt_ids.shape[1] > 0:
-            segments.append((self.embed(prompt_ids), prompt_mask))
-            labels.append(torch.full_like(prompt_ids, -100))
-        segments.append((self.embed(answer_ids), answer_mask))
-        labels.append(answer_ids.masked_fill(answer_mask.eq(0), -100))
-        order, token_mask = pack_segments(segments)
-        embeds = gather_rows(torch.cat([s for s, _ in segments], dim=1), order)
-        packed_labels = gather_rows(torch.cat(labels, dim=1), order).masked_fill(
-            token_mask.eq(0), -100
+        embeds, token_mask, packed_labels = pack_answer_inputs(
+            self.embed, self.soft_prompt if soft_prompt else None, prompt_ids, prompt_mask, answer_ids, answer_mask
         )
         logits, _ = self.decoder_pass(context, embeds, token_mask)
         loss = nn.functional.cross_entropy(

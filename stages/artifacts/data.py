@@ -174,6 +174,17 @@ class LMRecords:
     def continuation(self) -> Path:
         return self._where().file(self.continuation_file(Path()).name)
 
+    def continuation_windows(self, split: str) -> list[list[int]]:
+        """The continuation triples of ``split`` as whole windows, ``doc + prompt + answer``
+        (the documents of the autoencoding study, Nugget2D §4)."""
+        import pyarrow.parquet as pq
+
+        path = self.continuation()
+        rows = [r for r in pq.read_table(path).to_pylist() if r["split"] == split]
+        if not rows:
+            raise ValueError(f"{path}: no continuation windows in split {split!r}")
+        return [r["doc"] + r["prompt"] + r["answer"] for r in rows]
+
     def records(self, task: str) -> Path:
         return self._where().file(self.records_file(Path(), task).name)
 

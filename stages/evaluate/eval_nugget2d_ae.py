@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import pyarrow.parquet as pq
 import torch
 
 from stages.artifacts.data import LMRecords
@@ -45,14 +44,6 @@ from stages.framework.stage import Stage, StageContext
 log = progress_logger("nugget.eval_nugget2d_ae")
 TRAIN_STAGE = "train_nugget2d_ae"
 HIGHLIGHTS = "nuggets.md"
-
-
-def windows(path: Any, split: str) -> list[list[int]]:
-    """The continuation windows (``doc + prompt + answer``) of ``split``, as training reads them."""
-    rows = [r for r in pq.read_table(path).to_pylist() if r["split"] == split]
-    if not rows:
-        raise ValueError(f"{path}: no continuation windows in split {split!r}")
-    return [r["doc"] + r["prompt"] + r["answer"] for r in rows]
 
 
 def length_docs(docs: list[list[int]], lengths: list[int], max_docs: int) -> dict[int, list[list[int]]]:
@@ -152,7 +143,7 @@ class EvalNugget2DAE(Stage):
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.autoencoding")
         records = LMRecords.read(ctx.inputs["build_lm"])
-        docs = windows(records.continuation(), cfg.split)
+        docs = records.continuation_windows(cfg.split)
         by_length = length_docs(docs, cfg.lengths, cfg.max_docs)
         trained = TrainedNugget2D.read(ctx.inputs[TRAIN_STAGE], TRAIN_STAGE)
         rows, examples = [], []

@@ -62,8 +62,7 @@ class AutoencodingTask(Nugget2DTaskBase):
             raise ValueError(f"icae needs slots >= 1, got {self.slots}")
 
     def _records(self, split: str) -> list[dict[str, Any]]:
-        rows = self._parquet_rows(self.data.continuation(), split)
-        return [{"doc": (r["doc"] + r["prompt"] + r["answer"])[: self.max_doc_tokens]} for r in rows]
+        return [{"doc": window[: self.max_doc_tokens]} for window in self.data.continuation_windows(split)]
 
     def build_model(self, init_dir: Path | None) -> nn.Module:
         from nugget_core.nugget2d import ICAEModel, load_icae, set_objective
