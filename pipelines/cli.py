@@ -84,9 +84,20 @@ def tracker_for(cfg: PipelineConfig, store: ArtifactStore) -> Tracker:
     return Tracker(uri, cfg.run.experiment, artifact_location=f"{store.root_uri}/mlflow-artifacts")
 
 
+def stage_config_errors(cfg: PipelineConfig, plan: list[PlannedStage]) -> list[str]:
+    """`Stage.config_errors` of every stage the plan will run."""
+    from stages.framework.keys import stage_sections
+
+    return [f"{p.name}: {e}" for p in plan if p.will_run
+            for e in p.stage.config_errors(stage_sections(p.stage, cfg))]
+
+
 def run_plan(cfg: PipelineConfig, plan: list[PlannedStage], entry: str, dry_run: bool) -> int:
     store = ArtifactStore(cfg.run.artifact_root)
     print_plan(plan, store)
+    errors = stage_config_errors(cfg, plan)
+    if errors:
+        return _fail(EXIT_CONFIG, "config:\n  " + "\n  ".join(errors))
     if dry_run:
         return 0
     try:

@@ -167,14 +167,9 @@ class PipelineConfig:
     report: ReportSection = spec(ReportSection(), help="Report stage.")
 
     def _nugget_lm_errors(self) -> list[str]:
-        """train_nugget_lm starts from autoencoders (Nugget app. B.2) and eval_nugget_lm reads its windows."""
+        """eval_nugget_lm reads train_nugget_lm's windows (what train_nugget_lm needs of other
+        stages' settings: `TrainNuggetLM.config_errors`, checked only when it runs)."""
         job, found = self.train.nugget_lm, []
-        if self.train.nugget.objective != "ae":
-            found.append(f"train.nugget.objective: value {self.train.nugget.objective!r}; train_nugget_lm starts "
-                         "every Nugget LM from train_nugget's model, which must be the AE one")
-        if "tsdae" in job.baselines and "tsdae_ae" not in self.eval.baselines.systems:
-            found.append("train.nugget_lm.baselines: 'tsdae' starts from train_baselines' tsdae_ae; add it to "
-                         "eval.baselines.systems or drop 'tsdae'")
         stride = self.eval.nugget_lm.stride
         if stride > job.segment_tokens or job.segment_tokens % stride:
             found.append(f"eval.nugget_lm.stride: value {stride} must divide train.nugget_lm.segment_tokens="

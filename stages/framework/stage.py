@@ -168,5 +168,12 @@ class Stage:
             return Demand({**own, "CPU": ALL}, lower="")
         return Demand(own, lower=f"{cls.__name__}.resources")
 
+    @classmethod
+    def config_errors(cls, sections: dict[str, Any]) -> list[str]:
+        """What makes its declared config sections unusable for this stage alone (a setting
+        of another stage it depends on), checked before a run that will run it; the
+        schema's own checks (`stages.config`) hold for every run and go there."""
+        return []
+
     def run(self, ctx: StageContext) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

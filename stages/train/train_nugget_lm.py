@@ -54,10 +54,24 @@ class TrainNuggetLM(Stage):
     name = "train_nugget_lm"
     description = "Nugget LMs (r = 0.05 / 0.1), TSDAE, Compressive and Transformer LMs (Nugget table 3)."
     upstream = ("tokenizer", "build_nugget_lm", "train_nugget", "train_baselines")
-    config_keys = ("train.nugget_lm", "model.seq2seq", "run.seed")
+    # train.nugget.objective / eval.baselines.systems: what the autoencoders it starts from are
+    config_keys = ("train.nugget_lm", "model.seq2seq", "run.seed", "train.nugget.objective", "eval.baselines.systems")
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
     train_job = "train.nugget_lm"  # the executor reserves its workers (one fit at a time)
     expected_seconds = 120  # profile=tiny, 2 CPUs: orders ready stages (a run's own measurements replace it)
+
+    @classmethod
+    def config_errors(cls, sections: dict[str, Any]) -> list[str]:
+        """Every system starts from an autoencoder (Nugget app. B.2)."""
+        found = []
+        if sections["train.nugget.objective"] != "ae":
+            found.append(f"train.nugget.objective: value {sections['train.nugget.objective']!r}; train_nugget_lm "
+                         "starts its Nugget LMs from train_nugget's model, which must be the AE one (or leave "
+                         "train_nugget_lm out: run.targets)")
+        if "tsdae" in sections["train.nugget_lm"].baselines and "tsdae_ae" not in sections["eval.baselines.systems"]:
+            found.append("train.nugget_lm.baselines: 'tsdae' starts from train_baselines' tsdae_ae; add it to "
+                         "eval.baselines.systems or drop 'tsdae'")
+        return found
 
     def run(self, ctx: StageContext) -> None:
         job = ctx.cfg("train.nugget_lm")

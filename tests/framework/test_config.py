@@ -282,3 +282,16 @@ def test_loading_the_config_imports_no_torch():
             "bad = [m for m in ('torch', 'transformers', 'peft') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_stage_own_config_errors_stop_only_runs_that_include_it(tmp_path, capsys):
+    """train_nugget_lm needs train_nugget's AE model; an MT train_nugget alone is fine."""
+    from pipelines.cli import main_full
+
+    base = ["--dry-run", f"run.artifact_root={tmp_path}", f"run.sources_dir={tmp_path}", "train.nugget.objective=mt"]
+    assert main_full(base) == 2
+    assert "train_nugget_lm: train.nugget.objective: value 'mt'" in capsys.readouterr().err
+    assert main_full([*base, "run.targets=[train_nugget]"]) == 0
+    assert main_full(["--dry-run", f"run.artifact_root={tmp_path}", f"run.sources_dir={tmp_path}",
+                      "eval.baselines.systems=[chunk]"]) == 2
+    assert "'tsdae' starts from train_baselines' tsdae_ae" in capsys.readouterr().err
