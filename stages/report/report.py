@@ -68,13 +68,18 @@ def to_html(title: str, tables: list[tuple[str, list[tuple[str, str]]]]) -> str:
     return "\n".join(parts)
 
 
-def _context(ctx: StageContext, stage: str, data: str) -> str:
+def _seq2seq_context(ctx: StageContext, data: str) -> str:
+    """Profile, seq2seq base model and data behind a Nugget table."""
     model = ctx.cfg("model.seq2seq")
     base = model.name_or_path if model.source == "pretrained" else (
         f"random-init tiny BART (d={model.tiny.d_model}, {model.tiny.layers}+{model.tiny.layers} layers) "
         f"trained from scratch")
+    return f"profile {ctx.cfg('profile')}; base model: {base}; data: {data}"
+
+
+def _context(ctx: StageContext, stage: str, data: str) -> str:
     where = f"stage {stage} (key {ctx.inputs[stage].key})" if stage in ctx.inputs else f"stage {stage} absent"
-    return f"profile {ctx.cfg('profile')}; base model: {base}; data: {data}; measured by {where}"
+    return f"{_seq2seq_context(ctx, data)}; measured by {where}"
 
 
 def _read(ctx: StageContext, contract: Any) -> Any:
@@ -101,9 +106,11 @@ def build_tables(ctx: StageContext) -> list[ReportTable]:
         multilingual_token_table(_read(ctx, NuggetAnalysis), _context(ctx, "analyze_nuggets", "dev documents of "
                                  "build_mt_docs, each language's side"), languages, mt_stand_in),
         table2(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR")),
-        eval_table("nugget_table3", "Nugget table 3: Nugget LM word-level perplexity (WikiText-103 test)",
-                   ctx.inputs.get("eval_nugget_lm"), {f"h={h}": f"ppl_h{h}" for h in sorted({0, *ctx.cfg("eval").nugget_lm.histories})},
-                   _context(ctx, "eval_nugget_lm", f"{ctx.cfg('eval').nugget_lm.split} articles of build_nugget_lm")),
+        eval_table("nugget_table3", "Nugget table 3: Nugget LM word-level perplexity with h history segments",
+                   ctx.inputs.get("eval_nugget_lm"),
+                   {f"h={h}": f"ppl_h{h}" for h in sorted({0, *ctx.cfg("eval").nugget_lm.histories})},
+                   _seq2seq_context(ctx, f"{ctx.cfg('eval').nugget_lm.split} articles of build_nugget_lm "
+                                         "(out-of-vocabulary words excluded)")),
         table4(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR")),
         eval_table("nugget2d_table1", "Nugget2D table 1: LM perplexity", ctx.inputs.get("eval_lm"),
                        {"wikitext_subword": "wiki_subword_ppl", "wikitext_word": "wiki_word_ppl",
