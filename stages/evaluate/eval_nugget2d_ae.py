@@ -17,7 +17,7 @@ and of all tokens for punctuation, line breaks and the most frequent nugget toke
 
 Outputs: the `stages.artifacts.evaluate.EvalTable` (reconstruction rows: ``bleu``,
 ``bleu_L<L>``, ``states_L<L>`` with their documents ``n_bleu_L<L>``, n = all documents;
-token rows: ``share_nuggets``,
+token rows: ``share_nuggets`` (its n: ``n_share_nuggets``, the nuggets),
 ``share_text``, n = tokens), ``examples.jsonl`` (decoded texts) and ``nuggets.md``.
 """
 
@@ -116,7 +116,8 @@ def token_rows(texts: list[list[str]], selected: list[list[bool]], top: int) -> 
 
     def row(label: str, match: Any, paper_row: str = "") -> TableRow:
         share = {"share_nuggets": 100 * sum(c for t, c in nuggets.items() if match(t)) / n_nuggets,
-                 "share_text": 100 * sum(c for t, c in every.items() if match(t)) / n_text}
+                 "share_text": 100 * sum(c for t, c in every.items() if match(t)) / n_text,
+                 "n_share_nuggets": n_nuggets}  # the n of the nugget share (the row's n: tokens)
         return TableRow(label, share, n=n_text, note=f"{n_nuggets} nuggets among {n_text} tokens",
                         paper_row=paper_row)
 

@@ -347,3 +347,12 @@ def test_autoencoding_study_compares_nugget2d_with_fixed_icae_memory(pipeline_ru
     _, runs = runs_of_latest_pipeline(root)
     assert "icae r0.25/bleu" in runs["eval_nugget2d_ae"].data.metrics
     assert any(k.startswith("icae_r0.25") for k in runs["train_nugget2d_ae"].data.metrics)  # the variant's own
+
+
+def test_token_rows_give_the_nugget_share_its_own_n():
+    from stages.evaluate.eval_nugget2d_ae import token_rows
+
+    rows = token_rows([["A", ",", " b", "."]], [[False, True, False, True]], top=2)
+    punct = rows[0]
+    assert punct.metrics["share_nuggets"] == 100.0 and punct.metrics["share_text"] == 50.0
+    assert punct.metrics["n_share_nuggets"] == 2 and punct.n == 4
