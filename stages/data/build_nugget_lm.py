@@ -14,6 +14,9 @@ Output: `stages.artifacts.data.NuggetLMCorpus`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -43,6 +46,34 @@ def _articles(cfg, sources_dir, seed: int) -> dict[str, list[str]]:
     return {s: [t for t, label in zip(texts, labels, strict=True) if label == s] for s in SPLITS}
 
 
+SCHEMA = pa.schema([("ids", pa.list_(pa.int32())), ("word_start", pa.list_(pa.bool_())),
+                    ("oov", pa.list_(pa.bool_()))])
+WRITE_ROWS = 256  # articles per parquet row group
+
+
+def write_split(docs: Iterable[dict[str, list]], min_tokens: int, path: Any) -> dict[str, Any]:
+    """Write the articles of ``docs`` with at least ``min_tokens`` tokens to ``path`` as
+    they stream in; returns their counts (``articles``, ``words``, ``oov_words``) and
+    ``lengths`` (tokens per article)."""
+    counts: dict[str, Any] = {"articles": 0, "words": 0, "oov_words": 0, "lengths": []}
+    with pq.ParquetWriter(path, SCHEMA) as writer:
+        rows: list[dict[str, list]] = []
+        for d in docs:
+            if len(d["ids"]) < min_tokens:
+                continue
+            counts["articles"] += 1
+            counts["words"] += sum(d["word_start"])
+            counts["oov_words"] += sum(s and o for s, o in zip(d["word_start"], d["oov"], strict=True))
+            counts["lengths"].append(len(d["ids"]))
+            rows.append(d)
+            if len(rows) == WRITE_ROWS:
+                writer.write_table(pa.Table.from_pylist(rows, schema=SCHEMA))
+                rows = []
+        if rows:
+            writer.write_table(pa.Table.from_pylist(rows, schema=SCHEMA))
+    return counts
+
+
 class BuildNuggetLM(Stage):
     name = "build_nugget_lm"
     description = "Wikipedia articles (WikiText-103 or its offline stand-in) for the Nugget LM (table 3)."
@@ -58,17 +89,16 @@ class BuildNuggetLM(Stage):
         texts = _articles(cfg, ctx.sources_dir, ctx.cfg("data.seed"))
         metrics: dict[str, float] = {}
         for split in SPLITS:
-            docs = [d for d in encode_with_words(texts[split], tokenizer) if len(d["ids"]) >= cfg.min_doc_tokens]
-            if not docs:
+            counts = write_split(encode_with_words(texts[split], tokenizer), cfg.min_doc_tokens,
+                                 NuggetLMCorpus.split_file(ctx.output_dir, split))
+            if not counts["articles"]:
                 raise ValueError(f"build_nugget_lm: split {split!r} has no article of >= "
                                  f"data.nugget_lm.min_doc_tokens={cfg.min_doc_tokens} tokens")
-            pq.write_table(pa.Table.from_pylist(docs), NuggetLMCorpus.split_file(ctx.output_dir, split))
-            words = sum(sum(d["word_start"]) for d in docs)
-            oov = sum(sum(s and o for s, o in zip(d["word_start"], d["oov"], strict=True)) for d in docs)
-            metrics.update({f"{split}/articles": len(docs), f"{split}/words": words, f"{split}/oov_words": oov,
-                            **length_stats(f"{split}/article_tokens", [len(d["ids"]) for d in docs])})
-            print(f"[build_nugget_lm] {split}: {len(docs)} articles, {words} words ({oov} out of vocabulary)",
-                  flush=True)
+            lengths = counts.pop("lengths")
+            metrics.update({f"{split}/{k}": v for k, v in counts.items()})
+            metrics.update(length_stats(f"{split}/article_tokens", lengths))
+            print(f"[build_nugget_lm] {split}: {counts['articles']} articles, {counts['words']} words "
+                  f"({counts['oov_words']} out of vocabulary)", flush=True)
         stand_in = "" if cfg.source == "wikitext103" else STAND_IN
         ctx.write_json("stats.json", {**metrics, "source": cfg.source, "stand_in": stand_in})
         ctx.set_tags({"stand_in": stand_in or "none"})

@@ -78,3 +78,18 @@ def test_a_wiki_files_glob_without_split_is_refused(tmp_path):
 
     with pytest.raises(ConfigError, match="wiki_files"):
         load_config(["data.nugget_lm.source=wikitext103", "data.nugget_lm.wiki_files=/data/wiki.parquet"])
+
+
+def test_write_split_streams_rows_and_drops_short_articles(tmp_path, monkeypatch):
+    import stages.data.build_nugget_lm as stage
+
+    monkeypatch.setattr(stage, "WRITE_ROWS", 2)  # several row groups
+    docs = [{"ids": list(range(n)), "word_start": [True] * n, "oov": [i == 0 for i in range(n)]} for n in (3, 1, 4, 5)]
+    counts = stage.write_split(iter(docs), 2, tmp_path / "test.parquet")
+    assert counts == {"articles": 3, "words": 12, "oov_words": 3, "lengths": [3, 4, 5]}
+    (tmp_path / "stats.json").write_text('{"source": "s", "stand_in": ""}')
+    for split in ("train", "dev"):
+        stage.write_split(iter(docs[:1]), 2, tmp_path / f"{split}.parquet")
+    read = NuggetLMCorpus.read(tmp_path).documents("test")
+    assert read.lengths() == [3, 4, 5] and list(read[2]) == [0, 1, 2, 3, 4]
+    assert NuggetLMCorpus.read(tmp_path).documents("test", limit=2).lengths() == [3, 4]
