@@ -219,7 +219,7 @@ class TokenDocuments:
     token ids of document ``i`` (a NumPy view, no copy: WikiText-103's train split is
     ~10^8 tokens), `word_start` / `oov` its flags."""
 
-    ids: Any  # np.ndarray [tokens] int32
+    ids: Any  # np.ndarray [tokens] int64 (stored as int32)
     starts: Any  # np.ndarray [tokens] bool
     oovs: Any  # np.ndarray [tokens] bool
     offsets: Any  # np.ndarray [docs + 1] int64
