@@ -170,19 +170,13 @@ class NuggetLMEval:
     split: str = spec("test", help="Split of build_nugget_lm's articles (the paper: WikiText-103 test).",
                       choices=SPLITS)
     histories: list[int] = spec([1, 2, 4, 8], help="h evaluated for every system with a memory (the "
-                                "transformer: h = 0).", nonempty=True)
+                                "transformer: h = 0).", nonempty=True, ge=1, unique=True)
     stride: int = spec(64, help="Tokens scored per window: windows of segment_tokens start every stride tokens, "
                        "so a scored token reads >= segment_tokens - stride preceding tokens (must divide "
                        "train.nugget_lm.segment_tokens).", ge=1)
     max_docs: int = spec(0, help="Articles evaluated (0 = all).", ge=0)
     max_doc_tokens: int = spec(0, help="Score the first N tokens of each article (0 = all).", ge=0)
     batch_size: int = spec(16, help="Windows per forward pass.", ge=1)
-
-    def cross_field_errors(self) -> list[str]:
-        errors = [f"histories: value {h!r} must be >= 1" for h in self.histories if h < 1]
-        if len(set(self.histories)) != len(self.histories):
-            errors.append(f"histories: {self.histories!r} repeats a value")
-        return errors
 
 
 @dataclass

@@ -157,27 +157,17 @@ class NuggetLMJob(TrainJob):
     tsdae_ae), all in one fit."""
 
     ratios: list[float] = spec([0.05, 0.1], help="A Nugget LM per nugget ratio of the history segments.",
-                               nonempty=True)
+                               nonempty=True, gt=0.0, le=1.0, unique=True)
     baselines: list[str] = spec(
         list(NUGGET_LM_BASELINES), help="tsdae: one mean-pooled vector per segment; compressive: encoder states "
         "mean-pooled in chunks of compressive_chunk tokens (Rae et al. 2020); transformer: no memory (h = 0).",
-        choices=NUGGET_LM_BASELINES)
+        choices=NUGGET_LM_BASELINES, unique=True)
     segment_tokens: int = spec(128, help="Segment length s: the window the decoder reads and the unit of "
                                "history each memory entry compresses (appendix B.2: 128).", ge=2)
     histories: list[int] = spec(
         [1, 2, 4, 8], help="History segments h; each training batch draws one (seeded by step), dev uses the "
-        "largest. The paper trains a model per h; one model serves every h here.", nonempty=True)
+        "largest. The paper trains a model per h; one model serves every h here.", nonempty=True, ge=1, unique=True)
     compressive_chunk: int = spec(16, help="Tokens per compressive vector (paper: 512 tokens into 32).", ge=1)
-
-    def cross_field_errors(self) -> list[str]:
-        errors = super().cross_field_errors()
-        errors += [f"ratios: value {r!r} must be in (0, 1]" for r in self.ratios if not 0 < r <= 1]
-        errors += [f"histories: value {h!r} must be >= 1" for h in self.histories if h < 1]
-        for name in ("ratios", "histories", "baselines"):
-            values = getattr(self, name)
-            if len(set(values)) != len(values):
-                errors.append(f"{name}: {values!r} repeats a value")
-        return errors
 
 
 @dataclass

@@ -9,9 +9,11 @@ value fails at load time, before Ray starts.
 Metadata keys understood (all optional):
 
 - ``help``: one line describing the field (shown by ``pipelines.stage --help-config``).
-- ``gt`` / ``ge`` / ``lt`` / ``le``: numeric bounds (exclusive / inclusive).
+- ``gt`` / ``ge`` / ``lt`` / ``le``: numeric bounds (exclusive / inclusive), of a number or
+  of each element of a list of numbers.
 - ``choices``: allowed values (for strings, or each element of a list of strings).
 - ``nonempty``: the string or list must not be empty.
+- ``unique``: the list must not repeat a value.
 
 Hooks a config class may define: ``cross_field_errors() -> list[str]`` (messages starting
 with the field's relative key) and ``construction_errors() -> list[(field | None, str)]``,
@@ -31,16 +33,23 @@ class ConfigError(ValueError):
 
 
 def _bound_errors(path: str, value: Any, meta: dict[str, Any]) -> Iterator[str]:
-    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
-        return
-    for key, ok, word in (
-        ("gt", lambda v, b: v > b, ">"),
-        ("ge", lambda v, b: v >= b, ">="),
-        ("lt", lambda v, b: v < b, "<"),
-        ("le", lambda v, b: v <= b, "<="),
-    ):
-        if key in meta and not ok(value, meta[key]):
-            yield f"{path}: value {value!r} must be {word} {meta[key]}"
+    """Bounds of a number, or of each number of a list (as choices apply to each item)."""
+    for v in value if isinstance(value, list | tuple) else [value]:
+        if v is None or isinstance(v, bool) or not isinstance(v, int | float):
+            continue
+        for key, ok, word in (
+            ("gt", lambda x, b: x > b, ">"),
+            ("ge", lambda x, b: x >= b, ">="),
+            ("lt", lambda x, b: x < b, "<"),
+            ("le", lambda x, b: x <= b, "<="),
+        ):
+            if key in meta and not ok(v, meta[key]):
+                yield f"{path}: value {v!r} must be {word} {meta[key]}"
+
+
+def _unique_errors(path: str, value: Any, meta: dict[str, Any]) -> Iterator[str]:
+    if meta.get("unique") and isinstance(value, list | tuple) and len(set(value)) != len(value):
+        yield f"{path}: {value!r} repeats a value"
 
 
 def _choice_errors(path: str, value: Any, meta: dict[str, Any]) -> Iterator[str]:
@@ -66,6 +75,7 @@ def errors(obj: Any, prefix: str = "") -> list[str]:
         before = len(found)
         found.extend(_bound_errors(path, value, meta))
         found.extend(_choice_errors(path, value, meta))
+        found.extend(_unique_errors(path, value, meta))
         if meta.get("nonempty") and value is not None and len(value) == 0:
             found.append(f"{path}: must not be empty")
         own += len(found) - before

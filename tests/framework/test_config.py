@@ -295,3 +295,17 @@ def test_a_stage_own_config_errors_stop_only_runs_that_include_it(tmp_path, caps
     assert main_full(["--dry-run", f"run.artifact_root={tmp_path}", f"run.sources_dir={tmp_path}",
                       "eval.baselines.systems=[chunk]"]) == 2
     assert "'tsdae' starts from train_baselines' tsdae_ae" in capsys.readouterr().err
+
+
+def test_list_fields_get_bounds_per_element_and_unique():
+    from stages.config import load_config
+    from stages.config.validate import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        load_config(["train.nugget_lm.histories=[1,0,1]", "train.nugget_lm.ratios=[0.05,1.5]",
+                     "eval.nugget_lm.histories=[2,2]"])
+    text = str(err.value)
+    assert "train.nugget_lm.histories: value 0 must be >= 1" in text
+    assert "train.nugget_lm.histories: [1, 0, 1] repeats a value" in text
+    assert "train.nugget_lm.ratios: value 1.5 must be <= 1.0" in text
+    assert "eval.nugget_lm.histories: [2, 2] repeats a value" in text
