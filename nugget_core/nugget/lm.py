@@ -40,6 +40,7 @@ from transformers import AutoModelForSeq2SeqLM, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from ..baselines import BottleneckModel
+from ..checkpoint import require_model_folder
 from ..config_io import JsonConfig
 from ..nuggets import Nuggets
 from .model import NuggetModel
@@ -186,8 +187,10 @@ class NuggetLM(nn.Module):
 
     @classmethod
     def from_pretrained(cls, directory: str | Path, **kwargs: Any) -> NuggetLM:
-        """Load what `save_pretrained` wrote; ``kwargs`` go to the HF loader."""
-        directory = Path(directory)
+        """Load what `save_pretrained` wrote; ``kwargs`` go to the HF loader. A folder that
+        is not a Nugget LM folder (e.g. a pipeline stage's output) gets an error naming the
+        ones inside it."""
+        directory = require_model_folder(directory, NuggetLMConfig.file_name, "Nugget LM")
         config = NuggetLMConfig.load(directory)
         kind = MemoryKind(config.memory)
         if kind is MemoryKind.NUGGET:

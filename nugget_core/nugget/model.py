@@ -23,10 +23,11 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
-from transformers import AutoModelForSeq2SeqLM, PreTrainedModel
+from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from ..adaptors import Seq2SeqAdaptor, get_adaptor
+from ..checkpoint import load_seq2seq_base, mark_nugget_seq2seq, require_model_folder
 from ..nuggets import Nuggets
 from ..params import ParameterCount, count_parameters, decoder_side_parameters, freeze
 from ..residual import CrossAttentionResidual
@@ -197,6 +198,7 @@ class NuggetModel(nn.Module):
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self.base_model.save_pretrained(directory, **kwargs)
+        mark_nugget_seq2seq(directory)  # a plain HF load warns that the decoder reads nuggets
         state = {k: v.detach().contiguous() for k, v in self.scorer.state_dict().items()}
         save_file(state, str(directory / SCORER_WEIGHTS_NAME))
         self.config.save(directory)
@@ -204,9 +206,10 @@ class NuggetModel(nn.Module):
     @classmethod
     def from_pretrained(cls, directory: str | Path, **kwargs: Any) -> NuggetModel:
         """Load what `save_pretrained` wrote; ``kwargs`` go to the HF ``from_pretrained``
-        (e.g. ``attn_implementation``)."""
-        directory = Path(directory)
-        base = AutoModelForSeq2SeqLM.from_pretrained(directory, **kwargs)
+        (e.g. ``attn_implementation``). A folder that is not a Nugget model folder (e.g. a
+        pipeline stage's output) gets an error naming the ones inside it."""
+        directory = require_model_folder(directory, SCORER_WEIGHTS_NAME, "Nugget")
+        base = load_seq2seq_base(directory, **kwargs)
         model = cls(base, NuggetConfig.load(directory))
         model.scorer.load_state_dict(load_file(str(directory / SCORER_WEIGHTS_NAME)))
         return model

@@ -26,6 +26,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import PreTrainedModel
 
+from ..checkpoint import BaseModelReference, require_model_folder
 from .config import COMPRESSOR, DECODER
 from .context import CompressedContext, gather_rows, pack_segments
 from .model import Nugget2DModel, Nugget2DOutput
@@ -92,16 +93,20 @@ class ICAEModel(nn.Module):
         return [p for p in self.parameters() if p.requires_grad]
 
 
-def save_icae(model: ICAEModel, directory: str | Path) -> Path:
-    """`save_nugget2d` of the shared parts plus the memory slots."""
-    directory = save_nugget2d(model.nugget2d, directory)
+def save_icae(model: ICAEModel, directory: str | Path, base_model: BaseModelReference | None = None) -> Path:
+    """`save_nugget2d` of the shared parts (``base_model``: where the base LM is) plus the
+    memory slots."""
+    directory = save_nugget2d(model.nugget2d, directory, base_model)
     save_file({"memory": model.memory.detach().contiguous()}, str(directory / MEMORY_NAME))
     return directory
 
 
-def load_icae(directory: str | Path, base_model: PreTrainedModel | str | Path, **hf_kwargs: Any) -> ICAEModel:
-    """Rebuild a saved `ICAEModel` on ``base_model`` (a loaded LM, or a folder to load)."""
-    directory = Path(directory)
+def load_icae(
+    directory: str | Path, base_model: PreTrainedModel | str | Path | None = None, **hf_kwargs: Any
+) -> ICAEModel:
+    """Rebuild a saved `ICAEModel` on ``base_model`` (a loaded LM, a folder / hub name to
+    load, or None: the base LM the folder records)."""
+    directory = require_model_folder(directory, MEMORY_NAME, "ICAE")
     if not (directory / MEMORY_NAME).is_file():
         raise FileNotFoundError(f"{directory} holds no {MEMORY_NAME}: not an ICAE model (a Nugget2D one loads "
                                 "with load_nugget2d)")

@@ -100,6 +100,9 @@ class Nugget2DModel(nn.Module):
         self.peft = peft_model if peft_model is not None else attach_adapters(base_model, config)
         self.lm: PreTrainedModel = self.peft.get_base_model()
         self._checkpoint_compressor = False  # enable_activation_checkpointing
+        # how a trained model reads its inputs (`persistence.Nugget2DUsage`; set by
+        # load_nugget2d from the folder, or by the trainer before saving)
+        self.usage: Any = None
         self.router = AdapterRouter(self.peft)
         self.features = FrozenFeatures(
             self.adaptor.layers(self.lm), self.embed, self.backbone_forward, config.scorer_layer

@@ -1,6 +1,8 @@
 """Save / load a Nugget2D model: peft adapters (peft's own format), scorer + soft
-prompt (safetensors) and the config (JSON). The base LM is not saved: it is given again
-at load time (a folder or a loaded model), as with peft.
+prompt (safetensors) and the config (JSON, with the calibrated Lambda of an
+autoregressive model). The base LM is not saved: the folder records where it is
+(`nugget_core.checkpoint.BaseModelReference`: a path relative to the folder and / or a hub
+name), or it is given again at load time (a folder or a loaded model), as with peft.
 
 Layout of ``directory``::
 
@@ -8,10 +10,14 @@ Layout of ``directory``::
     nugget2d_parts.safetensors     scorer.* and soft_prompt
     adapters/compressor/           adapter_config.json + adapter_model.safetensors (phi)
     adapters/decoder/              (theta)
+    base_model.json                where the base LM is (optional)
+    usage.json                     how the model reads its inputs (optional, `Nugget2DUsage`)
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +26,53 @@ from peft import PeftModel
 from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
+from ..checkpoint import BaseModelReference, require_model_folder, rewrite_adapter_base
 from .adapters import activate_both
-from .config import COMPRESSOR, DECODER, Nugget2DConfig
+from .config import COMPRESSOR, CONFIG_NAME, DECODER, Nugget2DConfig
 from .model import Nugget2DModel
 
 PARTS_NAME = "nugget2d_parts.safetensors"
 ADAPTERS_DIR = "adapters"
+USAGE_NAME = "usage.json"
 
 
-def save_nugget2d(model: Nugget2DModel, directory: str | Path) -> Path:
+@dataclass(frozen=True)
+class Nugget2DUsage:
+    """How a trained model expects its inputs, which its weights cannot tell: the
+    objective it was trained on, whether the decoder reads the soft prompt before the
+    prompt (continuation / autoencoding models do, fine-tuned ones do not), and for
+    fine-tuned models the task and the prompt format (``inst``: ``[INST] ... [/INST]``,
+    or ``chat_template``: the base LM's chat template)."""
+
+    objective: str
+    soft_prompt: bool
+    finetune_task: str = ""
+    prompt_format: str = ""
+
+    def save(self, directory: str | Path) -> Path:
+        path = Path(directory) / USAGE_NAME
+        path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, directory: str | Path) -> Nugget2DUsage | None:
+        path = Path(directory) / USAGE_NAME
+        if not path.is_file():
+            return None
+        data = json.loads(path.read_text())
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"{path}: unknown field(s) {unknown}")
+        return cls(**data)
+
+
+def save_nugget2d(
+    model: Nugget2DModel, directory: str | Path, base_model: BaseModelReference | None = None,
+    usage: Nugget2DUsage | None = None,
+) -> Path:
+    """Write ``model`` into ``directory`` (layout in the module docstring); ``base_model``:
+    where its base LM is, so that `load_nugget2d` needs only the folder; ``usage``: how it
+    reads its inputs (else ``model.usage``, when set)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     model.config.save(directory)
@@ -38,14 +82,37 @@ def save_nugget2d(model: Nugget2DModel, directory: str | Path) -> Path:
     for name in (COMPRESSOR, DECODER):
         # peft writes non-"default" adapters to <dir>/<name>/.
         model.peft.save_pretrained(str(directory / ADAPTERS_DIR), selected_adapters=[name])
+    usage = usage or model.usage
+    if usage is not None:
+        usage.save(directory)
+    if base_model is not None:
+        base_model.save(directory)
+        rewrite_adapter_base([directory / ADAPTERS_DIR / n for n in (COMPRESSOR, DECODER)], base_model)
     return directory
 
 
+def resolve_base_model(
+    directory: str | Path, base_model: PreTrainedModel | str | Path | None
+) -> PreTrainedModel | str | Path:
+    """``base_model`` when given, else the base LM ``directory`` records (a `ValueError`
+    when it records none)."""
+    if base_model is not None:
+        return base_model
+    reference = BaseModelReference.load(directory)
+    if reference is None:
+        raise ValueError(f"{directory} records no base model (no base_model.json): pass base_model= "
+                         "(the folder or hub name of the LM it was trained on)")
+    return reference.resolve(directory)
+
+
 def load_nugget2d(
-    directory: str | Path, base_model: PreTrainedModel | str | Path, **hf_kwargs: Any
+    directory: str | Path, base_model: PreTrainedModel | str | Path | None = None, **hf_kwargs: Any
 ) -> Nugget2DModel:
-    """Rebuild a saved model on ``base_model`` (a loaded LM, or a folder to load)."""
-    directory = Path(directory)
+    """Rebuild a saved model on ``base_model`` (a loaded LM, or a folder / hub name to
+    load; None: the base LM the folder records). A folder that is not a Nugget2D model
+    folder (e.g. a pipeline stage's output) gets an error naming the ones inside it."""
+    directory = require_model_folder(directory, CONFIG_NAME, "Nugget2D")
+    base_model = resolve_base_model(directory, base_model)
     if not isinstance(base_model, PreTrainedModel):
         base_model = AutoModelForCausalLM.from_pretrained(str(base_model), **hf_kwargs)
     config = Nugget2DConfig.load(directory)
@@ -60,6 +127,7 @@ def load_nugget2d(
     with torch.no_grad():
         model.soft_prompt.copy_(parts.pop("soft_prompt"))
     model.scorer.load_state_dict({k.removeprefix("scorer."): v for k, v in parts.items()})
+    model.usage = Nugget2DUsage.load(directory)
     return model
 
 

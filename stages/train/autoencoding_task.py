@@ -102,11 +102,15 @@ class AutoencodingTask(Nugget2DTaskBase):
     def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
         return int(batch["doc_mask"].sum() + batch["target_mask"].sum())
 
+    def objective_name(self) -> str:
+        return "autoencoding" if self.system == "nugget2d" else "icae"
+
     def export(self, model: nn.Module, directory: Path) -> None:
         from nugget_core.nugget2d import save_icae
 
         if self.system == "nugget2d":
             super().export(model, directory)
             return
+        model.model.nugget2d.usage = self.usage()
         save_icae(model.model, directory)
         self.tokenizer().save_pretrained(directory)

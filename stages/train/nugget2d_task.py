@@ -142,11 +142,23 @@ class Nugget2DTaskBase(BaseLMTask):
         torch.manual_seed(self.seed)  # LoRA, scorer and soft prompt initialisation
         return self._fresh_model()
 
+    def usage(self) -> Any:
+        """How the trained model reads its inputs (`nugget_core.nugget2d.Nugget2DUsage`),
+        saved beside it; the subclasses name their objective."""
+        from nugget_core.nugget2d import Nugget2DUsage
+
+        return Nugget2DUsage(objective=self.objective_name(), soft_prompt=self.objective_name() != "finetune")
+
+    def objective_name(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
     def export(self, model: nn.Module, directory: Path) -> None:
-        """``save_nugget2d`` (peft adapters + scorer + soft prompt + config) + tokenizer."""
+        """``save_nugget2d`` (peft adapters + scorer + soft prompt + config + usage) +
+        tokenizer. The base LM reference is written where the model lands in the stage
+        output (a path relative to the final folder: `stages.train.model_card`)."""
         from nugget_core.nugget2d import save_nugget2d
 
-        save_nugget2d(model.model, directory)
+        save_nugget2d(model.model, directory, usage=self.usage())
         self.tokenizer().save_pretrained(directory)
 
 
@@ -168,6 +180,17 @@ class Nugget2DCompressorTask(Nugget2DTaskBase):
     @property
     def spec(self) -> CompressorObjective:
         return COMPRESSOR_OBJECTIVES[self.objective]
+
+    def objective_name(self) -> str:
+        return self.objective
+
+    def usage(self) -> Any:
+        from dataclasses import replace
+
+        usage = super().usage()
+        if self.objective != "finetune":
+            return usage
+        return replace(usage, finetune_task=self.finetune_task, prompt_format=self.prompt_format)
 
     def _records(self, split: str) -> list[dict[str, Any]]:
         if self.spec.task_records:
@@ -236,10 +259,15 @@ class Nugget2DARTask(_SegmentsTask):
             load_scorer(model, self.scorer_dir)
         return model
 
+    def objective_name(self) -> str:
+        return "autoregressive"
+
     def build_model(self, init_dir: Path | None) -> nn.Module:
         model = self._nugget2d_model(init_dir)
         if self.scorer_dir is not None:  # paper §2.5: the reused scorer "is not optimized"
             model.scorer.requires_grad_(False)
+        # the checkpoint carries its Lambda: the streams read config.threshold by default
+        model.config.threshold = self.threshold
         return AutoregressiveModule(model, self.threshold)
 
 
@@ -267,6 +295,9 @@ class LMBaselineTask(_SegmentsTask):
     model, so the evaluation's streams decode it with ``adapter="decoder"``."""
 
     system: str = "full"
+
+    def objective_name(self) -> str:
+        return f"lm_baseline_{self.system}"
 
     def __post_init__(self) -> None:
         from nugget_core.nugget2d.baselines import BASELINE_SYSTEMS

@@ -1,0 +1,152 @@
+"""What makes a saved model folder travel: the base-model reference of adapter-only
+checkpoints, and the errors that name the right folder when a user points at the wrong one.
+
+An adapter checkpoint (Nugget2D, ICAE) holds no base LM weights. Recording the base as the
+absolute path it was trained from breaks on any other machine, so `BaseModelReference`
+records it two ways:
+
+- ``relative_path``: the base folder relative to the checkpoint folder. The pipeline's
+  artifact root keeps every stage's output under one root, so a root copied or mounted
+  elsewhere keeps these paths valid.
+- ``hub_id``: the Hugging Face hub name, when the base came from the hub (empty for a
+  model built or converted locally, which no hub holds).
+
+`resolve` tries them in that order and otherwise says what it looked for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+BASE_MODEL_FILE = "base_model.json"
+
+
+@dataclass(frozen=True)
+class BaseModelReference:
+    """Where the base LM of an adapter checkpoint is found (see the module docstring)."""
+
+    relative_path: str = ""
+    hub_id: str = ""
+    description: str = ""  # what the base is, for people (model card, errors)
+
+    @classmethod
+    def of(cls, base_dir: str | Path, checkpoint_dir: str | Path, hub_id: str = "",
+           description: str = "") -> BaseModelReference:
+        """The reference to ``base_dir`` (a local folder) from ``checkpoint_dir``."""
+        relative = os.path.relpath(Path(base_dir).resolve(), Path(checkpoint_dir).resolve())
+        return cls(relative_path=Path(relative).as_posix(), hub_id=hub_id, description=description)
+
+    def save(self, checkpoint_dir: str | Path) -> Path:
+        path = Path(checkpoint_dir) / BASE_MODEL_FILE
+        path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, checkpoint_dir: str | Path) -> BaseModelReference | None:
+        """The recorded reference, or None when the folder records none."""
+        path = Path(checkpoint_dir) / BASE_MODEL_FILE
+        if not path.is_file():
+            return None
+        data = json.loads(path.read_text())
+        unknown = sorted(set(data) - {"relative_path", "hub_id", "description"})
+        if unknown:
+            raise ValueError(f"{path}: unknown field(s) {unknown}")
+        return cls(**data)
+
+    def resolve(self, checkpoint_dir: str | Path) -> str:
+        """A folder or hub name ``from_pretrained`` can load: the relative path when that
+        folder exists, else the hub name; a `FileNotFoundError` naming both otherwise."""
+        if self.relative_path:
+            local = (Path(checkpoint_dir) / self.relative_path).resolve()
+            if local.is_dir():
+                return str(local)
+        if self.hub_id:
+            return self.hub_id
+        raise FileNotFoundError(
+            f"{Path(checkpoint_dir) / BASE_MODEL_FILE}: the base model "
+            f"({self.description or 'no description'}) is not at {self.relative_path!r} relative to "
+            f"{checkpoint_dir} and has no hub name; pass base_model= (the folder or hub name of that LM)"
+        )
+
+
+def require_model_folder(directory: str | Path, marker: str, kind: str) -> Path:
+    """``directory`` when it holds ``marker`` (the file every ``kind`` folder has); else a
+    `FileNotFoundError` that names the model folders below it, e.g. when given a pipeline
+    stage's output instead of the model folder inside it."""
+    directory = Path(directory)
+    if (directory / marker).is_file():
+        return directory
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory}: no such folder (expected a {kind} model folder)")
+    found = sorted(p.parent for p in directory.glob(f"**/{marker}"))
+    hint = (f"; the {kind} model folder(s) inside it: {', '.join(str(p) for p in found[:6])}"
+            + (f" and {len(found) - 6} more" if len(found) > 6 else "")) if found else ""
+    raise FileNotFoundError(f"{directory} is not a {kind} model folder (it has no {marker}){hint}")
+
+
+def rewrite_adapter_base(adapter_dirs: Sequence[Path], reference: BaseModelReference) -> None:
+    """Point each peft ``adapter_config.json`` at the base's hub name, or at nothing: peft
+    resolves a path there against the working directory, so the absolute training-machine
+    path it wrote would load the wrong thing or fail elsewhere; `BASE_MODEL_FILE` holds the
+    folder reference."""
+    for adapter_dir in adapter_dirs:
+        path = adapter_dir / "adapter_config.json"
+        config = json.loads(path.read_text())
+        config["base_model_name_or_path"] = reference.hub_id or None
+        path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+# A tensor added to a Nugget seq2seq checkpoint's HF weights. Its only job: a plain
+# ``AutoModelForSeq2SeqLM.from_pretrained`` lists it as UNEXPECTED in transformers' load
+# report (a warning), and its name tells the user that the decoder expects nuggets.
+# `load_seq2seq_base` (what NuggetModel.from_pretrained uses) loads without it.
+NUGGET_MARKER_KEY = "nugget_decoder_trained_on_nuggets.load_with_nugget_core_NuggetModel_from_pretrained"
+
+
+def mark_nugget_seq2seq(directory: str | Path) -> None:
+    """Add `NUGGET_MARKER_KEY` to the HF weights ``save_pretrained`` wrote in
+    ``directory`` (one file, or the first shard of a sharded checkpoint)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    directory = Path(directory)
+    index = directory / "model.safetensors.index.json"
+    if index.is_file():
+        meta = json.loads(index.read_text())
+        shard = sorted(set(meta["weight_map"].values()))[0]
+        meta["weight_map"][NUGGET_MARKER_KEY] = shard
+        index.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    else:
+        shard = "model.safetensors"
+    path = directory / shard
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no safetensors weights to mark (save with safe_serialization)")
+    tensors = load_file(str(path))
+    tensors[NUGGET_MARKER_KEY] = torch.ones(1)
+    save_file(tensors, str(path), metadata={"format": "pt"})
+
+
+def load_seq2seq_base(directory: str | Path, **hf_kwargs: object) -> object:
+    """``AutoModelForSeq2SeqLM.from_pretrained(directory)`` for a Nugget checkpoint, without
+    the marker warning (the caller knows the decoder reads nuggets)."""
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM
+    from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
+
+    model_class = MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING.get(type(AutoConfig.from_pretrained(str(directory))), None)
+    if model_class is None:  # an architecture Auto does not map: let it raise its own error
+        return AutoModelForSeq2SeqLM.from_pretrained(str(directory), **hf_kwargs)
+    saved = model_class.__dict__.get("_keys_to_ignore_on_load_unexpected")
+    model_class._keys_to_ignore_on_load_unexpected = [
+        *(model_class._keys_to_ignore_on_load_unexpected or []), re.escape(NUGGET_MARKER_KEY)]
+    try:
+        return model_class.from_pretrained(str(directory), **hf_kwargs)
+    finally:
+        if saved is None:
+            del model_class._keys_to_ignore_on_load_unexpected
+        else:
+            model_class._keys_to_ignore_on_load_unexpected = saved
