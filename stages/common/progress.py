@@ -1,13 +1,24 @@
-"""Progress lines of the long evaluation loops.
+"""Progress lines of long loops: the evaluation loops and the training loop.
 
 Stages run inside Ray tasks, where Python logging is not configured (the root logger
 has no handler, so INFO lines vanish); a stage logger gets its own stderr handler there,
-and in a configured process (the driver, pytest) it just propagates.
+and in a configured process (the driver, pytest, a Ray Train worker, whose root logger
+Ray Train configures) it just propagates. Either way the line reaches the driver's log.
+
+The training loop's line (rank 0, every ``NUGGET_PROGRESS_SECONDS`` seconds, default
+:data:`PROGRESS_SECONDS`, and at the last step)::
+
+    train_nugget r=0.1 l=3 step 120/200 loss 6.21 lr 3.0e-04 12.3k tok/s eta 40s
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import time
+
+PROGRESS_SECONDS = 10.0
+PROGRESS_ENV = "NUGGET_PROGRESS_SECONDS"
 
 
 def progress_logger(name: str) -> logging.Logger:
@@ -19,3 +30,68 @@ def progress_logger(name: str) -> logging.Logger:
         log.addHandler(handler)
         log.propagate = False
     return log
+
+
+def _si(value: float) -> str:
+    """``12345`` -> ``12.3k``, ``950`` -> ``950``, ``2.5e6`` -> ``2.5M``."""
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:.1f}{unit}"
+    return f"{value:.0f}"
+
+
+def fmt_duration(seconds: float) -> str:
+    """``75`` -> ``1m15s``, ``3725`` -> ``1h02m``, ``9`` -> ``9s``."""
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def train_progress_line(label: str, step: int, max_steps: int, loss: float, lr: float,
+                        tokens_per_s: float, eta_s: float | None) -> str:
+    """One training progress line (pure: the format users read in the driver log)."""
+    eta = "?" if eta_s is None else fmt_duration(eta_s)
+    return (f"{label} step {step}/{max_steps} loss {loss:.2f} lr {lr:.1e} "
+            f"{_si(tokens_per_s)} tok/s eta {eta}")
+
+
+def progress_seconds() -> float:
+    """The interval between training progress lines: ``$NUGGET_PROGRESS_SECONDS`` or 10 s."""
+    raw = os.environ.get(PROGRESS_ENV, "")
+    try:
+        value = float(raw) if raw else PROGRESS_SECONDS
+    except ValueError:
+        raise ValueError(f"{PROGRESS_ENV}={raw!r}: must be a number of seconds") from None
+    if value < 0:
+        raise ValueError(f"{PROGRESS_ENV}={raw!r}: must be >= 0")
+    return value
+
+
+class TrainProgress:
+    """Rank 0's periodic training line: :meth:`step` after each optimiser step prints when
+    ``every`` seconds have passed since the last line, and always at the last step."""
+
+    def __init__(self, label: str, max_steps: int, first_step: int, every: float,
+                 log: logging.Logger | None = None) -> None:
+        self.label, self.max_steps, self.every = label, max_steps, every
+        self.log = log or progress_logger("nugget.train")
+        self.started = self.last = time.time()
+        self.first_step = first_step  # a resumed run's speed counts only its own steps
+        self.tokens = 0.0
+
+    def step(self, step: int, loss: float, lr: float, tokens: float) -> str | None:
+        """Account one step of ``tokens``; the line if one is due (also logged)."""
+        self.tokens += tokens
+        now = time.time()
+        if now - self.last < self.every and step < self.max_steps:
+            return None
+        done = step - self.first_step
+        eta = (self.max_steps - step) * (now - self.started) / done if done > 0 else None
+        line = train_progress_line(self.label, step, self.max_steps, loss, lr,
+                                   self.tokens / max(now - self.last, 1e-9), eta)
+        self.last, self.tokens = now, 0.0
+        self.log.info(line)
+        return line

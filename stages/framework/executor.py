@@ -1,8 +1,11 @@
 """Execute a plan on Ray: independent stages run concurrently, hits are only recorded.
 
-Driver side (:func:`execute`): creates the MLflow parent run, one child run per planned
-stage, submits each miss as a Ray task once its upstream stages are done, and records
-hits (with the metrics and producing run of the cached output). Worker side
+Driver side (:func:`execute`): creates the MLflow parent run, submits each miss as a Ray
+task once its upstream stages are done, and records hits (with the metrics and producing
+run of the cached output). A stage's child run is created when the stage starts or is
+found cached, so its MLflow duration is the stage's; a stage never started because an
+upstream stage failed gets its run at the end, status KILLED, tagged ``skipped_because``.
+Each start and finish is one log line ``[k/N elapsed eta ...]`` (`stages.framework.eta`). Worker side
 (:func:`run_one`): materialises inputs, runs the stage into scratch, publishes it.
 A failing stage marks its run FAILED and leaves no completed output; stages already
 running finish (their outputs are valid cache entries), nothing new starts, and
@@ -34,10 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stages.common.progress import fmt_duration
 from stages.config.loader import to_yaml
 from stages.config.schema import PipelineConfig
+from stages.framework import quiet
 from stages.framework.dag import PlannedStage, critical_path
 from stages.framework.devices import task_device, task_options, with_device
+from stages.framework.eta import eta_seconds, progress_prefix
 from stages.framework.keys import stage_config, stage_sections
 from stages.framework.resources import Demand, DemandError, Ledger, check_fits, cluster_capacity
 from stages.framework.resources import fmt_amounts as _fmt
@@ -82,6 +88,7 @@ def run_one(
     """Run one stage into scratch and publish it (executes inside a Ray task)."""
     # Ray workers start with an unconfigured root logger: stage progress lines would vanish
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet.apply()  # before the stage imports ray.data / transformers (NUGGET_VERBOSE decides)
     stage_name = stage_cls.name
     store = ArtifactStore(cfg.run.artifact_root)
     inputs = {u: store.artifact(u, k) for u, k in upstream_keys.items()}
@@ -142,14 +149,29 @@ def _ray_job_ids() -> dict[str, str]:
     return ids
 
 
-def _start_parent(tracker: Tracker, cfg: PipelineConfig, entry: str, plan: list[PlannedStage]) -> RunLogger:
+def parent_description(cfg: PipelineConfig, entry: str, plan: list[PlannedStage], commit: str,
+                       store: ArtifactStore) -> str:
+    """The parent run's description (MLflow's ``mlflow.note.content``, shown on the run's
+    page): what ran, on which code, and where its report is."""
+    targets = ", ".join(cfg.run.targets) if cfg.run.targets else "the whole DAG"
+    report = next((p for p in plan if p.name == "report"), None)
+    where = (f"report: `{store.uri(report.name, report.key)}`" if report is not None
+             else f"artifacts: `{store.root_uri}`")
+    return (f"`{entry}`, profile `{cfg.profile}`, targets: {targets} ({len(plan)} stages), "
+            f"commit `{commit}`.\n\n{where}")
+
+
+def _start_parent(tracker: Tracker, cfg: PipelineConfig, entry: str, plan: list[PlannedStage],
+                  store: ArtifactStore) -> RunLogger:
     cfg_yaml = to_yaml(cfg)
+    commit = git_commit(REPO)
     tags = {
         "entry": entry,
         "profile": cfg.profile,
-        "git_commit": git_commit(REPO),
+        "git_commit": commit,
         "config_hash": hashlib.sha256(cfg_yaml.encode()).hexdigest()[:16],
         "stages": ",".join(p.name for p in plan),
+        "mlflow.note.content": parent_description(cfg, entry, plan, commit, store),
         **_ray_job_ids(),
     }
     parent = tracker.start_run(f"{entry}:{cfg.profile}", tags)
@@ -171,14 +193,31 @@ def _child_tags(p: PlannedStage, store: ArtifactStore) -> dict[str, Any]:
     }
 
 
-def _record_hit(p: PlannedStage, child: RunLogger, store: ArtifactStore) -> StageOutcome:
+def _record_hit(p: PlannedStage, child: RunLogger, store: ArtifactStore) -> tuple[StageOutcome, dict[str, float]]:
+    """Record a cached stage in its run; (its outcome, the metrics of the cached output)."""
     manifest = store.manifest(p.name, p.key)
     child.set_tags({"produced_by_run_id": manifest.get("run_id", "unknown")})
-    if manifest.get("metrics"):
-        child.log_metrics(manifest["metrics"])
+    metrics = manifest.get("metrics") or {}
+    if metrics:
+        child.log_metrics(metrics)
     child.end("FINISHED")
-    log.info("%-22s hit   key=%s (produced by run %s)", p.name, p.key, manifest.get("run_id"))
-    return StageOutcome(p.name, p.key, "hit", store.uri(p.name, p.key), 0.0, child.run_id)
+    return StageOutcome(p.name, p.key, "hit", store.uri(p.name, p.key), 0.0, child.run_id), metrics
+
+
+def _open_child(tracker: Tracker, cfg: PipelineConfig, p: PlannedStage, store: ArtifactStore,
+                parent: RunLogger) -> RunLogger:
+    """The stage's child run, created now (its start time is the stage's), named with its
+    key parameters (`Stage.run_name`), its config section as params."""
+    child = tracker.start_run(p.stage.run_name(stage_sections(p.stage, cfg)), _child_tags(p, store),
+                              parent=parent.run_id)
+    child.log_params(stage_config(p.stage, cfg))
+    return child
+
+
+def _to_parent(p: PlannedStage, parent: RunLogger, metrics: dict[str, float]) -> None:
+    """Headline numbers: a stage with ``parent_metrics`` has its metrics copied to the parent."""
+    if p.stage.parent_metrics and metrics:
+        parent.log_metrics(metrics)
 
 
 def stage_demands(cfg: PipelineConfig, plan: list[PlannedStage], capacity: dict[str, float]) -> dict[str, Demand]:
@@ -202,14 +241,59 @@ def past_seconds(store: ArtifactStore, names: list[str]) -> dict[str, float]:
     return found
 
 
-def _fail(p: PlannedStage, child: RunLogger, text: str, result: PipelineResult) -> StageOutcome:
+def _fail(p: PlannedStage, child: RunLogger, text: str, result: PipelineResult, prefix: str) -> StageOutcome:
     child.log_text(text, "error.txt")
     child.set_tags({"error": text.strip().splitlines()[-1][:500]})
     child.end("FAILED")
     outcome = StageOutcome(p.name, p.key, "failed", run_id=child.run_id, error=text)
     result.outcomes.append(outcome)
-    log.error("%-22s FAILED key=%s\n%s", p.name, p.key, text)
+    log.error("%s %-22s FAILED key=%s\n%s", prefix, p.name, p.key, text)
     return outcome
+
+
+class _Progress:
+    """What the progress prefix of the driver's stage lines needs (`stages.framework.eta`)."""
+
+    def __init__(self, plan: list[PlannedStage], estimate: dict[str, float], longest_path: dict[str, float],
+                 lanes: float) -> None:
+        self.start = time.time()
+        self.planned = len(plan)
+        self.estimate, self.longest_path, self.lanes = estimate, longest_path, lanes
+        self.pending = [p.name for p in plan if p.will_run]
+        self.finished = 0
+        self.measured: dict[str, float] = {}
+        self.started: dict[str, float] = {}
+
+    def began(self, name: str) -> None:
+        self.pending.remove(name)
+        self.started[name] = time.time()
+
+    def ended(self, name: str, seconds: float | None) -> None:
+        """``seconds``: its real duration (None for a hit, a failure or a skip)."""
+        self.finished += 1
+        if name in self.pending:
+            self.pending.remove(name)
+        self.started.pop(name, None)
+        if seconds is not None:
+            self.measured[name] = seconds
+
+    def prefix(self) -> str:
+        now = time.time()
+        eta = eta_seconds(self.estimate, self.measured, {n: now - t for n, t in self.started.items()},
+                          self.pending, self.longest_path, self.lanes)
+        return progress_prefix(self.finished, self.planned, now - self.start, eta)
+
+
+def _skip(waiting: list[PlannedStage], failed: list[StageOutcome], tracker: Tracker, cfg: PipelineConfig,
+          store: ArtifactStore, parent: RunLogger, result: PipelineResult) -> None:
+    """Stages never started because a stage failed: each gets its run now, status KILLED,
+    tagged with the failed stage(s) that stopped it."""
+    names = ", ".join(o.name for o in failed)
+    for p in waiting:
+        child = _open_child(tracker, cfg, p, store, parent)
+        child.set_tags({"skipped_because": f"upstream failure: {names}"})
+        child.end("KILLED")
+        result.outcomes.append(StageOutcome(p.name, p.key, "skipped", run_id=child.run_id))
 
 
 def execute(
@@ -239,12 +323,11 @@ def execute(
         log.info("scheduler: cluster %s; critical path (s): %s", _fmt({k: ledger.capacity.get(k, 0.0) for k in ("CPU", "GPU")}),
                  ", ".join(f"{n}={priority[n]:g}" for n in sorted(demands, key=lambda n: -priority[n])))
 
-    parent = _start_parent(tracker, cfg, entry, plan)
+    parent = _start_parent(tracker, cfg, entry, plan, store)
     result = PipelineResult(parent.run_id, tracker.tracking_uri)
     children: dict[str, RunLogger] = {}
-    for p in plan:
-        children[p.name] = tracker.start_run(p.name, _child_tags(p, store), parent=parent.run_id)
-        children[p.name].log_params(stage_config(p.stage, cfg))
+    progress = _Progress(plan, estimate, priority, ledger.capacity.get("CPU", 1.0))
+    task_env = {"runtime_env": {"env_vars": quiet.runtime_env_vars(quiet.is_verbose())}}
 
     planned = {p.name for p in plan}
     # upstream stages outside the plan (a single-stage rerun) were verified complete
@@ -253,15 +336,20 @@ def execute(
     running: dict[Any, PlannedStage] = {}
     waiting = list(plan)
     remote = ray.remote(run_one)
-    told_waiting: set[str] = set()
+    told_waiting: set[tuple[str, str]] = set()  # (stage, reason): each wait line once
     while waiting or running:
         ready = [w for w in waiting if all(u in done for u in w.upstream_keys)]
         hits = [w for w in ready if not w.will_run and not failed]
         if hits:  # record them first: the stages they unblock may start in this pass
             for p in hits:
                 waiting.remove(p)
-                result.outcomes.append(_record_hit(p, children[p.name], store))
+                children[p.name] = _open_child(tracker, cfg, p, store, parent)
+                outcome, metrics = _record_hit(p, children[p.name], store)
+                _to_parent(p, parent, metrics)
+                result.outcomes.append(outcome)
                 done.add(p.name)
+                progress.ended(p.name, None)
+                log.info("%s %-22s cached key=%s", progress.prefix(), p.name, p.key)
             continue
         reservation = None  # for the first ready stage that does not fit (EASY backfilling)
         now = time.time()
@@ -276,36 +364,38 @@ def execute(
                     text = (f"stage {p.name!r} needs {_fmt(ledger.resolve(demand))} but the idle cluster "
                             f"has {_fmt({k: ledger.capacity.get(k, 0.0) for k in demand})}; "
                             f"lower {demand.lower or 'its resources'}")
-                    failed.append(_fail(p, children[p.name], text, result))
+                    children[p.name] = _open_child(tracker, cfg, p, store, parent)
+                    progress.ended(p.name, None)
+                    failed.append(_fail(p, children[p.name], text, result, progress.prefix()))
                 else:
                     if reservation is None:
                         reservation = ledger.reserve(p.name, demand, now)
-                    if p.name not in told_waiting:
-                        told_waiting.add(p.name)
+                    if (p.name, "resources") not in told_waiting:
+                        told_waiting.add((p.name, "resources"))
                         free = ledger.free()
-                        log.info("%-22s wait  needs %s, free %s", p.name, _fmt(ledger.resolve(demand)),
-                                 _fmt({k: free.get(k, 0.0) for k in demand}))
+                        log.info("%s %-22s waits: needs %s, free %s", progress.prefix(), p.name,
+                                 _fmt(ledger.resolve(demand)), _fmt({k: free.get(k, 0.0) for k in demand}))
                 continue
             if reservation is not None and not ledger.may_backfill(demand, estimate[p.name], now, reservation):
-                if p.name not in told_waiting:
-                    told_waiting.add(p.name)
-                    log.info("%-22s wait  fits, but would delay %s (longer path)", p.name, reservation.stage)
+                if (p.name, reservation.stage) not in told_waiting:
+                    told_waiting.add((p.name, reservation.stage))
+                    log.info("%s %-22s waits: fits, but would delay %s (longer path)", progress.prefix(),
+                             p.name, reservation.stage)
                 continue
             waiting.remove(p)
             ledger.take(p.name, demand, now + estimate[p.name])
-            log.info("%-22s %-5s key=%s running (holds %s)", p.name, p.status, p.key,
+            children[p.name] = _open_child(tracker, cfg, p, store, parent)
+            progress.began(p.name)
+            log.info("%s %-22s start  %s key=%s (holds %s)", progress.prefix(), p.name, p.status, p.key,
                      _fmt(ledger.held[p.name]))
-            options = task_options(p.stage, cfg.run.device, ledger.capacity)
+            options = {**task_options(p.stage, cfg.run.device, ledger.capacity), **task_env}
             ref = remote.options(name=f"stage:{p.name}", **options).remote(
                 p.stage, cfg, p.key, p.upstream_keys, children[p.name], p.forced
             )
             running[ref] = p
         if not running:
             if waiting and failed:
-                for p in waiting:
-                    result.outcomes.append(StageOutcome(p.name, p.key, "skipped"))
-                    children[p.name].set_tags({"skipped_because": "upstream failure"})
-                    children[p.name].end("KILLED")
+                _skip(waiting, failed, tracker, cfg, store, parent, result)
                 waiting.clear()
             continue
         finished, _ = ray.wait(list(running), num_returns=1)
@@ -316,15 +406,18 @@ def execute(
             out = ray.get(finished[0])
         except Exception as exc:  # the stage's own error, wrapped by Ray
             text = "".join(traceback.format_exception_only(type(exc), exc))
-            failed.append(_fail(p, child, text, result))
+            progress.ended(p.name, None)
+            failed.append(_fail(p, child, text, result, progress.prefix()))
             continue
         child.log_metrics({"stage_seconds": out["seconds"]})
         child.end("FINISHED")
+        _to_parent(p, parent, store.manifest(p.name, p.key).get("metrics") or {})
         done.add(p.name)
         result.outcomes.append(
             StageOutcome(p.name, p.key, "ran", out["uri"], out["seconds"], child.run_id)
         )
-        log.info("%-22s done  key=%s in %.1fs -> %s", p.name, p.key, out["seconds"], out["uri"])
+        progress.ended(p.name, out["seconds"])
+        log.info("%s %-22s done   in %s -> %s", progress.prefix(), p.name, fmt_duration(out["seconds"]), out["uri"])
 
     parent.end("FAILED" if failed else "FINISHED")
     if failed:

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -137,6 +138,11 @@ class StageContext:
         return target
 
 
+def _short(value: Any) -> str:
+    """A config value as a run name shows it (floats without trailing zeros)."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 class Stage:
     """Base class of a DAG stage; see the module docstring for the contract."""
 
@@ -152,6 +158,25 @@ class Stage:
     uses_device: ClassVar[bool] = False
     expected_seconds: ClassVar[float] = 60.0  # rough duration: ranks ready stages (longest path first)
     description: ClassVar[str] = ""
+    # config paths (inside config_keys) whose values name the stage's MLflow run, e.g.
+    # ("r=nugget.ratio", "l=nugget.scorer_layer") -> "train_nugget r=0.1 l=3"; an entry
+    # without "label=" is labelled by its last path segment
+    run_name_keys: ClassVar[tuple[str, ...]] = ()
+    # every metric of this stage is also copied to the pipeline's parent run (headline numbers)
+    parent_metrics: ClassVar[bool] = False
+
+    @classmethod
+    def run_name(cls, sections: dict[str, Any]) -> str:
+        """The MLflow run name: the stage name, then ``label=value`` of each ``run_name_keys``
+        entry read from the declared config ``sections`` (lists joined by ``,``)."""
+        parts = [cls.name]
+        for entry in cls.run_name_keys:
+            label, _, path = entry.rpartition("=")
+            value = section_value(sections, path)
+            many = isinstance(value, Sequence) and not isinstance(value, str)
+            shown = ",".join(_short(v) for v in value) if many else _short(value)
+            parts.append(f"{label or path.rsplit('.', 1)[-1]}={shown}")
+        return " ".join(parts)
 
     @classmethod
     def demand(cls, sections: dict[str, Any]) -> Demand:

@@ -26,6 +26,7 @@ from mlflow.tracking import MlflowClient
 
 MAX_PARAM_LEN = 6000  # MLflow's limit on a param value
 BATCH = 100  # MLflow's limit on params per log_batch
+EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
 
 
 def default_tracking_uri(tracking_uri: str, store_local: bool, store_base: str) -> str:
@@ -100,6 +101,10 @@ class RunLogger:
         for chunk in _chunks(metrics, 1000):
             self.client.log_batch(self.run_id, metrics=chunk)
 
+    def run_name(self) -> str:
+        """The run's name as MLflow shows it (a stage's carries its key parameters)."""
+        return self.client.get_run(self.run_id).info.run_name or self.run_id
+
     def nested_runs(self) -> NestedRuns:
         """A picklable factory of runs nested under this one (e.g. one per Tune trial)."""
         experiment_id = self.client.get_run(self.run_id).info.experiment_id
@@ -162,6 +167,9 @@ class Tracker:
             )
         else:
             self.experiment_id = found.experiment_id
+        # MLflow 3's UI opens an experiment of unknown kind on its GenAI traces page; this
+        # tag (the UI's own "Machine learning" experiment type) opens it on the runs table
+        self.client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
 
     def start_run(self, name: str, tags: dict[str, Any], parent: str | None = None) -> RunLogger:
         all_tags = {k: str(v) for k, v in tags.items()}

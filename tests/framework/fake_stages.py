@@ -1,4 +1,5 @@
-"""Stages used only by tests: one that can be made to crash half-way."""
+"""Stages used only by tests: one that can be made to crash half-way, one whose metrics
+are the headline numbers of the parent run."""
 
 from __future__ import annotations
 
@@ -54,3 +55,35 @@ class Digest(Stage):
 
 FAKE_DAG = Dag([Source, Fragile])
 STATS_DAG = Dag([CorpusStats, Digest])
+
+
+class Headline(Stage):
+    """Its metrics are the pipeline's headline numbers (copied to the parent run), and its
+    run is named after a config value, like the report and the training stages."""
+
+    name = "headline"
+    upstream = ("corpus_stats",)
+    config_keys = ("report.title", "data.corpus_stats")
+    run_name_keys = ("top=data.corpus_stats.top_words", "report.title")
+    parent_metrics = True
+
+    def run(self, ctx: StageContext) -> None:
+        from stages.artifacts.data import CorpusStatistics
+
+        stats = CorpusStatistics.read(ctx.inputs["corpus_stats"]).stats
+        ctx.write_json("headline.json", {"documents": stats["documents"]})
+        ctx.log_metrics({"headline/documents": stats["documents"], "headline/documents_n": 1})
+
+
+HEADLINE_DAG = Dag([CorpusStats, Headline])
+
+
+class AfterFragile(Stage):
+    """Downstream of ``fragile``: never starts when it crashes."""
+
+    name = "after_fragile"
+    upstream = ("fragile",)
+    config_keys = ("report.title",)
+
+    def run(self, ctx: StageContext) -> None:
+        ctx.write_json("after.json", {"ok": True})

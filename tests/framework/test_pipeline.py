@@ -7,8 +7,16 @@ import json
 import pytest
 
 from pipelines.cli import main_full, main_stage
+from stages.framework.dag import Dag
 from stages.framework.store import ArtifactStore
-from tests.framework.fake_stages import FAKE_DAG, STATS_DAG
+from tests.framework.fake_stages import (
+    FAKE_DAG,
+    HEADLINE_DAG,
+    STATS_DAG,
+    AfterFragile,
+    Fragile,
+    Source,
+)
 from tests.framework.fixtures import LEE_DOCS, runs_of_latest_pipeline
 
 pytestmark = pytest.mark.ray
@@ -105,6 +113,7 @@ def test_crash_leaves_no_complete_output_and_next_run_redoes_it(ray_local, root,
     parent, children = runs_of_latest_pipeline(root)
     assert children["fragile"].info.status == "FAILED"
     assert parent.info.status == "FAILED"
+    assert "injected crash" in children["fragile"].data.tags["error"]
 
     (sources / "CRASH").unlink()
     assert main_full(base_args, dag=FAKE_DAG) == 0
@@ -119,3 +128,38 @@ def _cfg(args):
     from stages.config import load_config
 
     return load_config(args)
+
+
+def test_child_run_starts_with_its_stage_and_is_named_by_its_key_params(ray_local, root, base_args):
+    assert main_full(base_args + ["data.corpus_stats.top_words=3"], dag=HEADLINE_DAG) == 0
+    parent, children = runs_of_latest_pipeline(root)
+    stats, headline = children["corpus_stats"], children["headline"]
+    # created when the stage starts, not with the parent: its duration is the stage's
+    assert headline.info.start_time >= stats.info.end_time
+    assert stats.info.start_time >= parent.info.start_time
+    assert headline.info.run_name == "headline top=3 title=nugget-pipeline report"
+    assert stats.info.run_name == "corpus_stats"  # no run_name_keys: the stage's name
+
+
+def test_parent_run_has_description_and_headline_metrics(ray_local, root, base_args):
+    assert main_full(base_args, dag=HEADLINE_DAG) == 0
+    parent, children = runs_of_latest_pipeline(root)
+    note = parent.data.tags["mlflow.note.content"]
+    assert "profile `tiny`" in note and parent.data.tags["git_commit"] in note and str(root) in note
+    # copied from the stage with parent_metrics, not from the others
+    assert parent.data.metrics == {"headline/documents": len(LEE_DOCS), "headline/documents_n": 1.0}
+
+    assert main_full(base_args, dag=HEADLINE_DAG) == 0  # all cached: copied from the manifest
+    parent, children = runs_of_latest_pipeline(root)
+    assert children["headline"].data.tags["cache_hit"] == "true"
+    assert parent.data.metrics["headline/documents"] == len(LEE_DOCS)
+
+
+def test_stage_after_a_failure_gets_a_killed_run_saying_why(ray_local, root, sources, base_args):
+    (sources / "CRASH").write_text("")
+    assert main_full(base_args, dag=Dag([Source, Fragile, AfterFragile])) == 1
+    _, children = runs_of_latest_pipeline(root)
+    assert children["fragile"].info.status == "FAILED"
+    after = children["after_fragile"]
+    assert after.info.status == "KILLED"
+    assert after.data.tags["skipped_because"] == "upstream failure: fragile"
