@@ -193,6 +193,36 @@ class SimilarityResults:
         return cls(rows, field(where, cls.FILE, raw, "colbart_from", (str, type(None)), default=None))
 
 
+CAPTIONS_FILE = "figures.json"  # {figure file name: caption}, beside the figures
+
+
+def write_captions(out: Path, static: dict[str, str], details: dict[str, str]) -> Path:
+    """``figures.json``: each figure's fixed caption (``static``) followed by what this run
+    adds to it (``details``: n, data source); a detail for a figure with no caption is an error."""
+    unknown = sorted(set(details) - set(static))
+    if unknown:
+        raise ValueError(f"captions for unknown figures {unknown}; figures: {sorted(static)}")
+    return write_json(out / CAPTIONS_FILE,
+                      {name: f"{caption} {details[name]}" if details.get(name) else caption
+                       for name, caption in static.items()})
+
+
+def read_captions(path: Path | None, stage: str, static: dict[str, str]) -> dict[str, str]:
+    """Each figure's caption: the run's ``figures.json`` where the output has one (an output
+    written before captions existed has none), else the fixed caption."""
+    if path is None or not (path / CAPTIONS_FILE).is_file():
+        return dict(static)
+    where = locate(path, stage)
+    raw = where.json(CAPTIONS_FILE)
+    if not isinstance(raw, dict):
+        raise where.error(CAPTIONS_FILE, "is malformed: expected {figure file name: caption}")
+    for name, caption in raw.items():
+        if name not in static or not isinstance(caption, str):
+            raise where.error(CAPTIONS_FILE, f"is malformed: {name!r} -> {caption!r} is not a caption of one of "
+                                             f"the figures {sorted(static)}")
+    return {name: raw.get(name, caption) for name, caption in static.items()}
+
+
 RECONSTRUCTION_COLUMNS = ("label", "kind", "objective", "ratio", "scorer_layer", "decoder", "bleu", "n_docs")
 
 
@@ -200,11 +230,19 @@ RECONSTRUCTION_COLUMNS = ("label", "kind", "objective", "ratio", "scorer_layer",
 class ReconstructionResults:
     """``eval_reconstruction``: ``reconstruction.json`` (``rows``: one record per system with
     ``label``, ``kind``, ``objective``, ``ratio``, ``bleu``, ``n_docs``; ``split``,
-    ``beam_size``), ``.csv`` / ``.md``, the figure ``bleu_vs_ratio.png`` and ``samples.jsonl``."""
+    ``beam_size``), ``.csv`` / ``.md``, the figure ``bleu_vs_ratio.png`` with its caption in
+    ``figures.json`` and ``samples.jsonl``."""
 
     STAGE: ClassVar[str] = "eval_reconstruction"
     FILE: ClassVar[str] = "reconstruction.json"
     FIGURES: ClassVar[tuple[str, ...]] = ("bleu_vs_ratio.png",)
+    FIGURE_CAPTIONS: ClassVar[dict[str, str]] = {
+        "bleu_vs_ratio.png": "Nugget fig. 4: corpus BLEU (sacrebleu, 0-100) of dev documents of build_mt_docs "
+                             "decoded by beam search from each model's encoding, against the model's compression "
+                             "ratio r; one line per objective (AE: the reference is the input document, MT: its "
+                             "translation) and scorer layer; single-vector baselines (one vector per document) "
+                             "drawn at r = 0.",
+    }
     rows: list[dict[str, Any]]
     split: str
     beam_size: int
@@ -228,18 +266,46 @@ class ReconstructionResults:
         """The figures present (drawing one is optional)."""
         return [self.path / n for n in self.FIGURES if self.path and (self.path / n).is_file()]
 
+    @classmethod
+    def write_captions(cls, out: Path, details: dict[str, str]) -> Path:
+        """``figures.json``: `FIGURE_CAPTIONS` with this run's ``details`` (n, data) appended."""
+        return write_captions(out, cls.FIGURE_CAPTIONS, details)
+
+    def captions(self) -> dict[str, str]:
+        """{figure file name: caption} for every figure of `FIGURES` (`read_captions`)."""
+        return read_captions(self.path, self.STAGE, self.FIGURE_CAPTIONS)
+
 
 @dataclass(frozen=True)
 class NuggetAnalysis:
     """``analyze_nuggets``: ``token_frequency.json`` ({system: shares of 'the', of
     punctuation and of the top nugget tokens among nuggets vs in text, ``label``,
-    ``objective``, ``ratio``}), ``probability_gain.json`` and the figures."""
+    ``objective``, ``ratio``}), ``probability_gain.json``, the figures and their captions
+    (``figures.json``)."""
 
     STAGE: ClassVar[str] = "analyze_nuggets"
     FREQUENCY: ClassVar[str] = "token_frequency.json"
     GAIN: ClassVar[str] = "probability_gain.json"
     FIGURES: ClassVar[tuple[str, ...]] = ("token_frequency.png", "probability_gain.png", "nugget_positions.png",
                                           "probability_gain_relative.png", "nuggets.html")
+    FIGURE_CAPTIONS: ClassVar[dict[str, str]] = {
+        "token_frequency.png": "Nugget fig. 5: the 6 most frequent nugget tokens of the first (AE) model, and their "
+                               "share (%) among the nuggets of each model encoding English (AE, MT) and in the "
+                               "text, on the source side of build_mt_docs' dev split; a token and its word-initial "
+                               "variant (the same word after a space) count as one word.",
+        "probability_gain.png": "Nugget fig. 7: mean probability gain p(y_i | y_<i, z_j) - p(y_i | y_<i) (eq. 9, "
+                                "teacher-forced AE decoding that sees only nugget j) at each token index i of the "
+                                "document, for the 3rd, 6th and 9th nuggets in text order; build_mt_docs dev "
+                                "documents.",
+        "nugget_positions.png": "Nugget fig. 7 (positions): share of the documents whose 3rd, 6th or 9th nugget "
+                                "sits at each token index; the documents of probability_gain.png.",
+        "probability_gain_relative.png": "Nugget fig. 8: mean probability gain (eq. 9) at each token index relative "
+                                         "to its nugget (0: the nugget's own token; ±16 tokens), over every nugget "
+                                         "of documents of 64, 128 and 256 tokens cut from consecutive build_mt_docs "
+                                         "dev documents; a length above the model's positions is left out.",
+        "nuggets.html": "Nugget fig. 6: build_mt_docs dev documents, each token shaded by the AE model's nugget "
+                        "score, nuggets in green.",
+    }
     token_frequency: dict[str, dict[str, Any]]
     probability_gain: dict[str, Any]
     path: Path | None = None
@@ -262,3 +328,12 @@ class NuggetAnalysis:
 
     def figures(self) -> list[Path]:
         return [self.path / n for n in self.FIGURES if self.path and (self.path / n).is_file()]
+
+    @classmethod
+    def write_captions(cls, out: Path, details: dict[str, str]) -> Path:
+        """``figures.json``: `FIGURE_CAPTIONS` with this run's ``details`` (n, model) appended."""
+        return write_captions(out, cls.FIGURE_CAPTIONS, details)
+
+    def captions(self) -> dict[str, str]:
+        """{figure file name: caption} for every figure of `FIGURES` (`read_captions`)."""
+        return read_captions(self.path, self.STAGE, self.FIGURE_CAPTIONS)

@@ -8,8 +8,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
+
+from stages.common.figures import finish, new_figure, note_if_equal, note_no_data
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def calibrate(scores: Sequence[torch.Tensor], ratio: float) -> float:
@@ -42,21 +48,21 @@ def spread(values: Sequence[float], prefix: str) -> dict[str, float]:
     }
 
 
-def histogram_png(scores: torch.Tensor, threshold: float, ratio: float, bins: int, path: Path) -> Path:
-    """Histogram of the calibration scores with Lambda marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # headless: stages run in Ray workers without a display
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.hist(scores.float().numpy(), bins=bins, color="#4c72b0")
+def score_histogram(scores: torch.Tensor, threshold: float, ratio: float, bins: int, path: Path) -> Figure:
+    """Histogram of the calibration scores with Lambda marked, saved to ``path``."""
+    fig, ax = new_figure()
+    values = scores.detach().float().reshape(-1).cpu().numpy()
+    ax.hist(values, bins=bins, color="#4c72b0", label="calibration tokens")
     ax.axvline(threshold, color="#c44e52", linestyle="--", label=f"Lambda = {threshold:.3f} (r = {ratio:g})")
-    ax.set_xlabel("scorer output")
-    ax.set_ylabel("tokens")
-    ax.set_title(f"Nugget2D scores of {scores.numel()} calibration tokens")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    if values.size:
+        note_if_equal(ax, values)
+    else:
+        note_no_data(ax, "no calibration scores")
+    return finish(fig, ax, f"Nugget2D scorer outputs of n={values.size} calibration tokens",
+                  "scorer output (unitless score)", "tokens (count)", path)
+
+
+def histogram_png(scores: torch.Tensor, threshold: float, ratio: float, bins: int, path: Path) -> Path:
+    """`score_histogram` written to ``path``; returns ``path``."""
+    score_histogram(scores, threshold, ratio, bins, path)
     return path

@@ -5,7 +5,9 @@ the sweep's and ``train_nugget``'s learned-selector models, and likewise an MT m
 the token statistics when one exists. Data: the dev split of ``build_mt_docs``. For
 appendix D (nugget tokens in other languages), ``train_baselines``' Nugget models that
 encode the corpus's other language (``nugget_ae_tgtlang``, ``nugget_mt_tgtlang``) get the
-same token statistics on that side of the dev split, tokens counted as text.
+same token statistics on that side of the dev split. Every token is counted as the word it
+spells (`readable_token`), so a token and its word-initial variant ('the', 'Ġthe') are one
+word and no figure or table shows a BPE marker.
 
 Output: `stages.artifacts.evaluate.NuggetAnalysis`:
 - ``token_frequency.png`` / ``token_frequency.json`` (fig. 5): the 6 most frequent nugget
@@ -16,12 +18,14 @@ Output: `stages.artifacts.evaluate.NuggetAnalysis`:
   nuggets sit, share of documents per token index), ``probability_gain_relative.png``
   (fig. 8: gain vs index relative to the nugget, for documents of 64, 128 and 256
   tokens, cut from consecutive dev documents; a length above the model's positions is
-  skipped and the JSON says so), ``probability_gain.json``.
+  skipped and the JSON says so), ``probability_gain.json``;
+- ``figures.json``: each figure's caption with this run's n (`figure_details`).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from functools import cache, partial
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -29,6 +33,7 @@ import torch
 
 from stages.artifacts.data import MtDocuments
 from stages.artifacts.evaluate import NuggetAnalysis
+from stages.common.tokens import display_token, token_text
 from stages.evaluate.nugget.analysis import TokenStats, probability_gain
 from stages.evaluate.nugget.encoders import batches, load_system
 from stages.evaluate.nugget.highlight import highlight_document, highlight_page
@@ -72,13 +77,33 @@ def fixed_length_documents(tokenizer: Any, texts: list[str], length: int, limit:
 
 
 def readable_token(tokenizer: Any, token: str) -> str:
-    """A token as text: its string without the word-start space, whitespace as its repr;
-    a byte-level piece of a character (a Chinese character split in two tokens decodes to
-    U+FFFD) keeps its BPE form, marked, so that different pieces stay apart."""
+    """A token as a word: its decoded text as `display_token` shows it (no word-start
+    marker or space, so 'the' and 'Ġthe' are one word; whitespace named); a byte-level
+    piece of a character (a Chinese character split in two tokens decodes to U+FFFD)
+    keeps its BPE form, marked, so that different pieces stay apart."""
     text = tokenizer.convert_tokens_to_string([token])
     if "\ufffd" in text:
-        return f"{token} (part of a character)"
-    return text.strip() or repr(text)
+        return f"{display_token(token)} (part of a character)"
+    return display_token(text)
+
+
+def figure_details(frequency: dict[str, dict[str, Any]], gain: dict[str, Any], counted_docs: int,
+                   highlighted_docs: int, highlight_model: str) -> dict[str, str]:
+    """What this run adds to each figure's caption (`NuggetAnalysis.FIGURE_CAPTIONS`): its
+    n (documents, and nuggets / tokens counted) and the models behind it."""
+    counted = "; ".join(f"{s['label']}: {s['n_nuggets']} nuggets of {s['n_tokens']} tokens"
+                        for s in frequency.values() if s.get("encoder_side", "source") == "source")
+    with_nugget = ", ".join(f"nugget {j}: {n}" for j, n in gain["documents_with_nugget"].items()) or "none"
+    lengths = "; ".join(f"{length} tokens: n={c['documents']} documents" for length, c in gain["relative"].items())
+    skipped = "; ".join(f"{length} tokens left out: {why}" for length, why in gain["relative_skipped"].items())
+    probed = f"n = {gain['documents']} documents of model {gain['system']} (documents with each nugget: {with_nugget})."
+    return {
+        "token_frequency.png": f"n = {counted_docs} documents ({counted}).",
+        "probability_gain.png": probed,
+        "nugget_positions.png": probed,
+        "probability_gain_relative.png": "; ".join(p for p in (lengths, skipped) if p) + ".",
+        "nuggets.html": f"n = {highlighted_docs} documents of model {highlight_model}.",
+    }
 
 
 def pick(systems: list[System], objective: str) -> System | None:
@@ -107,23 +132,25 @@ class AnalyzeNuggets(Stage):
         stats = {s.name: self._token_stats(ctx, s, texts[:n_docs]) for s in (ae, mt) if s}
         # appendix D: train_baselines' models encoding the corpus's other language, on that side
         other = [s for s in collect_systems(ctx.inputs, encoder_side="target") if s.kind == "nugget"]
-        stats |= {s.name: self._token_stats(ctx, s, sides["target"][:n_docs], readable=True) for s in other}
+        stats |= {s.name: self._token_stats(ctx, s, sides["target"][:n_docs]) for s in other}
         frequency = self._frequency_outputs(ctx, stats, {s.name: s for s in (ae, mt, *other) if s})
-        self._highlight(ctx, ae, texts[: ctx.cfg("eval.highlight_docs")])
+        highlighted = texts[: ctx.cfg("eval.highlight_docs")]
+        self._highlight(ctx, ae, highlighted)
         gain = self._probe(ctx, ae, texts, ctx.cfg("eval.probe_docs"))
         NuggetAnalysis(frequency, gain).write(ctx.output_dir)
+        details = figure_details(frequency, gain, len(texts[:n_docs]), len(highlighted), ae.describe())
+        ctx.log_artifact(NuggetAnalysis.write_captions(ctx.output_dir, details))
 
-    def _token_stats(self, ctx: StageContext, system: System, texts: list[str], readable: bool = False) -> TokenStats:
-        """Nugget vs text token counts; ``readable``: tokens counted as their text (a
-        byte-level BPE token of a Chinese character is otherwise unreadable bytes)."""
+    def _token_stats(self, ctx: StageContext, system: System, texts: list[str]) -> TokenStats:
+        """Nugget vs text token counts, each token counted as the word it spells
+        (`readable_token`: a token and its word-initial variant are one word, and a
+        byte-level BPE token of a Chinese character is not counted as unreadable bytes)."""
         loaded, stats = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype")), TokenStats()
-        tok = loaded.tokenizer
+        word = cache(partial(readable_token, loaded.tokenizer))  # decoded once per distinct token
         for chunk in batches(texts, ctx.cfg("eval.batch_size")):
             nuggets, enc = loaded.encode(chunk)
             for ids, mask, idx, nmask in zip(enc["input_ids"], enc["attention_mask"], nuggets.indices, nuggets.mask, strict=True):
-                tokens = tok.convert_ids_to_tokens(ids[mask.bool()].tolist())
-                if readable:
-                    tokens = [readable_token(tok, t) for t in tokens]
+                tokens = [word(t) for t in loaded.tokenizer.convert_ids_to_tokens(ids[mask.bool()].tolist())]
                 chosen = set(idx[nmask.bool()].tolist())
                 stats.add(tokens, [i in chosen for i in range(len(tokens))])
         return stats
@@ -158,7 +185,7 @@ class AnalyzeNuggets(Stage):
             enc = loaded.tokenize([text])
             with loaded.model.encoder_pass(enc["attention_mask"]) as p:
                 loaded.model.base_model.get_encoder()(**enc)
-            tokens = [t.replace("Ġ", " ") for t in loaded.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())]
+            tokens = [token_text(t) for t in loaded.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())]
             docs.append(highlight_document(tokens, p.scores[0].tolist(), p.selected[0].tolist()))
         page = ctx.output_dir / "nuggets.html"
         page.write_text(highlight_page(f"Nuggets of {system.describe()}", docs))
@@ -183,11 +210,16 @@ class AnalyzeNuggets(Stage):
         shown = [j for j in FIG7_NUGGETS if j - 1 in by_nugget]
         curves = {f"nugget {j}": mean_curve(by_nugget[j - 1]) for j in shown}
         share = {f"nugget {j}": share_curve(positions[j - 1], len(texts)) for j in shown}
-        plot_gain(curves, ctx.output_dir / "probability_gain.png", "token index in the document")
-        plot_gain(share, ctx.output_dir / "nugget_positions.png", "token index in the document",
-                  ylabel="share of documents")
+        shown_docs = f"n={len(texts)} documents"
+        plot_gain(curves, ctx.output_dir / "probability_gain.png",
+                  f"Nugget fig. 7: probability gain from one nugget ({shown_docs})", "token index in the document (tokens)")
+        plot_gain(share, ctx.output_dir / "nugget_positions.png",
+                  f"Nugget fig. 7: where the nuggets sit ({shown_docs})", "token index in the document (tokens)",
+                  ylabel="share of documents (fraction, 0-1)")
         plot_gain({f"{length}-token documents (n={c['documents']})": mean_curve(c["gain"]) for length, c in relative.items()},
-                  ctx.output_dir / "probability_gain_relative.png", "token index relative to the nugget", mark_zero=True)
+                  ctx.output_dir / "probability_gain_relative.png",
+                  "Nugget fig. 8: probability gain around the nugget", "token index relative to the nugget (tokens)",
+                  mark_zero=True)
         pooled: dict[int, list[float]] = defaultdict(list)
         for curve in relative.values():
             for i, gs in curve["gain"].items():

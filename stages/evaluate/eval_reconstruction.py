@@ -10,8 +10,8 @@ translation for MT (sacrebleu's "zh" tokenizer for Chinese). The Nugget ablation
 ``train_baselines`` are similarity systems only (table 4) and are skipped here.
 
 Output: `stages.artifacts.evaluate.ReconstructionResults` (``reconstruction.json`` /
-``.csv`` / ``.md``, ``bleu_vs_ratio.png``: fig. 4, baselines at r = 0) and
-``samples.jsonl`` (a few decoded texts per system).
+``.csv`` / ``.md``, ``bleu_vs_ratio.png``: fig. 4, baselines at r = 0, its caption
+in ``figures.json``) and ``samples.jsonl`` (a few decoded texts per system).
 """
 
 from __future__ import annotations
@@ -79,11 +79,15 @@ class EvalReconstruction(Stage):
             print(f"[eval_reconstruction] {n}/{len(systems)} {system.name}: BLEU {bleu:.2f} "
                   f"({len(refs)} docs, beam {ctx.cfg('eval.beam_size')}, {time.time() - tick:.1f}s)", flush=True)
         written = ReconstructionResults(rows, "dev", ctx.cfg("eval.beam_size")).write(ctx.output_dir)
-        (ctx.output_dir / "samples.jsonl").write_text(
+        (ctx.output_dir / ReconstructionResults.EXAMPLES).write_text(
             "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples))
         for path in written[1:]:
             ctx.log_artifact(path)
         figure = ctx.output_dir / ReconstructionResults.FIGURES[0]
         bleu_vs_ratio(rows, figure)
-        ctx.log_artifact(figure)
+        captions = ReconstructionResults.write_captions(ctx.output_dir, {figure.name: (
+            f"n = {len(docs['source'])} documents per system, {len(systems)} systems, "
+            f"beam {ctx.cfg('eval.beam_size')}.")})
+        for path in (figure, captions):
+            ctx.log_artifact(path)
         ctx.log_metrics(metrics)
