@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 import torch
 
 from nugget_core import Nuggets
+from stages.common.tokens import display_token
 
 PUNCTUATION = set(string.punctuation) | set("。，、！？；：")
 
 
 def is_punctuation(token: str) -> bool:
-    text = token.replace("Ġ", "").replace("▁", "").strip()
+    """Whether ``token`` (raw, e.g. 'Ġ,', or as `display_token` shows it) is punctuation only."""
+    text = display_token(token)
     return bool(text) and all(ch in PUNCTUATION for ch in text)
 
 
