@@ -1,6 +1,7 @@
 # nugget-pipeline: the two commands of the README are `make run` and `make test`.
 # Both set up a fresh clone idempotently (venv + pinned CPU torch) before working.
 #   make run  [ARGS="nugget.ratio=0.25 ..."]   local Ray head on 127.0.0.1 + ray job submit
+#                                              (ARGS="--verbose": the libraries' bars and INFO lines too)
 #   make test [PYTEST_ARGS="-k cache"]         the test suite (CPU, hermetic)
 #   make gpu-test [GPU_PYTHON=python]          the `gpu` tests, in an environment with CUDA torch
 #   make mlflow-ui                             MLflow UI on http://127.0.0.1:5000
@@ -25,6 +26,8 @@ MLFLOW_PORT ?= 5000
 AGENT_PORT ?= $(shell $(PYTHON) -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export NUGGET_ARTIFACT_ROOT ?= $(HOME)/nugget-artifacts
 export NUGGET_SOURCES_DIR   ?= $(HOME)/.cache/nugget-pipeline/sources
+# `ray start` prints a ~35-line banner: it goes here, the log says where in one line
+RAY_START_LOG ?= $(NUGGET_ARTIFACT_ROOT)/logs/ray-start.log
 # local Ray: loopback only, no token auth (docs/environment-notes.md). No Ray Train
 # preemption watcher: one node cannot be preempted, and the watcher is one more actor
 # process per fit (clusters started from ray_cluster.yaml keep it)
@@ -62,10 +65,13 @@ ray-start: $(STAMP)
 	@if $(PORT_OPEN) && $(RAY_ENV) $(BIN)/ray status --address 127.0.0.1:$(RAY_PORT) >/dev/null 2>&1; then \
 	  echo "Ray head already running on 127.0.0.1:$(RAY_PORT)"; \
 	else \
+	  mkdir -p $(dir $(RAY_START_LOG)); \
+	  echo "starting a Ray head on 127.0.0.1:$(RAY_PORT) (its output: $(RAY_START_LOG))"; \
 	  $(RAY_ENV) $(BIN)/ray start --head --node-ip-address=127.0.0.1 --port=$(RAY_PORT) \
 	    --dashboard-host=127.0.0.1 --dashboard-port=$(DASH_PORT) --num-cpus=$$(nproc) \
 	    --dashboard-agent-listen-port=$(AGENT_PORT) \
-	    --disable-usage-stats; \
+	    --disable-usage-stats >$(RAY_START_LOG) 2>&1 \
+	  || { tail -n 30 $(RAY_START_LOG); echo "ray start failed; full output: $(RAY_START_LOG)"; exit 1; }; \
 	fi
 
 # a just-started head can refuse jobs for a few seconds ("No available agent"): retry

@@ -5,6 +5,10 @@ anything starts) -> plan (cache keys, hits) -> print the plan -> stop here for
 ``--dry-run`` -> connect to Ray -> execute -> print where the results are.
 Exit codes: 0 success, 1 a stage failed, 2 bad config or arguments, 3 a required
 upstream output is missing.
+
+Quiet by default (`stages.framework.quiet`): stage tasks and Ray Train workers hide
+library progress bars and per-report INFO lines; ``--verbose`` shows everything (it sets
+``NUGGET_VERBOSE=1``, which the executor passes to every stage task's runtime env).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import sys
 from pathlib import Path
 
 from stages.config import ConfigError, PipelineConfig, load_config
+from stages.framework import quiet
 from stages.framework.dag import Dag, DagError, PlannedStage
 from stages.framework.executor import PipelineError, PipelineResult, execute
 from stages.framework.store import ArtifactStore
@@ -30,6 +35,18 @@ def _setup_logging() -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
+
+
+def _add_verbose(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--verbose", action="store_true",
+                        help="show the libraries' progress bars and INFO lines (quiet by default)")
+
+
+def _set_verbosity(verbose: bool) -> None:
+    """Record ``--verbose`` (or an inherited ``NUGGET_VERBOSE=1``) for the Ray processes
+    this driver starts; they quiet themselves (`stages.framework.quiet.apply`). The driver
+    itself runs no library that draws progress bars, so it is left as it is."""
+    os.environ[quiet.VERBOSE_ENV] = "1" if verbose or quiet.is_verbose() else "0"
 
 
 def _fail(code: int, message: str) -> int:
@@ -55,7 +72,7 @@ def connect_ray(cfg: PipelineConfig) -> None:
         address="local",  # a private instance even if a `ray start` head runs on this machine
         num_cpus=cfg.run.num_cpus or None,
         include_dashboard=False,
-        runtime_env={"env_vars": {"PYTHONPATH": path}},
+        runtime_env={"env_vars": {"PYTHONPATH": path, **quiet.runtime_env_vars(quiet.is_verbose())}},
     )
 
 
@@ -134,8 +151,10 @@ def main_full(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python pipelines/full.py", description=main_full.__doc__)
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. nugget.ratio=0.25")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    _add_verbose(parser)
     args = parser.parse_intermixed_args(argv)
     _setup_logging()
+    _set_verbosity(args.verbose)
     cfg = _load(args.overrides)
     if isinstance(cfg, int):
         return cfg
@@ -158,6 +177,7 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="recompute even if cached")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     parser.add_argument("--list", action="store_true", help="list stages and dependencies")
+    _add_verbose(parser)
     args = parser.parse_intermixed_args(argv)
     if args.list:
         for name in graph.order:
@@ -169,6 +189,7 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     if "=" in args.name:
         return _fail(EXIT_CONFIG, f"the first argument must be a stage name, got {args.name!r}")
     _setup_logging()
+    _set_verbosity(args.verbose)
     cfg = _load(args.overrides)
     if isinstance(cfg, int):
         return cfg

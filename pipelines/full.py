@@ -1,10 +1,11 @@
 """Run the whole nugget-pipeline DAG (or ``run.targets`` and their upstreams).
 
-    python pipelines/full.py [--dry-run] [key=value ...]
+    python pipelines/full.py [--dry-run] [--verbose] [key=value ...]
     ray job submit --working-dir . -- python pipelines/full.py [key=value ...]
 
 Attaches to ``$RAY_ADDRESS`` (set by ``ray job submit``) or starts a local Ray. Cached
-stages are reused; see README.md for the config system and MLflow.
+stages are reused; ``--verbose`` shows the libraries' progress bars and INFO lines
+(quiet by default). See README.md for the config system and MLflow.
 """
 
 import sys

@@ -1,7 +1,7 @@
 """Rerun one stage on cached upstream outputs.
 
     python -m pipelines.stage --list
-    python -m pipelines.stage NAME [--force] [--dry-run] [key=value ...]
+    python -m pipelines.stage NAME [--force] [--dry-run] [--verbose] [key=value ...]
 """
 
 import sys

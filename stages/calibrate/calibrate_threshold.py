@@ -62,6 +62,7 @@ class CalibrateThreshold(Stage):
     description = "Lambda = (1 - r) quantile of Nugget2D scores; realised ratio on held-out text."
     upstream = ("prepare_lm", "build_lm", SCORER_STAGE)
     config_keys = ("calibrate.threshold", "nugget2d", "eval.dtype", "run.seed")
+    run_name_keys = ("r=nugget2d.ratio",)
     uses_device = True
 
     def run(self, ctx: StageContext) -> None:

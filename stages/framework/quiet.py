@@ -55,6 +55,12 @@ QUIET_LOGGERS: dict[str, int] = {
     "transformers": logging.ERROR,
     "datasets": logging.ERROR,
 }
+# modules whose logger is named by their file path (``getLogger(__file__)``), so no
+# ``ray.train`` level or LoggingConfig reaches it: Ray Train's "Reporting training result
+# N: TrainingReport(...)" on every report of every worker
+QUIET_FILE_LOGGERS: dict[str, int] = {
+    "ray.train.v2._internal.execution.context": logging.WARNING,
+}
 
 
 @dataclass(frozen=True)
@@ -130,14 +136,24 @@ def _set_env(quiet: bool) -> None:
                 os.environ[name] = old
 
 
+def _logger_levels() -> dict[str, int]:
+    """Logger name -> quiet level: :data:`QUIET_LOGGERS`, plus the file-named loggers of
+    the :data:`QUIET_FILE_LOGGERS` modules this process has imported."""
+    found = {getattr(sys.modules[m], "__file__", None): level for m, level in QUIET_FILE_LOGGERS.items()
+             if m in sys.modules}
+    return {**QUIET_LOGGERS, **{name: level for name, level in found.items() if name}}
+
+
 def _set_loggers(quiet: bool) -> None:
-    for name, level in QUIET_LOGGERS.items():
+    for name, level in _logger_levels().items():
         log = logging.getLogger(name)
         if quiet:
             _saved_levels.setdefault(name, log.level)
             log.setLevel(level)
         elif name in _saved_levels:
             log.setLevel(_saved_levels.pop(name))
+    for name in [n for n in _saved_levels if not quiet]:  # file loggers quieted earlier
+        logging.getLogger(name).setLevel(_saved_levels.pop(name))
     if quiet and not _installed_filters:
         for name, prefixes in KNOWN_LOG_LINES.items():
             log, dropper = logging.getLogger(name), _DropKnown(prefixes)

@@ -22,8 +22,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from stages.framework import quiet
 from stages.framework.resources import cluster_capacity, shortfall, worker_demand
 from stages.train.loop import PROBE_FILE, STATE_FILE, train_loop_per_worker
+from stages.train.model_card import document_models
 from stages.train.sequence import DONE, finished_uri, train_sequence_per_worker
 from stages.train.storage import clear_storage, exists
 
@@ -60,6 +62,10 @@ def _run(train_fn: Any, loop_config: dict[str, Any], job: Any, storage: str, nam
             storage_path=storage,
             failure_config=ray.train.FailureConfig(max_failures=job.max_failures),
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
+            # Ray Train configures its controller's and workers' loggers itself: its
+            # per-report INFO lines (Reporting training result, Checkpoint successfully
+            # created, the TrainController lines) only with --verbose
+            logging_config=ray.train.LoggingConfig(log_level=quiet.train_log_level()),
         ),
     )
     return trainer.fit()
@@ -144,6 +150,7 @@ def train_into_stage_output(ctx: Any, task: Any, job: Any, job_key: str, model_d
         shutil.copytree(checkpoint / "model", ctx.output_dir / model_dir)
         shutil.copy(checkpoint / PROBE_FILE, ctx.output_dir / PROBE_FILE)
     ctx.write_json("trainer_state.json", state)
+    document_models(ctx, job, {ctx.output_dir / model_dir: task}, ctx.config.get("model.lm"))
     clear_storage(ctx.work_uri, "train")
     ctx.log_metrics(final_metrics(state))
     return state

@@ -12,17 +12,24 @@ batched by `stages.framework.tracking.MetricBuffer` (flushed at each checkpoint 
 end), names prefixed with ``config["metric_prefix"] + "."`` when one is given (one run
 holding several fits, e.g. ``train_baselines``' ``tsdae_ae.train_loss``). At step ``s``:
 
-==================  =====================================================================
-``train_loss``      every ``job.log_every`` steps: the step's loss (mean NLL per target
-                    token, averaged over micro-batches and ranks); its n is the param
-                    ``train.examples_per_step`` (= batch_size x grad_accum x workers)
-``lr``              every ``job.log_every`` steps: the learning rate of the step
-``tokens_per_s``    every ``job.log_every`` steps: tokens (``task.n_tokens``, all ranks)
-                    per second since the previous log
-``dev_loss``        every ``job.eval_every`` steps and at the end: token-weighted mean
-                    dev loss over all ranks
-``dev_loss_n``      with ``dev_loss``: the dev target tokens it averages over
-==================  =====================================================================
+======================  =================================================================
+``train/loss``          every ``job.log_every`` steps: the step's loss (mean NLL per target
+                        token, averaged over micro-batches and ranks); its n is the param
+                        ``train.examples_per_step`` (= batch_size x grad_accum x workers)
+``train/lr``            every ``job.log_every`` steps: the learning rate of the step
+``train/tokens_per_s``  every ``job.log_every`` steps: tokens (``task.n_tokens``, all
+                        ranks) per second since the previous log
+``eval/dev_loss``       every ``job.eval_every`` steps and at the end, on the same step
+                        axis as ``train/loss`` (one chart holds both): token-weighted mean
+                        dev loss over all ranks
+``eval/dev_loss_n``     once, at step 0 (a constant, not a curve): the dev target tokens
+                        each ``eval/dev_loss`` averages over
+======================  =================================================================
+
+The ``train/`` and ``eval/`` prefixes group the charts in MLflow's UI. Rank 0 also logs a
+progress line through the ``nugget.train`` logger every few seconds and at the last step
+(`stages.common.progress.TrainProgress`), labelled with the MLflow run's name (the stage
+and its key parameters) and the metric prefix; it reaches the driver's log.
 
 Params, once per fresh run: ``train.world_size``, ``train.train_examples``,
 ``train.dev_examples``, ``train.examples_per_step``, ``params.trainable`` /
@@ -51,6 +58,8 @@ import torch
 import torch.distributed as dist
 
 from stages.common.device import to_device
+from stages.common.progress import TrainProgress, progress_seconds
+from stages.framework import quiet
 from stages.train.batches import BatchSchedule
 from stages.train.engine import make_engine
 
@@ -177,6 +186,7 @@ def train_task(
     """
     import ray.train
 
+    quiet.apply()  # this worker's libraries: NUGGET_VERBOSE from the job's runtime env
     job, logger = config["job"], config.get("logger")
     prefix = f"{config['metric_prefix']}." if config.get("metric_prefix") else ""
     ctx = ray.train.get_context()
@@ -208,11 +218,15 @@ def train_task(
         shutil.rmtree(restored, ignore_errors=True)
     schedule = BatchSchedule(len(train), job.batch_size, rank, world, config["seed"])
     state.train_loss_n = job.batch_size * job.grad_accum * world
-    metrics_out = None
+    metrics_out, progress = None, None
     if rank == 0 and logger is not None:
         from stages.framework.tracking import MetricBuffer  # mlflow: only where it logs
 
         metrics_out = MetricBuffer(logger, prefix)
+    if rank == 0:
+        label = " ".join(x for x in (logger.run_name() if logger is not None else "train",
+                                     config.get("metric_prefix", "")) if x)
+        progress = TrainProgress(label, job.max_steps, state.step, progress_seconds())
     if metrics_out is not None and checkpoint is None:
         params = {"train.world_size": world, "train.train_examples": len(train), "train.dev_examples": len(dev),
                   "train.examples_per_step": state.train_loss_n, **task.parameter_counts(model)}
@@ -236,21 +250,27 @@ def train_task(
         state.step += 1
         if fail_at and state.step == fail_at and state.resumed_from_step < 0:
             raise RuntimeError(f"injected failure at step {fail_at} (fail_at_step)")
+        if progress is not None:
+            progress.step(state.step, mean_loss, lr, n_tok)
         if metrics_out is not None and state.step % job.log_every == 0:
             now = time.time()
             metrics_out.add(
-                {"train_loss": mean_loss, "lr": lr, "tokens_per_s": tokens / max(now - tick, 1e-9)}, state.step
+                {"train/loss": mean_loss, "train/lr": lr, "train/tokens_per_s": tokens / max(now - tick, 1e-9)},
+                state.step,
             )
             tick, tokens = now, 0.0
 
         last = state.step == job.max_steps
         metrics: dict[str, float] = {"step": state.step, "train_loss": mean_loss}
         if state.step % job.eval_every == 0 or last:
+            first_eval = state.dev_loss_n == 0  # a resumed state carries it: logged already
             dev_loss, state.dev_loss_n = evaluate(engine, task, dev, rank, world, job)
             record_dev_loss(state, dev_loss, job.early_stopping_patience)
             metrics["dev_loss"] = dev_loss
             if metrics_out is not None:
-                metrics_out.add({"dev_loss": dev_loss, "dev_loss_n": state.dev_loss_n}, state.step)
+                metrics_out.add({"eval/dev_loss": dev_loss}, state.step)
+                if first_eval:
+                    metrics_out.add({"eval/dev_loss_n": state.dev_loss_n}, 0)
         if state.step % job.checkpoint_every == 0 or last or state.stopped_early:
             if metrics_out is not None:
                 metrics_out.flush()  # what a restart would not log again

@@ -15,6 +15,7 @@ from stages.artifacts.train import NuggetSweep
 from stages.framework.resources import Demand, worker_demand
 from stages.framework.stage import Stage, StageContext
 from stages.train.launch import check_resources
+from stages.train.model_card import document_models
 from stages.train.nugget_job import nugget_task
 from stages.train.storage import clear_storage, copy_tree
 from stages.train.tune_grid import run_sweep
@@ -25,6 +26,7 @@ class SweepNugget(Stage):
     description = "Ray Tune grid over ratio x scorer layer x objective (Nugget)."
     upstream = ("tokenizer", "build_mt_docs")
     config_keys = ("nugget", "model.seq2seq", "train.nugget", "train.sweep", "run.seed")
+    run_name_keys = ("r=train.sweep.ratios", "l=train.sweep.scorer_layers", "obj=train.sweep.objectives")
     resources = {"num_cpus": 0}
     expected_seconds = 500  # profile=tiny, 2 CPUs: orders ready stages (a run's own measurements replace it)
 
@@ -49,6 +51,8 @@ class SweepNugget(Stage):
             dest = NuggetSweep.trial_dir(ctx.output_dir, row["trial"])
             copy_tree(f"{ctx.work_uri}/trials/{row['trial']}/model", str(dest))
             row["model_dir"] = str(dest.relative_to(ctx.output_dir))
+        document_models(ctx, job, {NuggetSweep.trial_dir(ctx.output_dir, r["trial"]): nugget_task(ctx) for r in rows},
+                        details={NuggetSweep.trial_dir(ctx.output_dir, r["trial"]): {"trial": r} for r in rows})
         sweep = NuggetSweep(ctx.output_dir, rows)
         sweep.write(ctx.output_dir)
         best = sweep.best()

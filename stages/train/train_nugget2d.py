@@ -64,6 +64,7 @@ from stages.train.launch import (
     train_into_stage_output,
 )
 from stages.train.loop import PROBE_FILE, STATE_FILE
+from stages.train.model_card import document_models
 from stages.train.nugget2d_task import LMBaselineTask, Nugget2DARTask, Nugget2DCompressorTask
 from stages.train.storage import clear_storage, copy_tree
 
@@ -85,6 +86,7 @@ class Nugget2DTrainingStage(Stage):
     base_role: ClassVar[str]  # the experiment's base LM (Nugget2D §3: LLaMA-2-7B-chat for QA / summaries)
     upstream = ("prepare_lm", "build_lm")
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
+    run_name_keys = ("r=nugget2d.ratio",)
     expected_seconds = 200  # profile=tiny, 2 CPUs: orders ready stages (a run's own measurements replace it)
 
     def from_upstream(self, ctx: StageContext) -> dict[str, Any]:
@@ -158,6 +160,10 @@ class Nugget2DTrainingStage(Stage):
                 records[name] = {"dir": str(dest.relative_to(ctx.output_dir)), "objective": v.objective,
                                  "ratio": v.ratio, "base_role": v.base_role}
         clear_storage(ctx.work_uri, "models")
+        tasks = dict(models)
+        document_models(ctx, job, {
+            TrainedNugget2D.folder(ctx.output_dir): tasks[MAIN],
+            **{ctx.output_dir / r["dir"]: tasks[name] for name, r in records.items()}}, ctx.cfg("model.lm"))
         TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), objective, finetune_task, ratio,
                         records, self.base_role).write(ctx.output_dir)
 
@@ -245,6 +251,7 @@ class TrainNugget2DAE(Nugget2DTrainingStage):
     job_key = train_job = "train.nugget2d_ae"
     base_role = "lm"  # Nugget2D §3: the autoencoding experiment uses LLaMA-7B, the LM (not the chat) model
     config_keys = ("nugget2d", "model.lm", "train.nugget2d_ae", "run.seed")
+    run_name_keys = ("r=train.nugget2d_ae.ratios",)  # it trains one model per ratio
 
     def main_model(self, ctx: StageContext, job: Any) -> tuple[str, float]:
         return TrainedNugget2D.AUTOENCODING, job.ratios[0]

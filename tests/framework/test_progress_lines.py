@@ -107,11 +107,15 @@ def restore_quiet():
 def test_quiet_applied_then_undone_by_verbose(restore_quiet, monkeypatch):
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
     monkeypatch.delenv(quiet.VERBOSE_ENV, raising=False)
+    import ray.train.v2._internal.execution.context as train_context
+
     train_level = logging.getLogger("ray.train").level
     quiet.apply()  # no NUGGET_VERBOSE: quiet
     assert os.environ["TQDM_DISABLE"] == "1" and os.environ["TRANSFORMERS_VERBOSITY"] == "error"
     assert logging.getLogger("ray.train").level == logging.WARNING
     assert logging.getLogger("ray.data").level == logging.WARNING
+    # Ray Train's "Reporting training result N" logger is named by its file, not ray.train
+    assert logging.getLogger(train_context.__file__).level == logging.WARNING
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         quiet.apply(verbose=False)  # re-applied over "always": the known warning only is filtered

@@ -1,10 +1,12 @@
-"""The training loop's MLflow logging, without Ray: rank 0 logs train_loss / lr /
-tokens_per_s every ``log_every`` steps (default: every step) and dev_loss with its n
-through the RunLogger it is handed, prefixed when asked; a toy task stands in for the
-model families (it also exercises the `TrainingTask` protocol with a minimal class)."""
+"""The training loop's MLflow logging, without Ray: rank 0 logs train/loss / train/lr /
+train/tokens_per_s every ``log_every`` steps (default: every step), eval/dev_loss on the
+same step axis and its n once at step 0, through the RunLogger it is handed, prefixed
+when asked, and prints progress lines; a toy task stands in for the model families (it
+also exercises the `TrainingTask` protocol with a minimal class)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -70,6 +72,9 @@ class RecordingRunLogger:
     def log_params(self, params: dict[str, object]) -> None:
         self.params.update(params)
 
+    def run_name(self) -> str:
+        return "toy_stage r=0.1"
+
     def steps(self, name: str) -> list[int]:
         return [s for k, _, s in self.metrics if k == name]
 
@@ -99,11 +104,12 @@ def test_short_run_logs_train_loss_every_step_with_dev_loss_n(fake_ray_train):
     logger = RecordingRunLogger()
     _run(logger)
     assert TrainJob().log_every == 1
-    assert len(set(logger.steps("train_loss"))) >= 12  # a readable curve: every step
-    assert logger.steps("train_loss") == list(range(1, 13))  # each step once
-    assert logger.steps("lr") == logger.steps("tokens_per_s") == list(range(1, 13))
-    assert logger.steps("dev_loss") == logger.steps("dev_loss_n") == [6, 12]
-    assert {v for k, v, _ in logger.metrics if k == "dev_loss_n"} == {4.0}  # 4 dev rows x 1 target
+    assert len(set(logger.steps("train/loss"))) >= 12  # a readable curve: every step
+    assert logger.steps("train/loss") == list(range(1, 13))  # each step once
+    assert logger.steps("train/lr") == logger.steps("train/tokens_per_s") == list(range(1, 13))
+    assert logger.steps("eval/dev_loss") == [6, 12]  # the train loss's step axis
+    assert logger.steps("eval/dev_loss_n") == [0]  # a constant: once, not a curve
+    assert {v for k, v, _ in logger.metrics if k == "eval/dev_loss_n"} == {4.0}  # 4 dev rows x 1 target
     assert logger.params["train.examples_per_step"] == 4 and "params.trainable" in logger.params
     assert logger.batches == 2  # batched: one log_batch per checkpoint, not one per step
     assert [r["step"] for r in fake_ray_train] == [6, 12]  # Ray Train: checkpoint cadence only
@@ -113,7 +119,8 @@ def test_metric_prefix_names_one_fit_among_several(fake_ray_train):
     logger = RecordingRunLogger()
     _run(logger, metric_prefix="tsdae_ae")
     assert {k for k, _, _ in logger.metrics} == {
-        "tsdae_ae.train_loss", "tsdae_ae.lr", "tsdae_ae.tokens_per_s", "tsdae_ae.dev_loss", "tsdae_ae.dev_loss_n"
+        "tsdae_ae.train/loss", "tsdae_ae.train/lr", "tsdae_ae.train/tokens_per_s", "tsdae_ae.eval/dev_loss",
+        "tsdae_ae.eval/dev_loss_n",
     }
     assert "tsdae_ae.train.world_size" in logger.params
 
@@ -123,3 +130,12 @@ def test_metric_buffer_flushes_by_time():
     buffer = MetricBuffer(logger, flush_seconds=0.0)
     buffer.add({"a": 1.0}, step=1)
     assert logger.metrics == [("a", 1.0, 1)] and buffer.pending == []
+
+
+def test_rank0_prints_progress_lines_named_after_the_run(fake_ray_train, caplog, monkeypatch):
+    monkeypatch.setenv("NUGGET_PROGRESS_SECONDS", "3600")  # only the last step's line is due
+    caplog.set_level(logging.INFO, logger="nugget.train")
+    _run(RecordingRunLogger(), metric_prefix="tsdae_ae")
+    lines = [r.getMessage() for r in caplog.records if r.name == "nugget.train"]
+    assert len(lines) == 1
+    assert lines[0].startswith("toy_stage r=0.1 tsdae_ae step 12/12 loss ") and " tok/s eta 0s" in lines[0]

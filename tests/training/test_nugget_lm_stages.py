@@ -104,7 +104,7 @@ def test_train_nugget_lm_trains_every_system_from_its_autoencoder(trained_lm):
     assert by_name["transformer"]["histories"] == [] and by_name["nugget_r0.1"]["histories"] == [1, 2]
     for record in trained.systems:
         assert math.isfinite(record["dev_loss"])
-        assert metrics[f"{record['system']}.steps"] == 3 and f"{record['system']}.train_loss" in metrics
+        assert metrics[f"{record['system']}.steps"] == 3 and f"{record['system']}.train/loss" in metrics
         # loads outside Ray, with the memory it trained
         lm = NuggetLM.from_pretrained(trained.path / record["model_dir"])
         assert lm.config.memory == record["memory"]

@@ -58,7 +58,7 @@ def test_sweep_two_by_two(ray_local, tmp_path):
     assert len(trials) == 4
     grid = {(float(t.data.params["nugget.ratio"]), int(t.data.params["nugget.scorer_layer"])) for t in trials}
     assert grid == {(0.1, 0), (0.1, 1), (0.5, 0), (0.5, 1)}
-    assert all("dev_loss" in t.data.metrics and "train_loss" in t.data.metrics for t in trials)
+    assert all("dev_loss" in t.data.metrics and "train/loss" in t.data.metrics for t in trials)
 
     out = next((root / "sweep_nugget").iterdir())
     sweep = NuggetSweep.read(out)

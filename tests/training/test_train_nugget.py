@@ -89,10 +89,12 @@ def test_injected_failure_resumes_exactly_in_one_mlflow_run(ddp_run, mt_artifact
     assert state["dev_losses"] == uninterrupted["dev_losses"]
     runs = tracker.client.search_runs([tracker.experiment_id])
     assert len(runs) == 1
-    history = tracker.client.get_metric_history(logger.run_id, "train_loss")
+    history = tracker.client.get_metric_history(logger.run_id, "train/loss")
     assert {m.step for m in history} == {5, 10, 15, 20}  # every log_every=5 steps, across the restart
-    dev_n = tracker.client.get_metric_history(logger.run_id, "dev_loss_n")
-    assert {m.step for m in dev_n} == {10, 20} and all(m.value > 0 for m in dev_n)
+    dev = tracker.client.get_metric_history(logger.run_id, "eval/dev_loss")
+    assert {m.step for m in dev} == {10, 20}  # the train loss's step axis
+    dev_n = tracker.client.get_metric_history(logger.run_id, "eval/dev_loss_n")
+    assert {m.step for m in dev_n} == {0} and all(m.value > 0 for m in dev_n)  # a constant, logged once
 
 
 def test_more_workers_than_cpus_fails_before_training(ray_local):

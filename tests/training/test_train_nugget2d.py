@@ -69,8 +69,8 @@ def test_nugget2d_objective_trains_and_reloads(ray_local, lm_artifacts, tmp_path
     checkpoint, state = fit(task, job, str(tmp_path), "n2d", seed=0, logger=logger, download_to=tmp_path / "final")
     losses = state["losses"]
     assert len(losses) == 12 and sum(losses[-3:]) < sum(losses[:3])  # it learns
-    # a readable curve: train_loss at every step (default log_every=1), not only at checkpoints
-    history = tracker.client.get_metric_history(logger.run_id, "train_loss")
+    # a readable curve: train/loss at every step (default log_every=1), not only at checkpoints
+    history = tracker.client.get_metric_history(logger.run_id, "train/loss")
     assert len({m.step for m in history}) >= 12
     saved = load_nugget2d(checkpoint / "model", base)
     model = (AutoregressiveModule(saved) if objective == "autoregressive" else CompressorModule(saved, objective)).eval()

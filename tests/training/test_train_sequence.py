@@ -76,7 +76,7 @@ def test_each_model_of_a_sequence_trains_as_in_a_fit_of_its_own(uninterrupted):
             torch.testing.assert_close(task.logits(model, probe), torch.load(Path(finished[name]) / PROBE_FILE))
     # metrics of both models in the one run, under their names
     for name in ("low", "high"):
-        history = tracker.client.get_metric_history(logger.run_id, f"{name}.train_loss")
+        history = tracker.client.get_metric_history(logger.run_id, f"{name}.train/loss")
         assert sorted(m.step for m in history) == [5, 10]
 
 
@@ -93,7 +93,7 @@ def test_a_restart_skips_finished_models_and_resumes_the_current_one(uninterrupt
     assert high["losses"] == _state(clean["high"])["losses"]  # bit-exact continuation
     assert _state(finished["low"])["losses"] == _state(clean["low"])["losses"]
     # the first model was not trained again after the restart: each log step once
-    history = tracker.client.get_metric_history(logger.run_id, "low.train_loss")
+    history = tracker.client.get_metric_history(logger.run_id, "low.train/loss")
     assert sorted(m.step for m in history) == [5, 10]
 
 
