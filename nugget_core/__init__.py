@@ -6,7 +6,8 @@ Layout (peft-style, one package per method over shared parts):
   Primary API ``get_nugget_model(hf_model, NuggetConfig(...)) -> NuggetModel`` (forward
   with ``labels``, ``generate``, ``encode -> Nuggets``, ``save_pretrained`` /
   ``from_pretrained``); reference-package style ``scorer, encoder, decoder = nuggify(m)``.
-- `nugget_core.nugget2d`: Nugget2D for LLaMA-family decoder-only LMs.
+- `nugget_core.nugget2d`: Nugget2D for LLaMA-family decoder-only LMs; its short API
+  ``compress_text`` / ``answer`` / ``continue_text`` and ``PromptFormat`` are exported here.
 - `nugget_core.baselines`: bottleneck baselines for the seq2seq experiments.
 - `nugget_core.adaptors`: one registry of architecture adaptors (`register_adaptor`).
 - shared: `scorer`, `selectors`, `nuggets`, `residual`, `modes` (the enums), `params`,
@@ -33,6 +34,11 @@ _EXPORTS = {
     "ResidualMode": ".nugget.config",
     "SelectorKind": ".nugget.config",
     "NuggetModel": ".nugget.model",
+    "CompressedText": ".nugget2d.api",
+    "compress_text": ".nugget2d.api",
+    "answer": ".nugget2d.api",
+    "continue_text": ".nugget2d.api",
+    "PromptFormat": ".nugget2d.prompts",
     "NuggetLM": ".nugget.lm",
     "NuggetLMConfig": ".nugget.lm",
     "get_nugget_model": ".nugget.model",
@@ -53,6 +59,7 @@ _EXPORTS = {
 }
 __all__ = [
     "ChunkSelector",
+    "CompressedText",
     "NuggetConfig",
     "NuggetEncoder",
     "NuggetLM",
@@ -61,12 +68,16 @@ __all__ = [
     "NuggetScorer",
     "Nuggets",
     "ParameterCount",
+    "PromptFormat",
     "ResidualMode",
     "SelectorKind",
     "SentenceSelector",
     "TinyBartSpec",
     "TopKSelector",
+    "answer",
     "build_tiny_bart",
+    "compress_text",
+    "continue_text",
     "count_parameters",
     "get_adaptor",
     "get_nugget_model",
@@ -87,6 +98,8 @@ if TYPE_CHECKING:  # static analysers see the eager imports
     from .nugget.config import NuggetConfig, ResidualMode, SelectorKind
     from .nugget.lm import NuggetLM, NuggetLMConfig
     from .nugget.model import NuggetModel, get_nugget_model
+    from .nugget2d.api import CompressedText, answer, compress_text, continue_text
+    from .nugget2d.prompts import PromptFormat
     from .nuggets import Nuggets, nugget_counts
     from .params import ParameterCount, count_parameters
     from .scorer import NuggetScorer

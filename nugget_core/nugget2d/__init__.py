@@ -4,7 +4,8 @@ See `model` (compressor mode), `autoregressive` / `stream` (autoregressive mode)
 `bias` (the one attention-bias builder), `objectives` (losses), `baselines` (Full,
 Compressive), `presses` / `press_stream` (training-free KV presses at the same budget),
 `icae` (ICAE memory slots, the autoencoding baseline), `calibration` (Lambda),
-`smollm2` (offline model). Names are imported lazily (PEP 562): ``from nugget_core.nugget2d import Nugget2DConfig`` loads no torch.
+`smollm2` (offline model), `prompts` (the task-prompt layout) and `api` (compress a text,
+answer questions about it or continue it). Names are imported lazily (PEP 562): ``from nugget_core.nugget2d import Nugget2DConfig`` loads no torch.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "CompressedText": ".api",
+    "answer": ".api",
+    "compress_text": ".api",
+    "continue_text": ".api",
     "AROutput": ".autoregressive",
     "ARWindows": ".autoregressive",
     "ar_forward": ".autoregressive",
@@ -46,6 +51,8 @@ _EXPORTS = {
     "PressConfig": ".presses",
     "press_context": ".presses",
     "PressStream": ".press_stream",
+    "PROMPT_FORMATS": ".prompts",
+    "PromptFormat": ".prompts",
     "autoencoding_loss": ".objectives",
     "continuation_loss": ".objectives",
     "finetune_loss": ".objectives",
@@ -66,6 +73,7 @@ __all__ = [
     "ARWindows",
     "COMPRESSOR",
     "CompressedContext",
+    "CompressedText",
     "CompressiveLayout",
     "CompressiveStream",
     "DECODER",
@@ -79,9 +87,12 @@ __all__ = [
     "Nugget2DStream",
     "Objective",
     "PRESSES",
+    "PROMPT_FORMATS",
     "PressConfig",
     "PressStream",
+    "PromptFormat",
     "TinyCausalSpec",
+    "answer",
     "ar_forward",
     "ar_loss",
     "ar_scores",
@@ -90,7 +101,9 @@ __all__ = [
     "build_tiny_causal_lm",
     "cache_nbytes",
     "calibration_scores",
+    "compress_text",
     "compressive_forward",
+    "continue_text",
     "continuation_loss",
     "find_smollm2_package",
     "finetune_loss",
@@ -113,6 +126,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from ..testing.tiny_causal import TinyCausalSpec, build_tiny_causal_lm
+    from .api import CompressedText, answer, compress_text, continue_text
     from .autoregressive import AROutput, ARWindows, ar_forward, ar_loss, ar_scores
     from .baselines import CompressiveStream, FullStream, baseline_lm_loss, stream_nll
     from .calibration import calibration_scores, realised_ratio, threshold_for_ratio
@@ -134,5 +148,6 @@ if TYPE_CHECKING:
     from .persistence import load_nugget2d, load_scorer, save_nugget2d
     from .press_stream import PressStream
     from .presses import PRESSES, PressConfig, press_context
+    from .prompts import PROMPT_FORMATS, PromptFormat
     from .smollm2 import find_smollm2_package, prepare_smollm2, truncate_layers
     from .stream import Nugget2DStream

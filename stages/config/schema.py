@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from nugget_core import NuggetConfig, TinyBartSpec  # lazy package: imports no torch
 from nugget_core.nugget2d import Nugget2DConfig
-from stages.common.prompts import PROMPT_FORMATS
+from nugget_core.nugget2d.prompts import PROMPT_FORMATS
 from stages.config.calibrate import CalibrateSection
 from stages.config.data import DataSection
 from stages.config.derive import section_of

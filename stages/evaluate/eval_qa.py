@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import statistics
 
+from nugget_core.nugget2d.prompts import PromptFormat, encode, encode_parts
 from stages.artifacts.data import LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D
 from stages.common.progress import progress_logger
-from stages.common.prompts import PromptFormat, encode, encode_parts, encode_task_records
+from stages.common.prompts import encode_task_records
 from stages.common.records import batches, read_records, stand_in_label
 from stages.config.evaluation import PRESS_SYSTEMS
 from stages.evaluate.lm.cost import mean_cost

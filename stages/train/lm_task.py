@@ -34,7 +34,8 @@ class BaseLMTask(TaskBase):
         """``{"doc", "prompt", "answer"}`` ids of split ``split`` of ``<task>.jsonl`` laid
         out in ``prompt_format``: the document part (cut to ``max_doc_tokens``, 0 = all),
         the prompt part, and the answer followed by EOS."""
-        from stages.common.prompts import PromptFormat, encode_answers, encode_task_records
+        from nugget_core.nugget2d.prompts import PromptFormat
+        from stages.common.prompts import encode_answers, encode_task_records
         from stages.common.records import read_records
 
         records = read_records(self.data.records(task), split, 0)

@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from stages.common.prompts import PromptFormat, encode
+from nugget_core.nugget2d.prompts import PromptFormat, encode
 from stages.evaluate.lm.prompted import eos_and_pad, generate_batch
 
 DOCS = ["[INST] the river delta was born in Paris of a city", "[INST] alpha gamma"]

@@ -12,8 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from nugget_core.nugget2d.prompts import PromptFormat
 from stages.artifacts.data import LMRecords
-from stages.common.prompts import PromptFormat, encode_answers, encode_task_records
+from stages.common.prompts import encode_answers, encode_task_records
 from stages.data.lm_builders import summary_record
 from stages.train.full_ft_task import IGNORE, FullFinetuneTask
 from stages.train.nugget2d_task import AutoregressiveModule, Nugget2DARTask, Nugget2DCompressorTask

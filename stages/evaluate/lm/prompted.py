@@ -30,9 +30,9 @@ from typing import Any
 
 import torch
 
+from nugget_core.nugget2d.prompts import PromptFormat, encode, encode_parts
 from stages.common.device import synchronize, to_device
 from stages.common.padding import pad
-from stages.common.prompts import PromptFormat, encode, encode_parts
 from stages.evaluate.lm.cost import DecodeCost
 
 
