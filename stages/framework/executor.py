@@ -285,7 +285,7 @@ class _Progress:
 
 
 def _skip(waiting: list[PlannedStage], failed: list[StageOutcome], tracker: Tracker, cfg: PipelineConfig,
-          store: ArtifactStore, parent: RunLogger, result: PipelineResult) -> None:
+          store: ArtifactStore, parent: RunLogger, result: PipelineResult, progress: _Progress) -> None:
     """Stages never started because a stage failed: each gets its run now, status KILLED,
     tagged with the failed stage(s) that stopped it."""
     names = ", ".join(o.name for o in failed)
@@ -294,6 +294,8 @@ def _skip(waiting: list[PlannedStage], failed: list[StageOutcome], tracker: Trac
         child.set_tags({"skipped_because": f"upstream failure: {names}"})
         child.end("KILLED")
         result.outcomes.append(StageOutcome(p.name, p.key, "skipped", run_id=child.run_id))
+        progress.ended(p.name, None)
+        log.info("%s %-22s skipped: upstream failure: %s", progress.prefix(), p.name, names)
 
 
 def execute(
@@ -395,7 +397,7 @@ def execute(
             running[ref] = p
         if not running:
             if waiting and failed:
-                _skip(waiting, failed, tracker, cfg, store, parent, result)
+                _skip(waiting, failed, tracker, cfg, store, parent, result, progress)
                 waiting.clear()
             continue
         finished, _ = ray.wait(list(running), num_returns=1)
