@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from mlflow.tracking import MlflowClient
 
 from pipelines.cli import main_full, main_stage
 from stages.framework.dag import Dag
@@ -146,6 +147,9 @@ def test_parent_run_has_description_and_headline_metrics(ray_local, root, base_a
     parent, children = runs_of_latest_pipeline(root)
     note = parent.data.tags["mlflow.note.content"]
     assert "profile `tiny`" in note and parent.data.tags["git_commit"] in note and str(root) in note
+    # the MLflow 3 UI opens the experiment on its runs, not on the GenAI traces page
+    exp = MlflowClient(f"sqlite:///{root}/mlflow.db").get_experiment_by_name("nugget-pipeline")
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
     # copied from the stage with parent_metrics, not from the others
     assert parent.data.metrics == {"headline/documents": len(LEE_DOCS), "headline/documents_n": 1.0}
 
