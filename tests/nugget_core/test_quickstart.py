@@ -128,8 +128,8 @@ def test_the_readme_quickstart_is_short_and_uses_the_api():
 def test_the_readme_quickstart_runs_on_the_offline_smollm2(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # the block converts SmolLM2 into ./smollm2-hf
     exec(compile(readme_quickstart(), str(README), "exec"), {"__name__": "__readme__"})
-    lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 3, lines
+    # the block's three prints, after whatever the libraries print (DeepSpeed's accelerator line)
+    lines = capsys.readouterr().out.strip().splitlines()[-3:]
     kept, total = map(int, re.match(r"(\d+) of (\d+) tokens kept", lines[0]).groups())
     assert 0 < kept < total
     assert all(line.strip() for line in lines[1:])  # an answer and a continuation, whatever their quality
