@@ -28,6 +28,7 @@ _EXPORTS = {
     "get_adaptor": ".adaptors",
     "register_adaptor": ".adaptors",
     "supported_model_types": ".adaptors",
+    "BaseModelReference": ".checkpoint",
     "NuggetEncoder": ".nugget.compat",
     "nuggify": ".nugget.compat",
     "NuggetConfig": ".nugget.config",
@@ -58,6 +59,7 @@ _EXPORTS = {
     "train_bpe_tokenizer": ".tokenizer",
 }
 __all__ = [
+    "BaseModelReference",
     "ChunkSelector",
     "CompressedText",
     "NuggetConfig",
@@ -94,6 +96,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # static analysers see the eager imports
     from .adaptors import get_adaptor, register_adaptor, supported_model_types
+    from .checkpoint import BaseModelReference
     from .nugget.compat import NuggetEncoder, nuggify
     from .nugget.config import NuggetConfig, ResidualMode, SelectorKind
     from .nugget.lm import NuggetLM, NuggetLMConfig

@@ -58,6 +58,7 @@ _EXPORTS = {
     "finetune_loss": ".objectives",
     "objective_loss": ".objectives",
     "set_objective": ".objectives",
+    "Nugget2DUsage": ".persistence",
     "load_nugget2d": ".persistence",
     "load_scorer": ".persistence",
     "save_nugget2d": ".persistence",
@@ -109,6 +110,7 @@ __all__ = [
     "finetune_loss",
     "generate_from_context",
     "load_icae",
+    "Nugget2DUsage",
     "load_nugget2d",
     "load_scorer",
     "objective_loss",
@@ -145,7 +147,7 @@ if TYPE_CHECKING:
         objective_loss,
         set_objective,
     )
-    from .persistence import load_nugget2d, load_scorer, save_nugget2d
+    from .persistence import Nugget2DUsage, load_nugget2d, load_scorer, save_nugget2d
     from .press_stream import PressStream
     from .presses import PRESSES, PressConfig, press_context
     from .prompts import PROMPT_FORMATS, PromptFormat

@@ -65,6 +65,7 @@ class EvalTable:
     STAGE: ClassVar[str] = "evaluation"
     FILE: ClassVar[str] = "table.json"
     FILES: ClassVar[tuple[str, ...]] = ("table.md", "table.csv", "table.json")
+    EXAMPLES: ClassVar[str] = "examples.jsonl"  # per system and example, beside the table (`publish`)
     title: str
     columns: list[Column]
     rows: list[TableRow]
@@ -172,10 +173,12 @@ SIMILARITY_COLUMNS = ("label", "mode", "objective", "ratio", "scorer_layer", "se
 class SimilarityResults:
     """``eval_similarity``: ``similarity.json`` (``rows``: one record per system and task
     with ``label``, ``mode`` nugget | bottleneck | colbart, ``task`` pi | rr, ``mrr``,
-    ``n_tasks``, ``data`` and the system's fields; ``colbart_from``), ``.csv`` / ``.md``."""
+    ``mrr_se`` (its standard error over the tasks), ``n_tasks``, ``data`` and the system's
+    fields; ``colbart_from``), ``.csv`` / ``.md``, and the per-query `EXAMPLES`."""
 
     STAGE: ClassVar[str] = "eval_similarity"
     FILE: ClassVar[str] = "similarity.json"
+    EXAMPLES: ClassVar[str] = "ranks.jsonl"  # per system, task and query: the answer's reciprocal rank
     rows: list[dict[str, Any]]
     colbart_from: str | None = None
 
@@ -235,6 +238,7 @@ class ReconstructionResults:
 
     STAGE: ClassVar[str] = "eval_reconstruction"
     FILE: ClassVar[str] = "reconstruction.json"
+    EXAMPLES: ClassVar[str] = "samples.jsonl"  # a few decoded texts per system
     FIGURES: ClassVar[tuple[str, ...]] = ("bleu_vs_ratio.png",)
     FIGURE_CAPTIONS: ClassVar[dict[str, str]] = {
         "bleu_vs_ratio.png": "Nugget fig. 4: corpus BLEU (sacrebleu, 0-100) of dev documents of build_mt_docs "
@@ -286,6 +290,7 @@ class NuggetAnalysis:
     STAGE: ClassVar[str] = "analyze_nuggets"
     FREQUENCY: ClassVar[str] = "token_frequency.json"
     GAIN: ClassVar[str] = "probability_gain.json"
+    EXAMPLES: ClassVar[str] = "nuggets.html"  # documents with their nuggets highlighted, per model
     FIGURES: ClassVar[tuple[str, ...]] = ("token_frequency.png", "probability_gain.png", "nugget_positions.png",
                                           "probability_gain_relative.png", "nuggets.html")
     FIGURE_CAPTIONS: ClassVar[dict[str, str]] = {

@@ -28,9 +28,10 @@ from stages.evaluate.nugget.similarity import (
     metric_name,
     needed_docs,
     read_similarity_data,
-    similarity_mrr,
+    task_reciprocal_ranks,
 )
 from stages.evaluate.nugget.systems import System, collect_systems, to_record
+from stages.evaluate.publish import stderr, write_jsonl
 from stages.framework.stage import Stage, StageContext
 
 
@@ -74,24 +75,28 @@ class EvalSimilarity(Stage):
         systems = collect_systems(ctx.inputs)
         colbart = colbart_source(systems, ctx.cfg("model.seq2seq"))
         jobs = [(s, s.kind) for s in systems] + ([(colbart, "colbart")] if colbart else [])
-        rows, metrics = [], {}
+        rows, metrics, ranks = [], {}, []
         for n, (system, mode) in enumerate(jobs, 1):
             loaded = load_system(system, mode, ctx.device, ctx.cfg("eval.dtype"))
             for task, (tasks, docs, origin) in datasets.items():
                 tick = time.time()
                 ids = needed_docs(tasks)
                 vecs = dict(zip(ids, loaded.vectors([docs[i] for i in ids], ctx.cfg("eval.batch_size")), strict=True))
-                value = similarity_mrr(vecs, tasks, multi=mode != "bottleneck")
+                per_task = task_reciprocal_ranks(vecs, tasks, multi=mode != "bottleneck")
+                value = sum(per_task) / len(per_task)  # MRR x 100
                 label = "ColBART" if mode == "colbart" else system.name
                 rows.append({
                     **to_record(system), "mode": mode, "label": label, "task": task, "mrr": value,
-                    "n_tasks": len(tasks), "data": origin,
+                    "mrr_se": stderr(per_task), "n_tasks": len(tasks), "data": origin,
                     "vectors_per_doc": sum(len(v) for v in vecs.values()) / len(vecs),
                 })
+                ranks += [{"system": label, "task": task, "query": t.query, "answer": t.candidates[t.answer],
+                           "reciprocal_rank_x100": rr} for t, rr in zip(tasks, per_task, strict=True)]
                 metrics[metric_name("mrr", task, label)] = value
                 metrics[metric_name("mrr", task, label) + "_n"] = len(tasks)  # mean over n tasks
                 print(f"[eval_similarity] {n}/{len(jobs)} {label} {task}: MRR {value:.2f} "
                       f"({len(tasks)} tasks, {time.time() - tick:.1f}s)", flush=True)
         for path in SimilarityResults(rows, colbart.name if colbart else None).write(ctx.output_dir)[1:]:
             ctx.log_artifact(path)
+        ctx.log_artifact(write_jsonl(ctx.output_dir / SimilarityResults.EXAMPLES, ranks))
         ctx.log_metrics(metrics)

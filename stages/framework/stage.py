@@ -123,6 +123,16 @@ class StageContext:
         """Copy a (small) file of the output into the MLflow run's artifacts."""
         self.logger.log_artifact(path)
 
+    def log_artifacts(self, directory: Path, artifact_path: str) -> None:
+        """Copy a folder of the output (e.g. a trained model) into the MLflow run's artifacts."""
+        self.logger.log_artifacts(directory, artifact_path)
+
+    def log_table(self, rows: list[dict[str, Any]], artifact_file: str) -> None:
+        """Per-example rows as an MLflow table (``artifact_file`` ends in .json): columns
+        are the union of the rows' keys, missing values None."""
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+        self.logger.log_table({c: [row.get(c) for row in rows] for c in columns}, artifact_file)
+
     def set_tags(self, tags: dict[str, Any]) -> None:
         """Tag this stage's MLflow run (values become strings)."""
         self.logger.set_tags({k: str(v) for k, v in tags.items()})

@@ -93,6 +93,14 @@ class RunLogger:
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         self.client.log_artifact(self.run_id, str(path), artifact_path)
 
+    def log_artifacts(self, directory: Path, artifact_path: str | None = None) -> None:
+        """A whole folder (e.g. an exported model) under ``artifact_path``."""
+        self.client.log_artifacts(self.run_id, str(directory), artifact_path)
+
+    def log_table(self, data: dict[str, list[Any]], artifact_file: str) -> None:
+        """Columns of equal length as an MLflow table (the UI's artifact table view)."""
+        self.client.log_table(self.run_id, data=data, artifact_file=artifact_file)
+
     def log_text(self, text: str, name: str) -> None:
         self.client.log_text(self.run_id, text, name)
 

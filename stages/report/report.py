@@ -10,22 +10,36 @@ Each table states the profile, models and data behind its measured column; a las
 section lists every paper setting this run does not follow and why
 (`stages.report.deviations`, checked against the run's config).
 
-Outputs: ``report.md``, ``report.html``, one ``tables/<id>.csv`` per table, figures of
-the evaluations copied beside the report.
+Before the tables, "findings at this scale" checks each paper finding against the
+measured cells (`stages.report.findings`). Each table links the per-example outputs of
+the stage that measured it; figures are shown, with their captions, where their
+evaluation stored them (relative links: one copy of each file).
+
+Outputs: ``report.md``, ``report.html``, one ``tables/<id>.csv`` per table. Metrics:
+the counts of tables, measured cells, differences and findings by verdict, and every
+measured number reproducing a published cell (`headline_metrics`).
 """
 
 from __future__ import annotations
 
 import html
-import shutil
+import os
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from stages.artifacts.data import CorpusStatistics
-from stages.artifacts.evaluate import NuggetAnalysis, ReconstructionResults, SimilarityResults
+from stages.artifacts.evaluate import (
+    NuggetAnalysis,
+    ReconstructionResults,
+    SimilarityResults,
+    metric_name,
+)
 from stages.common.render import csv_text, html_table, markdown
 from stages.framework.stage import Artifact, Stage, StageContext
 from stages.report.deviations import Deviation, deviations
+from stages.report.findings import Verdict, counts, judge
 from stages.report.tables import (
     ReportTable,
     bleu_table,
@@ -35,6 +49,31 @@ from stages.report.tables import (
     table4,
     token_table,
 )
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure of an evaluation stage, shown in the report where that stage stored it."""
+
+    stage: str
+    path: Path
+    caption: str
+
+
+def headline_metrics(tables: Sequence[ReportTable]) -> dict[str, float]:
+    """Every measured number that reproduces a published cell, as ``<table>/<row>/<column>``
+    (with ``.../n``): the headline metrics the pipeline's parent MLflow run carries. The
+    first system of a published row stands for it, as in the findings."""
+    out: dict[str, float] = {}
+    for t in tables:
+        for row_id, column, value in t.numbers:
+            name = metric_name(f"{t.id}/{row_id}/{column}")
+            if row_id is None or name in out:
+                continue
+            out[name] = value.value
+            if value.n is not None:
+                out[f"{name}/n"] = float(value.n)
+    return out
 
 
 def _fmt(value: Any) -> str:
@@ -87,7 +126,25 @@ def _read(ctx: StageContext, contract: Any) -> Any:
     return contract.read(ctx.inputs[contract.STAGE]) if contract.STAGE in ctx.inputs else None
 
 
+def _examples(ctx: StageContext, stage: str, name: str) -> list[Path]:
+    """The per-example output ``name`` of ``stage``'s artifact, when this run has it."""
+    art = ctx.inputs.get(stage)
+    return [art.path / name] if art is not None and (art.path / name).is_file() else []
+
+
 def build_tables(ctx: StageContext) -> list[ReportTable]:
+    tables = _tables(ctx)
+    links = {"nugget_fig4": _examples(ctx, "eval_reconstruction", ReconstructionResults.EXAMPLES),
+             "nugget_fig5": _examples(ctx, "analyze_nuggets", NuggetAnalysis.EXAMPLES),
+             "nugget_appD": _examples(ctx, "analyze_nuggets", NuggetAnalysis.EXAMPLES),
+             "nugget_table2": _examples(ctx, "eval_similarity", SimilarityResults.EXAMPLES),
+             "nugget_table4": _examples(ctx, "eval_similarity", SimilarityResults.EXAMPLES)}
+    for t in tables:
+        t.examples = t.examples or links.get(t.id, [])
+    return tables
+
+
+def _tables(ctx: StageContext) -> list[ReportTable]:
     sim: SimilarityResults | None = _read(ctx, SimilarityResults)
     rec: ReconstructionResults | None = _read(ctx, ReconstructionResults)
     data_sim = "; ".join(sorted({f"{r['task'].upper()}: {r['n_tasks']} tasks from {r['data']}" for r in sim.rows})) if sim else ""
@@ -129,8 +186,18 @@ def build_tables(ctx: StageContext) -> list[ReportTable]:
     ]
 
 
+def _link(target: Path, base: Path) -> str:
+    """``target`` relative to the report folder ``base`` (artifact folders are siblings
+    under one root, so the links survive copying the root elsewhere)."""
+    return Path(os.path.relpath(target, base)).as_posix()
+
+
 def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[str, str]]] | None,
-           figures: list[str], differences: Sequence[Deviation] = ()) -> tuple[str, str]:
+           figures: Sequence[Figure] = (), differences: Sequence[Deviation] = (),
+           verdicts: Sequence[Verdict] = (), base: Path | None = None) -> tuple[str, str]:
+    """The report as markdown and HTML; links (per-example outputs, figures) are relative
+    to ``base``, the report's folder."""
+    base = base or Path.cwd()
     md = [f"# {title}", "", "Measured values come from this pipeline run's artifacts; published values are the "
           "papers' (source under each title). Each measured number carries the n it stands on (examples, queries, "
           "documents or tokens) and, where the evaluation gave a standard error, its 95% interval (± 1.96 se); a "
@@ -138,11 +205,28 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
           "measured the cell.", ""]
     page = [f"<html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>",
             f"<h1>{html.escape(title)}</h1>"]
+    if verdicts:
+        caption = "Findings at this scale"
+        intro = ("Each paper finding checked against this run's cells above (stages.report.findings): 'shown' when "
+                 "the measured numbers point the paper's way and their 95% intervals, where known, do not overlap; "
+                 "'not shown' otherwise; 'not measurable' when a cell it needs was not measured.")
+        headers = ["finding", "paper", "verdict", "evidence (this run)"]
+        rows = [(v.claim, v.source, v.verdict, v.evidence) for v in verdicts]
+        md += [f"## {caption}", "", intro, "", markdown(headers, rows)]
+        page += [f"<h2>{html.escape(caption)}</h2>", f"<p>{html.escape(intro)}</p>", html_table(headers, rows)]
     for t in tables:
+        links = [(_link(p, base), f"{p.parent.parent.name}/{p.name}") for p in t.examples]
         md += [f"## {t.heading}", "", f"*Source of published values:* {t.source}.", "",
                f"*Measured:* {t.context}.", "", markdown(t.headers(), t.cells())]
         page += [f"<h2>{html.escape(t.heading)}</h2>", f"<p><i>Source of published values:</i> {html.escape(t.source)}.<br>",
                  f"<i>Measured:</i> {html.escape(t.context)}.</p>", html_table(t.headers(), t.cells())]
+        if links:
+            md += ["", "*Per-example outputs:* " + ", ".join(f"[{text}]({href})" for href, text in links)]
+            page.append("<p><i>Per-example outputs:</i> " + ", ".join(
+                f"<a href='{html.escape(href)}'>{html.escape(text)}</a>" for href, text in links) + "</p>")
+        elif t.measured_count():
+            md += ["", "*Per-example outputs:* none written by the measuring stage."]
+            page.append("<p><i>Per-example outputs:</i> none written by the measuring stage.</p>")
     if differences:
         caption, headers = "Differences from the papers' setups", ["setting", "paper", "this run (why)"]
         rows = [(d.setting, d.paper, d.here) for d in differences]
@@ -152,9 +236,18 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
         md += [f"## {corpus[0]}", "", markdown(["quantity", "value"], corpus[1])]
         page += [f"<h2>{html.escape(corpus[0])}</h2>", html_table(["quantity", "value"], corpus[1])]
     if figures:
-        md += ["## Figures", ""] + [f"![{f}]({f})" if f.endswith(".png") else f"- [{f}]({f})" for f in figures]
-        page += ["<h2>Figures</h2>"] + [f"<p><img src='{f}'></p>" if f.endswith(".png") else f"<p><a href='{f}'>{f}</a></p>"
-                                        for f in figures]
+        md += ["## Figures", ""]
+        page.append("<h2>Figures</h2>")
+        for number, f in enumerate(figures, 1):
+            href = _link(f.path, base)
+            caption = f"Figure {number} ({f.stage}/{f.path.name}). {f.caption}"
+            if f.path.suffix == ".png":
+                md += [f"![{f.path.name}]({href})", "", f"*{caption}*", ""]
+                page.append(f"<figure><img src='{html.escape(href)}' style='max-width: 100%'>"
+                            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+            else:
+                md += [f"- [{f.path.name}]({href}): {caption}", ""]
+                page.append(f"<p><a href='{html.escape(href)}'>{html.escape(f.path.name)}</a>: {html.escape(caption)}</p>")
     page.append("</body></html>")
     return "\n".join(md) + "\n", "\n".join(page)
 
@@ -166,6 +259,7 @@ class Report(Stage):
     optional_upstream = ("analyze_nuggets", "eval_lm", "eval_qa", "eval_summarization", "eval_nugget2d_ae",
                          "eval_nugget_lm")
     upstream = required_upstream
+    parent_metrics = True  # its metrics (the headline numbers, the findings' counts) go to the parent run too
     # the sections after "eval": what the differences from the papers are checked against
     config_keys = ("report", "profile", "model.seq2seq", "model.lm", "nugget", "nugget2d", "data.mt", "data.lm",
                    "data.pi", "data.rr", "eval", "train.nugget2d", "train.nugget2d_ae", "data.nugget_lm",
@@ -173,21 +267,25 @@ class Report(Stage):
 
     def run(self, ctx: StageContext) -> None:
         tables = build_tables(ctx)
-        figures = []
+        problems = [p for t in tables for p in t.problems()]
+        if problems:  # never publish a number without the n it stands on
+            raise ValueError("report: measured numbers without their n:\n  " + "\n  ".join(problems))
+        figures = []  # referenced where their evaluation stored them, never copied
         for contract in (ReconstructionResults, NuggetAnalysis):
             output = _read(ctx, contract)
-            for path in output.figures() if output else []:
-                shutil.copy(path, ctx.output_dir / path.name)
-                figures.append(path.name)
+            captions = output.captions() if output else {}
+            figures += [Figure(contract.STAGE, path, captions.get(path.name, "")) for path in
+                        (output.figures() if output else [])]
         corpus = corpus_table(ctx.inputs["corpus_stats"]) if "corpus_stats" in ctx.inputs else None
         differences = deviations(ctx.cfg)
-        md, page = render(ctx.cfg("report").title, tables, corpus, figures, differences)
+        verdicts = judge(tables)
+        md, page = render(ctx.cfg("report").title, tables, corpus, figures, differences, verdicts, ctx.output_dir)
         (ctx.output_dir / "report.md").write_text(md)
         (ctx.output_dir / "report.html").write_text(page)
         (ctx.output_dir / "tables").mkdir()
         for t in tables:
             (ctx.output_dir / "tables" / f"{t.id}.csv").write_text(csv_text(t.headers(), t.cells()))
-        for name in ("report.md", "report.html", *figures):
+        for name in ("report.md", "report.html"):
             ctx.log_artifact(ctx.output_dir / name)
         ctx.log_metrics({"tables": len(tables), "measured_cells": sum(t.measured_count() for t in tables),
-                         "paper_differences": len(differences)})
+                         "paper_differences": len(differences), **counts(verdicts), **headline_metrics(tables)})

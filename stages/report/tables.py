@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from stages.artifacts.evaluate import (
@@ -26,6 +27,7 @@ from stages.artifacts.evaluate import (
     ReconstructionResults,
     SimilarityResults,
 )
+from stages.common.tokens import display_token
 from stages.framework.stage import Artifact
 from stages.report.published import PUBLISHED, SOURCES, published
 
@@ -41,11 +43,25 @@ def measured_cell(value: Any, n: int | None, half_width: float | None = None) ->
     return f"{text} (n={n})" if n is not None else text
 
 
+@dataclass(frozen=True)
+class MeasuredValue:
+    """A measured number of a report cell as the findings read it."""
+
+    label: str  # the system's row label
+    value: float
+    n: int | None
+    half_width: float | None  # of the 95% interval, where the evaluation gave a standard error
+
+    def describe(self) -> str:
+        return f"{self.label} {measured_cell(self.value, self.n, self.half_width)}"
+
+
 @dataclass
 class ReportTable:
     """One table of the papers: per row a label, the measured cells (numbers rendered with
     their n and, where known, a 95% interval), the published cells. ``stand_in`` names the
-    data standing in for the paper's (shown in the title) when the run did not use it."""
+    data standing in for the paper's (shown in the title) when the run did not use it;
+    ``examples`` links the per-example outputs behind the measured cells."""
 
     id: str
     title: str
@@ -53,6 +69,9 @@ class ReportTable:
     columns: list[str]
     rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)  # label, measured, published
     stand_in: str = ""
+    examples: list[Path] = field(default_factory=list)  # per-example output files of the measuring stage
+    # (published row id or None, column, the number): what `values` serves the findings
+    numbers: list[tuple[str | None, str, MeasuredValue]] = field(default_factory=list)
 
     @property
     def source(self) -> str:
@@ -70,6 +89,11 @@ class ReportTable:
         pub = {c: published(self.id, row_id, c) if row_id else None for c in self.columns}
         ns = n if isinstance(n, dict) else dict.fromkeys(self.columns, n)
         se = se or {}
+        for c in self.columns:
+            value = measured.get(c)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                half = 1.96 * se[c] if se.get(c) is not None else None
+                self.numbers.append((row_id, c, MeasuredValue(label, float(value), ns.get(c), half)))
         self.rows.append((
             label,
             {c: NOT_RUN if measured.get(c) is None else
@@ -87,6 +111,15 @@ class ReportTable:
     def measured_count(self) -> int:
         return sum(1 for _, m, _ in self.rows for v in m.values() if v != NOT_RUN)
 
+    def values(self, row_id: str, column: str) -> list[MeasuredValue]:
+        """The measured numbers of the rows reproducing published row ``row_id``, in table order."""
+        return [v for r, c, v in self.numbers if r == row_id and c == column]
+
+    def problems(self) -> list[str]:
+        """Measured numbers shown without the n they stand on: a table the report refuses
+        to publish (every number must say how many examples it is worth)."""
+        return [f"{self.id}: {v.label} / {c} = {v.value:g} has no n" for _, c, v in self.numbers if v.n is None]
+
 
 def _is_learned(r: dict[str, Any]) -> bool:
     return r.get("kind") == "nugget" and r.get("selector") == "topk" and r.get("feedback") and not r.get("baseline")
@@ -99,6 +132,17 @@ def _by_task(rows: list[dict[str, Any]], keep: Callable[[dict[str, Any]], bool])
         if keep(r):
             out.setdefault(r["label"], {})[r["task"]] = r["mrr"]
     return out
+
+
+def _se(rows: list[dict[str, Any]], label: str) -> dict[str, float]:
+    """Standard errors of system ``label``'s MRR per task (rows written before they were
+    recorded have none)."""
+    return {r["task"]: r["mrr_se"] for r in rows if r["label"] == label and r.get("mrr_se") is not None}
+
+
+def _first(found: dict[str, dict[str, float]]) -> tuple[str, dict[str, float]]:
+    """The first system of a `_by_task` result, or ("", {}) when none matched."""
+    return next(iter(found.items()), ("", {}))
 
 
 def _tasks_n(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -143,17 +187,18 @@ def table2(sim: SimilarityResults | None, context: str) -> ReportTable:
         _, objective, ratio = row_id.split("_")
         hits = _by_task(learned, lambda r, o=objective, x=float(ratio): r["objective"] == o and abs(r["ratio"] - x) < 1e-9)
         for label, values in hits.items() or [(f"Nugget {objective.upper()} r={ratio}", {})]:
-            t.add(_nugget_label(next(r for r in learned if r["label"] == label)) if values else label, values, row_id)
+            t.add(_nugget_label(next(r for r in learned if r["label"] == label)) if values else label, values, row_id,
+                  se=_se(rows, label))
             shown.add(label)
     for label, values in _by_task(learned, lambda r: r["label"] not in shown).items():
-        t.add(_nugget_label(next(r for r in learned if r["label"] == label)), values)
+        t.add(_nugget_label(next(r for r in learned if r["label"] == label)), values, se=_se(rows, label))
     for name, row_id in (("tsdae_ae", "tsdae_ae"), ("tsdae_mt", "tsdae_mt"), ("re_cross", None), ("re_gating", None)):
-        values = _by_task(rows, lambda r, n=name: r.get("baseline") == n)
+        system, values = _first(_by_task(rows, lambda r, n=name: r.get("baseline") == n))
         label = {"tsdae_ae": "TSDAE AE (60% deletion)", "tsdae_mt": "TSDAE MT",
                  "re_cross": "RE single vector, cross decoder (AE)", "re_gating": "RE single vector, gating decoder (AE)"}[name]
-        t.add(label, next(iter(values.values()), {}), row_id)
+        t.add(label, values, row_id, se=_se(rows, system))
     t.add(f"ColBART (all encoder states of {sim.colbart_from if sim else '-'})",
-          _by_task(rows, lambda r: r["mode"] == "colbart").get("ColBART", {}), "colbart")
+          _by_task(rows, lambda r: r["mode"] == "colbart").get("ColBART", {}), "colbart", se=_se(rows, "ColBART"))
     return t
 
 
@@ -169,15 +214,17 @@ def table4(sim: SimilarityResults | None, context: str) -> ReportTable:
         if not hits:
             t.add(f"Nugget MT r=0.1 (l = {layer})", {}, row_id)
         for label, values in hits.items():
-            t.add(f"Nugget MT r=0.1 (l = {layer}) [{label}]", values, row_id)
+            t.add(f"Nugget MT r=0.1 (l = {layer}) [{label}]", values, row_id, se=_se(rows, label))
     for r in rows:
         if r.get("baseline") == "nugget_mt" and r["task"] == "pi":
             row_id = f"l={r['scorer_layer']}" if f"l={r['scorer_layer']}" in PUBLISHED["nugget_table4"] else None
             t.add(f"Nugget MT r={r['ratio']:g} (l = {r['scorer_layer']}), learned selector: the ablations' reference",
-                  _by_task(rows, lambda x: x.get("baseline") == "nugget_mt")[r["label"]], row_id)
+                  _by_task(rows, lambda x: x.get("baseline") == "nugget_mt")[r["label"]], row_id,
+                  se=_se(rows, r["label"]))
     for name, label in (("no_feedback", "No feedback"), ("chunk", "Chunking"),
                         ("nugget_r0033", "Nugget (r = 0.033)"), ("sentence", "Sentence boundary")):
-        t.add(label, next(iter(_by_task(rows, lambda r, n=name: r.get("baseline") == n).values()), {}), name)
+        system, values = _first(_by_task(rows, lambda r, n=name: r.get("baseline") == n))
+        t.add(label, values, name, se=_se(rows, system))
     return t
 
 
@@ -208,7 +255,7 @@ def token_table(analysis: NuggetAnalysis | None, context: str, stand_in: str = "
         t.add(f"punctuation ({stats['label']})", {"share_nuggets": stats["punctuation_share_nuggets"],
                                                   "share_text": stats["punctuation_share_text"]}, n=n)
         for token, nug, text in stats["top"][:3]:
-            t.add(f"{token!r} ({stats['label']}, top nugget token)", {"share_nuggets": nug, "share_text": text}, n=n)
+            t.add(f"{display_token(token)!r} ({stats['label']}, top nugget token)", {"share_nuggets": nug, "share_text": text}, n=n)
     if not freq:
         t.add("'the' (AE)", {}, "the_ae")
     return t
@@ -229,7 +276,7 @@ def multilingual_token_table(analysis: NuggetAnalysis | None, context: str, lang
         t.add(f"punctuation ({what})", {"share_nuggets": stats["punctuation_share_nuggets"],
                                          "share_text": stats["punctuation_share_text"]}, n=n)
         for token, nug, text in stats["top"][:3]:
-            shown = token.replace("Ġ", " ").replace("▁", " ").strip() or token
+            shown = display_token(token)
             t.add(f"{shown!r} ({what}, top nugget token)", {"share_nuggets": nug, "share_text": text}, n=n)
     if not any(s.get("encoder_side") == "target" for s in freq.values()):
         t.add(f"{languages['target']} (train_baselines: nugget_ae_tgtlang / nugget_mt_tgtlang)", {})
@@ -251,6 +298,7 @@ def eval_table(table_id: str, title: str, art: Artifact | None, columns: dict[st
         t.context = f"{context}; measured by stage {art.stage} (key {art.key})"
         table = EvalTable.read(art, art.stage)
         t.stand_in = table.stand_in
+        t.examples = [p for p in (art.path / EvalTable.EXAMPLES,) if p.is_file()]
         for row in table.rows:
             measured = {c: row.metrics.get(key) for c, key in columns.items()}
             if all(v is None for v in measured.values()) and row.metrics:

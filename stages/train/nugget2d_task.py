@@ -223,6 +223,11 @@ class Nugget2DCompressorTask(Nugget2DTaskBase):
 class _SegmentsTask(Nugget2DTaskBase):
     """Tasks on build_lm's LM segments: predict the recent tokens after the distant ones."""
 
+    def usage(self) -> Any:
+        from nugget_core.nugget2d import Nugget2DUsage
+
+        return Nugget2DUsage(objective=self.objective_name(), soft_prompt=False)  # plain text, no soft prompt
+
     lm_corpus: str = "pile"  # build_lm's lm_<corpus>.parquet
 
     def _records(self, split: str) -> list[dict[str, Any]]:

@@ -36,6 +36,7 @@ from stages.artifacts.train import TrainedBaselines
 from stages.framework.stage import Stage, StageContext
 from stages.train.baseline_task import BaselineTask
 from stages.train.launch import check_resources, export_finished, final_metrics, fit_sequence
+from stages.train.model_card import document_models
 from stages.train.storage import clear_storage
 
 
@@ -120,5 +121,7 @@ class TrainBaselines(Stage):
             record["dev_loss"] = state["best_dev_loss"]
             ctx.log_metrics(final_metrics(state, prefix=name))
         clear_storage(ctx.work_uri, "baselines")
+        document_models(ctx, job, {TrainedBaselines.system_dir(ctx.output_dir, name) / "model": task
+                                   for name, task in models})
         TrainedBaselines(ctx.output_dir, records).write(ctx.output_dir)
         ctx.log_metrics({"systems": len(records)})

@@ -36,6 +36,7 @@ from stages.artifacts.train import (
 )
 from stages.framework.stage import Stage, StageContext
 from stages.train.launch import check_resources, export_finished, final_metrics, fit_sequence
+from stages.train.model_card import document_models
 from stages.train.nugget_lm_task import NuggetLMTask
 from stages.train.storage import clear_storage
 
@@ -116,5 +117,7 @@ class TrainNuggetLM(Stage):
                             "dev_loss": state["best_dev_loss"]})
             ctx.log_metrics(final_metrics(state, prefix=name))
         clear_storage(ctx.work_uri, "nugget_lm")
+        document_models(ctx, job, {TrainedNuggetLM.system_dir(ctx.output_dir, name) / "model": task
+                                   for name, task in models})
         TrainedNuggetLM(ctx.output_dir, records).write(ctx.output_dir)
         ctx.log_metrics({"systems": len(records)})

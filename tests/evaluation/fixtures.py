@@ -22,6 +22,7 @@ class RecordingLogger:
     metrics: dict[str, float] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
+    tables: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
 
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         if step is None:
@@ -33,6 +34,14 @@ class RecordingLogger:
 
     def set_tags(self, tags: dict[str, str]) -> None:
         self.tags.update(tags)
+
+    def log_artifacts(self, directory: Path, artifact_path: str | None = None) -> None:
+        assert Path(directory).is_dir()
+        self.artifacts.append(f"{artifact_path}/")
+
+    def log_table(self, data: dict[str, list[Any]], artifact_file: str) -> None:
+        assert len({len(v) for v in data.values()}) <= 1, "columns of unequal length"
+        self.tables[artifact_file] = data
 
 
 def artifact(stage: str, path: Path, config: dict[str, Any] | None = None) -> Artifact:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 
 import pytest
@@ -19,9 +21,10 @@ from stages.artifacts.evaluate import (
 from stages.evaluate.eval_reconstruction import EvalReconstruction
 from stages.evaluate.eval_similarity import EvalSimilarity
 from stages.framework.stage import Artifact
+from stages.report.findings import FINDINGS, NOT_SHOWN, SHOWN, Cell, Comparison, Level, judge
 from stages.report.published import PUBLISHED
 from stages.report.report import Report
-from stages.report.tables import NOT_IN_PAPER
+from stages.report.tables import NOT_IN_PAPER, ReportTable
 from tests.evaluation.fixtures import artifact, context, make_eval_inputs
 
 SMALL = ["eval.max_examples=4", "eval.reconstruction_extra_tokens=2", "eval.max_tasks=6", "eval.batch_size=4"]
@@ -100,9 +103,10 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     # table 2: the MT r=0.1 trials carry their measured MRR beside the paper's 96.69 / 50.04
     t2 = _cells(md, "Nugget table 2")
     mt01 = [r for r in t2 if r[0].startswith("Nugget MT r=0.1 l=0")]
-    pi = next(x["mrr"] for x in sim if x["label"] == "sweep:mt-r0.1-l0" and x["task"] == "pi")
+    pi, se = next((x["mrr"], x["mrr_se"]) for x in sim if x["label"] == "sweep:mt-r0.1-l0" and x["task"] == "pi")
     n_pi = next(x["n_tasks"] for x in sim if x["task"] == "pi")
-    assert mt01 == [[mt01[0][0], f"{pi:.2f} (n={n_pi})", "96.69", mt01[0][3], "50.04"]]
+    # the MRR's 95% interval from its per-query standard error
+    assert mt01 == [[mt01[0][0], f"{pi:.2f} ± {1.96 * se:.2f} (n={n_pi})", "96.69", mt01[0][3], "50.04"]]
     # every measured number states the n it stands on; a table of stand-in data names it in its title
     for title in ("Nugget figure 4", "Nugget table 2", "Nugget table 4"):
         measured = [c for row in _cells(md, title) for c in row[1::2] if c[:1].isdigit()]
@@ -125,7 +129,24 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     for row in _cells(md, "Nugget2D table 1"):
         assert row[1::2] == [NOT_RUN] * 3
     assert "profile tiny" in md and "key ks" in md
-    assert (ctx.output_dir / "report.html").exists() and (ctx.output_dir / "bleu_vs_ratio.png").exists()
+    assert (ctx.output_dir / "report.html").exists()
+    # figures are shown where their evaluation stored them (one copy), with a caption
+    figure = rec_ctx.output_dir / "bleu_vs_ratio.png"
+    assert not (ctx.output_dir / figure.name).exists()
+    assert f"![bleu_vs_ratio.png]({os.path.relpath(figure, ctx.output_dir)})" in md
+    assert "*Figure 1 (eval_reconstruction/bleu_vs_ratio.png). " in md
+    # each table links the per-example outputs of the stage that measured it
+    ranks = sim_ctx.output_dir / SimilarityResults.EXAMPLES
+    lines = ranks.read_text().splitlines()
+    assert len(lines) == len(sim) * n_pi and {"system", "task", "query", "reciprocal_rank_x100"} <= set(json.loads(lines[0]))
+    section = md.split("## Nugget table 2")[1].split("\n## ")[0]
+    assert f"({os.path.relpath(ranks, ctx.output_dir)})" in section
+    # findings: computed from the cells, each with its verdict
+    findings = {row[0]: row[2] for row in _cells(md, "Findings at this scale")[1:]}
+    assert set(findings.values()) <= {"shown", "not shown", "not measurable"} and len(findings) == len(FINDINGS)
+    assert findings["Nugget2D reconstructs better than ICAE at the same ratio (r = 0.1, BLEU)"] == "not measurable"
+    assert ctx.logger.metrics["findings_not_measurable"] == sum(v == "not measurable" for v in findings.values())
+    assert ctx.logger.metrics["nugget_table2/nugget_mt_0.1/pi"] == pytest.approx(pi)
     assert len(list((ctx.output_dir / "tables").glob("*.csv"))) == 11
     # every paper setting the tiny run does not follow is named, with the paper's and why
     differences = _cells(md, "Differences from the papers' setups")[1:]  # [0]: the header row
@@ -293,7 +314,111 @@ def test_tokens_of_another_language_read_as_text():
     tok = make_tokenizer()
     word = tok.convert_ids_to_tokens(tok(" the", add_special_tokens=False)["input_ids"])[0]
     assert readable_token(tok, word) == "the"
-    assert readable_token(tok, tok.convert_ids_to_tokens(tok(" ", add_special_tokens=False)["input_ids"])[0]) == "' '"
+    # whitespace is named, not shown as an invisible cell (stages.common.tokens.display_token)
+    assert readable_token(tok, tok.convert_ids_to_tokens(tok(" ", add_special_tokens=False)["input_ids"])[0]) == "[space]"
     pieces = tok.convert_ids_to_tokens(tok("中", add_special_tokens=False)["input_ids"])
     assert len(pieces) == 3  # an English-trained BPE keeps the character's three UTF-8 bytes apart
     assert [readable_token(tok, p) for p in pieces] == [f"{p} (part of a character)" for p in pieces]
+
+
+STAND_IN = "offline stand-in data (fixture)"
+
+
+def _eval_tables(root):
+    """One fixture EvalTable per Nugget2D / Nugget-LM evaluation stage, each on stand-in data."""
+    specs = {
+        "eval_lm": [TableRow("Nugget2D 64", {"wiki_subword_ppl": 12.0, "wiki_word_ppl": 30.0, "pile_subword_ppl": 9.0},
+                             n=5, stderr={"wiki_word_ppl": 0.5}, paper_row="nugget2d_64"),
+                    TableRow("Compressive 64", {"wiki_subword_ppl": 13.0, "wiki_word_ppl": 31.0, "pile_subword_ppl": 9.5},
+                             n=5, paper_row="compressive_64")],
+        "eval_qa": [TableRow("nugget2d r=0.1", {"accuracy": 50.0}, n=4, stderr={"accuracy": 30.0}, paper_row="nugget2d_10x"),
+                    TableRow("nodoc", {"accuracy": 0.0}, n=4, stderr={"accuracy": 0.0}, paper_row="nodoc")],
+        "eval_summarization": [TableRow("nugget2d r=0.1", {"rouge1": 20.0, "rouge2": 5.0, "rougeL": 15.0}, n=8,
+                                        paper_row="nugget2d_10x")],
+        "eval_nugget2d_ae": [TableRow("nugget2d r=0.1", {"bleu": 40.0}, n=8, paper_row="nugget2d_0.1"),
+                             TableRow("icae r=0.1", {"bleu": 20.0}, n=8, paper_row="icae_0.1"),
+                             TableRow("tokens: punctuation", {"share_nuggets": 30.0, "share_text": 10.0}, n=100,
+                                      paper_row="punctuation")],
+        "eval_nugget_lm": [TableRow("nugget_r0.1", {"ppl_h1": 40.0, "ppl_h8": 35.0}, n=1042, paper_row="nugget_0.1"),
+                           TableRow("transformer", {"ppl_h0": 41.0}, n=1042, paper_row="transformer")],
+    }
+    inputs = {}
+    for stage, rows in specs.items():
+        (root / stage).mkdir()
+        keys = sorted({k for r in rows for k in r.metrics})
+        EvalTable(stage, [Column(k, k) for k in keys], rows, stand_in=STAND_IN).write(root / stage)
+        (root / stage / EvalTable.EXAMPLES).write_text('{"system": "x"}\n')
+        inputs[stage] = artifact(stage, root / stage)
+    return inputs
+
+
+def test_every_stand_in_cell_carries_its_label_and_n(evaluated, tmp_path):
+    """Every measured number of the report says how many examples it stands on, and every
+    table measured on stand-in data names it in its title (the fixture's data all are)."""
+    _, _, sim_ctx, rec_ctx = evaluated
+    (tmp_path / "cs").mkdir()
+    CorpusStatistics({"source": "gensim_lee", "documents": 3}).write(tmp_path / "cs")
+    inputs = {"eval_similarity": Artifact("eval_similarity", "ks", "", sim_ctx.output_dir, {}),
+              "eval_reconstruction": Artifact("eval_reconstruction", "kr", "", rec_ctx.output_dir, {}),
+              "corpus_stats": artifact("corpus_stats", tmp_path / "cs"), **_eval_tables(tmp_path)}
+    ctx = context(Report, inputs, tmp_path / "report", [])
+    Report().run(ctx)
+    md = (ctx.output_dir / "report.md").read_text()
+    sections = [s for s in md.split("\n## ")[1:] if s.split("\n")[0].split(" [")[0].split(":")[0].startswith("Nugget")]
+    measured_tables = 0
+    for section in sections:
+        heading = section.split("\n")[0]
+        cells = [c.strip() for line in section.splitlines() if line.startswith("| ") and "measured" not in line
+                 for c in line.strip("|").split("|")[1::2]]
+        numbers = [c for c in cells if c[:1].isdigit()]
+        if not numbers:
+            continue
+        measured_tables += 1
+        assert "[stand-in data: " in heading, heading
+        assert all(re.fullmatch(r"[\d.]+( ± [\d.]+)? \(n=\d+\)", c) for c in numbers), (heading, numbers)
+        assert "*Per-example outputs:* [" in section, heading
+    assert measured_tables >= 8
+    # the fixture's numbers decide the findings they reach
+    verdicts = {row[0]: row[2] for row in _cells(md, "Findings at this scale")[1:]}
+    assert verdicts["Nugget2D reconstructs better than ICAE at the same ratio (r = 0.1, BLEU)"] == SHOWN
+    assert verdicts["a Nugget LM reading 8 segments of history through nuggets has lower perplexity than the "
+                    "Transformer LM without history"] == SHOWN
+    # 50 ± 58.8 vs 0 ± 0: the difference is within the intervals
+    assert verdicts["Nugget2D (10x) answers more questions than the LM without the document"] == NOT_SHOWN
+
+
+def test_report_refuses_a_number_without_its_n(evaluated, tmp_path):
+    _, _, sim_ctx, rec_ctx = evaluated
+    (tmp_path / "cs").mkdir()
+    CorpusStatistics({"source": "gensim_lee", "documents": 3}).write(tmp_path / "cs")
+    (tmp_path / "eval_qa").mkdir()
+    EvalTable("QA", [Column("accuracy", "acc")], [TableRow("nugget2d r=0.1", {"accuracy": 50.0}, n=None,
+                                                            paper_row="nugget2d_10x")],
+              stand_in=STAND_IN).write(tmp_path / "eval_qa")
+    inputs = {"eval_similarity": Artifact("eval_similarity", "ks", "", sim_ctx.output_dir, {}),
+              "eval_reconstruction": Artifact("eval_reconstruction", "kr", "", rec_ctx.output_dir, {}),
+              "corpus_stats": artifact("corpus_stats", tmp_path / "cs"),
+              "eval_qa": artifact("eval_qa", tmp_path / "eval_qa")}
+    ctx = context(Report, inputs, tmp_path / "report", [])
+    with pytest.raises(ValueError, match="nugget2d_table3: nugget2d r=0.1 / accuracy = 50 has no n"):
+        Report().run(ctx)
+    assert not (ctx.output_dir / "report.md").exists()
+
+
+def test_findings_verdicts():
+    t = ReportTable("t", "T", "", ["x"])
+    t.add("A", {"x": 1.0}, "a", n=10, se={"x": 0.1})
+    t.add("B", {"x": 2.0}, "b", n=10, se={"x": 0.1})
+    t.add("C", {"x": 1.1}, "c", n=10, se={"x": 0.2})
+    t.add("D", {"x": 3.0}, "d", n=10)
+    lower = Comparison("ab", "a below b", "p", Cell("t", "a", "x"), Cell("t", "b", "x"))
+    reverse = Comparison("ba", "b below a", "p", Cell("t", "b", "x"), Cell("t", "a", "x"))
+    overlap = Comparison("ac", "a below c", "p", Cell("t", "a", "x"), Cell("t", "c", "x"))
+    point = Comparison("ad", "a below d", "p", Cell("t", "a", "x"), Cell("t", "d", "x"))
+    missing = Comparison("ae", "a below e", "p", Cell("t", "a", "x"), Cell("t", "e", "x"))
+    level = Level("lv", "b at least 1.5", "p", Cell("t", "b", "x"), 1.5)
+    got = {v.finding: (v.verdict, v.evidence) for v in judge([t], [lower, reverse, overlap, point, missing, level])}
+    assert got["ab"][0] == SHOWN and got["ba"][0] == NOT_SHOWN and got["lv"][0] == SHOWN
+    assert got["ac"] == (NOT_SHOWN, "A 1.00 ± 0.20 (n=10) vs C 1.10 ± 0.39 (n=10) (difference within the 95% intervals)")
+    assert got["ad"] == (SHOWN, "A 1.00 ± 0.20 (n=10) vs D 3.00 (n=10) (no interval: a point comparison)")
+    assert got["ae"] == ("not measurable", "absent from this run: t e x")

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from nugget_core.nugget2d import Nugget2DUsage, load_nugget2d
 from pipelines.cli import main_full
 from stages.artifacts.calibrate import CalibratedThreshold
 from stages.artifacts.data import BaseLM, LMRecords
@@ -280,6 +281,14 @@ def test_autoregressive_stage_reuses_the_autoencoding_scorer_frozen(pipeline_run
     assert scorer_fingerprint(ar) != scorer_fingerprint(compressors.load_from(out["prepare_lm"])[0])
     theta = [p for n, p in ar.named_parameters() if ".decoder." in n and "lora_B" in n]
     assert any(bool(p.abs().sum() > 0) for p in theta)  # the adapters did train (LoRA B starts at 0)
+    # the checkpoint travels: its Lambda, how it reads inputs, where its base LM is, a model card
+    assert ar.config.threshold == threshold.threshold
+    assert ar.usage == Nugget2DUsage(objective="autoregressive", soft_prompt=False)
+    alone = load_nugget2d(ar_out.path)  # the base LM found from base_model.json alone
+    assert alone.config.threshold == threshold.threshold and scorer_fingerprint(alone) == scorer_fingerprint(ar)
+    card = (ar_out.path / "README.md").read_text()
+    assert "## How to load" in card and "load_nugget2d" in card and "train_nugget2d_ar" in card
+    assert all((ar_out.path.parent / v["dir"] / "README.md").is_file() for v in ar_out.variants.values())
 
 
 def test_lm_baselines_are_trained_beside_the_autoregressive_model(pipeline_run):

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from stages.data.nugget_data import Task, read_docs, read_tasks
-from stages.evaluate.nugget.metrics import cosine, mean_maxsim, mrr
+from stages.evaluate.nugget.metrics import cosine, mean_maxsim, reciprocal_rank
 
 
 def read_similarity_data(folder: Path) -> tuple[list[Task], dict[str, str]]:
@@ -42,8 +42,10 @@ def score_tasks(vectors: dict[str, torch.Tensor], tasks: list[Task], multi: bool
     return rankings
 
 
-def similarity_mrr(vectors: dict[str, torch.Tensor], tasks: list[Task], multi: bool) -> float:
-    return mrr(score_tasks(vectors, tasks, multi))
+def task_reciprocal_ranks(vectors: dict[str, torch.Tensor], tasks: list[Task], multi: bool) -> list[float]:
+    """Reciprocal rank x 100 of each task's answer (their mean is the MRR); per task, so
+    the evaluation can publish them and the MRR's standard error."""
+    return [100.0 * reciprocal_rank(s, a) for s, a in score_tasks(vectors, tasks, multi)]
 
 
 def metric_name(*parts: str) -> str:

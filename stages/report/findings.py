@@ -1,0 +1,144 @@
+"""The papers' findings, checked against this run's numbers: shown / not shown / not measurable.
+
+Each finding is a claim the papers make about their tables, written as a comparison
+between two measured cells of a report table (`Comparison`: "Nugget2D's perplexity is
+lower than Compressive's at the same budget") or as a level one cell reaches (`Level`:
+"Nugget AE reconstructs at BLEU >= 90 from r = 0.1"). Cells are addressed by the
+published row they reproduce (``row_id``, `stages.report.published`) and a column, so a
+verdict always stands on the same cells as the tables above it. The verdict is computed,
+never written by hand:
+
+- ``not measurable``: a cell the finding needs was not measured in this run;
+- ``shown``: the measured numbers point the way the paper's do, and, where both cells
+  carry a 95% interval, the intervals do not overlap;
+- ``not shown``: they point the other way, or the difference is within the intervals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from stages.report.tables import MeasuredValue, ReportTable
+
+SHOWN, NOT_SHOWN, NOT_MEASURABLE = "shown", "not shown", "not measurable"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured cell: table id, published row id, column."""
+
+    table: str
+    row: str
+    column: str
+
+    def find(self, tables: dict[str, ReportTable]) -> list[MeasuredValue]:
+        table = tables.get(self.table)
+        return table.values(self.row, self.column) if table else []
+
+
+@dataclass(frozen=True)
+class Verdict:
+    finding: str  # id
+    claim: str
+    source: str
+    verdict: str  # SHOWN / NOT_SHOWN / NOT_MEASURABLE
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``lower`` is expected below ``higher`` (the paper's direction)."""
+
+    id: str
+    claim: str
+    source: str
+    lower: Cell
+    higher: Cell
+
+    def judge(self, tables: dict[str, ReportTable]) -> Verdict:
+        low, high = self.lower.find(tables), self.higher.find(tables)
+        if not low or not high:
+            missing = [c for c, v in ((self.lower, low), (self.higher, high)) if not v]
+            return Verdict(self.id, self.claim, self.source, NOT_MEASURABLE,
+                           "absent from this run: " + "; ".join(f"{c.table} {c.row} {c.column}" for c in missing))
+        a, b = low[0], high[0]  # the first system the table lists for that published row
+        evidence = f"{a.describe()} vs {b.describe()}"
+        if a.value >= b.value:
+            return Verdict(self.id, self.claim, self.source, NOT_SHOWN, evidence)
+        if a.half_width is not None and b.half_width is not None and a.value + a.half_width >= b.value - b.half_width:
+            return Verdict(self.id, self.claim, self.source, NOT_SHOWN, evidence + " (difference within the 95% intervals)")
+        if a.half_width is None or b.half_width is None:
+            evidence += " (no interval: a point comparison)"
+        return Verdict(self.id, self.claim, self.source, SHOWN, evidence)
+
+
+@dataclass(frozen=True)
+class Level:
+    """Every measured value of ``cell`` is at least ``at_least``."""
+
+    id: str
+    claim: str
+    source: str
+    cell: Cell
+    at_least: float
+
+    def judge(self, tables: dict[str, ReportTable]) -> Verdict:
+        values = self.cell.find(tables)
+        if not values:
+            return Verdict(self.id, self.claim, self.source, NOT_MEASURABLE,
+                           f"absent from this run: {self.cell.table} {self.cell.row} {self.cell.column}")
+        lowest = min(values, key=lambda v: v.value)
+        verdict = SHOWN if lowest.value >= self.at_least else NOT_SHOWN
+        return Verdict(self.id, self.claim, self.source, verdict,
+                       f"lowest of {len(values)}: {lowest.describe()}; needs >= {self.at_least:g}")
+
+
+Finding = Comparison | Level
+
+FINDINGS: tuple[Finding, ...] = (
+    Level("nugget_ae_reconstructs", "Nugget AE reconstructs its input almost perfectly from r = 0.1 (BLEU >= 90)",
+          "Nugget fig. 4", Cell("nugget_fig4", "ae_r>=0.1", "bleu"), 90.0),
+    Comparison("nugget_avoids_the", "'the' is rarer among AE nuggets than in the text", "Nugget fig. 5",
+               Cell("nugget_fig5", "the_ae", "share_nuggets"), Cell("nugget_fig5", "the_ae", "share_text")),
+    Comparison("nugget_beats_tsdae_pi", "Nugget MT (r = 0.1) beats TSDAE MT on paraphrase identification",
+               "Nugget table 2", Cell("nugget_table2", "tsdae_mt", "pi"), Cell("nugget_table2", "nugget_mt_0.1", "pi")),
+    Comparison("nugget_beats_tsdae_rr", "Nugget MT (r = 0.1) beats TSDAE MT on reranking",
+               "Nugget table 2", Cell("nugget_table2", "tsdae_mt", "rr"), Cell("nugget_table2", "nugget_mt_0.1", "rr")),
+    Comparison("scorer_layer_3_beats_0", "the scorer reading layer 3 beats one reading the embeddings (l = 0) on PI",
+               "Nugget table 4", Cell("nugget_table4", "l=0", "pi"), Cell("nugget_table4", "l=3", "pi")),
+    Comparison("learned_beats_chunking", "learned nuggets beat fixed chunking on reranking",
+               "Nugget table 4", Cell("nugget_table4", "chunk", "rr"), Cell("nugget_table4", "l=3", "rr")),
+    Comparison("nugget_lm_history_helps", "a Nugget LM reading 8 segments of history through nuggets has lower "
+               "perplexity than the Transformer LM without history", "Nugget table 3",
+               Cell("nugget_table3", "nugget_0.1", "h=8"), Cell("nugget_table3", "transformer", "h=0")),
+    Comparison("nugget_lm_beats_tsdae", "with 8 segments of history, Nugget memory beats TSDAE memory (perplexity)",
+               "Nugget table 3", Cell("nugget_table3", "nugget_0.1", "h=8"), Cell("nugget_table3", "tsdae", "h=8")),
+    Comparison("nugget2d_beats_compressive_lm", "Nugget2D has lower perplexity than Compressive at the same "
+               "budget (64 KV states)", "Nugget2D table 1",
+               Cell("nugget2d_table1", "nugget2d_64", "wikitext_subword"),
+               Cell("nugget2d_table1", "compressive_64", "wikitext_subword")),
+    Comparison("nugget2d_qa_beats_lmsumm", "Nugget2D (10x) answers more questions than LMSumm at the same ratio",
+               "Nugget2D table 3", Cell("nugget2d_table3", "lmsumm_10x", "accuracy"),
+               Cell("nugget2d_table3", "nugget2d_10x", "accuracy")),
+    Comparison("nugget2d_qa_uses_document", "Nugget2D (10x) answers more questions than the LM without the document",
+               "Nugget2D table 3", Cell("nugget2d_table3", "nodoc", "accuracy"),
+               Cell("nugget2d_table3", "nugget2d_10x", "accuracy")),
+    Comparison("nugget2d_summaries_beat_zero_shot", "fine-tuned Nugget2D (10x) summarises better than the zero-shot "
+               "full LM (ROUGE-L)", "Nugget2D table 4", Cell("nugget2d_table4", "full_zs", "rougeL"),
+               Cell("nugget2d_table4", "nugget2d_10x", "rougeL")),
+    Comparison("nugget2d_beats_icae", "Nugget2D reconstructs better than ICAE at the same ratio (r = 0.1, BLEU)",
+               "Nugget2D §4", Cell("nugget2d_autoencoding", "icae_0.1", "bleu"),
+               Cell("nugget2d_autoencoding", "nugget2d_0.1", "bleu")),
+)
+
+
+def judge(tables: Sequence[ReportTable], findings: Sequence[Finding] = FINDINGS) -> list[Verdict]:
+    by_id = {t.id: t for t in tables}
+    return [f.judge(by_id) for f in findings]
+
+
+def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
+    """``{"findings_shown": ..., "findings_not_shown": ..., "findings_not_measurable": ...}``."""
+    return {f"findings_{v.replace(' ', '_')}": sum(x.verdict == v for x in verdicts)
+            for v in (SHOWN, NOT_SHOWN, NOT_MEASURABLE)}
