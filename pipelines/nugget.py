@@ -127,9 +127,18 @@ def load_checkpoint(checkpoint: str, base_model: str | None, device: str) -> tup
     from stages.common.device import place_model
 
     model = load_nugget2d(checkpoint, base_model).eval()
-    # the base LM's folder or hub name, as from_pretrained recorded it (base_model or the folder's reference)
-    tokenizer = AutoTokenizer.from_pretrained(base_model or model.lm.name_or_path)
+    # the pipeline saves the tokenizer beside the model; else the base LM's (as loaded)
+    has_own = (Path(checkpoint) / "tokenizer_config.json").is_file()
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint if has_own else base_model or model.lm.name_or_path)
     return place_model(model, device), tokenizer
+
+
+def soft_prompt(args: argparse.Namespace, model: Any) -> bool:
+    """``--soft-prompt`` / ``--no-soft-prompt``, else what the checkpoint's usage.json
+    records (continuation / autoencoding models read it, fine-tuned ones do not), else off."""
+    if args.soft_prompt is not None:
+        return bool(args.soft_prompt)
+    return bool(model.usage.soft_prompt) if model.usage is not None else False
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -138,7 +147,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     model, tokenizer = load_checkpoint(args.checkpoint, args.base_model, args.device)
     layout = None if args.question is None else args.prompt_format
     ctx = compress_text(model, tokenizer, args.text, ratio=args.ratio, prompt_format=layout)
-    options = {"max_new_tokens": args.max_new_tokens, "soft_prompt": args.soft_prompt}
+    options = {"max_new_tokens": args.max_new_tokens, "soft_prompt": soft_prompt(args, model)}
     if args.question is None:
         text = continue_text(model, tokenizer, ctx, **options)
     else:
@@ -161,10 +170,9 @@ def task_records(cfg: PipelineConfig, task: str, limit: int) -> list[dict]:
 def score(task: str, outputs: Sequence[str], records: Sequence[dict], match: str = "substring") -> dict[str, float]:
     """QA: accuracy (%, the evaluation's answer matching); summarisation: ROUGE-1/2/L F1 x 100."""
     if task == "qa":
-        from stages.evaluate.lm.normalize import contains_answer
+        from stages.evaluate.lm.normalize import contains_answer, gold_answers
 
-        # every gold answer of a record (``answers``; records of older builds: ``answer``), as eval_qa reads them
-        golds = [list(r.get("answers") or [r["answer"]]) for r in records]
+        golds = [gold_answers(r) for r in records]
         correct = [100.0 * contains_answer(o, g, match) for o, g in zip(outputs, golds, strict=True)]
         return {"accuracy": statistics.fmean(correct)}
     from stages.evaluate.lm.rouge import rouge_mean, rouge_per_example
@@ -183,16 +191,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
     section = getattr(cfg.eval, args.task)
     records = task_records(cfg, args.task, args.limit)
     model, tokenizer = load_checkpoint(args.checkpoint, args.base_model, args.device)
-    docs, prompts = encode_task_records(tokenizer, records, PromptFormat(cfg.prompts.format, tokenizer),
-                                        section.max_doc_tokens)
+    # a fine-tuned checkpoint records the prompt format it was trained with; that one wins
+    layout = model.usage.prompt_format if model.usage is not None and model.usage.prompt_format else cfg.prompts.format
+    docs, prompts = encode_task_records(tokenizer, records, PromptFormat(layout, tokenizer), section.max_doc_tokens)
     ratio = args.ratio or model.config.ratio
     gens = run_batches("nugget2d", model, tokenizer, docs, prompts, section.batch_size,
                        progress_logger("nugget.eval"), ratio=ratio, max_new_tokens=section.max_new_tokens,
-                       soft_prompt=args.soft_prompt)
+                       soft_prompt=soft_prompt(args, model))
     metrics = score(args.task, [g.text for g in gens], records, getattr(section, "match", "substring"))
     label = stand_in_label(records)
     print(f"{args.task}: {len(records)} examples of split {section.split!r}"
-          + (f" (stand-in: {label})" if label else "") + f", Nugget2D at r = {ratio:g}, prompts {cfg.prompts.format}")
+          + (f" (stand-in: {label})" if label else "") + f", Nugget2D at r = {ratio:g}, prompts {layout}")
     for name, value in metrics.items():
         print(f"  {name:10s} {value:7.2f}  (n={len(records)})")
     return 0
@@ -220,8 +229,9 @@ def _checkpoint_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-model", default=None,
                    help="folder or hub name of its base LM (default: the one the folder records)")
     p.add_argument("--ratio", type=_ratio, default=None, help="compression ratio r (default: the model's)")
-    p.add_argument("--soft-prompt", action="store_true",
-                   help="start decoding with the learned soft prompt (autoencoding / continuation models)")
+    p.add_argument("--soft-prompt", action=argparse.BooleanOptionalAction, default=None,
+                   help="start decoding with the learned soft prompt (default: what the checkpoint's "
+                        "usage.json records: on for autoencoding / continuation models, off for fine-tuned ones)")
     p.add_argument("--device", default="cpu", help="torch device to run on (default: cpu)")
 
 

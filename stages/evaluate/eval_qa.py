@@ -32,7 +32,7 @@ from stages.common.prompts import encode_task_records
 from stages.common.records import batches, read_records, stand_in_label
 from stages.config.evaluation import PRESS_SYSTEMS
 from stages.evaluate.lm.cost import mean_cost
-from stages.evaluate.lm.normalize import contains_answer
+from stages.evaluate.lm.normalize import contains_answer, gold_answers
 from stages.evaluate.lm.presses import press_config, press_notes
 from stages.evaluate.lm.prompted import lmsumm_batch, run_batches
 from stages.evaluate.publish import publish, stderr
@@ -47,11 +47,6 @@ COLUMNS = [
     Column("ms_per_token", "ms/step (incl. prompt pass)", "{:.1f}"), Column("encode_ms", "ms before decoding", "{:.0f}"),
     Column("generated_tokens", "tokens/answer", "{:.1f}"),
 ]
-
-
-def gold_answers(record: dict) -> list[str]:
-    """Every gold answer of a QA record (``answers``; records of older builds: ``answer``)."""
-    return list(record.get("answers") or [record["answer"]])
 
 
 def paper_row(system: str, ratio: float | None = None) -> str:

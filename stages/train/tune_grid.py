@@ -13,6 +13,7 @@ import dataclasses
 import tempfile
 from typing import Any
 
+from stages.framework import quiet
 from stages.train.launch import fit
 from stages.train.storage import copy_tree
 
@@ -71,7 +72,7 @@ def run_sweep(task: Any, job: Any, grid: Any, storage: str, seed: int, runs: Any
             "scorer_layer": tune.grid_search(list(grid.scorer_layers)),
         },
         tune_config=tune.TuneConfig(max_concurrent_trials=grid.max_concurrent_trials),
-        run_config=tune.RunConfig(name="tune", storage_path=storage),
+        run_config=tune.RunConfig(name="tune", storage_path=storage, verbose=quiet.tune_verbosity()),
     )
     results = tuner.fit()
     rows = []

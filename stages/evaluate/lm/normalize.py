@@ -74,3 +74,8 @@ def contains_answer(output: str, answers: str | list[str], match: str = "substri
         if ans and (ans in out if match == "substring" else f" {ans} " in f" {out} "):
             return True
     return False
+
+
+def gold_answers(record: dict) -> list[str]:
+    """Every gold answer of a QA record (``answers``; records of older builds: ``answer``)."""
+    return list(record.get("answers") or [record["answer"]])
