@@ -141,7 +141,7 @@ class ModelSection:
 
 @dataclass
 class PromptSection:
-    """How the appendix-C task prompts are laid out for the LM (`stages.common.prompts`)."""
+    """How the appendix-C task prompts are laid out for the LM (`nugget_core.nugget2d.prompts`)."""
 
     format: str = spec(
         "inst",

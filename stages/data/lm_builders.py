@@ -9,7 +9,7 @@
   document (what the decoder reads next to the nuggets); ``full_prompt`` fills the
   document in, for the uncompressed Full/NoDoc baselines; ``instruction`` is the user
   turn's text after the document without the ``[INST]`` markers, which
-  `stages.common.prompts.PromptFormat` lays out in another chat format.
+  `nugget_core.nugget2d.prompts.PromptFormat` lays out in another chat format.
 - Offline stand-ins, labelled in every record (``stand_in``): :func:`cloze_qa` (SQuAD
   stand-in: a capitalised word or number of a real sentence is blanked out; the question
   is that sentence with a blank, the answer the removed span, the document the passage

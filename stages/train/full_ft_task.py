@@ -31,7 +31,7 @@ class FullFinetuneTask(BaseLMTask):
     lora_dropout: float
     lora_target_modules: list[str]
     max_doc_tokens: int = 0
-    prompt_format: str = "inst"  # stages.common.prompts.PROMPT_FORMATS
+    prompt_format: str = "inst"  # nugget_core.nugget2d.prompts.PROMPT_FORMATS
     attn_implementation: str = "sdpa"
     dev_examples: int = 0
     seed: int = 0

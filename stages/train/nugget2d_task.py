@@ -170,7 +170,7 @@ class Nugget2DCompressorTask(Nugget2DTaskBase):
     objective: str = "continuation"  # a key of COMPRESSOR_OBJECTIVES
     finetune_task: str = "qa"  # finetune: build_lm's qa or summarization records
     max_doc_tokens: int = 0  # finetune: document-part tokens kept (0 = all)
-    prompt_format: str = "inst"  # finetune: stages.common.prompts.PROMPT_FORMATS
+    prompt_format: str = "inst"  # finetune: nugget_core.nugget2d.prompts.PROMPT_FORMATS
 
     def __post_init__(self) -> None:
         if self.objective not in COMPRESSOR_OBJECTIVES:

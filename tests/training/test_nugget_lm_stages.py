@@ -89,7 +89,16 @@ def trained_lm(ray_local, lm_inputs):
     logger = tracker.start_run("train_nugget_lm", {})  # the Ray Train workers log into it
     ctx = dataclasses.replace(context(TrainNuggetLM, inputs, root / "train_nugget_lm", SMALL), logger=logger)
     TrainNuggetLM().run(ctx)
+    models = [a.path for a in tracker.client.list_artifacts(logger.run_id, "models/systems")]
+    assert models == [f"models/systems/{name}" for name in sorted(models_of(root / "train_nugget_lm"))]
     return root, inputs, tracker.client.get_run(logger.run_id).data.metrics
+
+
+def models_of(out):
+    """Every exported system's name (each holds a model card beside its weights)."""
+    names = [p.parent.parent.name for p in (out / "systems").glob("*/model/README.md")]
+    assert len(names) == 5, names
+    return names
 
 
 def test_train_nugget_lm_trains_every_system_from_its_autoencoder(trained_lm):

@@ -14,7 +14,7 @@ decoder attends to:
   document KV, pressed to Nugget2D's budget at the same ratio per layer and KV head
   (`nugget_core.nugget2d.presses`), decoded by the base LM.
 
-Prompts are laid out by a `stages.common.prompts.PromptFormat` (appendix C's
+Prompts are laid out by a `nugget_core.nugget2d.prompts.PromptFormat` (appendix C's
 ``[INST] ... [/INST]`` or the LM's chat template) and cut where the document ends, so
 Full and Nugget2D read the same tokens. Examples are decoded in right-padded batches;
 costs are per example (see `stages.evaluate.lm.cost`), with time per decoding step of the
