@@ -20,16 +20,20 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
+
+from .config_io import JsonConfig
 
 BASE_MODEL_FILE = "base_model.json"
 
 
 @dataclass(frozen=True)
-class BaseModelReference:
+class BaseModelReference(JsonConfig):
     """Where the base LM of an adapter checkpoint is found (see the module docstring)."""
 
+    file_name: ClassVar[str] = BASE_MODEL_FILE
     relative_path: str = ""
     hub_id: str = ""
     description: str = ""  # what the base is, for people (model card, errors)
@@ -40,23 +44,6 @@ class BaseModelReference:
         """The reference to ``base_dir`` (a local folder) from ``checkpoint_dir``."""
         relative = os.path.relpath(Path(base_dir).resolve(), Path(checkpoint_dir).resolve())
         return cls(relative_path=Path(relative).as_posix(), hub_id=hub_id, description=description)
-
-    def save(self, checkpoint_dir: str | Path) -> Path:
-        path = Path(checkpoint_dir) / BASE_MODEL_FILE
-        path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
-        return path
-
-    @classmethod
-    def load(cls, checkpoint_dir: str | Path) -> BaseModelReference | None:
-        """The recorded reference, or None when the folder records none."""
-        path = Path(checkpoint_dir) / BASE_MODEL_FILE
-        if not path.is_file():
-            return None
-        data = json.loads(path.read_text())
-        unknown = sorted(set(data) - {"relative_path", "hub_id", "description"})
-        if unknown:
-            raise ValueError(f"{path}: unknown field(s) {unknown}")
-        return cls(**data)
 
     def resolve(self, checkpoint_dir: str | Path) -> str:
         """A folder or hub name ``from_pretrained`` can load: the relative path when that

@@ -39,3 +39,8 @@ class JsonConfig:
     @classmethod
     def load(cls: type[T], directory: str | Path) -> T:
         return cls.from_dict(json.loads((Path(directory) / cls.file_name).read_text()))
+
+    @classmethod
+    def load_optional(cls: type[T], directory: str | Path) -> T | None:
+        """`load`, or None when ``directory`` has no such file (an optional record)."""
+        return cls.load(directory) if (Path(directory) / cls.file_name).is_file() else None

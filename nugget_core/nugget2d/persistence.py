@@ -16,10 +16,9 @@ Layout of ``directory``::
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from peft import PeftModel
@@ -27,6 +26,7 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
 from ..checkpoint import BaseModelReference, require_model_folder, rewrite_adapter_base
+from ..config_io import JsonConfig
 from .adapters import activate_both
 from .config import COMPRESSOR, CONFIG_NAME, DECODER, Nugget2DConfig
 from .model import Nugget2DModel
@@ -37,33 +37,18 @@ USAGE_NAME = "usage.json"
 
 
 @dataclass(frozen=True)
-class Nugget2DUsage:
+class Nugget2DUsage(JsonConfig):
     """How a trained model expects its inputs, which its weights cannot tell: the
     objective it was trained on, whether the decoder reads the soft prompt before the
     prompt (continuation / autoencoding models do, fine-tuned ones do not), and for
     fine-tuned models the task and the prompt format (``inst``: ``[INST] ... [/INST]``,
     or ``chat_template``: the base LM's chat template)."""
 
+    file_name: ClassVar[str] = USAGE_NAME
     objective: str
     soft_prompt: bool
     finetune_task: str = ""
     prompt_format: str = ""
-
-    def save(self, directory: str | Path) -> Path:
-        path = Path(directory) / USAGE_NAME
-        path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
-        return path
-
-    @classmethod
-    def load(cls, directory: str | Path) -> Nugget2DUsage | None:
-        path = Path(directory) / USAGE_NAME
-        if not path.is_file():
-            return None
-        data = json.loads(path.read_text())
-        unknown = sorted(set(data) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ValueError(f"{path}: unknown field(s) {unknown}")
-        return cls(**data)
 
 
 def save_nugget2d(
@@ -98,7 +83,7 @@ def resolve_base_model(
     when it records none)."""
     if base_model is not None:
         return base_model
-    reference = BaseModelReference.load(directory)
+    reference = BaseModelReference.load_optional(directory)
     if reference is None:
         raise ValueError(f"{directory} records no base model (no base_model.json): pass base_model= "
                          "(the folder or hub name of the LM it was trained on)")
@@ -127,7 +112,7 @@ def load_nugget2d(
     with torch.no_grad():
         model.soft_prompt.copy_(parts.pop("soft_prompt"))
     model.scorer.load_state_dict({k.removeprefix("scorer."): v for k, v in parts.items()})
-    model.usage = Nugget2DUsage.load(directory)
+    model.usage = Nugget2DUsage.load_optional(directory)
     return model
 
 
