@@ -1,10 +1,13 @@
 """Ray Data settings shared by the stages that use it.
 
-One overall progress bar per dataset (rows/s) instead of one per operator: with stage
-logs streamed from several workers, per-operator bars drown the log in redraws.
+No per-operator bars: with stage logs streamed from several workers, they drown the log in
+redraws. The one overall bar per dataset (rows/s) follows the quiet switch
+(`stages.framework.quiet`): off by default, on with ``--verbose``.
 """
 
 from __future__ import annotations
+
+from stages.framework import quiet
 
 
 def configure() -> None:
@@ -13,4 +16,5 @@ def configure() -> None:
 
     ctx = ray.data.DataContext.get_current()
     ctx.enable_operator_progress_bars = False
-    ctx.enable_progress_bars = True
+    ctx.enable_progress_bars = quiet.is_verbose()
+    ctx.print_on_execution_start = quiet.is_verbose()

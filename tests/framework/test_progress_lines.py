@@ -138,3 +138,23 @@ def test_quiet_applied_then_undone_by_verbose(restore_quiet, monkeypatch):
     assert quiet.train_log_level() == "INFO" and quiet.tune_verbosity() == 1
     assert quiet.runtime_env_vars(True) == {"NUGGET_VERBOSE": "1"}
     assert quiet.runtime_env_vars(False)["RAY_DATA_DISABLE_PROGRESS_BARS"] == "1"
+
+
+def test_ray_data_bars_follow_the_quiet_switch(monkeypatch):
+    """The stages' Ray Data settings never force the dataset bars back on in a quiet run."""
+    import ray.data
+
+    from stages.framework import raydata
+
+    ctx = ray.data.DataContext.get_current()
+    saved = ctx.enable_progress_bars, ctx.print_on_execution_start
+    try:
+        monkeypatch.setenv(quiet.VERBOSE_ENV, "0")
+        raydata.configure()
+        assert not ctx.enable_progress_bars and not ctx.print_on_execution_start
+        assert not ctx.enable_operator_progress_bars
+        monkeypatch.setenv(quiet.VERBOSE_ENV, "1")
+        raydata.configure()
+        assert ctx.enable_progress_bars and ctx.print_on_execution_start
+    finally:
+        ctx.enable_progress_bars, ctx.print_on_execution_start = saved
