@@ -26,6 +26,7 @@ def train_bpe_tokenizer(
         min_frequency=min_frequency,
         special_tokens=list(SPECIAL_TOKENS),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,  # its bar is redrawn into blank lines of a log
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
     bos, eos = tokenizer.token_to_id("<s>"), tokenizer.token_to_id("</s>")

@@ -23,8 +23,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from stages.common.progress import progress_logger
 from stages.train.loop import PROBE_FILE, STATE_FILE, TAG_FILE, train_task
 from stages.train.storage import copy_tree, exists, write_text
+
+log = progress_logger("nugget.train")
 
 DONE = "_DONE"
 FINAL_FILES = ("model", STATE_FILE, PROBE_FILE)
@@ -62,10 +65,10 @@ def train_sequence_per_worker(config: dict[str, Any]) -> None:
         uri = finished_uri(config["storage"], config["name"], model)
         if exists(f"{uri}/{DONE}"):
             if rank == 0:
-                print(f"[{config['name']}] {k}/{len(config['models'])} {model}: finished earlier", flush=True)
+                log.info("[%s] %d/%d %s: finished earlier", config["name"], k, len(config["models"]), model)
             continue
-        if rank == 0:
-            print(f"[{config['name']}] {k}/{len(config['models'])} {model}: training", flush=True)
+        if rank == 0:  # through the training progress logger: a print reached the driver log twice
+            log.info("[%s] %d/%d %s: training", config["name"], k, len(config["models"]), model)
         resume = checkpoint if tag == model else None
         own = {**config, "metric_prefix": model,
                "fail_at_step": config.get("fail_at_step", 0) if config.get("fail_in") == model else 0}
