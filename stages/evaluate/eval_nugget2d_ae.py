@@ -31,6 +31,7 @@ import torch
 from stages.artifacts.data import LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D
+from stages.common.intervals import share_se
 from stages.common.padding import pad
 from stages.common.progress import progress_logger
 from stages.common.records import batches
@@ -118,8 +119,10 @@ def token_rows(texts: list[list[str]], selected: list[list[bool]], top: int) -> 
         share = {"share_nuggets": 100 * sum(c for t, c in nuggets.items() if match(t)) / n_nuggets,
                  "share_text": 100 * sum(c for t, c in every.items() if match(t)) / n_text,
                  "n_share_nuggets": n_nuggets}  # the n of the nugget share (the row's n: tokens)
+        se = {"share_nuggets": share_se(share["share_nuggets"], n_nuggets),
+              "share_text": share_se(share["share_text"], n_text)}  # binomial
         return TableRow(label, share, n=n_text, note=f"{n_nuggets} nuggets among {n_text} tokens",
-                        paper_row=paper_row)
+                        paper_row=paper_row, stderr={k: v for k, v in se.items() if v is not None})
 
     keys = Counter()
     for t, c in nuggets.items():

@@ -27,6 +27,7 @@ from nugget_core.nugget2d.prompts import PromptFormat, encode, encode_parts
 from stages.artifacts.data import LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D
+from stages.common.intervals import stderr
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import batches, read_records, stand_in_label
@@ -35,7 +36,7 @@ from stages.evaluate.lm.cost import mean_cost
 from stages.evaluate.lm.normalize import contains_answer, gold_answers
 from stages.evaluate.lm.presses import press_config, press_notes
 from stages.evaluate.lm.prompted import lmsumm_batch, run_batches
-from stages.evaluate.publish import publish, stderr
+from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
 
 log = progress_logger("nugget.eval_qa")

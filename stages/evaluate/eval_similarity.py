@@ -23,6 +23,7 @@ from typing import Any
 
 from stages.artifacts.data import SimilarityDataset
 from stages.artifacts.evaluate import SimilarityResults
+from stages.common.intervals import stderr
 from stages.evaluate.nugget.encoders import load_system
 from stages.evaluate.nugget.similarity import (
     metric_name,
@@ -31,7 +32,7 @@ from stages.evaluate.nugget.similarity import (
     task_reciprocal_ranks,
 )
 from stages.evaluate.nugget.systems import System, collect_systems, to_record
-from stages.evaluate.publish import stderr, write_jsonl
+from stages.evaluate.publish import write_jsonl
 from stages.framework.stage import Stage, StageContext
 
 

@@ -28,6 +28,7 @@ from nugget_core.nugget2d.prompts import PromptFormat
 from stages.artifacts.data import BaseLM, LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D
+from stages.common.intervals import stderr
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import read_records, stand_in_label
@@ -36,7 +37,7 @@ from stages.evaluate.lm.cost import mean_cost
 from stages.evaluate.lm.presses import press_config, press_notes
 from stages.evaluate.lm.prompted import run_batches
 from stages.evaluate.lm.rouge import ROUGE_TYPES, rouge_mean, rouge_per_example
-from stages.evaluate.publish import publish, stderr
+from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
 
 log = progress_logger("nugget.eval_summarization")

@@ -37,10 +37,3 @@ def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     return path
-
-
-def stderr(values: Sequence[float]) -> float | None:
-    """Standard error of the mean of ``values`` (None below two values)."""
-    import statistics
-
-    return statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else None

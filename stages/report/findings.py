@@ -9,9 +9,11 @@ verdict always stands on the same cells as the tables above it. The verdict is c
 never written by hand:
 
 - ``not measurable``: a cell the finding needs was not measured in this run;
-- ``shown``: the measured numbers point the way the paper's do, and, where both cells
-  carry a 95% interval, the intervals do not overlap;
-- ``not shown``: they point the other way, or the difference is within the intervals.
+- ``shown``: the measured numbers point the way the paper's do and their 95% intervals
+  do not overlap (a `Level`: every value reaches the level);
+- ``not shown``: they point the other way, the difference is within the intervals, or a
+  cell has no interval: a point estimate cannot tell a difference from noise, so the
+  report does not claim it (the evidence says when the direction matched).
 """
 
 from __future__ import annotations
@@ -66,10 +68,11 @@ class Comparison:
         evidence = f"{a.describe()} vs {b.describe()}"
         if a.value >= b.value:
             return Verdict(self.id, self.claim, self.source, NOT_SHOWN, evidence)
-        if a.half_width is not None and b.half_width is not None and a.value + a.half_width >= b.value - b.half_width:
-            return Verdict(self.id, self.claim, self.source, NOT_SHOWN, evidence + " (difference within the 95% intervals)")
         if a.half_width is None or b.half_width is None:
-            evidence += " (no interval: a point comparison)"
+            return Verdict(self.id, self.claim, self.source, NOT_SHOWN,
+                           evidence + " (the paper's direction, but without an interval: not told from noise)")
+        if a.value + a.half_width >= b.value - b.half_width:
+            return Verdict(self.id, self.claim, self.source, NOT_SHOWN, evidence + " (difference within the 95% intervals)")
         return Verdict(self.id, self.claim, self.source, SHOWN, evidence)
 
 

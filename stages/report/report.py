@@ -207,9 +207,10 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
             f"<h1>{html.escape(title)}</h1>"]
     if verdicts:
         caption = "Findings at this scale"
-        intro = ("Each paper finding checked against this run's cells above (stages.report.findings): 'shown' when "
-                 "the measured numbers point the paper's way and their 95% intervals, where known, do not overlap; "
-                 "'not shown' otherwise; 'not measurable' when a cell it needs was not measured.")
+        intro = ("Each paper finding checked against this run's cells below (stages.report.findings): 'shown' when "
+                 "the measured numbers point the paper's way and their 95% intervals do not overlap; 'not shown' "
+                 "otherwise, also when a number has no interval (a point estimate is not told from noise); "
+                 "'not measurable' when a cell it needs was not measured.")
         headers = ["finding", "paper", "verdict", "evidence (this run)"]
         rows = [(v.claim, v.source, v.verdict, v.evidence) for v in verdicts]
         md += [f"## {caption}", "", intro, "", markdown(headers, rows)]

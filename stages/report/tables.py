@@ -27,6 +27,7 @@ from stages.artifacts.evaluate import (
     ReconstructionResults,
     SimilarityResults,
 )
+from stages.common.intervals import share_se
 from stages.common.tokens import display_token
 from stages.framework.stage import Artifact
 from stages.report.published import PUBLISHED, SOURCES, published
@@ -240,6 +241,12 @@ def bleu_table(rec: ReconstructionResults | None, context: str, stand_in: str = 
     return t
 
 
+def _share_row(t: ReportTable, label: str, shares: dict[str, float], n: dict[str, int | None],
+               row_id: str | None = None) -> None:
+    """A row of token shares (%) with their n and binomial 95% intervals."""
+    t.add(label, shares, row_id, n=n, se={c: share_se(v, n.get(c)) for c, v in shares.items()})
+
+
 def token_table(analysis: NuggetAnalysis | None, context: str, stand_in: str = "") -> ReportTable:
     """Nugget fig. 5 in numbers: shares (%) of 'the' and of punctuation among nuggets vs in
     text (n: the nuggets / the tokens counted)."""
@@ -250,12 +257,14 @@ def token_table(analysis: NuggetAnalysis | None, context: str, stand_in: str = "
         if stats.get("encoder_side", "source") != "source":
             continue  # another language: `multilingual_token_table`
         n = {"share_nuggets": stats.get("n_nuggets"), "share_text": stats.get("n_tokens")}
-        t.add(f"'the' ({stats['label']})", {"share_nuggets": stats["the_share_nuggets"], "share_text": stats["the_share_text"]},
-              "the_ae" if stats["objective"] == "ae" else None, n=n)
-        t.add(f"punctuation ({stats['label']})", {"share_nuggets": stats["punctuation_share_nuggets"],
-                                                  "share_text": stats["punctuation_share_text"]}, n=n)
+        _share_row(t, f"'the' ({stats['label']})", {"share_nuggets": stats["the_share_nuggets"],
+                                                    "share_text": stats["the_share_text"]}, n,
+                   "the_ae" if stats["objective"] == "ae" else None)
+        _share_row(t, f"punctuation ({stats['label']})", {"share_nuggets": stats["punctuation_share_nuggets"],
+                                                          "share_text": stats["punctuation_share_text"]}, n)
         for token, nug, text in stats["top"][:3]:
-            t.add(f"{display_token(token)!r} ({stats['label']}, top nugget token)", {"share_nuggets": nug, "share_text": text}, n=n)
+            _share_row(t, f"{display_token(token)!r} ({stats['label']}, top nugget token)",
+                       {"share_nuggets": nug, "share_text": text}, n)
     if not freq:
         t.add("'the' (AE)", {}, "the_ae")
     return t
@@ -273,11 +282,11 @@ def multilingual_token_table(analysis: NuggetAnalysis | None, context: str, lang
         language = languages[stats.get("encoder_side", "source")]
         n = {"share_nuggets": stats.get("n_nuggets"), "share_text": stats.get("n_tokens")}
         what = f"{language}, {stats['objective'].upper()} r={stats['ratio']:g}"
-        t.add(f"punctuation ({what})", {"share_nuggets": stats["punctuation_share_nuggets"],
-                                         "share_text": stats["punctuation_share_text"]}, n=n)
+        _share_row(t, f"punctuation ({what})", {"share_nuggets": stats["punctuation_share_nuggets"],
+                                                 "share_text": stats["punctuation_share_text"]}, n)
         for token, nug, text in stats["top"][:3]:
-            shown = display_token(token)
-            t.add(f"{shown!r} ({what}, top nugget token)", {"share_nuggets": nug, "share_text": text}, n=n)
+            _share_row(t, f"{display_token(token)!r} ({what}, top nugget token)",
+                       {"share_nuggets": nug, "share_text": text}, n)
     if not any(s.get("encoder_side") == "target" for s in freq.values()):
         t.add(f"{languages['target']} (train_baselines: nugget_ae_tgtlang / nugget_mt_tgtlang)", {})
     return t
