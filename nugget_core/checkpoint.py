@@ -69,11 +69,12 @@ def require_model_folder(directory: str | Path, marker: str, kind: str) -> Path:
     if (directory / marker).is_file():
         return directory
     if not directory.is_dir():
-        raise FileNotFoundError(f"{directory}: no such folder (expected a {kind} model folder)")
+        raise FileNotFoundError(f"{directory}: no such folder (expected a model folder: {kind})")
     found = sorted(p.parent for p in directory.glob(f"**/{marker}"))
+    article = "an" if kind[:1] in "AEIOU" else "a"
     hint = (f"; the {kind} model folder(s) inside it: {', '.join(str(p) for p in found[:6])}"
             + (f" and {len(found) - 6} more" if len(found) > 6 else "")) if found else ""
-    raise FileNotFoundError(f"{directory} is not a {kind} model folder (it has no {marker}){hint}")
+    raise FileNotFoundError(f"{directory} is not {article} {kind} model folder (it has no {marker}){hint}")
 
 
 def rewrite_adapter_base(adapter_dirs: Sequence[Path], reference: BaseModelReference) -> None:

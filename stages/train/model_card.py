@@ -130,7 +130,8 @@ def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: Any, task:
     lines += [f"- `{k}`: {v}" for k, v in sorted(_flat(details or {}).items())]  # this model's own settings
     lines += [f"- `{k}`: {v}" for k, v in sorted(_flat(job).items())]
     lines += ["", "## Data", ""]
-    lines += [f"- upstream `{name}` (key `{art.key}`)" for name, art in sorted(ctx.inputs.items())]
+    # an input is an Artifact in the pipeline (a plain folder where a test hands one in)
+    lines += [f"- upstream `{name}` (key `{getattr(art, 'key', art)}`)" for name, art in sorted(ctx.inputs.items())]
     if base is not None:
         lines += [f"- base LM: {base.description or '-'}; hub name `{base.hub_id or '-'}`, "
                   f"folder `{base.relative_path}` relative to this one"]

@@ -165,6 +165,13 @@ def test_dag_of_sched_stages_is_valid():
 # ---------------------------------------------------------------- on Ray (2 CPUs)
 
 
+def _stage_lines(stderr: str) -> list[str]:
+    """The executor's stage lines without their ``[k/N elapsed eta]`` prefix: ``<stage>
+    <event> ...`` (the CLI's logging goes to stderr)."""
+    return [ln.split("nugget.pipeline: ", 1)[1].split("] ", 1)[-1] for ln in stderr.splitlines()
+            if "nugget.pipeline: [" in ln]
+
+
 @pytest.mark.ray
 def test_two_stages_that_each_need_the_cluster_never_overlap(ray_local, root, base_args):
     assert main_full(base_args, dag=HOGS_DAG) == 0
@@ -175,16 +182,15 @@ def test_two_stages_that_each_need_the_cluster_never_overlap(ray_local, root, ba
 @pytest.mark.ray
 def test_small_stage_runs_beside_big_one_and_wide_waits(ray_local, root, base_args, capsys):
     assert main_full(base_args, dag=MIXED_DAG) == 0
-    lines = [ln.split("nugget.pipeline: ", 1)[1] for ln in capsys.readouterr().err.splitlines()
-             if "nugget.pipeline: " in ln]  # the CLI's logging goes to stderr
+    lines = _stage_lines(capsys.readouterr().err)
     (_, le), (ws, _), (_, se) = times(root, "long"), times(root, "wide"), times(root, "short")
     assert ws >= max(le, se), "the 2-CPU stage started while CPUs were held"
     events = [" ".join(ln.split()[:2]) for ln in lines]
-    launches = [e.split()[0] for e in events if e.split()[1] == "miss"]
+    launches = [e.split()[0] for e in events if e.split()[1] == "start"]
     assert launches == ["long", "short", "wide"]  # longest path first, then what fits
     # short was submitted while long ran (its Ray worker may take seconds to start)
-    assert events.index("short miss") < events.index("long done")
-    assert any(ln.startswith("wide") and "wait  needs CPU=2, free CPU=1" in ln for ln in lines)
+    assert events.index("short start") < events.index("long done")
+    assert any(ln.startswith("wide") and "waits: needs CPU=2, free CPU=1" in ln for ln in lines)
 
 
 @pytest.mark.ray
@@ -199,8 +205,7 @@ def test_stage_larger_than_cluster_fails_before_anything_runs(ray_local, root, b
 @pytest.mark.ray
 def test_wide_stage_on_the_longer_path_is_not_starved_by_a_narrow_one(ray_local, root, base_args, capsys):
     assert main_full(base_args, dag=RESERVE_DAG) == 0
-    lines = [ln.split("nugget.pipeline: ", 1)[1] for ln in capsys.readouterr().err.splitlines()
-             if "nugget.pipeline: " in ln]
+    lines = _stage_lines(capsys.readouterr().err)
     (_, we), (ls, _) = times(root, "wide_after"), times(root, "late")
     assert we <= ls, "the narrow stage took a CPU the wide one (longer path) was waiting for"
     assert any(ln.startswith("late") and "would delay wide_after" in ln for ln in lines)

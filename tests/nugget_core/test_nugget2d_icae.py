@@ -96,5 +96,5 @@ def test_save_and_load_give_the_same_reconstruction(causal_factory, doc_batch, t
         b = generate_from_context(loaded.nugget2d, loaded.compress(ids, mask), max_new_tokens=5, soft_prompt=True,
                                   cuda_graph=False)
     assert a.tokens.tolist() == b.tokens.tolist()
-    with pytest.raises(FileNotFoundError, match="not an ICAE model"):
+    with pytest.raises(FileNotFoundError, match="is not an ICAE model folder .it has no icae_memory.safetensors"):
         load_icae(tmp_path, causal_factory())

@@ -125,4 +125,4 @@ def test_train_baselines_stage_writes_what_the_evaluations_read(ray_local, mt_ar
     assert not (Path(ctx.work_uri) / "baselines").exists()  # checkpoints dropped
     metrics = tracker.client.get_run(logger.run_id).data.metrics
     assert metrics["systems"] == 2 and metrics["chunk.steps"] == 4
-    assert sorted(m.step for m in tracker.client.get_metric_history(logger.run_id, "re_gating.dev_loss")) == [4]
+    assert sorted(m.step for m in tracker.client.get_metric_history(logger.run_id, "re_gating.eval/dev_loss")) == [4]
