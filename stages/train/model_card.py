@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,16 +76,27 @@ def kind_of(folder: Path) -> ModelKind | None:
     return next((k for k in KINDS if (folder / k.marker).is_file()), None)
 
 
-def model_folders(root: Path) -> list[Path]:
-    """The model folders under ``root`` (outermost only: a Nugget2D folder's adapter
-    sub-folders are part of it)."""
-    found: list[Path] = []
-    for kind in KINDS:
-        for marker in sorted(root.glob(f"**/{kind.marker}")):
-            folder = marker.parent
-            if not any(folder == f or f in folder.parents for f in found):
-                found = [f for f in found if folder not in f.parents] + [folder]
-    return sorted(found)
+def published(ctx: StageContext, folder: Path) -> str:
+    """Where ``folder`` (inside the stage's scratch output) will be once the stage is
+    published: ``<stage>/<key>/<folder>`` under the artifact root."""
+    return f"{ctx.stage}/{ctx.key}/{folder.relative_to(ctx.output_dir).as_posix()}"
+
+
+def published_relative_path(ctx: StageContext, folder: Path, base_dir: Path) -> str:
+    """``base_dir`` relative to where ``folder`` will be published. The stage writes into a
+    scratch folder (a sibling of the final one, or a temporary folder on remote stores), so
+    the path is taken between the two published places: ``<root>/<stage>/<key>/...`` for
+    the model, ``<root>/<upstream>/<key>/...`` for the base LM of an input artifact. A base
+    outside the inputs (a folder handed in directly) is taken as it is now."""
+    for art in ctx.inputs.values():
+        if not hasattr(art, "stage"):  # a plain folder (tests): no published place
+            continue
+        root = Path(art.path)
+        if root in base_dir.parents or root == base_dir:
+            depth = len(Path(published(ctx, folder)).parts)
+            inside = base_dir.relative_to(root).as_posix()
+            return "/".join([".."] * depth + [art.stage, art.key] + ([inside] if inside != "." else []))
+    return Path(os.path.relpath(base_dir.resolve(), folder.resolve())).as_posix()
 
 
 def base_hub_id(model_lm: Any, base_dir: Path) -> str:
@@ -144,7 +156,8 @@ def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: Any, task:
                   f"- stopped early: {bool(state.get('stopped_early'))}"]
     else:
         lines.append("- no trainer state beside this folder")
-    lines += ["", "## How to load", "", "```python", kind.load.format(path=str(folder)), "```", "",
+    lines += ["", "## How to load", "", "```python",
+              kind.load.format(path=f"<artifact root>/{published(ctx, folder)}"), "```", "",
               "The folder is self-describing: configs, weights (or adapters), tokenizer"
               + (", base_model.json (where the base LM is: a path relative to this folder, or a hub name)"
                  if kind.adapters else "") + ". See the repository's docs/architecture.md.", ""]
@@ -167,9 +180,9 @@ def document_models(ctx: StageContext, job: Any, tasks: Mapping[Path, Any], mode
         base = None
         if kind.adapters:
             base_dir = Path(task.base_dir)
-            base = BaseModelReference.of(base_dir, folder, hub_id=base_hub_id(model_lm, base_dir),
-                                         description=f"prepare_lm's {base_dir.name}/ folder "
-                                                     f"(key {base_dir.parent.name})")
+            base = BaseModelReference(relative_path=published_relative_path(ctx, folder, base_dir),
+                                      hub_id=base_hub_id(model_lm, base_dir),
+                                      description=f"prepare_lm's {base_dir.name}/ folder (key {base_dir.parent.name})")
             base.save(folder)
             rewrite_adapter_base([folder / a for a in kind.adapters], base)
         (folder / "README.md").write_text(model_card(ctx, folder, kind, job, task, base, (details or {}).get(folder)))
@@ -178,7 +191,8 @@ def document_models(ctx: StageContext, job: Any, tasks: Mapping[Path, Any], mode
         if size <= MLFLOW_MODEL_MAX_MB:
             ctx.log_artifacts(folder, f"models/{rel}")
         else:
-            ctx.set_tags({f"model.{rel}": f"{folder} ({size:.0f} MB, above {MLFLOW_MODEL_MAX_MB} MB: not copied)"})
+            ctx.set_tags({f"model.{rel}": f"{published(ctx, folder)} ({size:.0f} MB, above {MLFLOW_MODEL_MAX_MB} MB: "
+                                          "not copied)"})
             ctx.log_artifact(folder / "README.md")
         documented.append(folder)
     return documented
