@@ -31,6 +31,9 @@ from stages.framework.stage import StageContext
 # a BART-large full fine-tune is ~1.6 GB in fp32).
 MLFLOW_MODEL_MAX_MB = 1024
 STATE_FILE = "trainer_state.json"
+# the model's own configuration files, shown in its card
+CONFIG_FILES = ("nugget2d_config.json", "usage.json", "nugget_config.json", "nugget_lm_config.json",
+                "bottleneck_config.json")
 BaseModelReferenceLike = Any  # nugget_core.checkpoint.BaseModelReference (imported lazily)
 
 
@@ -141,6 +144,10 @@ def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: Any, task:
     ]
     lines += [f"- `{k}`: {v}" for k, v in sorted(_flat(details or {}).items())]  # this model's own settings
     lines += [f"- `{k}`: {v}" for k, v in sorted(_flat(job).items())]
+    for name in CONFIG_FILES:  # the method's own settings (the AR model's calibrated Lambda: threshold)
+        if (folder / name).is_file():
+            settings = json.loads((folder / name).read_text())
+            lines += ["", f"## {name}", ""] + [f"- `{k}`: {v}" for k, v in sorted(settings.items())]
     lines += ["", "## Data", ""]
     # an input is an Artifact in the pipeline (a plain folder where a test hands one in)
     lines += [f"- upstream `{name}` (key `{getattr(art, 'key', art)}`)" for name, art in sorted(ctx.inputs.items())]

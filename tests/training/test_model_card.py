@@ -38,6 +38,7 @@ def test_card_and_base_reference_hold_after_publishing(tmp_path):
     assert "load_nugget2d('<artifact root>/train_nugget2d_ar/k/nugget2d')" in card  # the published place
     assert "- `max_steps`: 3" in card and "final train loss: 4.5000 (n = 2 sequences)" in card
     assert "upstream `prepare_lm` (key `k1`)" in card
+    assert "## nugget2d_config.json" in card and "- `scorer_layer`: 1" in card and "- `threshold`: None" in card
     assert ctx.logger.artifacts == ["models/nugget2d/"]
     # the reference is relative to the published folder, not to the scratch one
     assert json.loads((scratch / "nugget2d" / "base_model.json").read_text())["relative_path"] == \
