@@ -1,6 +1,7 @@
 """The driver's progress line: ``[k/N elapsed eta]`` before each stage start / finish.
 
-Pure functions of what the executor knows (tested without Ray). The estimate of the time
+Pure functions of what the executor knows (tested without Ray), and `StageProgress`, the
+executor's running account of started and finished stages that feeds them. The estimate of the time
 left starts from the scheduler's per-stage estimates (a stage's last measured time, else
 its ``expected_seconds``; `stages.framework.executor`) and is scaled by how the stages
 finished so far compared with their estimates: a machine twice as slow as the last run
@@ -16,9 +17,11 @@ The time left is the larger of two lower bounds, each scaled:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 from stages.common.progress import fmt_duration
+from stages.framework.dag import PlannedStage
 
 
 def speed_factor(estimates: Mapping[str, float], measured: Mapping[str, float]) -> float | None:
@@ -66,3 +69,36 @@ def progress_prefix(finished: int, planned: int, elapsed: float, eta: float | No
     width = len(str(planned))
     left = "?" if eta is None else fmt_duration(eta)
     return f"[{finished:>{width}}/{planned} {fmt_duration(elapsed)} eta {left}]"
+
+
+class StageProgress:
+    """What the executor knows of the run so far, and the prefix of its stage lines."""
+
+    def __init__(self, plan: list[PlannedStage], estimate: dict[str, float], longest_path: dict[str, float],
+                 lanes: float) -> None:
+        self.start = time.time()
+        self.planned = len(plan)
+        self.estimate, self.longest_path, self.lanes = estimate, longest_path, lanes
+        self.pending = [p.name for p in plan if p.will_run]
+        self.finished = 0
+        self.measured: dict[str, float] = {}
+        self.started: dict[str, float] = {}
+
+    def began(self, name: str) -> None:
+        self.pending.remove(name)
+        self.started[name] = time.time()
+
+    def ended(self, name: str, seconds: float | None) -> None:
+        """``seconds``: its real duration (None for a hit, a failure or a skip)."""
+        self.finished += 1
+        if name in self.pending:
+            self.pending.remove(name)
+        self.started.pop(name, None)
+        if seconds is not None:
+            self.measured[name] = seconds
+
+    def prefix(self) -> str:
+        now = time.time()
+        eta = eta_seconds(self.estimate, self.measured, {n: now - t for n, t in self.started.items()},
+                          self.pending, self.longest_path, self.lanes)
+        return progress_prefix(self.finished, self.planned, now - self.start, eta)

@@ -43,7 +43,7 @@ from stages.config.schema import PipelineConfig
 from stages.framework import quiet
 from stages.framework.dag import PlannedStage, critical_path
 from stages.framework.devices import task_device, task_options, with_device
-from stages.framework.eta import eta_seconds, progress_prefix
+from stages.framework.eta import StageProgress
 from stages.framework.keys import stage_config, stage_sections
 from stages.framework.resources import Demand, DemandError, Ledger, check_fits, cluster_capacity
 from stages.framework.resources import fmt_amounts as _fmt
@@ -125,7 +125,7 @@ def run_one(
         store.discard(scratch)
         raise  # the work space stays: the next attempt resumes from it
     store.drop_work(stage_name, key)
-    return {"uri": uri, "seconds": seconds}
+    return {"uri": uri, "seconds": seconds, "metrics": ctx.metrics}
 
 
 def _granted_gpus() -> list[Any]:
@@ -251,41 +251,8 @@ def _fail(p: PlannedStage, child: RunLogger, text: str, result: PipelineResult, 
     return outcome
 
 
-class _Progress:
-    """What the progress prefix of the driver's stage lines needs (`stages.framework.eta`)."""
-
-    def __init__(self, plan: list[PlannedStage], estimate: dict[str, float], longest_path: dict[str, float],
-                 lanes: float) -> None:
-        self.start = time.time()
-        self.planned = len(plan)
-        self.estimate, self.longest_path, self.lanes = estimate, longest_path, lanes
-        self.pending = [p.name for p in plan if p.will_run]
-        self.finished = 0
-        self.measured: dict[str, float] = {}
-        self.started: dict[str, float] = {}
-
-    def began(self, name: str) -> None:
-        self.pending.remove(name)
-        self.started[name] = time.time()
-
-    def ended(self, name: str, seconds: float | None) -> None:
-        """``seconds``: its real duration (None for a hit, a failure or a skip)."""
-        self.finished += 1
-        if name in self.pending:
-            self.pending.remove(name)
-        self.started.pop(name, None)
-        if seconds is not None:
-            self.measured[name] = seconds
-
-    def prefix(self) -> str:
-        now = time.time()
-        eta = eta_seconds(self.estimate, self.measured, {n: now - t for n, t in self.started.items()},
-                          self.pending, self.longest_path, self.lanes)
-        return progress_prefix(self.finished, self.planned, now - self.start, eta)
-
-
 def _skip(waiting: list[PlannedStage], failed: list[StageOutcome], tracker: Tracker, cfg: PipelineConfig,
-          store: ArtifactStore, parent: RunLogger, result: PipelineResult, progress: _Progress) -> None:
+          store: ArtifactStore, parent: RunLogger, result: PipelineResult, progress: StageProgress) -> None:
     """Stages never started because a stage failed: each gets its run now, status KILLED,
     tagged with the failed stage(s) that stopped it."""
     names = ", ".join(o.name for o in failed)
@@ -328,7 +295,7 @@ def execute(
     parent = _start_parent(tracker, cfg, entry, plan, store)
     result = PipelineResult(parent.run_id, tracker.tracking_uri)
     children: dict[str, RunLogger] = {}
-    progress = _Progress(plan, estimate, priority, ledger.capacity.get("CPU", 1.0))
+    progress = StageProgress(plan, estimate, priority, ledger.capacity.get("CPU", 1.0))
     task_env = {"runtime_env": {"env_vars": quiet.runtime_env_vars(quiet.is_verbose())}}
 
     planned = {p.name for p in plan}
@@ -413,7 +380,7 @@ def execute(
             continue
         child.log_metrics({"stage_seconds": out["seconds"]})
         child.end("FINISHED")
-        _to_parent(p, parent, store.manifest(p.name, p.key).get("metrics") or {})
+        _to_parent(p, parent, out["metrics"])
         done.add(p.name)
         result.outcomes.append(
             StageOutcome(p.name, p.key, "ran", out["uri"], out["seconds"], child.run_id)
