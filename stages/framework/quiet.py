@@ -145,24 +145,22 @@ def _logger_levels() -> dict[str, int]:
 
 
 def _set_loggers(quiet: bool) -> None:
+    if not quiet:  # every level changed earlier (file loggers included) and every filter
+        for name in list(_saved_levels):
+            logging.getLogger(name).setLevel(_saved_levels.pop(name))
+        for log, dropper in _installed_filters:
+            log.removeFilter(dropper)
+        _installed_filters.clear()
+        return
     for name, level in _logger_levels().items():
         log = logging.getLogger(name)
-        if quiet:
-            _saved_levels.setdefault(name, log.level)
-            log.setLevel(level)
-        elif name in _saved_levels:
-            log.setLevel(_saved_levels.pop(name))
-    for name in [n for n in _saved_levels if not quiet]:  # file loggers quieted earlier
-        logging.getLogger(name).setLevel(_saved_levels.pop(name))
-    if quiet and not _installed_filters:
+        _saved_levels.setdefault(name, log.level)
+        log.setLevel(level)
+    if not _installed_filters:
         for name, prefixes in KNOWN_LOG_LINES.items():
             log, dropper = logging.getLogger(name), _DropKnown(prefixes)
             log.addFilter(dropper)
             _installed_filters.append((log, dropper))
-    elif not quiet:
-        for log, dropper in _installed_filters:
-            log.removeFilter(dropper)
-        _installed_filters.clear()
 
 
 def _set_warnings(quiet: bool) -> None:
