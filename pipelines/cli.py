@@ -138,7 +138,8 @@ def _load(overrides: list[str]) -> PipelineConfig | int:
         return _fail(EXIT_CONFIG, f"config: {exc}")
 
 
-def _default_dag() -> Dag:
+def default_dag() -> Dag:
+    """The pipeline's DAG (`stages.registry`), imported when first needed."""
     from stages.registry import DAG
 
     return DAG
@@ -146,7 +147,7 @@ def _default_dag() -> Dag:
 
 def main_full(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     """``python pipelines/full.py [--dry-run] [key=value ...]``: run the whole DAG."""
-    graph = dag or _default_dag()
+    graph = dag or default_dag()
 
     parser = argparse.ArgumentParser(prog="python pipelines/full.py", description=main_full.__doc__)
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. nugget.ratio=0.25")
@@ -169,7 +170,7 @@ def main_full(argv: list[str] | None = None, dag: Dag | None = None) -> int:
 def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     """``python -m pipelines.stage NAME [--force] [--dry-run] [key=value ...]``: rerun one
     stage on the cached outputs of its upstream stages."""
-    graph = dag or _default_dag()
+    graph = dag or default_dag()
 
     parser = argparse.ArgumentParser(prog="python -m pipelines.stage", description=main_stage.__doc__)
     parser.add_argument("name", nargs="?", help="stage to run (see --list)")
