@@ -16,7 +16,6 @@ in ``figures.json``) and ``samples.jsonl`` (a few decoded texts per system).
 
 from __future__ import annotations
 
-import json
 import time
 
 import pyarrow.parquet as pq
@@ -28,6 +27,7 @@ from stages.evaluate.nugget.metrics import bleu_tokenizer, corpus_bleu
 from stages.evaluate.nugget.plots import bleu_vs_ratio
 from stages.evaluate.nugget.similarity import metric_name
 from stages.evaluate.nugget.systems import System, collect_systems, to_record
+from stages.evaluate.publish import write_jsonl
 from stages.framework.stage import Stage, StageContext
 
 SAMPLES_PER_SYSTEM = 3
@@ -79,8 +79,7 @@ class EvalReconstruction(Stage):
             print(f"[eval_reconstruction] {n}/{len(systems)} {system.name}: BLEU {bleu:.2f} "
                   f"({len(refs)} docs, beam {ctx.cfg('eval.beam_size')}, {time.time() - tick:.1f}s)", flush=True)
         written = ReconstructionResults(rows, "dev", ctx.cfg("eval.beam_size")).write(ctx.output_dir)
-        (ctx.output_dir / ReconstructionResults.EXAMPLES).write_text(
-            "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples))
+        write_jsonl(ctx.output_dir / ReconstructionResults.EXAMPLES, samples)
         for path in written[1:]:
             ctx.log_artifact(path)
         figure = ctx.output_dir / ReconstructionResults.FIGURES[0]

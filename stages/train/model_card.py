@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from stages.framework.stage import StageContext
+from stages.train.loop import STATE_FILE
 
 # Folders above this size are not copied into MLflow (tiny and LoRA models are far below;
 # a BART-large full fine-tune is ~1.6 GB in fp32).
 MLFLOW_MODEL_MAX_MB = 1024
-STATE_FILE = "trainer_state.json"
 # the model's own configuration files, shown in its card
 CONFIG_FILES = ("nugget2d_config.json", "usage.json", "nugget_config.json", "nugget_lm_config.json",
                 "bottleneck_config.json")
@@ -112,15 +112,11 @@ def base_hub_id(model_lm: Any, base_dir: Path) -> str:
     return "" if not name or Path(name).expanduser().exists() else name
 
 
-def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        obj = dataclasses.asdict(obj)
-    if isinstance(obj, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in obj.items():
-            out.update(_flat(v, f"{prefix}{k}."))
-        return out
-    return {prefix[:-1]: obj}
+def _settings(obj: Any) -> dict[str, str]:
+    """A job section (dataclass) or a mapping as flat ``{"a.b": "value"}`` lines."""
+    from stages.framework.tracking import flatten  # mlflow: imported where a card is written
+
+    return flatten(dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else dict(obj))
 
 
 def _size_mb(folder: Path) -> float:
@@ -142,8 +138,8 @@ def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: Any, task:
         f"- stage `{ctx.stage}`, cache key `{ctx.key}`, task `{type(task).__name__}`"
         + (f", objective / system `{objective}`" if objective else ""),
     ]
-    lines += [f"- `{k}`: {v}" for k, v in sorted(_flat(details or {}).items())]  # this model's own settings
-    lines += [f"- `{k}`: {v}" for k, v in sorted(_flat(job).items())]
+    lines += [f"- `{k}`: {v}" for k, v in sorted(_settings(details or {}).items())]  # this model's own settings
+    lines += [f"- `{k}`: {v}" for k, v in sorted(_settings(job).items())]
     for name in CONFIG_FILES:  # the method's own settings (the AR model's calibrated Lambda: threshold)
         if (folder / name).is_file():
             settings = json.loads((folder / name).read_text())
