@@ -226,11 +226,34 @@ def read_captions(path: Path | None, stage: str, static: dict[str, str]) -> dict
     return {name: raw.get(name, caption) for name, caption in static.items()}
 
 
+class WithFigures:
+    """The figures of an evaluation output (`FIGURES`, in its folder ``path``) and their
+    captions (`FIGURE_CAPTIONS`, completed by the run's ``figures.json``)."""
+
+    STAGE: ClassVar[str]
+    FIGURES: ClassVar[tuple[str, ...]]
+    FIGURE_CAPTIONS: ClassVar[dict[str, str]]
+    path: Path | None
+
+    def figures(self) -> list[Path]:
+        """The figures present (drawing one is optional)."""
+        return [self.path / n for n in self.FIGURES if self.path and (self.path / n).is_file()]
+
+    @classmethod
+    def write_captions(cls, out: Path, details: dict[str, str]) -> Path:
+        """``figures.json``: `FIGURE_CAPTIONS` with this run's ``details`` (n, data) appended."""
+        return write_captions(out, cls.FIGURE_CAPTIONS, details)
+
+    def captions(self) -> dict[str, str]:
+        """{figure file name: caption} for every figure of `FIGURES` (`read_captions`)."""
+        return read_captions(self.path, self.STAGE, self.FIGURE_CAPTIONS)
+
+
 RECONSTRUCTION_COLUMNS = ("label", "kind", "objective", "ratio", "scorer_layer", "decoder", "bleu", "n_docs")
 
 
 @dataclass(frozen=True)
-class ReconstructionResults:
+class ReconstructionResults(WithFigures):
     """``eval_reconstruction``: ``reconstruction.json`` (``rows``: one record per system with
     ``label``, ``kind``, ``objective``, ``ratio``, ``bleu``, ``n_docs``; ``split``,
     ``beam_size``), ``.csv`` / ``.md``, the figure ``bleu_vs_ratio.png`` with its caption in
@@ -266,22 +289,9 @@ class ReconstructionResults:
         return cls(rows, field(where, cls.FILE, raw, "split", str), field(where, cls.FILE, raw, "beam_size", int),
                    where.path)
 
-    def figures(self) -> list[Path]:
-        """The figures present (drawing one is optional)."""
-        return [self.path / n for n in self.FIGURES if self.path and (self.path / n).is_file()]
-
-    @classmethod
-    def write_captions(cls, out: Path, details: dict[str, str]) -> Path:
-        """``figures.json``: `FIGURE_CAPTIONS` with this run's ``details`` (n, data) appended."""
-        return write_captions(out, cls.FIGURE_CAPTIONS, details)
-
-    def captions(self) -> dict[str, str]:
-        """{figure file name: caption} for every figure of `FIGURES` (`read_captions`)."""
-        return read_captions(self.path, self.STAGE, self.FIGURE_CAPTIONS)
-
 
 @dataclass(frozen=True)
-class NuggetAnalysis:
+class NuggetAnalysis(WithFigures):
     """``analyze_nuggets``: ``token_frequency.json`` ({system: shares of 'the', of
     punctuation and of the top nugget tokens among nuggets vs in text, ``label``,
     ``objective``, ``ratio``}), ``probability_gain.json``, the figures and their captions
@@ -330,15 +340,3 @@ class NuggetAnalysis:
                               ("punctuation_share_text", float)):
                 field(where, cls.FREQUENCY, stats, key, kind)
         return cls(freq, where.json(cls.GAIN), where.path)
-
-    def figures(self) -> list[Path]:
-        return [self.path / n for n in self.FIGURES if self.path and (self.path / n).is_file()]
-
-    @classmethod
-    def write_captions(cls, out: Path, details: dict[str, str]) -> Path:
-        """``figures.json``: `FIGURE_CAPTIONS` with this run's ``details`` (n, model) appended."""
-        return write_captions(out, cls.FIGURE_CAPTIONS, details)
-
-    def captions(self) -> dict[str, str]:
-        """{figure file name: caption} for every figure of `FIGURES` (`read_captions`)."""
-        return read_captions(self.path, self.STAGE, self.FIGURE_CAPTIONS)
