@@ -7,9 +7,7 @@ import pytest
 
 from stages.evaluate.eval_reconstruction import EvalReconstruction
 from stages.evaluate.eval_similarity import EvalSimilarity
-from tests.evaluation.fixtures import context, make_eval_inputs
-
-SMALL = ["eval.max_examples=4", "eval.reconstruction_extra_tokens=2", "eval.max_tasks=6", "eval.batch_size=4"]
+from tests.evaluation.fixtures import SMALL, context, make_eval_inputs
 
 
 @pytest.fixture(scope="session")

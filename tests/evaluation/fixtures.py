@@ -16,6 +16,9 @@ from stages.data.nugget_data import Task, write_dataset
 from stages.framework.stage import Artifact, StageContext
 from tests.training.fixtures import make_docs, make_mt_artifacts
 
+# evaluation settings small enough for CPU tests (tests/evaluation, tests/gpu)
+SMALL = ["eval.max_examples=4", "eval.reconstruction_extra_tokens=2", "eval.max_tasks=6", "eval.batch_size=4"]
+
 
 @dataclass
 class RecordingLogger:

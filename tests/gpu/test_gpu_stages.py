@@ -13,8 +13,7 @@ from stages.evaluate.eval_qa import EvalQA
 from stages.evaluate.eval_reconstruction import EvalReconstruction
 from stages.evaluate.eval_similarity import EvalSimilarity
 from stages.evaluate.eval_summarization import EvalSummarization
-from tests.evaluation.fixtures import artifact, context, make_eval_inputs
-from tests.evaluation.test_eval_stages import SMALL
+from tests.evaluation.fixtures import SMALL, artifact, context, make_eval_inputs
 from tests.lm_eval.test_stages import ARGS, _published, pipeline_run  # noqa: F401  (module fixture)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.ray, pytest.mark.slow]
