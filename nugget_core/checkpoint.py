@@ -19,14 +19,16 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from .config_io import JsonConfig
 
 BASE_MODEL_FILE = "base_model.json"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,114 @@ class BaseModelReference(JsonConfig):
             f"({self.description or 'no description'}) is not at {self.relative_path!r} relative to "
             f"{checkpoint_dir} and has no hub name; pass base_model= (the folder or hub name of that LM)"
         )
+
+
+# What makes a folder loadable, checked before anything is built or injected: loaders used
+# to fail inside safetensors ("incomplete metadata"), huggingface_hub ("Repo id must be in
+# the form...", for a local folder it cannot find) or json, naming no path.
+HF_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
+
+
+def check_safetensors(path: str | Path) -> Path:
+    """``path`` when it is a complete safetensors file (its header read, its size checked
+    against the header: cheap); else an error naming it."""
+    from safetensors import SafetensorError, safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        with safe_open(str(path), framework="pt"):
+            pass
+    except (SafetensorError, OSError) as exc:
+        raise ValueError(f"{path}: not a complete safetensors file, truncated or corrupt ({exc})") from exc
+    return path
+
+
+def read_safetensors(path: str | Path) -> dict[str, Any]:
+    """The tensors of ``path`` (`check_safetensors` first, so a broken file is named)."""
+    from safetensors.torch import load_file
+
+    return load_file(str(check_safetensors(path)))
+
+
+def read_json_file(path: str | Path) -> Any:
+    """The JSON content of ``path``; a missing file or bad JSON is named by its path."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def load_json_config(cls: type[T], directory: str | Path) -> T:
+    """``cls.load(directory)`` with the file named in any error (a `JsonConfig` subclass)."""
+    path = Path(directory) / cls.file_name  # type: ignore[attr-defined]
+    data = read_json_file(path)
+    try:
+        return cls.from_dict(data)  # type: ignore[attr-defined]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+
+
+def check_hf_model_folder(directory: str | Path) -> Path:
+    """``directory`` when it holds an HF model ``from_pretrained`` can read (``config.json``
+    and weights, safetensors complete); else an error naming the folder or the file."""
+    directory = Path(directory)
+    read_json_file(directory / "config.json")
+    present = [name for name in HF_WEIGHT_FILES if (directory / name).is_file()]
+    if not present:
+        raise FileNotFoundError(f"{directory}: no weights file ({', '.join(HF_WEIGHT_FILES)})")
+    if present[0] == "model.safetensors":
+        check_safetensors(directory / present[0])
+    elif present[0] == "model.safetensors.index.json":
+        index = read_json_file(directory / present[0])
+        for shard in sorted(set(index.get("weight_map", {}).values())):
+            check_safetensors(directory / shard)
+    return directory
+
+
+def check_adapter_folder(directory: str | Path) -> Path:
+    """``directory`` when it holds a peft adapter (config and complete weights); else an
+    error naming it. peft itself, given a local folder that is not there, asks the hub
+    and answers "Repo id must be in the form..."."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory}: no such folder (a LoRA adapter of this model)")
+    read_json_file(directory / ADAPTER_CONFIG)
+    present = [name for name in ADAPTER_WEIGHT_FILES if (directory / name).is_file()]
+    if not present:
+        raise FileNotFoundError(f"{directory / ADAPTER_WEIGHT_FILES[0]}: no such file (the adapter's weights)")
+    if present[0].endswith(".safetensors"):
+        check_safetensors(directory / present[0])
+    return directory
+
+
+@contextmanager
+def untouched_on_failure(model: Any) -> Iterator[None]:
+    """Undo what a failing block did to the modules of ``model`` (a torch module the caller
+    owns): submodules replaced (peft's LoRA injection wraps each target layer), their
+    ``requires_grad`` flags, attributes added to the model. On success nothing is undone."""
+    modules = list(model.named_modules(remove_duplicate=False))
+    flags = [(p, p.requires_grad) for p in model.parameters()]
+    attributes = set(vars(model))
+    try:
+        yield
+    except BaseException:
+        by_name = dict(modules)
+        for name, module in modules:
+            if name:
+                parent, _, child = name.rpartition(".")
+                by_name[parent]._modules[child] = module
+        for param, flag in flags:
+            param.requires_grad_(flag)
+        for added in set(vars(model)) - attributes:
+            delattr(model, added)
+        raise
 
 
 def require_model_folder(directory: str | Path, marker: str, kind: str) -> Path:

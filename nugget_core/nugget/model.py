@@ -21,13 +21,20 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from ..adaptors import Seq2SeqAdaptor, get_adaptor
-from ..checkpoint import load_seq2seq_base, mark_nugget_seq2seq, require_model_folder
+from ..checkpoint import (
+    check_hf_model_folder,
+    load_json_config,
+    load_seq2seq_base,
+    mark_nugget_seq2seq,
+    read_safetensors,
+    require_model_folder,
+)
 from ..nuggets import Nuggets
 from ..params import ParameterCount, count_parameters, decoder_side_parameters, freeze
 from ..residual import CrossAttentionResidual
@@ -209,9 +216,12 @@ class NuggetModel(nn.Module):
         (e.g. ``attn_implementation``). A folder that is not a Nugget model folder (e.g. a
         pipeline stage's output) gets an error naming the ones inside it."""
         directory = require_model_folder(directory, SCORER_WEIGHTS_NAME, "Nugget")
-        base = load_seq2seq_base(directory, **kwargs)
-        model = cls(base, NuggetConfig.load(directory))
-        model.scorer.load_state_dict(load_file(str(directory / SCORER_WEIGHTS_NAME)))
+        # every file read and checked before the (slow) HF load: a broken one is named
+        config = load_json_config(NuggetConfig, directory)
+        scorer = read_safetensors(directory / SCORER_WEIGHTS_NAME)
+        base = load_seq2seq_base(check_hf_model_folder(directory), **kwargs)
+        model = cls(base, config)
+        model.scorer.load_state_dict(scorer)
         return model
 
 

@@ -25,7 +25,16 @@ from peft import PeftModel
 from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
-from ..checkpoint import BaseModelReference, require_model_folder, rewrite_adapter_base
+from ..checkpoint import (
+    BaseModelReference,
+    check_adapter_folder,
+    check_hf_model_folder,
+    load_json_config,
+    read_safetensors,
+    require_model_folder,
+    rewrite_adapter_base,
+    untouched_on_failure,
+)
 from ..config_io import JsonConfig
 from .adapters import activate_both
 from .config import COMPRESSOR, CONFIG_NAME, DECODER, Nugget2DConfig
@@ -95,25 +104,40 @@ def load_nugget2d(
 ) -> Nugget2DModel:
     """Rebuild a saved model on ``base_model`` (a loaded LM, or a folder / hub name to
     load; None: the base LM the folder records). A folder that is not a Nugget2D model
-    folder (e.g. a pipeline stage's output) gets an error naming the ones inside it."""
+    folder (e.g. a pipeline stage's output) gets an error naming the ones inside it.
+
+    Every file is checked before the base model is touched, and a given ``base_model`` is
+    left as it was if the load fails after all (peft injects the LoRA layers into it)."""
     directory = require_model_folder(directory, CONFIG_NAME, "Nugget2D")
+    config = load_json_config(Nugget2DConfig, directory)
+    adapters = directory / ADAPTERS_DIR
+    for name in (COMPRESSOR, DECODER):
+        check_adapter_folder(adapters / name)
+    parts = read_safetensors(directory / PARTS_NAME)
+    usage = Nugget2DUsage.load_optional(directory)
     base_model = resolve_base_model(directory, base_model)
     if not isinstance(base_model, PreTrainedModel):
-        base_model = AutoModelForCausalLM.from_pretrained(str(base_model), **hf_kwargs)
-    config = Nugget2DConfig.load(directory)
-    adapters = directory / ADAPTERS_DIR
-    peft_model = PeftModel.from_pretrained(
-        base_model, str(adapters / COMPRESSOR), adapter_name=COMPRESSOR, is_trainable=True
-    )
-    peft_model.load_adapter(str(adapters / DECODER), adapter_name=DECODER, is_trainable=True)
-    activate_both(peft_model)
-    model = Nugget2DModel(base_model, config, peft_model=peft_model)
-    parts = load_file(str(directory / PARTS_NAME))
-    with torch.no_grad():
-        model.soft_prompt.copy_(parts.pop("soft_prompt"))
-    model.scorer.load_state_dict({k.removeprefix("scorer."): v for k, v in parts.items()})
-    model.usage = Nugget2DUsage.load_optional(directory)
+        base_model = AutoModelForCausalLM.from_pretrained(str(check_hf_model_folder_or_hub(base_model)), **hf_kwargs)
+    with untouched_on_failure(base_model):
+        try:
+            peft_model = PeftModel.from_pretrained(
+                base_model, str(adapters / COMPRESSOR), adapter_name=COMPRESSOR, is_trainable=True
+            )
+            peft_model.load_adapter(str(adapters / DECODER), adapter_name=DECODER, is_trainable=True)
+            activate_both(peft_model)
+            model = Nugget2DModel(base_model, config, peft_model=peft_model)
+            with torch.no_grad():
+                model.soft_prompt.copy_(parts.pop("soft_prompt"))
+            model.scorer.load_state_dict({k.removeprefix("scorer."): v for k, v in parts.items()})
+        except (KeyError, RuntimeError, ValueError) as exc:  # shapes / depth / names of another base LM
+            raise ValueError(f"{directory}: does not fit this base model: {exc}") from exc
+    model.usage = usage
     return model
+
+
+def check_hf_model_folder_or_hub(name_or_path: str | Path) -> str | Path:
+    """A local base-model folder checked (`check_hf_model_folder`); a hub name as is."""
+    return check_hf_model_folder(name_or_path) if Path(name_or_path).is_dir() else name_or_path
 
 
 def load_scorer(model: Nugget2DModel, directory: str | Path) -> None:
