@@ -31,8 +31,12 @@ import hashlib
 import json
 import logging
 import os
+import signal
+import threading
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,7 @@ from stages.framework.dag import PlannedStage, critical_path
 from stages.framework.devices import task_device, task_options, with_device
 from stages.framework.eta import StageProgress
 from stages.framework.keys import stage_config, stage_sections
+from stages.framework.orphans import DRIVER_TAG, Heartbeat, driver_identity, mark_orphaned_runs
 from stages.framework.resources import Demand, DemandError, Ledger, check_fits, cluster_capacity
 from stages.framework.resources import fmt_amounts as _fmt
 from stages.framework.stage import Stage, StageContext
@@ -53,6 +58,7 @@ from stages.framework.tracking import RunLogger, Tracker, git_commit
 
 log = logging.getLogger("nugget.pipeline")
 REPO = Path(__file__).resolve().parents[2]
+DRIVER = driver_identity()  # tagged on every run this process creates (stages.framework.orphans)
 
 
 class PipelineError(RuntimeError):
@@ -85,47 +91,79 @@ def run_one(
     logger: RunLogger,
     forced: bool,
 ) -> dict[str, Any]:
-    """Run one stage into scratch and publish it (executes inside a Ray task)."""
+    """Run one stage into scratch and publish it (executes inside a Ray task).
+
+    Holds the compute lock of (stage, key) throughout (`stages.framework.locks`): a
+    concurrent invocation that computed it first wins, and this one returns that output
+    (``reused``) instead of computing it again. Holds the read lock of each input while the
+    stage runs, so a forced replace elsewhere waits. Ends the stage's run FINISHED itself
+    once the output is published, so a run whose driver died never outlives its output
+    as RUNNING."""
     # Ray workers start with an unconfigured root logger: stage progress lines would vanish
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     quiet.apply()  # before the stage imports ray.data / transformers (NUGGET_VERBOSE decides)
     stage_name = stage_cls.name
     store = ArtifactStore(cfg.run.artifact_root)
-    inputs = {u: store.artifact(u, k) for u, k in upstream_keys.items()}
-    scratch = store.scratch(stage_name, key)
-    ctx = StageContext(
-        stage=stage_name,
-        key=key,
-        config=stage_sections(stage_cls, cfg),
-        inputs=inputs,
-        output_dir=scratch,
-        logger=logger,
-        sources_dir=Path(os.path.expanduser(cfg.run.sources_dir)),
-        work_uri=store.work_uri(stage_name, key),
-        forced=forced,
-        device=task_device(stage_cls, cfg.run.device, _granted_gpus()),
-    )
-    start = time.time()
-    try:
-        stage_cls().run(ctx)
-        seconds = time.time() - start
-        manifest = {
-            "stage": stage_name,
-            "key": key,
-            "run_id": logger.run_id,
-            "upstream": upstream_keys,
-            "config": stage_config(stage_cls, cfg),
-            "metrics": ctx.metrics,
-            "seconds": seconds,
-            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "forced": forced,
-        }
-        uri = store.publish(stage_name, key, scratch, manifest)
-    except BaseException:
-        store.discard(scratch)
-        raise  # the work space stays: the next attempt resumes from it
-    store.drop_work(stage_name, key)
-    return {"uri": uri, "seconds": seconds, "metrics": ctx.metrics}
+    with ExitStack() as held:
+        lock = store.lock(stage_name, key)
+        lock.acquire(on_wait=lambda who: log.info("%s waits for key %s: computed by %s", stage_name, key, who))
+        held.callback(lock.release)
+        if not forced and store.is_complete(stage_name, key):
+            return _reuse(store, stage_name, key, logger)
+        for u, k in upstream_keys.items():
+            reading = store.read_lock(u, k)
+            if reading is not None:
+                reading.acquire(on_wait=lambda who, u=u: log.info("%s waits: %s is being replaced", stage_name, u))
+                held.callback(reading.release)
+        inputs = {u: store.artifact(u, k) for u, k in upstream_keys.items()}
+        scratch = store.scratch(stage_name, key)
+        ctx = StageContext(
+            stage=stage_name,
+            key=key,
+            config=stage_sections(stage_cls, cfg),
+            inputs=inputs,
+            output_dir=scratch,
+            logger=logger,
+            sources_dir=Path(os.path.expanduser(cfg.run.sources_dir)),
+            work_uri=store.work_uri(stage_name, key),
+            forced=forced,
+            device=task_device(stage_cls, cfg.run.device, _granted_gpus()),
+        )
+        start = time.time()
+        try:
+            stage_cls().run(ctx)
+            seconds = time.time() - start
+            manifest = {
+                "stage": stage_name,
+                "key": key,
+                "run_id": logger.run_id,
+                "upstream": upstream_keys,
+                "config": stage_config(stage_cls, cfg),
+                "metrics": ctx.metrics,
+                "seconds": seconds,
+                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "forced": forced,
+            }
+            uri = store.publish(stage_name, key, scratch, manifest)
+        except BaseException:
+            store.discard(scratch)
+            raise  # the work space stays: the next attempt resumes from it
+        store.drop_work(stage_name, key)
+    logger.log_metrics({"stage_seconds": seconds})
+    logger.end("FINISHED")
+    return {"uri": uri, "seconds": seconds, "metrics": ctx.metrics, "reused": False}
+
+
+def _reuse(store: ArtifactStore, stage: str, key: str, logger: RunLogger) -> dict[str, Any]:
+    """The output a concurrent invocation published while this one waited for the lock."""
+    manifest = store.manifest(stage, key)
+    logger.set_tags({"cache_hit": "true", "produced_by_run_id": manifest.get("run_id", "unknown"),
+                     "reused_concurrent_output": "true"})
+    metrics = manifest.get("metrics") or {}
+    if metrics:
+        logger.log_metrics(metrics)
+    logger.end("FINISHED")
+    return {"uri": store.uri(stage, key), "seconds": 0.0, "metrics": metrics, "reused": True}
 
 
 def _granted_gpus() -> list[Any]:
@@ -172,6 +210,7 @@ def _start_parent(tracker: Tracker, cfg: PipelineConfig, entry: str, plan: list[
         "config_hash": hashlib.sha256(cfg_yaml.encode()).hexdigest()[:16],
         "stages": ",".join(p.name for p in plan),
         "mlflow.note.content": parent_description(cfg, entry, plan, commit, store),
+        DRIVER_TAG: DRIVER,
         **_ray_job_ids(),
     }
     parent = tracker.start_run(f"{entry}:{cfg.profile}", tags)
@@ -184,6 +223,7 @@ def _start_parent(tracker: Tracker, cfg: PipelineConfig, entry: str, plan: list[
 
 def _child_tags(p: PlannedStage, store: ArtifactStore) -> dict[str, Any]:
     return {
+        DRIVER_TAG: DRIVER,
         "stage": p.name,
         "cache_key": p.key,
         "cache_hit": str(not p.will_run).lower(),
@@ -274,8 +314,6 @@ def execute(
 ) -> PipelineResult:
     """Run every miss of ``plan`` on Ray (initialised by the caller whenever the plan
     has a stage to run), record every hit."""
-    import ray
-
     capacity = cluster_capacity() if any(p.will_run for p in plan) else {}
     demands = stage_demands(cfg, plan, capacity)
     ledger = Ledger(capacity)
@@ -287,22 +325,96 @@ def execute(
     estimate = {p.name: float(p.stage.expected_seconds) for p in plan}
     estimate.update(past_seconds(store, list(demands)))
     priority = critical_path(plan, estimate)
-    order = {p.name: i for i, p in enumerate(plan)}
     if demands:
         log.info("scheduler: cluster %s; critical path (s): %s", _fmt({k: ledger.capacity.get(k, 0.0) for k in ("CPU", "GPU")}),
                  ", ".join(f"{n}={priority[n]:g}" for n in sorted(demands, key=lambda n: -priority[n])))
 
+    _clean_up_after_crashes(tracker, store, plan)
     parent = _start_parent(tracker, cfg, entry, plan, store)
     result = PipelineResult(parent.run_id, tracker.tracking_uri)
     children: dict[str, RunLogger] = {}
+    running: dict[Any, PlannedStage] = {}
+    heartbeat = Heartbeat(parent)
+    try:
+        with _sigterm_as_exit():
+            _schedule(cfg, plan, store, tracker, parent, result, children, running, demands, ledger,
+                      estimate, priority)
+    except BaseException as exc:  # the driver itself stopped: end its runs, stop its tasks
+        _abandon(exc, parent, children, running)
+        raise
+    finally:
+        heartbeat.stop()
+    failed = [o for o in result.outcomes if o.status == "failed"]
+    parent.end("FAILED" if failed else "FINISHED")
+    if failed:
+        names = ", ".join(o.name for o in failed)
+        details = "\n".join(f"--- {o.name} (MLflow run {o.run_id}):\n{o.error}" for o in failed)
+        raise PipelineError(f"stage(s) failed: {names}; no output was published for them\n{details}")
+    return result
+
+
+def _clean_up_after_crashes(tracker: Tracker, store: ArtifactStore, plan: list[PlannedStage]) -> None:
+    """What a killed driver left: its runs (marked FAILED) and the scratch of its stages."""
+    orphans = mark_orphaned_runs(tracker.client, tracker.experiment_id)
+    if orphans:
+        log.info("marked %d MLflow run(s) of dead drivers FAILED (%s)", len(orphans),
+                 next(iter(orphans.values())))
+    removed = [path for p in plan for path in store.sweep(p.name)]
+    if removed:
+        log.info("removed %d scratch folder(s) left by crashed runs", len(removed))
+
+
+@contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """SIGTERM (``ray job stop``, a scheduler's preemption) raises SystemExit in the driver,
+    so its runs are ended instead of left RUNNING (the main thread only: signals need it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _abandon(exc: BaseException, parent: RunLogger, children: dict[str, RunLogger],
+             running: dict[Any, PlannedStage]) -> None:
+    """The driver stops mid-run: cancel running stage tasks (they discard their scratch),
+    end their runs and the parent KILLED (interrupt, SIGTERM) or FAILED (an error)."""
+    import ray
+
+    status = "KILLED" if isinstance(exc, KeyboardInterrupt | SystemExit) else "FAILED"
+    why = f"driver stopped: {type(exc).__name__}: {exc}"[:500]
+    for ref, p in running.items():
+        try:
+            ray.cancel(ref)
+        except Exception:  # already finished, or Ray itself is going down
+            pass
+        children[p.name].set_tags({"error": why})
+        children[p.name].end(status)
+    parent.set_tags({"error": why})
+    parent.end(status)
+
+
+def _schedule(cfg: PipelineConfig, plan: list[PlannedStage], store: ArtifactStore, tracker: Tracker,
+              parent: RunLogger, result: PipelineResult, children: dict[str, RunLogger],
+              running: dict[Any, PlannedStage], demands: dict[str, Demand], ledger: Ledger,
+              estimate: dict[str, float], priority: dict[str, float]) -> None:
+    """The scheduling loop of `execute` (see the module docstring); fills ``result``."""
+    import ray
+
+    order = {p.name: i for i, p in enumerate(plan)}
     progress = StageProgress(plan, estimate, priority, ledger.capacity.get("CPU", 1.0))
     task_env = {"runtime_env": {"env_vars": quiet.runtime_env_vars(quiet.is_verbose())}}
-
     planned = {p.name for p in plan}
     # upstream stages outside the plan (a single-stage rerun) were verified complete
     done: set[str] = {u for p in plan for u in p.upstream_keys if u not in planned}
     failed: list[StageOutcome] = []
-    running: dict[Any, PlannedStage] = {}
     waiting = list(plan)
     remote = ray.remote(run_one)
     told_waiting: set[tuple[str, str]] = set()  # (stage, reason): each wait line once
@@ -378,19 +490,14 @@ def execute(
             progress.ended(p.name, None)
             failed.append(_fail(p, child, text, result, progress.prefix()))
             continue
-        child.log_metrics({"stage_seconds": out["seconds"]})
-        child.end("FINISHED")
         _to_parent(p, parent, out["metrics"])
         done.add(p.name)
-        result.outcomes.append(
-            StageOutcome(p.name, p.key, "ran", out["uri"], out["seconds"], child.run_id)
-        )
+        status = "hit" if out["reused"] else "ran"  # reused: a concurrent invocation computed it
+        result.outcomes.append(StageOutcome(p.name, p.key, status, out["uri"], out["seconds"], child.run_id))
         progress.ended(p.name, out["seconds"])
-        log.info("%s %-22s done   in %s -> %s", progress.prefix(), p.name, fmt_duration(out["seconds"]), out["uri"])
-
-    parent.end("FAILED" if failed else "FINISHED")
-    if failed:
-        names = ", ".join(o.name for o in failed)
-        details = "\n".join(f"--- {o.name} (MLflow run {o.run_id}):\n{o.error}" for o in failed)
-        raise PipelineError(f"stage(s) failed: {names}; no output was published for them\n{details}")
-    return result
+        if out["reused"]:
+            log.info("%s %-22s reused the output a concurrent run published -> %s", progress.prefix(),
+                     p.name, out["uri"])
+        else:
+            log.info("%s %-22s done   in %s -> %s", progress.prefix(), p.name, fmt_duration(out["seconds"]),
+                     out["uri"])

@@ -1,24 +1,35 @@
 """Artifact store: ``<root>/<stage>/<key>/`` directories published atomically.
 
 A stage writes into a private scratch directory. Publishing adds ``_nugget_manifest.json``
-(metrics, producing MLflow run, timings) and then the ``_COMPLETE`` marker *last*; an
-output counts as present only when its marker exists, so a crash at any point leaves
-nothing that looks complete and the next run redoes the stage.
+(metrics, producing MLflow run, timings, and the size and sha256 of every file) and then
+the ``_COMPLETE`` marker *last*; an output counts as complete only when its marker exists,
+its manifest parses and its files have the published sizes, so a crash at any point leaves
+nothing that looks complete and the next run redoes the stage. Readers check the bytes
+(`stages.framework.checksums`): a damaged cached output is named, not read.
 
 - Local roots (plain paths, ``file://``): scratch is ``<root>/<stage>/.tmp-<key>-<uuid>``
-  on the same filesystem, and publishing is one ``rename`` of the whole directory.
+  on the same filesystem, and publishing is one ``rename`` of the whole directory. A
+  forced replace swaps old and new in one ``renameat2(RENAME_EXCHANGE)`` (Linux), after
+  the readers of the old output are done (`stages.framework.locks`); elsewhere it renames
+  the old one aside first, and a crash between the two renames is undone by the next
+  access (the aside copy is renamed back).
 - Other fsspec roots (``s3://``, ``gs://``, ``memory://``, ...): scratch is a local temp
-  dir; publishing uploads the files, then writes the marker. Readers on another node
-  download a completed artifact once into a local cache directory.
+  dir; publishing uploads the files, then writes the marker (a replace deletes the old
+  marker first). Readers on another node download a completed artifact once into a local
+  cache directory and check it before use.
+
+Scratch left by a crash is removed by the next process that holds the key's compute lock
+(`sweep`; the executor sweeps every planned stage when it starts), never while the
+process that made it may still run.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -26,15 +37,49 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from stages.framework.checksums import FileTable, damage, file_table
+from stages.framework.locks import FileLock, LeaseLock
 from stages.framework.stage import Artifact
 
 MARKER = "_COMPLETE"
 MANIFEST = "_nugget_manifest.json"
-STALE_SCRATCH_SECONDS = 24 * 3600  # older scratch dirs are crash leftovers, not live runs
+BOOKKEEPING = frozenset({MARKER, MANIFEST})
+# remote roots stage their scratch here, one folder per process (pid in the name)
+REMOTE_SCRATCH = Path(tempfile.gettempdir()) / "nugget-scratch"
 
 
 class MissingArtifactError(RuntimeError):
     """An upstream output a stage needs has not been produced for this config."""
+
+
+class CorruptArtifactError(RuntimeError):
+    """A cached output's files differ from what its manifest says was published."""
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap two paths in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``); False
+    where the platform cannot."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (22, 38, 95):  # EINVAL / ENOSYS / EOPNOTSUPP: the filesystem cannot exchange
+        return False
+    raise OSError(err, os.strerror(err), a)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class ArtifactStore:
@@ -66,27 +111,113 @@ class ArtifactStore:
         if self.fs.exists(path):
             self.fs.rm(path, recursive=True)
 
+    # -- locks (stages.framework.locks) ------------------------------------------
+    def _lock_path(self, stage: str, key: str, kind: str) -> str:
+        """``<root>/.locks/<stage>/<key>.<kind>``: beside, not inside, the stage folders."""
+        folder = f"{self.base}/.locks/{stage}"
+        if self.local:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        return f"{folder}/{key}.{kind}"
+
+    def lock(self, stage: str, key: str) -> FileLock | LeaseLock:
+        """The compute lock of (stage, key): held while it is computed and published."""
+        if self.local:
+            return FileLock(self._lock_path(stage, key, "compute"))
+        return LeaseLock(self.fs, self._lock_path(stage, key, "lease.json"))
+
+    def read_lock(self, stage: str, key: str, replace: bool = False) -> FileLock | None:
+        """The lock on a local output that a stage reading it holds shared, and a replace
+        exclusive (None for remote roots, whose readers use their own copy)."""
+        if not self.local:
+            return None
+        return FileLock(self._lock_path(stage, key, "read"), shared=not replace)
+
+    # -- state -------------------------------------------------------------------
+    def state(self, stage: str, key: str) -> tuple[bool, str]:
+        """(complete, why not): the marker exists, the manifest parses and every file has
+        its published size (sizes only: cheap enough for planning)."""
+        final = self._dir(stage, key)
+        if self.local:
+            self._recover(stage, key)
+        if not self.fs.exists(f"{final}/{MARKER}"):
+            return False, "absent"
+        try:
+            manifest = self.manifest(stage, key)
+        except (OSError, ValueError) as exc:
+            return False, f"damaged: {MANIFEST} unreadable ({type(exc).__name__}: {exc})"
+        table: FileTable = manifest.get("files") or {}
+        if self.local:
+            problems = damage(Path(final), table, hashes=False)
+        else:
+            sizes = {p[len(final) + 1:]: int(d.get("size") or 0)
+                     for p, d in self.fs.find(final, detail=True).items()}
+            problems = [f"{rel}: missing" if rel not in sizes else f"{rel}: {sizes[rel]} bytes, published with {size}"
+                        for rel, (size, _) in sorted(table.items()) if sizes.get(rel) != size]
+        if problems:
+            return False, "damaged: " + "; ".join(problems[:3])
+        return True, "complete"
+
     def is_complete(self, stage: str, key: str) -> bool:
-        return self.fs.exists(f"{self._dir(stage, key)}/{MARKER}")
+        return self.state(stage, key)[0]
+
+    def _recover(self, stage: str, key: str) -> None:
+        """Undo a replace cut between its two renames (platforms without an atomic
+        exchange): the old output aside, no output in place -> rename the old one back."""
+        final = Path(self._dir(stage, key))
+        if final.exists() or not final.parent.is_dir():
+            return
+        for aside in sorted(final.parent.glob(f".old-{key}-*")):
+            if (aside / MARKER).exists():
+                try:
+                    os.rename(aside, final)
+                except OSError:
+                    continue  # another process recovered it first
+                return
 
     # -- writing -----------------------------------------------------------------
     def scratch(self, stage: str, key: str) -> Path:
-        """A fresh private directory for a stage to write its output into."""
+        """A fresh private directory for a stage to write its output into. The caller holds
+        the compute lock of (stage, key), so older scratch of this key is a crash leftover."""
         if self.local:
             parent = Path(self.base) / stage
             parent.mkdir(parents=True, exist_ok=True)
-            self._remove_stale_scratch(parent)
+            for old in parent.glob(f".tmp-{key}-*"):
+                shutil.rmtree(old, ignore_errors=True)
             path = parent / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
             path.mkdir()
             return path
-        return Path(tempfile.mkdtemp(prefix=f"nugget-{stage}-{key}-"))
+        REMOTE_SCRATCH.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-{stage}-{key}-", dir=REMOTE_SCRATCH))
 
-    @staticmethod
-    def _remove_stale_scratch(parent: Path) -> None:
-        now = time.time()
-        for old in parent.glob(".tmp-*"):
-            if now - old.stat().st_mtime > STALE_SCRATCH_SECONDS:
-                shutil.rmtree(old, ignore_errors=True)
+    def sweep(self, stage: str) -> list[str]:
+        """Remove the crash leftovers of ``stage``: scratch and set-aside folders of every key
+        nobody holds the compute lock of (and, for remote roots, this machine's local scratch
+        of dead processes). Returns what was removed."""
+        removed: list[str] = []
+        if not self.local:
+            for old in REMOTE_SCRATCH.glob(f"*-{stage}-*"):
+                pid = old.name.split("-", 1)[0]
+                if pid.isdigit() and not _pid_alive(int(pid)):
+                    shutil.rmtree(old, ignore_errors=True)
+                    removed.append(str(old))
+            return removed
+        parent = Path(self.base) / stage
+        leftovers: dict[str, list[Path]] = {}
+        for old in [*parent.glob(".tmp-*"), *parent.glob(".old-*")]:
+            leftovers.setdefault(old.name.split("-")[1], []).append(old)
+        for key, paths in leftovers.items():
+            lock = self.lock(stage, key)
+            if not lock.try_acquire():
+                continue  # being computed right now
+            try:
+                self._recover(stage, key)
+                for old in paths:
+                    if old.exists():
+                        shutil.rmtree(old, ignore_errors=True)
+                        removed.append(str(old))
+            finally:
+                lock.release()
+        return removed
 
     def discard(self, scratch: Path) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -94,32 +225,52 @@ class ArtifactStore:
     def publish(self, stage: str, key: str, scratch: Path, manifest: dict[str, Any]) -> str:
         """Make ``scratch`` the completed output of (stage, key); returns its URI.
 
-        If a completed output already exists (a concurrent run won, or ``--force``
+        If a complete output already exists (a concurrent run won, or ``--force``
         recomputed it) the new one replaces it only when the run was forced in the
         manifest (``forced``); otherwise the existing one is kept, the scratch discarded.
+        A damaged or incomplete one is always replaced.
         """
+        manifest = {**manifest, "files": file_table(scratch, skip=BOOKKEEPING)}
         (scratch / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         (scratch / MARKER).write_text(key + "\n")
-        final = self._dir(stage, key)
+        replace = bool(manifest.get("forced"))
         if self.local:
-            self._publish_local(Path(final), scratch, replace=bool(manifest.get("forced")))
+            self._publish_local(stage, key, scratch, replace)
         else:
-            self._publish_remote(final, scratch)
+            self._publish_remote(stage, key, scratch, replace)
         return self.uri(stage, key)
 
-    def _publish_local(self, final: Path, scratch: Path, replace: bool) -> None:
-        if final.exists():
-            if not replace and (final / MARKER).exists():
+    def _publish_local(self, stage: str, key: str, scratch: Path, replace: bool) -> None:
+        final = Path(self._dir(stage, key))
+        if not final.exists():
+            os.rename(scratch, final)
+            return
+        complete = self.is_complete(stage, key)
+        if complete and not replace:
+            self.discard(scratch)
+            return
+        readers = self.read_lock(stage, key, replace=True)
+        assert readers is not None  # a local root
+        readers.acquire()  # waits for every stage still reading the old output
+        try:
+            if _exchange(str(scratch), str(final)):
+                self.discard(scratch)  # now holds the old output
+                return
+            aside = final.with_name(f".old-{key}-{uuid.uuid4().hex[:8]}")
+            os.rename(final, aside)  # a crash right here is undone by _recover
+            os.rename(scratch, final)
+            shutil.rmtree(aside, ignore_errors=True)
+        finally:
+            readers.release()
+
+    def _publish_remote(self, stage: str, key: str, scratch: Path, replace: bool) -> None:
+        final = self._dir(stage, key)
+        if self.fs.exists(final):
+            if self.is_complete(stage, key) and not replace:
                 self.discard(scratch)
                 return
-            # an incomplete leftover, or a forced recompute: move the old one aside
-            trash = final.with_name(f".old-{final.name}-{uuid.uuid4().hex[:8]}")
-            os.rename(final, trash)
-            shutil.rmtree(trash, ignore_errors=True)
-        os.rename(scratch, final)
-
-    def _publish_remote(self, final: str, scratch: Path) -> None:
-        if self.fs.exists(final):
+            if self.fs.exists(f"{final}/{MARKER}"):
+                self.fs.rm_file(f"{final}/{MARKER}")  # first: never complete while replaced
             self.fs.rm(final, recursive=True)
         files = sorted(p for p in scratch.rglob("*") if p.is_file() and p.name != MARKER)
         for path in files:
@@ -136,21 +287,48 @@ class ArtifactStore:
         """The manifests of every output of ``stage`` in the store, any key."""
         return [json.loads(self.fs.cat_file(m)) for m in self.fs.glob(f"{self.base}/{stage}/*/{MANIFEST}")]
 
+    def _damaged(self, stage: str, key: str, why: str) -> CorruptArtifactError:
+        return CorruptArtifactError(
+            f"cached output of stage {stage!r} (key {key}) at {self.uri(stage, key)} is damaged: "
+            f"{why}; recompute it with: python -m pipelines.stage {stage} --force <the run's overrides>"
+        )
+
     def artifact(self, stage: str, key: str) -> Artifact:
-        """A completed output with a local path (downloaded once for remote roots)."""
-        if not self.is_complete(stage, key):
+        """A completed output with a local path (downloaded once for remote roots), its
+        files checked against the sha256 published in its manifest."""
+        complete, why = self.state(stage, key)
+        if not complete:
+            if why.startswith("damaged"):
+                raise self._damaged(stage, key, why.removeprefix("damaged: "))
             raise MissingArtifactError(
                 f"stage {stage!r} has no completed output for key {key} under {self.root_uri}"
             )
+        manifest = self.manifest(stage, key)
+        table: FileTable = manifest.get("files") or {}  # absent in outputs of older versions
         if self.local:
             path = Path(self._dir(stage, key))
+            problems = damage(path, table)
         else:
             path = self.cache_dir / stage / key
-            if not (path / MARKER).exists():
-                tmp = path.with_name(f".tmp-{key}-{uuid.uuid4().hex[:8]}")
-                self.fs.get(self._dir(stage, key) + "/", str(tmp), recursive=True)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                if path.exists():
-                    shutil.rmtree(path)
-                os.rename(tmp, path)
-        return Artifact(stage, key, self.uri(stage, key), path, self.manifest(stage, key))
+            problems = damage(path, table, hashes=False) if (path / MARKER).exists() else ["absent"]
+            if problems:  # not downloaded yet, or a stale/partial copy
+                problems = self._download(stage, key, path, table)
+        if problems:
+            raise self._damaged(stage, key, "; ".join(problems[:5]))
+        return Artifact(stage, key, self.uri(stage, key), path, manifest)
+
+    def _download(self, stage: str, key: str, path: Path, table: FileTable) -> list[str]:
+        """Download (stage, key) into ``path`` via a temp folder checked before the rename."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".tmp-{key}-{uuid.uuid4().hex[:8]}")
+        try:
+            self.fs.get(self._dir(stage, key) + "/", str(tmp), recursive=True)
+            problems = damage(tmp, table)
+            if problems:
+                return problems
+            if path.exists():
+                shutil.rmtree(path)
+            os.rename(tmp, path)
+            return []
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -9,24 +9,57 @@ Stage modules log through `stages.framework.stage.StageContext` (see its module
 docstring); the training loop logs through the `RunLogger` it is handed (the stage's,
 or a Tune trial's nested run from `NestedRuns`), per-step metrics batched by
 `MetricBuffer`.
+
+Every param, tag and text is passed through `stages.framework.redact` (no credentials of a
+URI reach MLflow). A default sqlite store (``<root>/mlflow.db``) is set up under a file
+lock (two invocations on a fresh root would both run MLflow's schema migration) and put in
+WAL mode (readers never block the writers of a concurrent run); writes that still meet
+"database is locked" are retried. When the root was copied or moved, the experiment's
+artifact location (an absolute path in the database) is rewritten to follow it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import sqlite3
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mlflow.entities import Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
+
+from stages.framework.locks import FileLock
+from stages.framework.redact import redact
 
 MAX_PARAM_LEN = 6000  # MLflow's limit on a param value
 BATCH = 100  # MLflow's limit on params per log_batch
 EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
+LOCKED_RETRIES = 8  # "database is locked" from a concurrent sqlite writer: retry, backing off
+log = logging.getLogger("nugget.pipeline")
+
+
+def sqlite_file(tracking_uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` tracking URI (None for any other store)."""
+    prefix = "sqlite:///"
+    return Path(tracking_uri[len(prefix):]) if tracking_uri.startswith(prefix) else None
+
+
+def _retry_locked(call: Callable[[], Any]) -> Any:
+    for attempt in range(LOCKED_RETRIES):
+        try:
+            return call()
+        except MlflowException as exc:
+            if "database is locked" not in str(exc) or attempt == LOCKED_RETRIES - 1:
+                raise
+            time.sleep(0.2 * 2**attempt)
+    raise AssertionError("unreachable")
 
 
 def default_tracking_uri(tracking_uri: str, store_local: bool, store_base: str) -> str:
@@ -78,17 +111,16 @@ class RunLogger:
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         now = int(time.time() * 1000)
         batch = [Metric(k, float(v), now, step or 0) for k, v in metrics.items()]
-        for chunk in _chunks(batch, 1000):
-            self.client.log_batch(self.run_id, metrics=chunk)
+        self.log_metric_entities(batch)
 
     def log_params(self, params: dict[str, Any]) -> None:
-        items = [Param(k, v) for k, v in flatten(params).items()]
+        items = [Param(k, redact(v)) for k, v in flatten(params).items()]
         for chunk in _chunks(items, BATCH):
-            self.client.log_batch(self.run_id, params=chunk)
+            _retry_locked(lambda c=chunk: self.client.log_batch(self.run_id, params=c))
 
     def set_tags(self, tags: dict[str, Any]) -> None:
-        items = [RunTag(k, str(v)) for k, v in tags.items()]
-        self.client.log_batch(self.run_id, tags=items)
+        items = [RunTag(k, redact(str(v))) for k, v in tags.items()]
+        _retry_locked(lambda: self.client.log_batch(self.run_id, tags=items))
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         self.client.log_artifact(self.run_id, str(path), artifact_path)
@@ -102,12 +134,12 @@ class RunLogger:
         self.client.log_table(self.run_id, data=data, artifact_file=artifact_file)
 
     def log_text(self, text: str, name: str) -> None:
-        self.client.log_text(self.run_id, text, name)
+        self.client.log_text(self.run_id, redact(text), name)
 
     def log_metric_entities(self, metrics: list[Metric]) -> None:
         """Already-built MLflow ``Metric`` entities (own timestamps and steps), batched."""
         for chunk in _chunks(metrics, 1000):
-            self.client.log_batch(self.run_id, metrics=chunk)
+            _retry_locked(lambda c=chunk: self.client.log_batch(self.run_id, metrics=c))
 
     def run_name(self) -> str:
         """The run's name as MLflow shows it (a stage's carries its key parameters)."""
@@ -119,7 +151,7 @@ class RunLogger:
         return NestedRuns(self.tracking_uri, experiment_id, self.run_id)
 
     def end(self, status: str = "FINISHED") -> None:
-        self.client.set_terminated(self.run_id, status=status)
+        _retry_locked(lambda: self.client.set_terminated(self.run_id, status=status))
 
 
 @dataclass(frozen=True)
@@ -132,8 +164,8 @@ class NestedRuns:
 
     def start(self, name: str, tags: dict[str, Any]) -> RunLogger:
         client = MlflowClient(tracking_uri=self.tracking_uri)
-        all_tags = {**{k: str(v) for k, v in tags.items()}, "mlflow.parentRunId": self.parent_run_id}
-        run = client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        all_tags = {**{k: redact(str(v)) for k, v in tags.items()}, "mlflow.parentRunId": self.parent_run_id}
+        run = _retry_locked(lambda: client.create_run(self.experiment_id, run_name=name, tags=all_tags))
         return RunLogger(self.tracking_uri, run.info.run_id)
 
 
@@ -165,26 +197,61 @@ class Tracker:
 
     def __init__(self, tracking_uri: str, experiment: str, artifact_location: str) -> None:
         self.tracking_uri = tracking_uri
-        self.client = MlflowClient(tracking_uri=tracking_uri)
-        found = self.client.get_experiment_by_name(experiment)
-        if found is None:
-            # an explicit location: the default (./mlruns of the cwd) would land in a
-            # Ray job's temporary working dir and vanish
-            self.experiment_id = self.client.create_experiment(
-                experiment, artifact_location=artifact_location
-            )
-        else:
-            self.experiment_id = found.experiment_id
+        db = sqlite_file(tracking_uri)
+        guard: AbstractContextManager[Any] = FileLock(f"{db}.lock") if db else nullcontext()
+        with guard:  # the client's store creates (migrates) a fresh sqlite schema
+            self.client = MlflowClient(tracking_uri=tracking_uri)
+            found = self.client.get_experiment_by_name(experiment)
+            if db is not None:
+                _use_wal(db)
+            if found is None:
+                # an explicit location: the default (./mlruns of the cwd) would land in a
+                # Ray job's temporary working dir and vanish
+                self.experiment_id = self.client.create_experiment(
+                    experiment, artifact_location=artifact_location
+                )
+            else:
+                self.experiment_id = found.experiment_id
+                moved_from = found.artifact_location
+                if db is not None and moved_from != artifact_location and _beside(db, artifact_location):
+                    _follow_root(db, self.experiment_id, moved_from, artifact_location)
+                    log.info("MLflow artifact location of %r follows the artifact root: %s -> %s",
+                             experiment, moved_from, artifact_location)
         # MLflow 3's UI opens an experiment of unknown kind on its GenAI traces page; this
         # tag (the UI's own "Machine learning" experiment type) opens it on the runs table
         self.client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
 
     def start_run(self, name: str, tags: dict[str, Any], parent: str | None = None) -> RunLogger:
-        all_tags = {k: str(v) for k, v in tags.items()}
+        all_tags = {k: redact(str(v)) for k, v in tags.items()}
         if parent:
             all_tags["mlflow.parentRunId"] = parent
-        run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        run = _retry_locked(lambda: self.client.create_run(self.experiment_id, run_name=name, tags=all_tags))
         return RunLogger(self.tracking_uri, run.info.run_id)
+
+
+def _use_wal(db: Path) -> None:
+    """Persistently switch the database to write-ahead logging (a no-op once it is)."""
+    with sqlite3.connect(db, timeout=30) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+
+
+def _beside(db: Path, artifact_location: str) -> bool:
+    """True for the default layout: the database and the artifacts in one artifact root."""
+    return Path(artifact_location).parent == db.parent
+
+
+def _follow_root(db: Path, experiment_id: str, old: str, new: str) -> None:
+    """Point the experiment, its runs and its logged models at ``new`` instead of ``old``
+    (the database was copied or moved along with its artifact root)."""
+    with sqlite3.connect(db, timeout=30) as conn:
+        conn.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?",
+                     (new, int(experiment_id)))
+        for table, column in (("runs", "artifact_uri"), ("logged_models", "artifact_location")):
+            conn.execute(
+                f"UPDATE {table} SET {column} = ? || substr({column}, ?) "
+                f"WHERE experiment_id = ? AND substr({column}, 1, ?) = ?",
+                (new, len(old) + 1, int(experiment_id), len(old), old),
+            )
 
 
 def git_commit(repo: Path) -> str:
