@@ -14,6 +14,7 @@ whose pid was reused (start time differs).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -36,6 +37,8 @@ def start_reaper(driver_pid: int) -> subprocess.Popen[bytes]:
 def _descendants(driver: psutil.Process) -> dict[int, float]:
     found: dict[int, float] = {}
     for child in driver.children(recursive=True):
+        if child.pid == os.getpid():  # the reaper is the driver's child too
+            continue
         try:
             found[child.pid] = child.create_time()
         except psutil.Error:
@@ -58,10 +61,12 @@ def watch(driver_pid: int) -> list[int]:
     except psutil.Error:
         return []
     known: dict[int, float] = {}
-    while driver.is_running() and driver.status() != psutil.STATUS_ZOMBIE:
+    while True:
         try:
+            if driver.status() == psutil.STATUS_ZOMBIE:
+                break
             known.update(_descendants(driver))
-        except psutil.Error:
+        except psutil.Error:  # gone (the driver may vanish between any two calls)
             break
         known = {pid: t for pid, t in known.items() if _alive(pid, t)}
         time.sleep(POLL_SECONDS)

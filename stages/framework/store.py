@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -44,6 +45,7 @@ from stages.framework.stage import Artifact
 MARKER = "_COMPLETE"
 MANIFEST = "_nugget_manifest.json"
 BOOKKEEPING = frozenset({MARKER, MANIFEST})
+log = logging.getLogger("nugget.pipeline")
 # remote roots stage their scratch here, one folder per process (pid in the name)
 REMOTE_SCRATCH = Path(tempfile.gettempdir()) / "nugget-scratch"
 
@@ -251,7 +253,8 @@ class ArtifactStore:
             return
         readers = self.read_lock(stage, key, replace=True)
         assert readers is not None  # a local root
-        readers.acquire()  # waits for every stage still reading the old output
+        # waits for every stage still reading the old output
+        readers.acquire(on_wait=lambda _: log.info("%s %s: replace waits for the stages reading it", stage, key))
         try:
             if _exchange(str(scratch), str(final)):
                 self.discard(scratch)  # now holds the old output
