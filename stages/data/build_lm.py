@@ -147,6 +147,12 @@ class BuildLM(Stage):
     config_keys = ("data.lm", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}  # tokenisation runs on Ray Data
     fans_out = True  # the executor reserves every CPU for it
+    external_paths = ("data.lm.squad_files", "data.lm.cnn_files", "data.lm.pile_files", "data.lm.wiki_files")
+
+    @classmethod
+    def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
+        offline = sections["data.lm"].source == "offline"
+        return ("gensim_wiki", "python_docs", "gensim_lee") if offline else ()
 
     def run(self, ctx: StageContext) -> None:
         raydata.configure()

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stages.artifacts.data import MtDocuments, TokenizerFolder
-from stages.data.corpora import english_corpus, mt_corpus
+from stages.data.corpora import english_corpus, mt_corpus, mt_offline_sources
 from stages.data.documents import build_documents
 from stages.data.splits import SPLITS, assign_splits
 from stages.data.stats import length_stats, scoped
@@ -89,6 +89,11 @@ class BuildMtDocs(Stage):
     config_keys = ("data.mt", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}  # the Ray Data tasks it launches take the CPUs
     fans_out = True  # the executor reserves every CPU for it
+    external_paths = ("data.mt.local_files",)
+
+    @classmethod
+    def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
+        return mt_offline_sources(sections["data.mt"])
 
     def run(self, ctx: StageContext) -> None:
         raydata.configure()

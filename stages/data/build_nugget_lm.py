@@ -81,6 +81,11 @@ class BuildNuggetLM(Stage):
     config_keys = ("data.nugget_lm", "data.seed")
     resources = {"num_cpus": 0}  # tokenisation runs on Ray Data
     fans_out = True  # the executor reserves every CPU for it
+    external_paths = ("data.nugget_lm.wiki_files",)
+
+    @classmethod
+    def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
+        return ("gensim_wiki",) if sections["data.nugget_lm"].source == "gensim_wiki" else ()
 
     def run(self, ctx: StageContext) -> None:
         raydata.configure()

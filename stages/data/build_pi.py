@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from stages.artifacts.data import TokenizerFolder
 from stages.data.bm25 import BM25Config, bm25_tokens, mine_windows
@@ -43,6 +44,11 @@ class BuildPi(Stage):
     config_keys = ("data.pi", "data.bm25", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}  # its Ray Data / Ray tasks take the CPUs
     fans_out = True  # the executor reserves every CPU for it
+    external_paths = ("data.pi.parabank_path",)
+
+    @classmethod
+    def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
+        return ("sword_bible",) if sections["data.pi"].source == "sword_bible" else ()
 
     def run(self, ctx: StageContext) -> None:
         raydata.configure()

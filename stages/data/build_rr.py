@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +46,12 @@ class BuildRr(Stage):
     config_keys = ("data.rr", "data.bm25", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}
     fans_out = True  # the executor reserves every CPU for it
+    external_paths = ("data.rr.local_files",)
+
+    @classmethod
+    def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
+        source = sections["data.rr"].source
+        return (source,) if source in ("gensim_wiki", "python_docs") else ()
 
     def run(self, ctx: StageContext) -> None:
         raydata.configure()

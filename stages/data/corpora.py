@@ -81,6 +81,12 @@ def mt_corpus(cfg: Any, sources_dir: Path, split: str = "") -> ParallelCorpus:
 ENGLISH_SOURCES = ("sword_bible", "gensim_wiki", "python_docs", "gensim_lee")
 
 
+def mt_offline_sources(cfg: Any) -> tuple[str, ...]:
+    """The offline sources that :func:`mt_corpus` and the ``ae_sources`` of
+    :func:`english_corpus` read for the ``data.mt`` section ``cfg`` (for cache keys)."""
+    return (("debian_reference",) if cfg.source == "debian_reference" else ()) + tuple(cfg.ae_sources)
+
+
 def offline_articles(source: str, sources_dir: Path) -> list[Article]:
     """Sectioned articles of an offline source: ``gensim_wiki`` or ``python_docs``."""
     if source == "gensim_wiki":

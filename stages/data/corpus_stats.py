@@ -69,6 +69,10 @@ class CorpusStats(Stage):
     resources = {"num_cpus": 0}  # the Ray Data tasks it launches take the CPUs
     fans_out = True  # the executor reserves every CPU for it
 
+    @classmethod
+    def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
+        return (sections["data.corpus_stats"].source,)
+
     def run(self, ctx: StageContext) -> None:
         import ray
 

@@ -28,7 +28,12 @@ class PrepareLM(Stage):
     name = "prepare_lm"
     description = "Nugget2D base LM as an HF folder (offline SmolLM2 or a pretrained name)."
     config_keys = ("model.lm",)
+    external_models = ("model.lm.name_or_path", "model.lm.chat_name_or_path")
     expected_seconds = 150  # profile=tiny, 2 CPUs: orders ready stages (a run's own measurements replace it)
+
+    @classmethod
+    def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
+        return ("smollm2",) if sections["model.lm"].source == "smollm2_offline" else ()
 
     def run(self, ctx: StageContext) -> None:
         from transformers import AutoModelForCausalLM

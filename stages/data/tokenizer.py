@@ -14,8 +14,10 @@ Output: ``tokenizer/`` (a HF ``save_pretrained`` folder) and ``stats.json``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from stages.artifacts.data import TokenizerFolder
-from stages.data.corpora import english_corpus, mt_corpus
+from stages.data.corpora import english_corpus, mt_corpus, mt_offline_sources
 from stages.framework.stage import Stage, StageContext
 
 
@@ -24,6 +26,13 @@ class Tokenizer(Stage):
     description = "Subword tokenizer of the seq2seq model (BPE on the MT corpus or pretrained)."
     config_keys = ("model.seq2seq", "data.mt")
     resources = {"num_cpus": 1}
+    external_paths = ("data.mt.local_files",)
+    external_models = ("model.seq2seq.name_or_path",)
+
+    @classmethod
+    def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
+        tiny = sections["model.seq2seq"].source == "tiny_random"  # BPE trained on the corpus
+        return mt_offline_sources(sections["data.mt"]) if tiny else ()
 
     def run(self, ctx: StageContext) -> None:
         model = ctx.cfg("model.seq2seq")

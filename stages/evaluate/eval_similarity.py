@@ -56,6 +56,8 @@ class EvalSimilarity(Stage):
     upstream = required_upstream
     config_keys = ("eval.max_tasks", "eval.batch_size", "eval.pi_data_dir", "eval.rr_data_dir", "eval.dtype",
                    "model.seq2seq")
+    external_paths = ("eval.pi_data_dir", "eval.rr_data_dir")  # released nugget-data folders
+    external_models = ("model.seq2seq.name_or_path",)  # the pretrained ColBART encoder
     uses_device = True
 
     def _datasets(self, ctx: StageContext) -> dict[str, tuple[list, dict, str]]:

@@ -2,8 +2,10 @@
 
 A plan lists, in execution order, every stage needed for the requested targets with
 its cache key and whether a completed output already exists (hit) or it must run
-(miss / forced). Planning touches only the config and the artifact store: it needs no
-Ray and no MLflow, so ``--dry-run`` is instant and config errors surface first.
+(miss / forced). Planning touches only the config, the artifact store and the stat (and,
+for small files, the bytes) of the inputs stages read by path
+(:mod:`stages.framework.external`): it needs no Ray and no MLflow, so ``--dry-run`` is
+instant, and config errors and missing input paths surface first.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from stages.config.schema import PipelineConfig
+from stages.framework.external import ExternalInputError
 from stages.framework.keys import cache_key
 from stages.framework.stage import Stage
 from stages.framework.store import ArtifactStore
@@ -19,6 +22,11 @@ from stages.framework.store import ArtifactStore
 
 class DagError(ValueError):
     """The stage graph or a requested target is invalid."""
+
+
+class MissingInputError(DagError):
+    """A path a planned stage reads (a config field it declares as an external input)
+    does not exist: the message names the stage, the field and the path."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,10 @@ class Dag:
         for name in names:
             stage = self.stages[name]
             ups = {u: keys[u] for u in stage.upstream}
-            keys[name] = cache_key(stage, cfg, ups)
+            try:
+                keys[name] = cache_key(stage, cfg, ups)
+            except ExternalInputError as exc:
+                raise MissingInputError(str(exc)) from exc
             hit = store.is_complete(name, keys[name])
             planned.append(PlannedStage(stage, keys[name], ups, hit, name in forced))
         return planned

@@ -1,6 +1,7 @@
 """Content-addressed cache keys.
 
-key = sha256(stage name, stage code version, resolved stage config, upstream keys).
+key = sha256(stage name, stage code version, resolved stage config, upstream keys,
+             fingerprints of the external inputs the stage reads by path).
 
 The code version of a stage is ``"<version>:<digest>"``: its declared ``version`` plus the
 first 16 hex chars of a sha256 over the import closure of the stage class's module
@@ -14,6 +15,11 @@ environment pins them). Editing anything a stage can run invalidates its cache w
 anyone bumping a number, and an edit outside its closure leaves it alone. Digests are
 cached per process. Upstream keys chain the hashes, so a change anywhere invalidates
 exactly the stage and its descendants.
+
+External inputs (files, folders, globs and local models named by config fields, and the
+offline sources under ``run.sources_dir``) enter as fingerprints of their content, not
+their path (:mod:`stages.framework.external`), so a file replaced at the same path is a
+miss. A stage without external inputs has the same payload as before they existed.
 """
 
 from __future__ import annotations
@@ -21,11 +27,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from stages.config.schema import PipelineConfig
+from stages.framework.external import external_fingerprints
 from stages.framework.provenance import closure_files, repo_root
 
 KEY_LENGTH = 20  # hex chars (80 bits): short directory names, collisions negligible
@@ -77,12 +85,22 @@ def stage_config(stage_cls: type, cfg: PipelineConfig) -> dict[str, Any]:
     return {k: _jsonable(v) for k, v in stage_sections(stage_cls, cfg).items()}
 
 
+def external_inputs(stage_cls: type, cfg: PipelineConfig) -> dict[str, str]:
+    """Fingerprints of what the stage reads by path (`stages.framework.external`); raises
+    `stages.framework.external.ExternalInputError` for a declared path that is not there."""
+    sources_dir = Path(os.path.expanduser(cfg.run.sources_dir))  # as the executor hands it to stages
+    return external_fingerprints(stage_cls, stage_sections(stage_cls, cfg), sources_dir)
+
+
 def cache_key(stage_cls: type, cfg: PipelineConfig, upstream_keys: dict[str, str]) -> str:
-    payload = {
+    payload: dict[str, Any] = {
         "stage": stage_cls.name,
         "code": code_version(stage_cls),
         "config": stage_config(stage_cls, cfg),
         "upstream": dict(sorted(upstream_keys.items())),
     }
+    external = external_inputs(stage_cls, cfg)
+    if external:  # absent for stages that read nothing by path: their keys are unchanged
+        payload["external"] = external
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:KEY_LENGTH]

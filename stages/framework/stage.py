@@ -174,6 +174,19 @@ class Stage:
     run_name_keys: ClassVar[tuple[str, ...]] = ()
     # every metric of this stage is also copied to the pipeline's parent run (headline numbers)
     parent_metrics: ClassVar[bool] = False
+    # inputs `run` reads from outside the artifact store, by path: their content enters the
+    # cache key (`stages.framework.external`). `external_paths`: config fields (inside
+    # config_keys) holding a local file, folder or glob; `external_models`: fields holding a
+    # model as a hub id or a local folder. An empty value is not read.
+    external_paths: ClassVar[tuple[str, ...]] = ()
+    external_models: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
+        """The offline sources (`stages.sources.registry` names) `run` reads from
+        ``ctx.sources_dir`` given its declared config ``sections``; their files enter the
+        cache key (`stages.framework.external`)."""
+        return ()
 
     @classmethod
     def run_name(cls, sections: dict[str, Any]) -> str:

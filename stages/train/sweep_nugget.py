@@ -26,6 +26,7 @@ class SweepNugget(Stage):
     description = "Ray Tune grid over ratio x scorer layer x objective (Nugget)."
     upstream = ("tokenizer", "build_mt_docs")
     config_keys = ("nugget", "model.seq2seq", "train.nugget", "train.sweep", "run.seed")
+    external_models = ("model.seq2seq.name_or_path",)  # the pretrained base (source=pretrained)
     run_name_keys = ("r=train.sweep.ratios", "l=train.sweep.scorer_layers", "obj=train.sweep.objectives")
     resources = {"num_cpus": 0}
     expected_seconds = 500  # profile=tiny, 2 CPUs: orders ready stages (a run's own measurements replace it)

@@ -86,6 +86,7 @@ class TrainBaselines(Stage):
     description = "TSDAE, RE (cross / gating) and Nugget selector/feedback ablations."
     upstream = ("tokenizer", "build_mt_docs")
     config_keys = ("eval.baselines", "train.baselines", "nugget", "model.seq2seq", "run.seed")
+    external_models = ("model.seq2seq.name_or_path",)  # the pretrained base (source=pretrained)
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
     train_job = "train.baselines"  # the executor reserves its workers (one fit at a time)
     expected_seconds = 1000  # profile=tiny, 2 CPUs: orders ready stages (a run's own measurements replace it)
