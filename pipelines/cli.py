@@ -1,10 +1,13 @@
 """Command-line entry points shared by ``pipelines/full.py`` and ``pipelines/stage.py``.
 
 Order of work: parse arguments -> load and validate the config (errors exit 2 before
-anything starts) -> plan (cache keys, hits) -> print the plan -> stop here for
-``--dry-run`` -> connect to Ray -> execute -> print where the results are.
-Exit codes: 0 success, 1 a stage failed, 2 bad config or arguments, 3 a required
-upstream output is missing.
+anything starts) -> plan (cache keys, hits) -> print the plan -> preflight (the artifact
+root, tracking server and sources the run needs: `stages.framework.preflight`; also on
+``--dry-run``) -> stop here for ``--dry-run`` -> connect to Ray -> execute -> print where
+the results are.
+Exit codes: 0 success, 1 a stage failed, 2 bad config or arguments (a bad artifact root
+or tracking URI included), 3 a required upstream output or input (the offline sources)
+is missing. A store or tracking failure while setting up is one line, not a traceback.
 
 Quiet by default (`stages.framework.quiet`): stage tasks and Ray Train workers hide
 library progress bars and per-report INFO lines; ``--verbose`` shows everything (it sets
@@ -20,9 +23,11 @@ import sys
 from pathlib import Path
 
 from stages.config import ConfigError, PipelineConfig, load_config
+from stages.config.uris import shown
 from stages.framework import quiet
 from stages.framework.dag import Dag, DagError, PlannedStage
 from stages.framework.executor import PipelineError, PipelineResult, execute
+from stages.framework.preflight import exit_code, preflight, setup_errors
 from stages.framework.store import ArtifactStore
 from stages.framework.tracking import Tracker, default_tracking_uri
 
@@ -52,6 +57,13 @@ def _set_verbosity(verbose: bool) -> None:
 def _fail(code: int, message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return code
+
+
+def _setup_failure(what: str, exc: BaseException) -> int:
+    """A library error while opening the store or the tracker (bad root, URI, credentials):
+    one line naming the key and the value, exit 2."""
+    detail = " ".join(str(exc).split())[:300] or type(exc).__name__
+    return _fail(EXIT_CONFIG, f"{what}: {type(exc).__name__}: {detail}")
 
 
 def connect_ray(cfg: PipelineConfig) -> None:
@@ -115,12 +127,18 @@ def run_plan(cfg: PipelineConfig, plan: list[PlannedStage], entry: str, dry_run:
     errors = stage_config_errors(cfg, plan)
     if errors:
         return _fail(EXIT_CONFIG, "config:\n  " + "\n  ".join(errors))
+    problems = preflight(cfg, store, [p.stage for p in plan if p.will_run])
+    if problems:
+        return _fail(exit_code(problems), "\n".join(p.message for p in problems))
     if dry_run:
         return 0
     try:
         tracker = tracker_for(cfg, store)
     except ValueError as exc:
         return _fail(EXIT_CONFIG, str(exc))
+    except (*setup_errors(), ImportError) as exc:  # ImportError: the URI's database driver is not installed
+        uri = shown(cfg.run.tracking_uri) or f"'' (the sqlite store in {store.root_uri})"
+        return _setup_failure(f"run.tracking_uri={uri}", exc)
     if any(p.will_run for p in plan):
         connect_ray(cfg)
     try:
@@ -159,11 +177,13 @@ def main_full(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     cfg = _load(args.overrides)
     if isinstance(cfg, int):
         return cfg
-    store = ArtifactStore(cfg.run.artifact_root)
     try:
+        store = ArtifactStore(cfg.run.artifact_root)
         plan = graph.plan(cfg, store, targets=cfg.run.targets or None)
     except DagError as exc:
         return _fail(EXIT_CONFIG, f"run.targets: {exc}")
+    except setup_errors() as exc:  # the store cannot be read (credentials, network, a file as root)
+        return _setup_failure(f"run.artifact_root={shown(cfg.run.artifact_root)}", exc)
     return run_plan(cfg, plan, "full", args.dry_run)
 
 
@@ -194,11 +214,13 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     cfg = _load(args.overrides)
     if isinstance(cfg, int):
         return cfg
-    store = ArtifactStore(cfg.run.artifact_root)
     try:
+        store = ArtifactStore(cfg.run.artifact_root)
         plan = graph.plan(cfg, store, targets=[args.name], force=[args.name] if args.force else [])
     except DagError as exc:
         return _fail(EXIT_CONFIG, str(exc))
+    except setup_errors() as exc:  # the store cannot be read (credentials, network, a file as root)
+        return _setup_failure(f"run.artifact_root={shown(cfg.run.artifact_root)}", exc)
     missing = [p for p in plan if p.name != args.name and not p.hit]
     if missing:
         print_plan(plan, store)

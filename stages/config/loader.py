@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -43,7 +44,7 @@ def _options(conf_dir: Path, group: str) -> list[str]:
 def _read_yaml(path: Path) -> DictConfig:
     try:
         loaded = OmegaConf.load(path)
-    except (OSError, OmegaConfBaseException, ValueError) as exc:
+    except (OSError, OmegaConfBaseException, ValueError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read YAML: {exc}") from exc
     if not isinstance(loaded, DictConfig):
         raise ConfigError(f"{path}: top level must be a mapping")
@@ -72,6 +73,25 @@ def _split_overrides(overrides: list[str]) -> tuple[dict[str, str], list[str]]:
         else:
             values.append(item)
     return selections, values
+
+
+def _parse_overrides(values: list[str]) -> DictConfig:
+    """The value overrides as one config; a value YAML cannot parse (``run.targets=[report``)
+    is named with its key, not left to surface as a parser traceback."""
+    try:
+        return OmegaConf.from_dotlist(values)
+    except (OmegaConfBaseException, yaml.YAMLError) as exc:
+        for item in values:  # find the override that fails, to name its key
+            key, _, value = item.partition("=")
+            try:
+                OmegaConf.from_dotlist([item])
+            except (OmegaConfBaseException, yaml.YAMLError) as one:
+                problem = getattr(one, "problem", None) or str(one).splitlines()[0]
+                raise ConfigError(
+                    f"{key}: cannot parse the value {value!r} given on the command line ({problem}); "
+                    "a list is written [a,b] and a string holding YAML syntax is quoted ('\"...\"')"
+                ) from one
+        raise ConfigError(f"command line: cannot parse overrides {values}: {exc}") from exc
 
 
 def _merge(base: DictConfig, other: Any, origin: str) -> DictConfig:
@@ -116,10 +136,7 @@ def load_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR) -
             path = _group_file(conf_dir, group, choices[group], origin)
             layers.append((str(path), _section(_read_yaml(path), group)))
     layers.append((str(profile_path), profile_cfg))
-    try:
-        layers.append(("command line", OmegaConf.from_dotlist(values)))
-    except OmegaConfBaseException as exc:
-        raise ConfigError(f"command line: cannot parse overrides {values}: {exc}") from exc
+    layers.append(("command line", _parse_overrides(values)))
 
     try:  # one merge (each merge deep-copies the whole config) ...
         cfg = OmegaConf.merge(OmegaConf.structured(PipelineConfig), *(node for _, node in layers))

@@ -21,9 +21,11 @@ from nugget_core.nugget2d import Nugget2DConfig
 from nugget_core.nugget2d.prompts import PROMPT_FORMATS
 from stages.config.calibrate import CalibrateSection
 from stages.config.data import DataSection
+from stages.config.depth import lm_depth_errors, seq2seq_depth_errors
 from stages.config.derive import section_of
 from stages.config.evaluation import EvalSection, ReportSection
 from stages.config.train import TrainSection
+from stages.config.uris import run_uri_errors
 from stages.config.validate import spec
 
 ATTN_IMPLS = ("sdpa", "eager")
@@ -62,6 +64,9 @@ class RunSection:
         help="Cache of offline corpora fetched by `python -m stages.sources fetch`.",
         nonempty=True,
     )
+
+    def cross_field_errors(self) -> list[str]:
+        return run_uri_errors(self.artifact_root, self.tracking_uri)
 
 
 # The model configs are nugget_core's own dataclasses, embedded field for field: names,
@@ -216,10 +221,8 @@ class PipelineConfig:
                     f"{self.data.lm.distant_tokens}, the history before the first scored token; raise it"
                 )
         found += self._nugget_lm_errors()
-        tiny = self.model.seq2seq.tiny
-        if self.model.seq2seq.source == "tiny_random" and self.nugget.scorer_layer > tiny.layers:
-            found.append(
-                f"nugget.scorer_layer: value {self.nugget.scorer_layer} exceeds "
-                f"model.seq2seq.tiny.layers={tiny.layers}"
-            )
+        # layer indices against the models' depth, read without loading them (stages.config.depth)
+        found += seq2seq_depth_errors(self.model.seq2seq, {"nugget.scorer_layer": [self.nugget.scorer_layer],
+                                                           "train.sweep.scorer_layers": self.train.sweep.scorer_layers})
+        found += lm_depth_errors(self.model.lm, self.nugget2d.scorer_layer)
         return found

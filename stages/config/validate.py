@@ -15,6 +15,10 @@ Metadata keys understood (all optional):
 - ``nonempty``: the string or list must not be empty.
 - ``unique``: the list must not repeat a value.
 
+Every float, whatever its metadata, must be finite: ``inf`` and ``nan`` parse as floats
+from YAML and from the command line, pass most bounds (``inf > 0``) and would only fail
+deep inside training or ranking, or never.
+
 Hooks a config class may define: ``cross_field_errors() -> list[str]`` (messages starting
 with the field's relative key) and ``construction_errors() -> list[(field | None, str)]``,
 run only when the object's own fields passed the checks above: the library validation of
@@ -24,6 +28,7 @@ the sections derived from ``nugget_core``'s configs (:mod:`stages.config.derive`
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,6 +50,19 @@ def _bound_errors(path: str, value: Any, meta: dict[str, Any]) -> Iterator[str]:
         ):
             if key in meta and not ok(v, meta[key]):
                 yield f"{path}: value {v!r} must be {word} {meta[key]}"
+
+
+def _finite_errors(path: str, value: Any) -> Iterator[str]:
+    """A float, or each float of a list / dict, that is inf or nan (any field, no metadata)."""
+    if isinstance(value, dict):
+        items = [(f"{path}.{k}", v) for k, v in value.items()]
+    elif isinstance(value, list | tuple):
+        items = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+    else:
+        items = [(path, value)]
+    for where, v in items:
+        if isinstance(v, float) and not math.isfinite(v):
+            yield f"{where}: value {v!r} must be a finite number"
 
 
 def _unique_errors(path: str, value: Any, meta: dict[str, Any]) -> Iterator[str]:
@@ -72,8 +90,11 @@ def errors(obj: Any, prefix: str = "") -> list[str]:
         path = f"{prefix}{f.name}"
         value = getattr(obj, f.name)
         meta = dict(f.metadata)
-        before = len(found)
-        found.extend(_bound_errors(path, value, meta))
+        finite = list(_finite_errors(path, value))
+        found.extend(finite)
+        before = len(found)  # a library's own validation (construction_errors) may name it too
+        if not finite:  # nan fails every bound too: one message per value
+            found.extend(_bound_errors(path, value, meta))
         found.extend(_choice_errors(path, value, meta))
         found.extend(_unique_errors(path, value, meta))
         if meta.get("nonempty") and value is not None and len(value) == 0:
@@ -84,6 +105,9 @@ def errors(obj: Any, prefix: str = "") -> list[str]:
         elif isinstance(value, dict):
             for k, v in value.items():
                 found.extend(errors(v, prefix=f"{path}.{k}."))
+        elif isinstance(value, list | tuple):  # e.g. eval.lm.contexts: checked item by item
+            for i, v in enumerate(value):
+                found.extend(errors(v, prefix=f"{path}[{i}]."))
     post = getattr(obj, "cross_field_errors", None)
     if callable(post):
         found.extend(f"{prefix}{msg}" for msg in post())

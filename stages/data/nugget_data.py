@@ -49,8 +49,12 @@ def write_docs(path: Path, docs: Iterable[tuple[str, str]]) -> int:
 
 
 def read_docs(path: Path) -> dict[str, str]:
+    """``id -> text`` of a ``docs.tsv`` / ``docs.txt``; blank lines are skipped, any other
+    line that is not ``id<TAB>text`` is named by ``file:line``."""
     docs: dict[str, str] = {}
     for n, line in enumerate(read_utf8(path).splitlines(), 1):
+        if not line.strip():
+            continue
         doc_id, sep, text = line.partition("\t")
         if not sep or not doc_id:
             raise ValueError(f"{path}:{n}: expected 'id<TAB>text'")
@@ -69,15 +73,57 @@ def write_tasks(path: Path, tasks: Iterable[Task], query_key: str = "query") -> 
     return len(lines)
 
 
-def read_tasks(path: Path) -> list[Task]:
-    """Tasks of ``tasks.jsonl`` (ours) or ``task.jsonl`` (the authors')."""
+def _task(row: object, where: str) -> Task:
+    """One parsed ``task.jsonl`` row as a `Task`; a `ValueError` starting with ``where``
+    (``file:line``) for a field of the wrong type (``candidates: "R0"`` is not a list)."""
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    query = row.get("query", row.get("source"))
+    if query is None or "candidates" not in row or "answer" not in row:
+        raise ValueError(f"{where}: a task needs query/source, candidates and answer")
+    candidates, answer = row["candidates"], row["answer"]
+    if not isinstance(query, str) or not query:
+        raise ValueError(f"{where}: query/source: expected a document id (a string), got {query!r}")
+    if not isinstance(candidates, list) or not all(isinstance(c, str) and c for c in candidates):
+        raise ValueError(f"{where}: candidates: expected a list of document ids (strings), got {candidates!r}")
+    if isinstance(answer, bool) or not isinstance(answer, int):
+        raise ValueError(f"{where}: answer: expected the index of the positive candidate (an int), got {answer!r}")
+    try:
+        return Task(query, tuple(candidates), answer)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from exc
+
+
+# the documents file of each tasks file (the pair a folder of either layout holds)
+DOCS_OF_TASKS = {"tasks.jsonl": "docs.tsv", "task.jsonl": "docs.txt"}
+
+
+def read_tasks(path: Path, docs: dict[str, str] | None = None, docs_path: Path | None = None) -> list[Task]:
+    """Tasks of ``tasks.jsonl`` (ours) or ``task.jsonl`` (the authors'). Blank lines are
+    skipped; a line that is not a task is named by ``file:line``. Each task's document ids
+    are checked against ``docs`` (read from ``docs_path``), by default the documents file
+    beside it (`DOCS_OF_TASKS`) when there is one: an unknown id is named here, at load,
+    not as a KeyError in the middle of an evaluation."""
+    path = Path(path)
+    if docs is None:
+        sibling = path.parent / DOCS_OF_TASKS.get(path.name, "")
+        if path.name in DOCS_OF_TASKS and sibling.is_file():
+            docs, docs_path = read_docs(sibling), sibling
     tasks = []
     for n, line in enumerate(read_utf8(path).splitlines(), 1):
-        row = json.loads(line)
-        query = row.get("query", row.get("source"))
-        if query is None or "candidates" not in row or "answer" not in row:
-            raise ValueError(f"{path}:{n}: a task needs query/source, candidates and answer")
-        tasks.append(Task(query, tuple(row["candidates"]), int(row["answer"])))
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{n}: not a JSON object ({exc.msg} at column {exc.colno})") from exc
+        task = _task(row, f"{path}:{n}")
+        if docs is not None:
+            unknown = [i for i in (task.query, *task.candidates) if i not in docs]
+            if unknown:
+                raise ValueError(f"{path}:{n}: document id(s) {unknown[:5]} are not in "
+                                 f"{docs_path or 'the documents'}")
+        tasks.append(task)
     return tasks
 
 

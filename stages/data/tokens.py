@@ -11,18 +11,45 @@ Data tasks may run on other nodes of a cluster with shared storage).
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+# the JSON files of a saved HF tokenizer folder, checked in this order when loading fails
+TOKENIZER_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def broken_tokenizer_file(path: str) -> str | None:
+    """'FILE: what is wrong' for the first JSON file of the tokenizer folder ``path`` that
+    does not parse (a truncated or overwritten ``tokenizer.json``); None if all parse."""
+    for name in TOKENIZER_JSON_FILES:
+        file = Path(path) / name
+        if not file.is_file():
+            continue
+        try:
+            json.loads(file.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            return f"{file}: not UTF-8 text (byte {exc.start})"
+        except json.JSONDecodeError as exc:
+            return f"{file}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    return None
+
 
 @lru_cache(maxsize=4)
 def load_tokenizer(path: str):
+    """The HF tokenizer saved in folder ``path``, once per process. A folder it cannot load
+    from raises a `ValueError` naming the folder and, when one is, the broken file (the
+    bare error of the tokenizers library names neither)."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(path)
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except Exception as exc:  # noqa: BLE001 (json, tokenizers, OSError...: all mean "cannot load it")
+        what = broken_tokenizer_file(path) or f"{path}: cannot load a tokenizer from this folder"
+        raise ValueError(f"tokenizer {what}; {type(exc).__name__}: {' '.join(str(exc).split())[:200]}") from exc
 
 
 def _encode_batch(batch: dict[str, Any], tokenizer_dir: str) -> dict[str, Any]:
@@ -37,6 +64,7 @@ def encode_texts(texts: list[str], tokenizer_dir: Path, batch_size: int = 512) -
 
     if not texts:
         return []
+    load_tokenizer(str(Path(tokenizer_dir).resolve()))  # a broken folder fails here, not in a Ray Data task
     ds = ray.data.from_items([{"i": i, "text": t} for i, t in enumerate(texts)])
     out = ds.map_batches(
         _encode_batch,
@@ -93,6 +121,7 @@ def encode_with_words(texts: list[str], tokenizer_dir: Path, batch_size: int = 2
 
     if not texts:
         return
+    load_tokenizer(str(Path(tokenizer_dir).resolve()))  # a broken folder fails here, not in a Ray Data task
     context = ray.data.DataContext.get_current()
     previous, context.execution_options.preserve_order = context.execution_options.preserve_order, True
     try:

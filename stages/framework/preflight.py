@@ -1,0 +1,178 @@
+"""Checks of the places a run needs, after the config loads and before Ray starts.
+
+A bad place used to fail minutes in, deep in a library: an unwritable artifact root after
+113 s of sqlite retries ("unable to open database file", no path), an MLflow server that
+does not answer after 256 s of HTTP retries, an unknown tracking URI scheme with a message
+about the model registry, a missing offline-sources folder once Ray had started (31 s).
+Each check here costs at most a file write or one short HTTP request, names the config
+key and the value, and says what to do. `preflight` returns every problem found; the CLI
+prints them and exits with the largest problem's code (`CONFIG`: 2, `MISSING`: 3), so a
+``--dry-run`` runs them too.
+
+- ``run.artifact_root`` (local): its folder, or the closest existing parent, accepts a file.
+- ``run.tracking_uri``: a sqlite file in a writable folder; an ``http(s)`` server answers
+  within `PROBE_SECONDS`. (Its scheme, and sqlite only with a local root, are checked at
+  config load: `stages.config.uris`.)
+- ``run.sources_dir``: present when the plan runs a stage that reads it (`reads_sources`).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import tempfile
+import textwrap
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from stages.config.uris import shown, tracking_scheme
+
+CONFIG, MISSING = 2, 3  # the CLI's exit codes (pipelines.cli): bad configuration, missing input
+PROBE_SECONDS = 4.0  # one HTTP request to the tracking server; MLflow itself retries for minutes
+SOURCES_FETCH = "make sources"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that would make the run fail: the exit code and a message naming the
+    config key and its value."""
+
+    code: int
+    message: str
+
+
+# -- artifact root -------------------------------------------------------------------------
+def writable_problem(folder: Path, key: str, shown_as: str | None = None) -> Problem | None:
+    """None if ``folder`` (or, when it does not exist yet, its closest existing parent,
+    where it would be created) accepts a new file; the probe file is removed at once."""
+    target = folder
+    while not target.exists() and target != target.parent:
+        target = target.parent
+    what = shown_as or str(folder)
+    if not target.is_dir():
+        return Problem(CONFIG, f"{key}: {what} cannot be created: {target} is not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".nugget-preflight-", dir=target)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        where = "" if target == folder else f" (its parent {target}, where it would be created)"
+        return Problem(CONFIG, f"{key}: {what} is not writable{where}: {exc.strerror or exc}")
+    return None
+
+
+def artifact_root_problems(root: str, local: bool, base: str) -> list[Problem]:
+    """A local root must be writable; a remote one is left to the store (a cheap write
+    there needs credentials and network the check cannot bound)."""
+    if not local:
+        return []
+    found = writable_problem(Path(base), "run.artifact_root", root)
+    return [found] if found else []
+
+
+# -- tracking URI ----------------------------------------------------------------------------
+def http_problem(uri: str, timeout: float = PROBE_SECONDS) -> Problem | None:
+    """None if an HTTP server answers at ``uri`` (any status: a login wall or a proxy is
+    still a server; MLflow reports what it then refuses)."""
+    url = uri.rstrip("/") + "/health"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):  # noqa: S310 (http/https only, checked)
+            return None
+    except urllib.error.HTTPError:
+        return None  # it answered
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        return Problem(CONFIG, f"run.tracking_uri: no MLflow server answers at {shown(uri)} within {timeout:g} s "
+                               f"({reason}); start one (make mlflow-ui runs one on 127.0.0.1:5000) or fix the URI")
+
+
+def tracking_problems(uri: str, probe: bool = True) -> list[Problem]:
+    """``run.tracking_uri`` as configured ('' = the default sqlite beside a local root,
+    covered by the root's check); its scheme was checked at config load."""
+    scheme = tracking_scheme(uri) if uri else ""
+    if scheme == "sqlite":
+        path = uri.removeprefix("sqlite:///")  # sqlite:////abs/file.db, sqlite:///relative.db
+        if path and path != uri and path != ":memory:":
+            found = writable_problem(Path(path).parent, "run.tracking_uri", f"{uri} (its folder)")
+            return [found] if found else []
+    if scheme in ("http", "https") and probe:
+        found = http_problem(uri)
+        return [found] if found else []
+    return []
+
+
+# -- sources -------------------------------------------------------------------------------
+@cache
+def reads_sources(stage_class: type) -> bool:
+    """Whether the stage's code reads ``ctx.sources_dir`` (the offline corpora): derived
+    from its source with `ast`, as the cache keys derive a stage's code closure, so no
+    list is kept by hand."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(stage_class)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    return any(isinstance(node, ast.Attribute) and node.attr == "sources_dir" for node in ast.walk(tree))
+
+
+def sources_problems(cfg: Any, running: Iterable[type]) -> list[Problem]:
+    """``run.sources_dir`` must exist when a stage to run (``running``: stage classes)
+    reads it. Which sources a stage needs inside it is the stage's to check (its message
+    names the package and the fetch command): the folder is what is missing when the
+    sources were never fetched, or ``run.sources_dir`` points elsewhere."""
+    readers = [s.name for s in running if reads_sources(s)]
+    folder = Path(os.path.expanduser(cfg.run.sources_dir))
+    if not readers or folder.is_dir():
+        return []
+    verb = "reads" if len(readers) == 1 else "read"
+    return [Problem(MISSING, f"run.sources_dir: {folder} does not exist; {', '.join(readers)} {verb} the offline "
+                             f"corpora from it. Fetch them with: {SOURCES_FETCH} (or: python -m stages.sources "
+                             f"fetch --dir {folder}), or set run.sources_dir / $NUGGET_SOURCES_DIR to where "
+                             "they are")]
+
+
+def preflight(cfg: Any, store: Any, running: Iterable[Any], probe: bool = True) -> list[Problem]:
+    """Every problem of the places the run needs (see the module docstring); ``store``:
+    the run's `ArtifactStore`; ``running``: the stages the plan will run; ``probe``:
+    whether to ask an HTTP tracking server (one request)."""
+    found = artifact_root_problems(cfg.run.artifact_root, store.local, store.base)
+    found += tracking_problems(cfg.run.tracking_uri, probe=probe)
+    found += sources_problems(cfg, running)
+    return found
+
+
+def exit_code(problems: list[Problem]) -> int:
+    """What the CLI exits with: configuration (2) before missing inputs (3), as a config
+    fix may change which inputs are needed; 0 when there is none."""
+    codes = {p.code for p in problems}
+    return CONFIG if CONFIG in codes else min(codes, default=0)
+
+
+def setup_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that creating the tracker or reading the store raise for a bad place
+    (not a bug of ours): the CLI turns them into one line and exit code 2, no traceback."""
+    found: list[type[BaseException]] = [OSError]
+    try:
+        from mlflow.exceptions import MlflowException
+
+        found.append(MlflowException)
+    except ImportError:
+        pass
+    try:
+        from sqlalchemy.exc import SQLAlchemyError
+
+        found.append(SQLAlchemyError)
+    except ImportError:
+        pass
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        found += [BotoCoreError, ClientError]
+    except ImportError:
+        pass
+    return tuple(found)
