@@ -86,6 +86,10 @@ def connect_ray(cfg: PipelineConfig) -> None:
         include_dashboard=False,
         runtime_env={"env_vars": {"PYTHONPATH": path, **quiet.runtime_env_vars(quiet.is_verbose())}},
     )
+    # this process now owns a Ray: if it is killed, the reaper stops what Ray leaves behind
+    from stages.framework.reaper import start_reaper
+
+    start_reaper(os.getpid())
 
 
 def print_plan(plan: list[PlannedStage], store: ArtifactStore) -> None:

@@ -340,7 +340,7 @@ def execute(
             _schedule(cfg, plan, store, tracker, parent, result, children, running, demands, ledger,
                       estimate, priority)
     except BaseException as exc:  # the driver itself stopped: end its runs, stop its tasks
-        _abandon(exc, parent, children, running)
+        _abandon(exc, parent, children, running, {o.name for o in result.outcomes})
         raise
     finally:
         heartbeat.stop()
@@ -383,22 +383,25 @@ def _sigterm_as_exit() -> Iterator[None]:
 
 
 def _abandon(exc: BaseException, parent: RunLogger, children: dict[str, RunLogger],
-             running: dict[Any, PlannedStage]) -> None:
+             running: dict[Any, PlannedStage], ended: set[str]) -> None:
     """The driver stops mid-run: cancel running stage tasks (they discard their scratch),
-    end their runs and the parent KILLED (interrupt, SIGTERM) or FAILED (an error)."""
+    end the runs not ``ended`` yet and the parent KILLED (interrupt, SIGTERM) or FAILED
+    (an error)."""
     import ray
 
     status = "KILLED" if isinstance(exc, KeyboardInterrupt | SystemExit) else "FAILED"
     why = f"driver stopped: {type(exc).__name__}: {exc}"[:500]
-    for ref, p in running.items():
+    for ref in running:
         try:
             ray.cancel(ref)
         except Exception:  # already finished, or Ray itself is going down
             pass
-        children[p.name].set_tags({"error": why})
-        children[p.name].end(status)
-    parent.set_tags({"error": why})
-    parent.end(status)
+    for run in [*(run for name, run in children.items() if name not in ended), parent]:
+        try:
+            run.set_tags({"error": why})
+            run.end(status)
+        except Exception as err:  # the tracking store may be what failed: the next driver
+            log.warning("could not end MLflow run %s (%s); the next run marks it FAILED", run.run_id, err)
 
 
 def _schedule(cfg: PipelineConfig, plan: list[PlannedStage], store: ArtifactStore, tracker: Tracker,

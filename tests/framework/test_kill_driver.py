@@ -66,3 +66,31 @@ def test_sigkill_mid_stage_then_rerun(tmp_path, sources, monkeypatch):
     final = ka.outputs(root)
     assert final["corpus_stats"]["intact"]
     assert ka.leftovers(root, final) == []
+
+
+def test_sigterm_ends_the_runs_killed(tmp_path, sources, monkeypatch):
+    """SIGTERM (``ray job stop``, a preemption): the driver cancels its stage and ends its
+    runs KILLED itself; nothing is left for the next driver to repair."""
+    ka = _harness()
+    monkeypatch.setenv("NUGGET_SOURCES_DIR", str(sources))
+    root, log = tmp_path / "root", tmp_path / "driver.log"
+    driver = ka.start_driver(root, "corpus_stats", [f"run.sources_dir={sources}", "run.num_cpus=2"], log)
+    known: dict[int, float] = {}
+    deadline = time.time() + 120
+    while " start " not in (log.read_text() if log.exists() else ""):
+        assert driver.poll() is None and time.time() < deadline, log.read_text()
+        known.update(ka.descendants(driver.pid))
+        time.sleep(0.2)
+    driver.terminate()
+    assert driver.wait(timeout=60) != 0
+    assert ka.running_runs(root) == 0
+    client = MlflowClient(f"sqlite:///{root}/mlflow.db")
+    exp = client.get_experiment_by_name("nugget-pipeline")
+    runs = client.search_runs([exp.experiment_id])
+    assert {r.info.status for r in runs} == {"KILLED"}
+    assert all("SystemExit" in r.data.tags["error"] for r in runs)
+    deadline = time.time() + 30
+    while ka.alive(known) and time.time() < deadline:
+        time.sleep(0.5)
+    assert ka.alive(known) == []
+    assert "corpus_stats" not in ka.outputs(root)
