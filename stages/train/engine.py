@@ -14,7 +14,9 @@ optimiser state inside a checkpoint directory:
   docs/environment-notes.md); every rank writes its optimiser shard under ``ds/``.
   ``precision=bf16`` is DeepSpeed's ``bf16`` (bf16 weights, fp32 master copy in the
   optimiser); ``max_grad_norm`` is its ``gradient_clipping``. DeepSpeed is imported
-  lazily: importing it on CPU nodes has crashed Ray Train controllers.
+  lazily: importing it on CPU nodes has crashed Ray Train controllers. A resume reads
+  DeepSpeed's files weights-only (`stages.train.deepspeed_checkpoints`): DeepSpeed's own
+  reader would unpickle any object found under the artifact root.
 
 The model arrives on the worker's device (the loop puts it there, and its batches); DDP
 wraps it there (``device_ids`` on CUDA).
@@ -33,6 +35,7 @@ import torch.distributed as dist
 from torch import nn
 
 from stages.common.device import autocast
+from stages.train.deepspeed_checkpoints import use_weights_only_loads
 
 DS_TAG = "ds"
 LossFn = Callable[[nn.Module, dict], torch.Tensor]
@@ -126,6 +129,7 @@ class DeepSpeedEngine:
         self.engine, self.optimizer, _, _ = deepspeed.initialize(
             model=model, model_parameters=_trainable(model), config=config
         )
+        use_weights_only_loads(self.engine)  # before any load_checkpoint
         self.module = model
         self.device = device
 
