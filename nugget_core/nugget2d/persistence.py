@@ -114,7 +114,7 @@ def load_nugget2d(
     for name in (COMPRESSOR, DECODER):
         check_adapter_folder(adapters / name)
     parts = read_safetensors(directory / PARTS_NAME)
-    usage = Nugget2DUsage.load_optional(directory)
+    usage = load_json_config(Nugget2DUsage, directory) if (directory / USAGE_NAME).is_file() else None
     base_model = resolve_base_model(directory, base_model)
     if not isinstance(base_model, PreTrainedModel):
         base_model = AutoModelForCausalLM.from_pretrained(str(check_hf_model_folder_or_hub(base_model)), **hf_kwargs)

@@ -75,13 +75,14 @@ def nugget2d_folder(tmp_path, causal_factory) -> Path:
         (lambda f: _truncate(f / "adapters" / "decoder" / "adapter_model.safetensors"),
          r"adapters/decoder/adapter_model\.safetensors: .*(truncated|incomplete|corrupt)"),
         (lambda f: _truncate(f / "nugget2d_parts.safetensors"), r"nugget2d_parts\.safetensors: .*(truncated|incomplete|corrupt)"),
+        (lambda f: (f / "usage.json").write_text('{"objective": '), r"usage\.json: not valid JSON"),
         # fails after peft injected the LoRA layers: the scorer reads a layer the base has not
         (lambda f: (f / "nugget2d_config.json").write_text(
             (f / "nugget2d_config.json").read_text().replace('"scorer_layer": 1', '"scorer_layer": 5')),
          r"does not fit this base model: .*scorer_layer=5"),
     ],
     ids=["no-decoder-adapter", "no-compressor-adapter", "no-adapter-weights", "truncated-adapter", "truncated-parts",
-         "fails-after-injection"],
+         "garbled-usage", "fails-after-injection"],
 )
 def test_load_nugget2d_fails_naming_the_file_and_leaves_the_base_untouched(nugget2d_folder, causal_factory, damage, expected):
     damage(nugget2d_folder)
