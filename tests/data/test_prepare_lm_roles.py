@@ -27,7 +27,7 @@ def _checkpoint(folder, seed: int, tokenizer=None):
 def test_chat_role_gets_its_own_checkpoint_and_roles_map_them(tmp_path):
     lm = _checkpoint(tmp_path / "llama-2", seed=0)
     chat = _checkpoint(tmp_path / "llama-2-chat", seed=1)
-    ctx = context(PrepareLM, {}, tmp_path / "out", ["model.lm.source=pretrained", f"model.lm.name_or_path={lm}",
+    ctx = context(PrepareLM, {}, tmp_path / "out", ["model.lm.source=pretrained", f"model.lm.name_or_path={lm}", "nugget2d.scorer_layer=1",
                                                     f"model.lm.chat_name_or_path={chat}", "train.nugget2d.ar_scorer=autoencoding"])
     PrepareLM().run(ctx)
     assert json.loads((ctx.output_dir / "roles.json").read_text()) == {"lm": "model", "chat": "chat"}
@@ -41,7 +41,7 @@ def test_chat_role_gets_its_own_checkpoint_and_roles_map_them(tmp_path):
         BaseLM.read(ctx.output_dir, "qa")
 
     # one checkpoint for both: no copy, both roles read model/
-    one = context(PrepareLM, {}, tmp_path / "one", ["model.lm.source=pretrained", f"model.lm.name_or_path={lm}"])
+    one = context(PrepareLM, {}, tmp_path / "one", ["model.lm.source=pretrained", f"model.lm.name_or_path={lm}", "nugget2d.scorer_layer=1"])
     PrepareLM().run(one)
     assert not (one.output_dir / "chat").exists()
     assert {BaseLM.read(one.output_dir, r).path.name for r in BaseLM.ROLES} == {"model"}
@@ -58,7 +58,7 @@ def test_a_chat_model_with_another_tokenizer_is_refused_before_copying(tmp_path)
 
     lm = _checkpoint(tmp_path / "lm", seed=0)
     other = _checkpoint(tmp_path / "other", seed=1, tokenizer=train_bpe_tokenizer(["x y z w"] * 20, vocab_size=270))
-    ctx = context(PrepareLM, {}, tmp_path / "out", ["model.lm.source=pretrained", f"model.lm.name_or_path={lm}",
+    ctx = context(PrepareLM, {}, tmp_path / "out", ["model.lm.source=pretrained", f"model.lm.name_or_path={lm}", "nugget2d.scorer_layer=1",
                                                     f"model.lm.chat_name_or_path={other}", "train.nugget2d.ar_scorer=autoencoding"])
     with pytest.raises(ValueError, match=r"chat_name_or_path=.*tokenizer differs .* in vocabulary"):
         PrepareLM().run(ctx)
