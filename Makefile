@@ -4,6 +4,8 @@
 #                                              (ARGS="--verbose": the libraries' bars and INFO lines too)
 #   make test [PYTEST_ARGS="-k cache"]         the test suite (CPU, hermetic)
 #   make gpu-test [GPU_PYTHON=python]          the `gpu` tests, in an environment with CUDA torch
+#   make cluster-test                          the `cluster` test: 3 Ray nodes, S3 (moto) and an MLflow
+#                                              server on 127.0.0.1, a cut of the DAG (~8 min; not in make test)
 #   make mlflow-ui                             MLflow UI on http://127.0.0.1:5000
 #   make ray-stop                              stop the local Ray head started by `make run`
 
@@ -28,13 +30,26 @@ export NUGGET_ARTIFACT_ROOT ?= $(HOME)/nugget-artifacts
 export NUGGET_SOURCES_DIR   ?= $(HOME)/.cache/nugget-pipeline/sources
 # `ray start` prints a ~35-line banner: it goes here, the log says where in one line
 RAY_START_LOG ?= $(NUGGET_ARTIFACT_ROOT)/logs/ray-start.log
-# local Ray: loopback only, no token auth (docs/environment-notes.md). No Ray Train
-# preemption watcher: one node cannot be preempted, and the watcher is one more actor
-# process per fit (clusters started from ray_cluster.yaml keep it)
-RAY_ENV    := PATH=$(BIN):$$PATH RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_AUTH_MODE=disabled \
+# Ray token auth: with RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH, a file holding it) in the
+# environment, the head starts with RAY_AUTH_MODE=token and every ray command below presents
+# the token (Ray reads both variables itself; they are exported, never put on a command
+# line, where `ps` would show them). Without one: RAY_AUTH_MODE=disabled, and any local user
+# can submit jobs, i.e. run code as you, on the dashboard port (README "Running on a cluster")
+RAY_AUTH_MODE ?= $(if $(RAY_AUTH_TOKEN)$(RAY_AUTH_TOKEN_PATH),token,disabled)
+export RAY_AUTH_MODE
+ifneq ($(RAY_AUTH_TOKEN),)
+export RAY_AUTH_TOKEN
+endif
+ifneq ($(RAY_AUTH_TOKEN_PATH),)
+export RAY_AUTH_TOKEN_PATH
+endif
+# local Ray: loopback only (docs/environment-notes.md). No Ray Train preemption watcher: one
+# node cannot be preempted, and the watcher is one more actor process per fit (clusters
+# started from ray_cluster.yaml keep it)
+RAY_ENV    := PATH=$(BIN):$$PATH RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 \
               RAY_TRAIN_ENABLE_PREEMPTION_WATCHER=0
 
-.PHONY: install run test gpu-test sources mlflow-ui ray-start ray-stop lint clean-artifacts
+.PHONY: install run test cluster-test gpu-test sources mlflow-ui ray-start ray-stop lint clean-artifacts
 
 install: $(STAMP)
 
@@ -66,7 +81,7 @@ ray-start: $(STAMP)
 	  echo "Ray head already running on 127.0.0.1:$(RAY_PORT)"; \
 	else \
 	  mkdir -p $(dir $(RAY_START_LOG)); \
-	  echo "starting a Ray head on 127.0.0.1:$(RAY_PORT) (its output: $(RAY_START_LOG))"; \
+	  echo "starting a Ray head on 127.0.0.1:$(RAY_PORT), RAY_AUTH_MODE=$(RAY_AUTH_MODE) (its output: $(RAY_START_LOG))"; \
 	  $(RAY_ENV) $(BIN)/ray start --head --node-ip-address=127.0.0.1 --port=$(RAY_PORT) \
 	    --dashboard-host=127.0.0.1 --dashboard-port=$(DASH_PORT) --num-cpus=$$(nproc) \
 	    --dashboard-agent-listen-port=$(AGENT_PORT) \
@@ -86,8 +101,12 @@ run: $(STAMP) sources ray-start
 	@echo "Results: $(NUGGET_ARTIFACT_ROOT)  (MLflow store: $(NUGGET_ARTIFACT_ROOT)/mlflow.db)"
 	@echo "Browse:  make mlflow-ui   then open http://127.0.0.1:$(MLFLOW_PORT)"
 
+# pyproject's addopts deselect the `cluster` marker; this target selects it
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+cluster-test: $(STAMP)
+	$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
 
 gpu-test:
 	@$(GPU_PYTHON) -c 'import sys, torch; torch.cuda.is_available() or sys.exit("gpu-test: torch " + torch.__version__ + " in " + sys.executable + " sees no CUDA device (set GPU_PYTHON)")'
