@@ -89,8 +89,8 @@ def _files(root: Path) -> Iterator[tuple[str, Path]]:
 
 
 def _entry(path: Path) -> str:
-    """``size\0content`` of a file; a dangling symlink (unpacked packages hold some that
-    point outside their tree) by its target, as nothing can read through it."""
+    """A file's size and content entry (`_content`); a dangling symlink (unpacked packages
+    hold some that point outside their tree) by its target, as nothing can read through it."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
