@@ -5,7 +5,7 @@
 #   make test [PYTEST_ARGS="-k cache"]         the test suite (CPU, hermetic)
 #   make gpu-test [GPU_PYTHON=python]          the `gpu` tests, in an environment with CUDA torch
 #   make cluster-test                          the `cluster` test: 3 Ray nodes, S3 (moto) and an MLflow
-#                                              server on 127.0.0.1, a cut of the DAG (~8 min; not in make test)
+#                                              server on 127.0.0.1, a cut of the DAG (~10 min; not in make test)
 #   make mlflow-ui                             MLflow UI on http://127.0.0.1:5000
 #   make ray-stop                              stop the local Ray head started by `make run`
 
