@@ -25,7 +25,7 @@ from pathlib import Path
 from stages.config import ConfigError, PipelineConfig, load_config
 from stages.config.uris import shown
 from stages.framework import quiet
-from stages.framework.dag import Dag, DagError, PlannedStage
+from stages.framework.dag import Dag, DagError, MissingInputError, PlannedStage
 from stages.framework.executor import PipelineError, PipelineResult, execute
 from stages.framework.preflight import exit_code, preflight, setup_errors
 from stages.framework.store import ArtifactStore
@@ -184,6 +184,8 @@ def main_full(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     try:
         store = ArtifactStore(cfg.run.artifact_root)
         plan = graph.plan(cfg, store, targets=cfg.run.targets or None)
+    except MissingInputError as exc:  # a path a stage reads is not there: a missing input
+        return _fail(EXIT_MISSING, str(exc))
     except DagError as exc:
         return _fail(EXIT_CONFIG, f"run.targets: {exc}")
     except setup_errors() as exc:  # the store cannot be read (credentials, network, a file as root)
@@ -221,6 +223,8 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     try:
         store = ArtifactStore(cfg.run.artifact_root)
         plan = graph.plan(cfg, store, targets=[args.name], force=[args.name] if args.force else [])
+    except MissingInputError as exc:
+        return _fail(EXIT_MISSING, str(exc))
     except DagError as exc:
         return _fail(EXIT_CONFIG, str(exc))
     except setup_errors() as exc:  # the store cannot be read (credentials, network, a file as root)

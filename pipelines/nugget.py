@@ -26,7 +26,7 @@ from typing import Any
 from pipelines.cli import EXIT_CONFIG, EXIT_MISSING, default_dag, main_full, main_stage
 from pipelines.config_help import describe_config
 from stages.config import ConfigError, PipelineConfig, load_config
-from stages.framework.dag import Dag
+from stages.framework.dag import Dag, MissingInputError
 from stages.framework.store import ArtifactStore
 
 #: Subcommands whose arguments go to `pipelines.cli` as they are.
@@ -64,7 +64,11 @@ def stage_output(cfg: PipelineConfig, stage: str, dag: Dag | None = None) -> Pat
     """The local folder of ``stage``'s completed output for ``cfg`` (its cache key, as the
     pipeline plans it); exit 3 naming the command that produces it when there is none."""
     store = ArtifactStore(cfg.run.artifact_root)
-    planned = next(p for p in (dag or default_dag()).plan(cfg, store, targets=[stage]) if p.name == stage)
+    try:
+        plan = (dag or default_dag()).plan(cfg, store, targets=[stage])
+    except MissingInputError as exc:
+        raise CommandError(EXIT_MISSING, str(exc)) from None
+    planned = next(p for p in plan if p.name == stage)
     if not planned.hit:
         raise CommandError(EXIT_MISSING, f"stage {stage!r} has no output for this config (key {planned.key}) "
                            f"under {store.root_uri}; produce it with: nugget run run.targets=[{stage}]")

@@ -198,6 +198,8 @@ class Tracker:
     def __init__(self, tracking_uri: str, experiment: str, artifact_location: str) -> None:
         self.tracking_uri = tracking_uri
         db = sqlite_file(tracking_uri)
+        if db is not None:
+            db.parent.mkdir(parents=True, exist_ok=True)
         guard: AbstractContextManager[Any] = FileLock(f"{db}.lock") if db else nullcontext()
         with guard:  # the client's store creates (migrates) a fresh sqlite schema
             self.client = MlflowClient(tracking_uri=tracking_uri)
