@@ -17,7 +17,7 @@ Checked, in one test (the cluster takes ~90 s to start, so each check reuses it)
 4. the MLflow server holds a FINISHED parent run with a FINISHED child run per stage;
 5. a second submission is all cache hits and writes no stage output.
 
-Run with ``make cluster-test`` (or ``pytest -m cluster tests/cluster``); 572 s (measured)
+Run with ``make cluster-test`` (or ``pytest -m cluster tests/cluster``); 500-572 s measured
 on 2 cores, so ``make test`` leaves it out.
 """
 
