@@ -45,6 +45,8 @@ QUIET_ENV: dict[str, str] = {
     "TRANSFORMERS_VERBOSITY": "error",
     "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
     "TQDM_DISABLE": "1",  # GGUF "Converting and de-quantizing GGUF tensors" (plain tqdm)
+    # with an http tracking URI MLflow prints "View run ... / View experiment ..." per run
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
 
 # loggers whose INFO lines are per-step / per-report chatter (level when quiet)
