@@ -169,10 +169,13 @@ def kill_point(index: int, at: float, group: bool, work: Path, targets: str, ove
         known.update(descendants(proc.pid))
         time.sleep(0.2)
     finished_first = proc.poll() is not None
-    if group:
-        os.killpg(proc.pid, signal.SIGKILL)
-    elif not finished_first:
-        proc.kill()
+    try:
+        if group:  # the session's processes outlive a finished driver: kill them all the same
+            os.killpg(proc.pid, signal.SIGKILL)
+        elif not finished_first:
+            proc.kill()
+    except ProcessLookupError:  # nothing of the run was left to kill
+        pass
     proc.wait()
     time.sleep(settle)
     after_kill = outputs(root) if root.exists() else {}
@@ -203,6 +206,12 @@ def kill_point(index: int, at: float, group: bool, work: Path, targets: str, ove
     return row
 
 
+def _write(out: Path, result: dict[str, Any]) -> None:
+    """Written after every point, so a run cut short keeps what it measured."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--points", type=int, default=10)
@@ -229,6 +238,8 @@ def main() -> int:
         row = kill_point(i, at, i >= args.points - args.group_kills, work, args.targets, args.overrides,
                          reference, args.settle)
         rows.append(row)
+        _write(args.out, {"targets": args.targets, "overrides": args.overrides, "reference_seconds": round(total, 1),
+                          "points": len(rows), "rows": rows, "work": str(work), "partial": True})
         print(f"point {i}: kill {row['kill']} at {row['kill_at_s']} s, complete at kill "
               f"{row['complete_at_kill']}, processes left {len(row['processes_left'])}, rerun exit "
               f"{row['rerun_exit']}, RUNNING runs {row['runs_running_after_rerun']}, scratch "
@@ -246,8 +257,7 @@ def main() -> int:
     }
     result = {"targets": args.targets, "overrides": args.overrides, "reference_seconds": round(total, 1),
               "points": len(rows), "checks_clean": checks, "rows": rows, "work": str(work)}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    _write(args.out, result)
     for name, clean in checks.items():
         print(f"{name:45s} {clean}/{len(rows)}")
     return 0 if checks["all of the above"] == len(rows) else 1
