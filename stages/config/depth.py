@@ -96,26 +96,27 @@ def _layers(config: dict[str, Any], keys: tuple[str, ...]) -> int | None:
     return _layers(text, keys) if isinstance(text, dict) else None
 
 
+def _depth_from_config(name_or_path: str, keys: tuple[str, ...]) -> Depth | None:
+    """The layer count under ``keys`` in a local model's config.json; None when unknown."""
+    found = _config_json(name_or_path)
+    if found is None:
+        return None
+    layers = _layers(found[0], keys)
+    return Depth(layers, found[1]) if layers else None
+
+
 def causal_lm_depth(source: str, name_or_path: str) -> Depth | None:
     """Decoder layers of ``model.lm`` (before ``keep_layers``); None when unknown."""
     if source == "smollm2_offline":
         return Depth(SMOLLM2_LAYERS, "the offline SmolLM2-135M")
-    found = _config_json(name_or_path)
-    if found is None:
-        return None
-    layers = _layers(found[0], CAUSAL_LAYER_KEYS)
-    return Depth(layers, found[1]) if layers else None
+    return _depth_from_config(name_or_path, CAUSAL_LAYER_KEYS)
 
 
 def seq2seq_encoder_depth(source: str, name_or_path: str, tiny_layers: int) -> Depth | None:
     """Encoder layers of ``model.seq2seq``; None when unknown."""
     if source == "tiny_random":
         return Depth(tiny_layers, "model.seq2seq.tiny.layers")
-    found = _config_json(name_or_path)
-    if found is None:
-        return None
-    layers = _layers(found[0], ENCODER_LAYER_KEYS)
-    return Depth(layers, found[1]) if layers else None
+    return _depth_from_config(name_or_path, ENCODER_LAYER_KEYS)
 
 
 def lm_depth_errors(lm: Any, scorer_layer: int) -> list[str]:
