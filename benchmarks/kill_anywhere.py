@@ -8,7 +8,8 @@ what it left and that a rerun gives the uninterrupted run's outputs.
 2. Per kill point (a fresh root each): start the driver (``pipelines/full.py``, its own
    session, a private Ray), SIGKILL it at a random time in (0.05 T, 0.95 T); one point
    (``--group-kills``) kills the driver's whole process group instead (driver, Ray, stage
-   workers). Then, after ``--settle`` seconds:
+   workers); ``--checkpoint-kills`` adds points killed as soon as a training checkpoint
+   exists, so the rerun must resume from it. Then, after ``--settle`` seconds:
    - *looks complete only if it is*: every output the store calls complete has the
      reference's files, byte for byte, and passes the readers' check;
    - *no process left*: every process the driver started (polled while it ran) is gone;
@@ -142,6 +143,11 @@ def differences(root: Path, mine: dict[str, Any], reference_root: Path, theirs: 
     return found
 
 
+def checkpoints(root: Path) -> list[Path]:
+    """Ray Train checkpoints in the work spaces of ``root`` (what a rerun resumes from)."""
+    return [p for p in root.glob("*/.work-*/**/checkpoint_*") if p.is_dir()]
+
+
 def running_runs(root: Path) -> int:
     from mlflow.tracking import MlflowClient
 
@@ -165,9 +171,10 @@ def kill_point(index: int, at: float, group: bool, work: Path, targets: str, ove
     proc = start_driver(root, targets, overrides, log)
     known: dict[int, float] = {}
     start = time.time()
-    while time.time() - start < at and proc.poll() is None:
+    while proc.poll() is None and (time.time() - start < at if at >= 0 else not checkpoints(root)):
         known.update(descendants(proc.pid))
         time.sleep(0.2)
+    at = time.time() - start
     finished_first = proc.poll() is not None
     try:
         if group:  # the session's processes outlive a finished driver: kill them all the same
@@ -190,6 +197,7 @@ def kill_point(index: int, at: float, group: bool, work: Path, targets: str, ove
     row: dict[str, Any] = {
         "point": index, "kill_at_s": round(at, 1), "kill": "process group" if group else "driver",
         "finished_before_kill": finished_first, "complete_at_kill": sorted(after_kill),
+        "checkpoints_at_kill": len(checkpoints(root)),
         "looks_complete_but_is_not": wrong, "processes_left": alive(known),
         "runs_running_after_kill": running_runs(root),
     }
@@ -199,11 +207,20 @@ def kill_point(index: int, at: float, group: bool, work: Path, targets: str, ove
         "rerun_exit": rc, "rerun_s": round(seconds, 1), "runs_running_after_rerun": running_runs(root),
         "scratch_left": leftovers(root, final),
         "differs_from_reference": {s: d for s in reference if (d := real_diffs(final, s))},
+        "resumed_from_step": _resumed(root),
         "byte_identical_stages": sorted(s for s in reference if final.get(s, {}).get("files") == reference[s]["files"]),
     })
     row["clean"] = (not wrong and not row["processes_left"] and rc == 0 and not row["runs_running_after_rerun"]
                     and not row["scratch_left"] and not row["differs_from_reference"])
     return row
+
+
+def _resumed(root: Path) -> dict[str, int]:
+    """``resumed_from_step`` of each training output (-1: trained from scratch)."""
+    found = {}
+    for state in root.glob("*/*/trainer_state.json"):
+        found[state.parent.parent.name] = json.loads(state.read_text()).get("resumed_from_step", -1)
+    return found
 
 
 def _write(out: Path, result: dict[str, Any]) -> None:
@@ -216,6 +233,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--points", type=int, default=10)
     parser.add_argument("--group-kills", type=int, default=1, help="points that kill the whole process group")
+    parser.add_argument("--checkpoint-kills", type=int, default=0,
+                        help="extra points that kill the driver as soon as a training checkpoint exists")
     parser.add_argument("--targets", default=DEFAULT_TARGETS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--settle", type=float, default=15.0, help="seconds between the kill and the checks")
@@ -233,9 +252,9 @@ def main() -> int:
     print(f"reference: {total:.0f} s, stages {', '.join(reference)}", flush=True)
     rng = random.Random(args.seed)
     rows = []
-    for i in range(args.points):
-        at = rng.uniform(0.05, 0.95) * total
-        row = kill_point(i, at, i >= args.points - args.group_kills, work, args.targets, args.overrides,
+    for i in range(args.points + args.checkpoint_kills):
+        at = rng.uniform(0.05, 0.95) * total if i < args.points else -1.0  # -1: at the first checkpoint
+        row = kill_point(i, at, args.points - args.group_kills <= i < args.points, work, args.targets, args.overrides,
                          reference, args.settle)
         rows.append(row)
         _write(args.out, {"targets": args.targets, "overrides": args.overrides, "reference_seconds": round(total, 1),
