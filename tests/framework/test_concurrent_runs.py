@@ -30,7 +30,11 @@ class Slow(Stage):
         ctx.log_metrics({"value": 1})
 
 
-def test_one_computes_the_other_reuses(tmp_path):
+def test_one_computes_the_other_reuses(tmp_path, monkeypatch):
+    from stages.framework import executor
+
+    # run_one quiets the libraries of the process it runs in: here that is pytest itself
+    monkeypatch.setattr(executor.quiet, "apply", lambda verbose=None: None)
     root, sources = tmp_path / "root", tmp_path / "sources"
     root.mkdir()
     sources.mkdir()

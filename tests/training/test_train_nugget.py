@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from stages.artifacts.data import MtDocuments
-from stages.config import load_config
+from stages.config import ConfigError, load_config
 from stages.train.launch import check_resources, fit
 from stages.train.loop import PROBE_FILE, TrainerState, lr_at, record_dev_loss
 from stages.train.nugget_task import NuggetTask, sentence_end_positions
@@ -110,8 +110,12 @@ def test_pretrained_scorer_layer_too_deep_is_refused(mt_artifacts, tmp_path):
 
     data, tok = mt_artifacts
     build_tiny_bart(AutoTokenizer.from_pretrained(tok), TinyBartSpec(layers=2)).save_pretrained(tmp_path)
-    cfg = load_config(["model.seq2seq.source=pretrained", f"model.seq2seq.name_or_path={tmp_path}",
-                       "nugget.scorer_layer=3"])
+    model = ["model.seq2seq.source=pretrained", f"model.seq2seq.name_or_path={tmp_path}"]
+    # refused when the config loads, from the model's config.json, before anything runs
+    with pytest.raises(ConfigError, match=r"nugget.scorer_layer: value 3 exceeds the 2 encoder layers of .*config.json"):
+        load_config([*model, "nugget.scorer_layer=3"])
+    cfg = load_config([*model, "nugget.scorer_layer=2"])
+    cfg.nugget.scorer_layer = 3  # past the config check: the model build refuses it too
     with pytest.raises(ValueError, match="scorer_layer=3 exceeds the number of encoder layers"):
         _task(cfg, data, tok).build_model(None)
 
