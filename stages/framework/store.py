@@ -166,15 +166,30 @@ class ArtifactStore:
         """Undo a replace cut between its two renames (platforms without an atomic
         exchange): the old output aside, no output in place -> rename the old one back."""
         final = Path(self._dir(stage, key))
-        if final.exists() or not final.parent.is_dir():
+        if final.exists() or not final.parent.is_dir() or not self._asides(final):
             return
-        for aside in sorted(final.parent.glob(f".old-{key}-*")):
-            if (aside / MARKER).exists():
-                try:
-                    os.rename(aside, final)
-                except OSError:
-                    continue  # another process recovered it first
-                return
+        lock = self.lock(stage, key)
+        if not lock.try_acquire():
+            return  # a replace is in progress (its publisher holds the lock), not cut short
+        try:
+            self._recover_locked(final)
+        finally:
+            lock.release()
+
+    @staticmethod
+    def _asides(final: Path) -> list[Path]:
+        return [a for a in sorted(final.parent.glob(f".old-{final.name}-*")) if (a / MARKER).exists()]
+
+    def _recover_locked(self, final: Path) -> None:
+        """`_recover` for a caller holding the key's compute lock."""
+        if final.exists():
+            return
+        for aside in self._asides(final):
+            try:
+                os.rename(aside, final)
+            except OSError:
+                continue  # another process recovered it first
+            return
 
     # -- writing -----------------------------------------------------------------
     def scratch(self, stage: str, key: str) -> Path:
@@ -212,7 +227,7 @@ class ArtifactStore:
             if not lock.try_acquire():
                 continue  # being computed right now
             try:
-                self._recover(stage, key)
+                self._recover_locked(parent / key)  # before the set-aside copies go
                 for old in paths:
                     if old.exists():
                         shutil.rmtree(old, ignore_errors=True)

@@ -50,10 +50,22 @@ def test_replace_cut_between_renames_is_undone(tmp_path, monkeypatch):
         _publish(store, "new", forced=True)
     monkeypatch.setattr(store_mod.os, "rename", real_rename)
     assert not (tmp_path / "s" / "k").exists()  # the moment of the crash: only .old-* and .tmp-*
+    held = store.lock("s", "k")
+    assert held.try_acquire()  # while a publisher holds the key, a reader does not "recover"
+    assert not store.is_complete("s", "k") and not (tmp_path / "s" / "k").exists()
+    held.release()
     assert store.is_complete("s", "k")  # recovered on access
     assert store.artifact("s", "k").file("v.txt").read_text() == "old"
     store.sweep("s")
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["k"]
+
+
+def test_sweep_recovers_a_cut_replace_before_removing_leftovers(tmp_path, monkeypatch):
+    store = ArtifactStore(str(tmp_path))
+    _publish(store, "old")
+    (tmp_path / "s" / "k").rename(tmp_path / "s" / ".old-k-1234abcd")  # cut right after the first rename
+    assert store.sweep("s") == []  # the set-aside output is put back, not swept
+    assert store.artifact("s", "k").file("v.txt").read_text() == "old"
 
 
 def test_damaged_output_is_named_and_replanned(tmp_path):
