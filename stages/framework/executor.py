@@ -6,7 +6,7 @@ run of the cached output). A stage's child run is created when the stage starts 
 found cached, so its MLflow duration is the stage's; a stage never started because an
 upstream stage failed gets its run at the end, status KILLED, tagged ``skipped_because``.
 Each start and finish is one log line ``[k/N elapsed eta ...]`` (`stages.framework.eta`). Worker side
-(:func:`run_one`): materialises inputs, runs the stage into scratch, publishes it.
+(`stages.framework.worker.run_one`): materialises inputs, runs the stage into scratch, publishes it.
 A failing stage marks its run FAILED and leaves no completed output; stages already
 running finish (their outputs are valid cache entries), nothing new starts, and
 :class:`PipelineError` names every failed stage.
@@ -31,12 +31,8 @@ import hashlib
 import json
 import logging
 import os
-import signal
-import threading
 import time
 import traceback
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,15 +42,16 @@ from stages.config.loader import to_yaml
 from stages.config.schema import PipelineConfig
 from stages.framework import quiet
 from stages.framework.dag import PlannedStage, critical_path
-from stages.framework.devices import task_device, task_options, with_device
+from stages.framework.devices import task_options, with_device
 from stages.framework.eta import StageProgress
 from stages.framework.keys import stage_config, stage_sections
-from stages.framework.orphans import DRIVER_TAG, Heartbeat, driver_identity, mark_orphaned_runs
+from stages.framework.orphans import DRIVER_TAG, Heartbeat, driver_identity
 from stages.framework.resources import Demand, DemandError, Ledger, check_fits, cluster_capacity
 from stages.framework.resources import fmt_amounts as _fmt
-from stages.framework.stage import Stage, StageContext
+from stages.framework.shutdown import abandon, clean_up_after_crashes, sigterm_as_exit
 from stages.framework.store import ArtifactStore
 from stages.framework.tracking import RunLogger, Tracker, git_commit
+from stages.framework.worker import record_cached, run_one
 
 log = logging.getLogger("nugget.pipeline")
 REPO = Path(__file__).resolve().parents[2]
@@ -81,96 +78,6 @@ class PipelineResult:
     parent_run_id: str
     tracking_uri: str
     outcomes: list[StageOutcome] = field(default_factory=list)
-
-
-def run_one(
-    stage_cls: type[Stage],
-    cfg: PipelineConfig,
-    key: str,
-    upstream_keys: dict[str, str],
-    logger: RunLogger,
-    forced: bool,
-) -> dict[str, Any]:
-    """Run one stage into scratch and publish it (executes inside a Ray task).
-
-    Holds the compute lock of (stage, key) throughout (`stages.framework.locks`): a
-    concurrent invocation that computed it first wins, and this one returns that output
-    (``reused``) instead of computing it again. Holds the read lock of each input while the
-    stage runs, so a forced replace elsewhere waits. Ends the stage's run FINISHED itself
-    once the output is published, so a run whose driver died never outlives its output
-    as RUNNING."""
-    # Ray workers start with an unconfigured root logger: stage progress lines would vanish
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    quiet.apply()  # before the stage imports ray.data / transformers (NUGGET_VERBOSE decides)
-    stage_name = stage_cls.name
-    store = ArtifactStore(cfg.run.artifact_root)
-    with ExitStack() as held:
-        lock = store.lock(stage_name, key)
-        lock.acquire(on_wait=lambda who: log.info("%s waits for key %s: computed by %s", stage_name, key, who))
-        held.callback(lock.release)
-        if not forced and store.is_complete(stage_name, key):
-            return _reuse(store, stage_name, key, logger)
-        for u, k in upstream_keys.items():
-            reading = store.read_lock(u, k)
-            if reading is not None:
-                reading.acquire(on_wait=lambda who, u=u: log.info("%s waits: %s is being replaced", stage_name, u))
-                held.callback(reading.release)
-        inputs = {u: store.artifact(u, k) for u, k in upstream_keys.items()}
-        scratch = store.scratch(stage_name, key)
-        ctx = StageContext(
-            stage=stage_name,
-            key=key,
-            config=stage_sections(stage_cls, cfg),
-            inputs=inputs,
-            output_dir=scratch,
-            logger=logger,
-            sources_dir=Path(os.path.expanduser(cfg.run.sources_dir)),
-            work_uri=store.work_uri(stage_name, key),
-            forced=forced,
-            device=task_device(stage_cls, cfg.run.device, _granted_gpus()),
-        )
-        start = time.time()
-        try:
-            stage_cls().run(ctx)
-            seconds = time.time() - start
-            manifest = {
-                "stage": stage_name,
-                "key": key,
-                "run_id": logger.run_id,
-                "upstream": upstream_keys,
-                "config": stage_config(stage_cls, cfg),
-                "metrics": ctx.metrics,
-                "seconds": seconds,
-                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "forced": forced,
-            }
-            uri = store.publish(stage_name, key, scratch, manifest)
-        except BaseException:
-            store.discard(scratch)
-            raise  # the work space stays: the next attempt resumes from it
-        store.drop_work(stage_name, key)
-    logger.log_metrics({"stage_seconds": seconds})
-    logger.end("FINISHED")
-    return {"uri": uri, "seconds": seconds, "metrics": ctx.metrics, "reused": False}
-
-
-def _reuse(store: ArtifactStore, stage: str, key: str, logger: RunLogger) -> dict[str, Any]:
-    """The output a concurrent invocation published while this one waited for the lock."""
-    manifest = store.manifest(stage, key)
-    logger.set_tags({"cache_hit": "true", "produced_by_run_id": manifest.get("run_id", "unknown"),
-                     "reused_concurrent_output": "true"})
-    metrics = manifest.get("metrics") or {}
-    if metrics:
-        logger.log_metrics(metrics)
-    logger.end("FINISHED")
-    return {"uri": store.uri(stage, key), "seconds": 0.0, "metrics": metrics, "reused": True}
-
-
-def _granted_gpus() -> list[Any]:
-    """The GPUs Ray granted the current task (none outside a Ray task)."""
-    import ray
-
-    return list(ray.get_gpu_ids()) if ray.is_initialized() else []
 
 
 def _ray_job_ids() -> dict[str, str]:
@@ -235,12 +142,7 @@ def _child_tags(p: PlannedStage, store: ArtifactStore) -> dict[str, Any]:
 
 def _record_hit(p: PlannedStage, child: RunLogger, store: ArtifactStore) -> tuple[StageOutcome, dict[str, float]]:
     """Record a cached stage in its run; (its outcome, the metrics of the cached output)."""
-    manifest = store.manifest(p.name, p.key)
-    child.set_tags({"produced_by_run_id": manifest.get("run_id", "unknown")})
-    metrics = manifest.get("metrics") or {}
-    if metrics:
-        child.log_metrics(metrics)
-    child.end("FINISHED")
+    metrics = record_cached(store, p.name, p.key, child, {})
     return StageOutcome(p.name, p.key, "hit", store.uri(p.name, p.key), 0.0, child.run_id), metrics
 
 
@@ -329,18 +231,18 @@ def execute(
         log.info("scheduler: cluster %s; critical path (s): %s", _fmt({k: ledger.capacity.get(k, 0.0) for k in ("CPU", "GPU")}),
                  ", ".join(f"{n}={priority[n]:g}" for n in sorted(demands, key=lambda n: -priority[n])))
 
-    _clean_up_after_crashes(tracker, store, plan)
+    clean_up_after_crashes(tracker, store, plan)
     parent = _start_parent(tracker, cfg, entry, plan, store)
     result = PipelineResult(parent.run_id, tracker.tracking_uri)
     children: dict[str, RunLogger] = {}
     running: dict[Any, PlannedStage] = {}
     heartbeat = Heartbeat(parent)
     try:
-        with _sigterm_as_exit():
+        with sigterm_as_exit():
             _schedule(cfg, plan, store, tracker, parent, result, children, running, demands, ledger,
                       estimate, priority)
     except BaseException as exc:  # the driver itself stopped: end its runs, stop its tasks
-        _abandon(exc, parent, children, running, {o.name for o in result.outcomes})
+        abandon(exc, parent, children, running, {o.name for o in result.outcomes})
         raise
     finally:
         heartbeat.stop()
@@ -351,57 +253,6 @@ def execute(
         details = "\n".join(f"--- {o.name} (MLflow run {o.run_id}):\n{o.error}" for o in failed)
         raise PipelineError(f"stage(s) failed: {names}; no output was published for them\n{details}")
     return result
-
-
-def _clean_up_after_crashes(tracker: Tracker, store: ArtifactStore, plan: list[PlannedStage]) -> None:
-    """What a killed driver left: its runs (marked FAILED) and the scratch of its stages."""
-    orphans = mark_orphaned_runs(tracker.client, tracker.experiment_id)
-    if orphans:
-        log.info("marked %d MLflow run(s) of dead drivers FAILED (%s)", len(orphans),
-                 next(iter(orphans.values())))
-    removed = [path for p in plan for path in store.sweep(p.name)]
-    if removed:
-        log.info("removed %d scratch folder(s) left by crashed runs", len(removed))
-
-
-@contextmanager
-def _sigterm_as_exit() -> Iterator[None]:
-    """SIGTERM (``ray job stop``, a scheduler's preemption) raises SystemExit in the driver,
-    so its runs are ended instead of left RUNNING (the main thread only: signals need it)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _abandon(exc: BaseException, parent: RunLogger, children: dict[str, RunLogger],
-             running: dict[Any, PlannedStage], ended: set[str]) -> None:
-    """The driver stops mid-run: cancel running stage tasks (they discard their scratch),
-    end the runs not ``ended`` yet and the parent KILLED (interrupt, SIGTERM) or FAILED
-    (an error)."""
-    import ray
-
-    status = "KILLED" if isinstance(exc, KeyboardInterrupt | SystemExit) else "FAILED"
-    why = f"driver stopped: {type(exc).__name__}: {exc}"[:500]
-    for ref in running:
-        try:
-            ray.cancel(ref)
-        except Exception:  # already finished, or Ray itself is going down
-            pass
-    for run in [*(run for name, run in children.items() if name not in ended), parent]:
-        try:
-            run.set_tags({"error": why})
-            run.end(status)
-        except Exception as err:  # the tracking store may be what failed: the next driver
-            log.warning("could not end MLflow run %s (%s); the next run marks it FAILED", run.run_id, err)
 
 
 def _schedule(cfg: PipelineConfig, plan: list[PlannedStage], store: ArtifactStore, tracker: Tracker,

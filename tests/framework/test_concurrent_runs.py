@@ -1,5 +1,5 @@
 """Two invocations computing the same stage at once: one computes, the other waits for the
-key's lock and reuses the winner's output (`executor.run_one`, called without Ray)."""
+key's lock and reuses the winner's output (`worker.run_one`, called without Ray)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 from mlflow.tracking import MlflowClient
 
 from stages.config import load_config
-from stages.framework.executor import run_one
 from stages.framework.stage import Stage, StageContext
 from stages.framework.store import ArtifactStore
 from stages.framework.tracking import Tracker
+from stages.framework.worker import run_one
 
 
 class Slow(Stage):
@@ -31,10 +31,10 @@ class Slow(Stage):
 
 
 def test_one_computes_the_other_reuses(tmp_path, monkeypatch):
-    from stages.framework import executor
+    from stages.framework import worker
 
     # run_one quiets the libraries of the process it runs in: here that is pytest itself
-    monkeypatch.setattr(executor.quiet, "apply", lambda verbose=None: None)
+    monkeypatch.setattr(worker.quiet, "apply", lambda verbose=None: None)
     root, sources = tmp_path / "root", tmp_path / "sources"
     root.mkdir()
     sources.mkdir()
