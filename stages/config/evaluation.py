@@ -180,6 +180,19 @@ class NuggetLMEval:
 
 
 @dataclass
+class REEval:
+    """eval_re_restoration (RE tables 2, 3, 8) and eval_re_retrieval (RE tables 4, 9)."""
+
+    max_examples: int = spec(0, help="Dev texts restored per system (0 = all of build_re_data's dev split).", ge=0)
+    beam_size: int = spec(4, help="Beams of the restoration decoding (RE table 6: 4, early stopping).", ge=1)
+    extra_tokens: int = spec(8, help="Decode up to the text's own token length plus this many.", ge=0)
+    batch_size: int = spec(16, help="Texts per batch (teacher-forced perplexity and decoding).", ge=1)
+    recall_at: list[int] = spec([1, 5, 20, 100], help="Recall@k of the retrieval (RE table 9).", nonempty=True,
+                                unique=True, ge=1)
+    max_queries: int = spec(0, help="Test queries ranked per retrieval system (0 = all).", ge=0)
+
+
+@dataclass
 class EvalSection:
     dtype: str = spec(
         "fp32", help="Weights / activations of every evaluated, calibrated or analysed model "
@@ -207,6 +220,7 @@ class EvalSection:
     summarization: SummarizationEval = spec(SummarizationEval(), help="eval_summarization stage.")
     autoencoding: AutoencodingEval = spec(AutoencodingEval(), help="eval_nugget2d_ae stage (Nugget2D §4).")
     nugget_lm: NuggetLMEval = spec(NuggetLMEval(), help="eval_nugget_lm stage (Nugget table 3).")
+    re: REEval = spec(REEval(), help="eval_re_restoration / eval_re_retrieval stages (the RE study).")
 
 
 @dataclass

@@ -139,9 +139,31 @@ class CausalLM:
 
 
 @dataclass
+class RestorableBase:
+    """The pretrained encoder-decoder the RE study starts from (RE §4.1: T5-small)."""
+
+    source: str = spec(
+        "stage_ae",
+        help="stage_ae: the seq2seq model train_nugget trained (AE objective; its nugget parts removed), "
+        "the pretrained model available offline; pretrained: from_pretrained(name_or_path).",
+        choices=("stage_ae", "pretrained"),
+    )
+    name_or_path: str = spec("", help="HF hub name or local folder (source=pretrained; paper: t5-small).")
+    attn_implementation: str = spec("sdpa", help="Attention kernel.", choices=ATTN_IMPLS)
+
+    def cross_field_errors(self) -> list[str]:
+        if self.source == "pretrained" and not self.name_or_path:
+            return ["name_or_path: must be set when source=pretrained"]
+        if self.source == "stage_ae" and self.name_or_path:
+            return [f"name_or_path: value {self.name_or_path!r} is unused with source=stage_ae"]
+        return []
+
+
+@dataclass
 class ModelSection:
     seq2seq: Seq2SeqModel = spec(Seq2SeqModel(), help="Nugget encoder-decoder base model.")
     lm: CausalLM = spec(CausalLM(), help="Nugget2D decoder-only base model.")
+    re: RestorableBase = spec(RestorableBase(), help="Base encoder-decoder of the RE study (train_re).")
 
 
 @dataclass

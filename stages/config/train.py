@@ -16,10 +16,17 @@ class TrainJob:
         "fp32", help="fp32, or bf16: autocast for ddp (fp32 weights), DeepSpeed's bf16 for deepspeed.",
         choices=("fp32", "bf16"),
     )
-    lr: float = spec(5e-5, help="Peak learning rate (Adam).", gt=0.0)
+    lr: float = spec(5e-5, help="Peak learning rate.", gt=0.0)
+    optimizer: str = spec(
+        "adam", help="adam: Adam with weight_decay as an L2 term; adamw: decoupled weight decay (AdamW).",
+        choices=("adam", "adamw"),
+    )
     betas: list[float] = spec([0.9, 0.999], help="Adam betas.")
     weight_decay: float = spec(0.0, help="Weight decay.", ge=0.0)
-    schedule: str = spec("constant", help="LR schedule.", choices=("constant", "cosine"))
+    schedule: str = spec(
+        "constant", help="LR schedule after the warm-up: constant, cosine or linear decay to 0 at max_steps.",
+        choices=("constant", "cosine", "linear"),
+    )
     warmup_steps: int = spec(0, help="Linear warm-up steps.", ge=0)
     max_steps: int = spec(1000, help="Optimiser steps.", ge=1)
     batch_size: int = spec(16, help="Sequences per worker per step.", ge=1)
@@ -186,6 +193,56 @@ class SweepSection:
         return [f"ratios: value {r!r} must be in (0, 1]" for r in self.ratios if not 0 < r <= 1]
 
 
+# RE table 1: whether the pretrained encoder is frozen, whether new layers are stacked on it
+RE_CONFIGS = {"a": (False, False), "b": (True, False), "c": (False, True), "d": (True, True)}
+RE_POOLINGS = ("cls", "mean")
+RE_DECODERS = ("input", "cross", "gating")
+
+
+@dataclass
+class RETrainJob(TrainJob):
+    """train_re (RE §4.1, tables 1-3, 8): one restoration model per sentence count x encoder
+    configuration x pooling x decoder, trained in turn in one fit."""
+
+    configs: list[str] = spec(
+        list(RE_CONFIGS), help="RE table 1: a = pretrained encoder updated, b = frozen, c = updated + extra_layers "
+        "new layers, d = frozen + extra_layers new layers.", choices=tuple(RE_CONFIGS), unique=True, nonempty=True)
+    poolings: list[str] = spec(list(RE_POOLINGS), help="cls: a [CLS] vector's state (eq. 1); mean: sum / sqrt(T) "
+                               "(eq. 2).", choices=RE_POOLINGS, unique=True, nonempty=True)
+    decoders: list[str] = spec(list(RE_DECODERS), help="input: the vector as the first decoder input, no "
+                               "cross-attention (fig. 2a); cross: cross-attention over it (2b); gating: the gating "
+                               "layer (2c-d).", choices=RE_DECODERS, unique=True, nonempty=True)
+    sentence_counts: list[int] = spec([1, 3, 5], help="Sentences per text (each one of data.re.sentence_counts).",
+                                      unique=True, nonempty=True, ge=1)
+    extra_layers: int = spec(3, help="Randomly initialised layers of configurations c / d (paper: 3).", ge=1)
+    repr_dim: int = spec(0, help="d_repr of the embedding (0 = d_model; paper: 512 = d_model).", ge=0)
+    max_tokens: int = spec(0, help="Truncate texts to this many tokens (0 = the base model's limit).", ge=0)
+
+
+@dataclass
+class RERetrievalJob(TrainJob):
+    """train_re_retrieval (RE §4.4, tables 4, 9, appendix B): DPR bi-encoders (query and
+    passage towers, in-batch negatives plus one hard negative per query) started from the
+    restoration encoders of train_re, and from the pretrained encoder with untrained new
+    parts (the paper's 'random initialize' rows)."""
+
+    configs: list[str] = spec(list(RE_CONFIGS), help="Restoration encoders of these configurations (RE table 1).",
+                              choices=tuple(RE_CONFIGS), unique=True, nonempty=True)
+    sentence_counts: list[int] = spec([1, 3, 5], help="... trained on texts of these sentence counts.",
+                                      unique=True, nonempty=True, ge=1)
+    pooling: str = spec("mean", help="Pooling of the restoration encoders used (tables 4 / 9 do not say; mean "
+                        "pooling is the one that restores).", choices=RE_POOLINGS)
+    decoder: str = spec("gating", help="Decoder the restoration encoders were trained with (the proposed one).",
+                        choices=RE_DECODERS)
+    pretrained_baselines: bool = spec(True, help="Also the pretrained encoder without restoration training "
+                                      "(+ untrained projection; + untrained extra layers for c / d).")
+    hard_negatives: int = spec(1, help="Hard negatives per query in a batch (appendix B: 1).", ge=0)
+    max_query_tokens: int = spec(70, help="Query truncation (appendix B: 70).", ge=1)
+    max_passage_tokens: int = spec(350, help="Passage truncation (appendix B: 350).", ge=1)
+    train_fraction: float = spec(0.5, help="Stand-in tasks only (data without a train split): share of the "
+                                 "tasks' queries used to train, the rest are evaluated.", gt=0.0, lt=1.0)
+
+
 @dataclass
 class TrainSection:
     nugget: NuggetTrainJob = spec(NuggetTrainJob(), help="train_nugget stage (AE / MT).")
@@ -208,3 +265,6 @@ class TrainSection:
     )
     nugget_lm: NuggetLMJob = spec(NuggetLMJob(), help="train_nugget_lm stage (Nugget LM, Nugget table 3).")
     sweep: SweepSection = spec(SweepSection(), help="Ray Tune sweep over r and l.")
+    re: RETrainJob = spec(RETrainJob(), help="train_re stage: the RE restoration models (RE tables 2, 3, 8).")
+    re_retrieval: RERetrievalJob = spec(
+        RERetrievalJob(), help="train_re_retrieval stage: DPR bi-encoders from the RE encoders (RE tables 4, 9).")

@@ -63,9 +63,8 @@ class DDPEngine:
             if distributed
             else model
         )
-        self.optimizer = torch.optim.Adam(
-            _trainable(model), lr=job.lr, betas=tuple(job.betas), weight_decay=job.weight_decay
-        )
+        optimizer = torch.optim.AdamW if job.optimizer == "adamw" else torch.optim.Adam
+        self.optimizer = optimizer(_trainable(model), lr=job.lr, betas=tuple(job.betas), weight_decay=job.weight_decay)
 
     def autocast(self) -> Any:
         """The precision context of a forward pass and its loss (``precision=bf16``: autocast)."""
@@ -106,7 +105,7 @@ def deepspeed_config(job: Any) -> dict[str, Any]:
         "bf16": {"enabled": job.precision == "bf16"},
         "gradient_clipping": float(job.max_grad_norm or 0.0),  # 0 = off in DeepSpeed
         "optimizer": {
-            "type": "Adam",
+            "type": "AdamW" if job.optimizer == "adamw" else "Adam",
             "params": {
                 "lr": job.lr,
                 "betas": list(job.betas),

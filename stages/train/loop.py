@@ -82,13 +82,15 @@ class TrainerState:
 
 
 def lr_at(step: int, job: Any) -> float:
-    """Linear warm-up, then constant or cosine decay to 0 at ``max_steps``."""
+    """Linear warm-up, then constant, cosine or linear decay to 0 at ``max_steps``."""
     if job.warmup_steps and step < job.warmup_steps:
         return job.lr * (step + 1) / job.warmup_steps
+    span = max(1, job.max_steps - job.warmup_steps)
+    progress = min(1.0, (step - job.warmup_steps) / span)
     if job.schedule == "cosine":
-        span = max(1, job.max_steps - job.warmup_steps)
-        progress = min(1.0, (step - job.warmup_steps) / span)
         return job.lr * 0.5 * (1.0 + math.cos(math.pi * progress))
+    if job.schedule == "linear":
+        return job.lr * (1.0 - progress)
     return job.lr
 
 

@@ -60,7 +60,7 @@ from stages.train.deepspeed_checkpoints import UnsafeCheckpointError
 from stages.train.engine import DeepSpeedEngine
 
 job = SimpleNamespace(batch_size=2, grad_accum=1, precision="bf16", max_grad_norm=1.0, lr=1e-2,
-                      betas=(0.9, 0.999), weight_decay=0.0)
+                      betas=(0.9, 0.999), weight_decay=0.0, optimizer="adam")
 loss = lambda module, batch: module(batch["x"]).float().pow(2).mean()
 batch = lambda: {"x": torch.randn(2, 4, dtype=torch.bfloat16)}
 torch.manual_seed(0)

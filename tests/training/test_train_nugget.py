@@ -126,6 +126,9 @@ def test_lr_schedule():
     job = cfg.train.nugget
     assert lr_at(0, job) == pytest.approx(0.1) and lr_at(9, job) == pytest.approx(1.0)
     assert lr_at(60, job) == pytest.approx(0.5) and lr_at(110, job) == pytest.approx(0.0)
+    job.schedule = "linear"  # RE appendix A: linear decay after the warm-up
+    assert lr_at(9, job) == pytest.approx(1.0) and lr_at(35, job) == pytest.approx(0.75)
+    assert lr_at(110, job) == pytest.approx(0.0)
 
 
 def test_sentence_end_positions_follow_offsets():
