@@ -1,8 +1,10 @@
 """Contracts of the data group's outputs (tokenizer, build_mt_docs, build_pi / build_rr,
-prepare_lm, build_lm, corpus_stats, build_nugget_lm)."""
+prepare_lm, build_lm, corpus_stats, build_nugget_lm, build_re_data)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -284,3 +286,77 @@ class NuggetLMCorpus:
         offsets = table.column("ids").combine_chunks().offsets.to_numpy().astype(np.int64)
         return TokenDocuments(flat("ids").astype(np.int64), flat("word_start").astype(bool), flat("oov").astype(bool),
                               offsets - offsets[0])  # a slice's offsets start where it does
+
+
+@dataclass(frozen=True)
+class RestorationTexts:
+    """``build_re_data``: the RE restoration texts (RE §4.1). Per sentence count k,
+    ``n<k>/train.jsonl`` and ``n<k>/dev.jsonl``, one example per line (``id`` =
+    ``<document>:<first sentence>``, ``text``, ``sentences``), and ``stats.json``
+    (``source``; ``stand_in``: what stands in for C4 RealNewsLike, "" for C4 itself;
+    ``counts``: per k, ``train`` / ``dev`` examples, ``mean_words``, ``dropped_long``,
+    ``dropped_tail``)."""
+
+    STAGE: ClassVar[str] = "build_re_data"
+    SPLITS: ClassVar[tuple[str, ...]] = ("train", "dev")
+    STATS: ClassVar[str] = "stats.json"
+    COUNT_FIELDS: ClassVar[tuple[tuple[str, type | tuple[type, ...]], ...]] = (
+        ("train", int), ("dev", int), ("mean_words", (int, float)), ("dropped_long", int), ("dropped_tail", int))
+    path: Path
+    source: str
+    stand_in: str
+    counts: list[int]
+    stats: dict[str, Any]
+
+    @staticmethod
+    def file_of(out: Path, count: int, split: str) -> Path:
+        """Where the producer writes the ``split`` examples of ``count`` sentences."""
+        return out / f"n{count}" / f"{split}.jsonl"
+
+    @classmethod
+    def read(cls, source: Source) -> RestorationTexts:
+        where = locate(source, cls.STAGE)
+        stats = where.json(cls.STATS)
+        per_count = field(where, cls.STATS, stats, "counts", dict)
+        counts = []
+        for key, entry in per_count.items():
+            if not key.isdigit() or int(key) < 1:
+                raise where.error(cls.STATS, f"is malformed: sentence count {key!r} is not a positive integer",
+                                  "counts")
+            for name, kind in cls.COUNT_FIELDS:
+                field(where, cls.STATS, entry, name, kind)
+            for split in cls.SPLITS:
+                where.file(str(cls.file_of(Path(), int(key), split)))
+            counts.append(int(key))
+        if not counts:
+            raise where.error(cls.STATS, "is malformed: no sentence count", "counts")
+        return cls(where.path, field(where, cls.STATS, stats, "source", str),
+                   field(where, cls.STATS, stats, "stand_in", str), sorted(counts), stats)
+
+    def split_file(self, count: int, split: str) -> Path:
+        """The examples of ``split`` (train / dev) with ``count`` sentences each."""
+        if count not in self.counts:
+            raise ValueError(f"{self.path}: no examples of {count} sentences (built: {self.counts})")
+        if split not in self.SPLITS:
+            raise ValueError(f"{self.path}: split {split!r} is not one of {self.SPLITS}")
+        return Location(self.STAGE, self.path).file(str(self.file_of(Path(), count, split)))
+
+    def examples(self, count: int, split: str, limit: int = 0) -> Iterator[dict[str, Any]]:
+        """The first ``limit`` (0 = all) examples of ``split`` with ``count`` sentences, read
+        as they are needed (C4's train files do not fit in memory)."""
+        path = self.split_file(count, split)
+        where, name = Location(self.STAGE, self.path), str(path.relative_to(self.path))
+        with path.open(encoding="utf-8") as lines:
+            for n, line in enumerate(lines):
+                if limit and n == limit:
+                    return
+                try:
+                    ex = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise where.error(name, f"line {n + 1} is not valid JSON ({exc})") from exc
+                field(where, name, ex, "text", str)
+                yield ex
+
+    def texts(self, count: int, split: str, limit: int = 0) -> list[str]:
+        """The ``text`` of the first ``limit`` (0 = all) examples of ``split``."""
+        return [ex["text"] for ex in self.examples(count, split, limit)]

@@ -166,6 +166,54 @@ class NuggetLMData:
         return []
 
 
+RE_OFFLINE_SOURCES = ("gensim_wiki", "python_docs", "gensim_lee", "sword_bible")
+
+
+@dataclass
+class REData:
+    """build_re_data (RE §4.1): texts of 1 / 3 / 5 consecutive sentences to restore."""
+
+    source: str = spec(
+        "gensim_wiki", help="c4_realnewslike: C4 RealNewsLike train / validation as published (the paper); "
+        "an offline corpus's sentences (a labelled stand-in, split here by document).",
+        choices=("c4_realnewslike", *RE_OFFLINE_SOURCES),
+    )
+    local_files: str = spec(
+        "", help="c4_realnewslike: a local copy in the HF layout (glob of json/parquet files naming the split "
+        "with {split}: train / validation); empty = load allenai/c4 realnewslike by name.",
+    )
+    sentence_counts: list[int] = spec(
+        [1, 3, 5], help="Sentences per example: one dataset per count.", nonempty=True, unique=True, ge=1
+    )
+    max_train_examples: int = spec(0, help="Train examples kept per count, a seeded sample (0 = all).", ge=0)
+    max_dev_examples: int = spec(0, help="Dev examples kept per count, a seeded sample (0 = all).", ge=0)
+    dev_fraction: float = spec(
+        0.05, help="Offline sources: documents held out for dev (C4: 0, dev is its validation split).",
+        ge=0.0, lt=0.5,
+    )
+    max_words: int = spec(
+        0, help="Drop windows of more than this many whitespace words (counted; 0 = keep all).", ge=0
+    )
+
+    def cross_field_errors(self) -> list[str]:
+        errors = []
+        if self.source == "c4_realnewslike":
+            if self.dev_fraction:
+                errors.append(f"dev_fraction: value {self.dev_fraction!r} must be 0 with source 'c4_realnewslike' "
+                              "(dev is its published validation split)")
+            if self.local_files and "{split}" not in self.local_files:
+                errors.append(f"local_files: {self.local_files!r} must name the split with '{{split}}' "
+                              "(e.g. /data/c4/realnewslike/c4-{split}.*.json.gz)")
+            return errors
+        if self.local_files:
+            errors.append(f"local_files: {self.local_files!r} is read only with source 'c4_realnewslike' "
+                          f"(source is {self.source!r}); use ''")
+        if not self.dev_fraction:
+            errors.append(f"dev_fraction: must be > 0 with source {self.source!r} (it has no published dev "
+                          "split: dev documents are held out here)")
+        return errors
+
+
 @dataclass
 class DataSection:
     seed: int = spec(0, help="Seed of every sampling step of the builders.", ge=0)
@@ -177,3 +225,4 @@ class DataSection:
     lm: LMData = spec(LMData(), help="build_lm stage.")
     nugget_lm: NuggetLMData = spec(NuggetLMData(), help="build_nugget_lm stage (Nugget LM, Nugget table 3).")
     bm25: BM25Params = spec(BM25Params(), help="BM25 used for negatives mining.")
+    re: REData = spec(REData(), help="build_re_data stage (RE restoration texts).")

@@ -96,7 +96,7 @@ def offline_articles(source: str, sources_dir: Path) -> list[Article]:
     raise ValueError(f"no offline article reader for source {source!r}")
 
 
-def _english_streams(source: str, sources_dir: Path) -> list[list[str]]:
+def english_streams(source: str, sources_dir: Path) -> list[list[str]]:
     """Units in reading order, one stream per book / article / document: KJV verses,
     sentences of Wikipedia and Python-documentation prose sections, Lee sentences."""
     if source == "sword_bible":
@@ -118,7 +118,7 @@ def english_corpus(sources: list[str], sources_dir: Path) -> ParallelCorpus:
     the document packing of parallel corpora applies unchanged)."""
     streams: list[list[tuple[str, str]]] = []
     for source in sources:
-        found = [[(u, u) for u in stream] for stream in _english_streams(source, sources_dir)]
+        found = [[(u, u) for u in stream] for stream in english_streams(source, sources_dir)]
         _require(source, sum(map(len, found)), "English units")
         streams += found
     streams, dropped = _clean_streams(streams)

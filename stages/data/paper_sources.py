@@ -9,7 +9,10 @@ the hub dataset and local parquet/json files in that layout (tests use the latte
   article starts at its `` = Title = `` line, `stages.data.articles.from_wikitext103`);
 - ``squad``: ``context``, ``question``, ``answers: {"text": [...], ...}``;
 - ``cnn_dailymail`` (``3.0.0``): ``article``, ``highlights``;
-- a Pile sample: ``text``.
+- a Pile sample: ``text``;
+- ``allenai/c4`` (config ``realnewslike``, RE §4.1): ``text`` (one news article per row;
+  ``url`` and ``timestamp`` are not read), streamed by :func:`iter_texts`: its train split
+  holds 13M articles.
 
 ParaBank v1 is read from a local TSV: each line is an English reference sentence and its
 paraphrases, optionally preceded by a numeric score column (the released files vary);
@@ -20,7 +23,7 @@ order, Nugget app. A.1).
 from __future__ import annotations
 
 import glob
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,7 @@ HF_NAMES = {
     "squad": ("squad", None),
     "cnn_dailymail": ("cnn_dailymail", "3.0.0"),
     "pile": ("monology/pile-uncopyrighted", None),
+    "c4_realnewslike": ("allenai/c4", "realnewslike"),
 }
 
 
@@ -73,6 +77,20 @@ def cnn_from_rows(rows: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
 
 def texts_from_rows(rows: Iterable[dict[str, Any]]) -> list[str]:
     return [r["text"] for r in rows]
+
+
+def iter_texts(rows: Iterable[dict[str, Any]], source: str) -> Iterator[str]:
+    """The ``text`` of each row as the rows stream in, for a split too large to hold as a
+    list (C4's 13M articles); rows without a ``text`` column are an error naming ``source``."""
+    columns = getattr(rows, "column_names", None)  # a datasets.Dataset says up front
+    if columns is not None and "text" not in columns:
+        raise ValueError(f"{source}: the rows have no 'text' column (columns {columns})")
+    if columns is not None:
+        rows = rows.select_columns(["text"])  # url / timestamp are never decoded
+    for n, row in enumerate(rows):
+        if not isinstance(row.get("text"), str):
+            raise ValueError(f"{source}: row {n} has no string 'text' (keys {sorted(row)})")
+        yield row["text"]
 
 
 def parabank_pairs(path: str | Path) -> list[tuple[str, str]]:

@@ -1,0 +1,127 @@
+"""Stage ``build_re_data``: the texts the RE models embed and restore (RE §4.1).
+
+``data.re.source=c4_realnewslike`` (profile=paper): C4 RealNewsLike as published, its
+train split for training and its validation split (13,863 articles) for evaluation, each
+article's ``text`` cut into sentences. The paper uses NLTK's sentence tokenizer; this
+builder uses `stages.data.text.split_sentences` (rule-based, no model to download), so
+sentence boundaries can differ on abbreviations. An offline source (profile=tiny:
+``gensim_wiki``) gives its sentences per article / book / document, a labelled stand-in,
+split train / dev by whole document with ``data.seed`` (no document feeds both splits).
+
+For each ``data.re.sentence_counts`` k, every document is cut into non-overlapping
+windows of k sentences (`stages.data.restoration_texts`); train and dev are each a
+seeded sample (``max_train_examples`` / ``max_dev_examples``, 0 = all) in a seeded
+random order, streamed: memory holds the cap (or a shuffle buffer), one document's
+sentences and the output files' handles, never the corpus.
+Output: `stages.artifacts.data.RestorationTexts`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, Any
+
+from stages.artifacts.data import RestorationTexts
+from stages.data import paper_sources as paper
+from stages.data.corpora import english_streams
+from stages.data.restoration_texts import Example, SeededSample, WindowCounts, cut, word_count
+from stages.data.splits import assign_splits
+from stages.data.text import split_sentences
+from stages.framework.stage import Stage, StageContext
+
+C4 = "c4_realnewslike"
+C4_SPLITS = {"train": "train", "dev": "validation"}  # ours -> C4's published splits
+
+Document = tuple[str, list[str]]  # (id, sentences)
+
+
+def documents(cfg: Any, sources_dir: Path, seed: int) -> dict[str, Iterator[Document]]:
+    """Per split (train, dev), its documents as (id, sentences), in source order. C4's are
+    read lazily (ids: row numbers within the published split); an offline source's are
+    split by whole document (ids: positions in the source's reading order)."""
+    if cfg.source == C4:
+        return {ours: _c4_documents(theirs, cfg.local_files) for ours, theirs in C4_SPLITS.items()}
+    streams = english_streams(cfg.source, sources_dir)
+    if not streams:
+        raise ValueError(f"data.re.source: {cfg.source!r} yielded no documents")
+    labels = assign_splits(len(streams), cfg.dev_fraction, 0.0, seed)
+    return {split: iter([(str(i), s) for i, (s, label) in enumerate(zip(streams, labels, strict=True))
+                         if label == split])
+            for split in ("train", "dev")}
+
+
+def _c4_documents(split: str, local_files: str) -> Iterator[Document]:
+    rows = paper.load_rows(C4, split, local_files)
+    for i, text in enumerate(paper.iter_texts(rows, f"{C4} split {split!r}")):
+        yield str(i), split_sentences(text)
+
+
+class _Writer:
+    """One output file, written line by line; counts examples and words."""
+
+    def __init__(self, handle: IO[str]):
+        self.handle, self.examples, self.words = handle, 0, 0
+
+    def write(self, ex: Example) -> None:
+        self.handle.write(json.dumps(ex, ensure_ascii=False) + "\n")
+        self.examples += 1
+        self.words += word_count(ex["text"])
+
+
+class BuildREData(Stage):
+    name = "build_re_data"
+    description = "RE restoration texts: 1 / 3 / 5 consecutive sentences (C4 RealNewsLike or an offline stand-in)."
+    upstream = ()
+    config_keys = ("data.re", "data.seed")
+    external_paths = ("data.re.local_files",)
+
+    @classmethod
+    def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
+        source = sections["data.re"].source
+        return () if source == C4 else (source,)
+
+    def run(self, ctx: StageContext) -> None:
+        cfg, seed = ctx.cfg("data.re"), ctx.cfg("data.seed")
+        caps = {"train": cfg.max_train_examples, "dev": cfg.max_dev_examples}
+        dropped = {k: WindowCounts() for k in cfg.sentence_counts}
+        writers: dict[tuple[int, str], _Writer] = {}
+        with ExitStack() as files:
+            for split, docs in documents(cfg, ctx.sources_dir, seed).items():
+                samples = {}
+                for k in cfg.sentence_counts:
+                    path = RestorationTexts.file_of(ctx.output_dir, k, split)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    writers[k, split] = _Writer(files.enter_context(path.open("w", encoding="utf-8")))
+                    samples[k] = SeededSample(caps[split], f"build_re_data:{seed}:{split}:{k}", writers[k, split].write)
+                for doc, sentences in docs:
+                    for k, sample in samples.items():
+                        for ex in cut(doc, sentences, k, cfg.max_words, dropped[k]):
+                            sample.add(ex)
+                for sample in samples.values():
+                    sample.finish()
+        empty = [f"{split} of {k} sentences" for (k, split), w in writers.items() if not w.examples]
+        if empty:
+            raise ValueError(f"build_re_data: source {cfg.source!r} gave no examples for {', '.join(empty)} "
+                             f"(data.re.max_words={cfg.max_words}, data.re.dev_fraction={cfg.dev_fraction})")
+
+        counts, metrics = {}, {}
+        for k in cfg.sentence_counts:
+            train, dev = writers[k, "train"], writers[k, "dev"]
+            n = train.examples + dev.examples
+            counts[str(k)] = {"train": train.examples, "dev": dev.examples,
+                              "mean_words": (train.words + dev.words) / n,
+                              "dropped_long": dropped[k].dropped_long, "dropped_tail": dropped[k].dropped_tail}
+            metrics.update({f"n{k}.train_examples": train.examples, f"n{k}.dev_examples": dev.examples,
+                            f"n{k}.mean_words": counts[str(k)]["mean_words"], f"n{k}.mean_words_n": n,
+                            f"n{k}.dropped_long": dropped[k].dropped_long,
+                            f"n{k}.dropped_tail": dropped[k].dropped_tail})
+            print(f"[build_re_data] {k} sentences: {train.examples} train / {dev.examples} dev examples, "
+                  f"{counts[str(k)]['mean_words']:.1f} words on average", flush=True)
+        stand_in = "" if cfg.source == C4 else f"{cfg.source} sentences (stand-in for C4 RealNewsLike)"
+        ctx.log_artifact(ctx.write_json(RestorationTexts.STATS,
+                                        {"source": cfg.source, "stand_in": stand_in, "counts": counts}))
+        ctx.set_tags({"stand_in": stand_in or "none"})
+        ctx.log_metrics(metrics)
