@@ -5,6 +5,8 @@
 - RE, restorable embeddings (see docs/papers.md): the same single
   mean-pooled vector, decoded either with plain cross-attention ("cross decoder") or
   with the gating layer replacing each decoder cross-attention ("gating decoder", §3.3).
+  `GatingLayer` is RE's and lives in `nugget_core.restorable` (the full RE model, with
+  its own poolings and input decoder); it is re-exported here for the baseline.
 
 Primary API::
 
@@ -14,8 +16,8 @@ Primary API::
     ids = model.generate(input_ids=..., attention_mask=..., num_beams=5)
 """
 
+from ..restorable.gating import GatingLayer
 from .config import BottleneckConfig, DecoderKind
-from .gating import GatingLayer
 from .model import BottleneckModel, get_bottleneck_model
 
 __all__ = [

@@ -8,7 +8,9 @@ For decoder queries ``q_1..q_N`` and the single vector ``e`` (``e_repr``)::
     out_i = q^_i W3                                (d_repr -> d_model)
 
 The decoder layer then adds ``out_i`` to ``q_i`` and layer-normalises, exactly where the
-cross-attention output went (RE fig. 2(c)). Act is the gated ReLU of the RE paper
+cross-attention output went (RE fig. 2(c)): BART's post-LN decoder layer does that itself
+around its ``encoder_attn`` (which this layer replaces); for pre-LN T5 see
+`nugget_core.restorable.t5`. Act is the gated ReLU of the RE paper
 (Dauphin et al., 2017, with ReLU): ``W2`` produces two halves ``a, b`` and
 ``Act = relu(a) * b``.
 
@@ -30,7 +32,11 @@ from torch import nn
 
 
 class GatingLayer(nn.Module):
-    """Drop-in for a BART decoder layer's ``encoder_attn`` (same call signature)."""
+    """Drop-in for a BART decoder layer's ``encoder_attn`` (same call signature).
+
+    Used by `nugget_core.restorable` (RE's own model) and by the gating baseline of
+    `nugget_core.baselines`.
+    """
 
     def __init__(self, d_model: int, d_repr: int, layer_idx: int | None = None) -> None:
         super().__init__()
@@ -86,7 +92,7 @@ class GatingLayer(nn.Module):
         if cache is None:
             return self.gate(hidden_states, key_value_states[:, 0])[0], None
         if self.layer_idx is None:
-            raise ValueError("a cached gating layer needs its layer_idx (BottleneckModel sets it)")
+            raise ValueError("a cached gating layer needs its layer_idx (the model that installs it sets it)")
         past_sum = past_count = None
         if cache.get_seq_length(self.layer_idx) > 0:
             layer = cache.layers[self.layer_idx]
