@@ -7,9 +7,12 @@ code does not reproduce yet). The report shows them under "Differences from the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from stages.report.tables import seq2seq_base
 
 Config = Callable[[str], Any]  # StageContext.cfg
 
@@ -127,6 +130,56 @@ def _checked(cfg: Config) -> list[Deviation]:
             f"{adapter}: both decode with " + ("the base LM's weights" if adapter == "none" else
                                                "the autoregressive Nugget2D's theta")
             + ", untrained as baselines (set trained and train.nugget2d_ar.baselines: two more trainings)"))
+    return out + _re_checked(cfg)
+
+
+def _batch(job: Any) -> int:
+    """Examples per optimiser step of a training job (every worker, every accumulation step)."""
+    return job.batch_size * job.num_workers * job.grad_accum
+
+
+def _optimiser(job: Any) -> str:
+    return f"{job.optimizer} lr {job.lr:g}, weight decay {job.weight_decay:g}, {job.schedule} schedule, " \
+           f"{job.warmup_steps} warm-up steps"
+
+
+def _re_checked(cfg: Config) -> list[Deviation]:
+    """The RE study's settings (RE §4.1, app. A / B) this run does not follow."""
+    out: list[Deviation] = []
+    model, data, train, retrieval = cfg("model.re"), cfg("data.re"), cfg("train.re"), cfg("train.re_retrieval")
+    if model.source != "pretrained" or "t5-small" not in model.name_or_path.lower():
+        seq2seq = cfg("model.seq2seq")
+        here = (model.name_or_path if model.source == "pretrained" else
+                f"stage_ae: the {seq2seq_base(seq2seq)} train_nugget trained (AE), its nugget parts removed: the "
+                "encoder-decoder this profile has pretrained offline")
+        out.append(Deviation("model.re", "T5-small with its pretrained weights: 6 + 6 layers, d_model = d_repr = 512 "
+                             "(RE §4.1, app. A)", here))
+    if data.source != "c4_realnewslike":
+        out.append(Deviation("data.re.source", "C4 RealNewsLike (13M train / 13,863 validation documents) split into "
+                             "sentences by NLTK (RE §4.1)", f"{data.source}: offline sentences stand in"))
+    cut = [f"at most {data.max_train_examples} train texts per sentence count"] if data.max_train_examples else []
+    cut += [f"texts of more than {data.max_words} words dropped"] if data.max_words else []
+    if cut:
+        out.append(Deviation(
+            "data.re.max_train_examples / max_words, train.re.max_steps", "1 epoch over every train text (RE §4.1)",
+            f"{', '.join(cut)}; {train.max_steps} steps of {_batch(train)} texts per model: sized for this profile"))
+    if (train.optimizer, train.schedule) != ("adamw", "linear") or not math.isclose(train.lr, 1e-3) \
+            or not math.isclose(train.weight_decay, 1e-2) or not train.warmup_steps:
+        out.append(Deviation("train.re (optimiser)", "AdamW, lr 1e-3, weight decay 1e-2, linear schedule with 10% "
+                             "warm-up (RE app. A, table 6)", f"{_optimiser(train)}: set for this profile"))
+    if train.extra_layers != 3:
+        out.append(Deviation("train.re.extra_layers", "3 randomly initialised layers in configurations (c) / (d) "
+                             "(RE table 1)", f"{train.extra_layers}: sized for this profile's encoder"))
+    if cfg("eval").re.beam_size != 4:
+        out.append(Deviation("eval.re.beam_size", "beam search with 4 beams, early stopping (RE app. A, table 6)",
+                             f"{cfg('eval').re.beam_size} beams"))
+    batch = _batch(retrieval)
+    if batch != 128 or (retrieval.optimizer, retrieval.schedule) != ("adamw", "linear") \
+            or not math.isclose(retrieval.lr, 1e-3):
+        out.append(Deviation("train.re_retrieval", "40 epochs of batch 128 (in-batch negatives + 1 hard negative), "
+                             "AdamW lr 1e-3, linear schedule, 20% warm-up (RE app. B, table 7)",
+                             f"{retrieval.max_steps} steps of batch {batch}, {_optimiser(retrieval)}: sized for this "
+                             "profile"))
     return out
 
 
@@ -140,6 +193,10 @@ ALWAYS: list[Deviation] = [
     Deviation("train_nugget2d_ae data (Nugget2D §4)", "LLaMA-7B fine-tuned on the Pile",
               "build_lm's continuation windows, which mix its wiki and pile documents (a Pile-only corpus for "
               "this stage is not built)"),
+    Deviation("RE retrieval data (RE §4.4, tables 4 / 9)", "Natural Questions (DPR's train / test) ranked over DPR's "
+              "21,015,324 Wikipedia passages",
+              "build_rr's reranking tasks (data.rr): each query ranks its own candidate passages, so recall@k stands "
+              "on a few candidates (a k at least their number is not measurable) and needs no passage index"),
 ]
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from stages.report.re_tables import TABLE9, restoration_table_id
 from stages.report.tables import MeasuredValue, ReportTable
 
 SHOWN, NOT_SHOWN, NOT_MEASURABLE = "shown", "not shown", "not measurable"
@@ -99,6 +100,39 @@ class Level:
 
 Finding = Comparison | Level
 
+
+def _re_restoration_findings() -> tuple[Comparison, ...]:
+    """RE §4.2 on table 2 (one sentence, ROUGE-L), per configuration (a)-(d): mean pooling
+    restores better than [CLS] (gating decoder), and with mean pooling the decoders rank
+    input < cross < gating."""
+
+    def cell(config: str, pooling: str, decoder: str) -> Cell:
+        return Cell(restoration_table_id(1), f"1|{config}|{pooling}|{decoder}", "rougeL")
+
+    out: list[Comparison] = []
+    for config in "abcd":
+        out += [
+            Comparison(f"re_mean_beats_cls_{config}", f"RE ({config}): a mean-pooled embedding restores a sentence "
+                       "better than the [CLS] one (gating decoder, ROUGE-L)", "RE table 2",
+                       cell(config, "cls", "gating"), cell(config, "mean", "gating")),
+            Comparison(f"re_gating_beats_cross_{config}", f"RE ({config}): the gating decoder restores a sentence "
+                       "better than the cross-attention decoder (mean pooling, ROUGE-L)", "RE table 2",
+                       cell(config, "mean", "cross"), cell(config, "mean", "gating")),
+            Comparison(f"re_cross_beats_input_{config}", f"RE ({config}): the cross-attention decoder restores a "
+                       "sentence better than the embedding as decoder input (mean pooling, ROUGE-L)", "RE table 2",
+                       cell(config, "mean", "input"), cell(config, "mean", "cross")),
+        ]
+    return tuple(out)
+
+
+RE_FINDINGS: tuple[Comparison, ...] = (
+    *_re_restoration_findings(),
+    # §4.4 on table 4; R@1 (table 9) because R@20 / R@100 need more than the 20 candidates a tiny run's query has
+    Comparison("re_restoration_helps_retrieval", "RE: an encoder trained to restore sentences ((a), 1 sentence) "
+               "retrieves better than the pretrained encoder without restoration training (R@1)",
+               "RE table 4 (R@1: table 9)", Cell(TABLE9, "pretrained|0", "r@1"), Cell(TABLE9, "grad|1|0", "r@1")),
+)
+
 FINDINGS: tuple[Finding, ...] = (
     Level("nugget_ae_reconstructs", "Nugget AE reconstructs its input almost perfectly from r = 0.1 (BLEU >= 90)",
           "Nugget fig. 4", Cell("nugget_fig4", "ae_r>=0.1", "bleu"), 90.0),
@@ -133,6 +167,7 @@ FINDINGS: tuple[Finding, ...] = (
     Comparison("nugget2d_beats_icae", "Nugget2D reconstructs better than ICAE at the same ratio (r = 0.1, BLEU)",
                "Nugget2D §4", Cell("nugget2d_autoencoding", "icae_0.1", "bleu"),
                Cell("nugget2d_autoencoding", "nugget2d_0.1", "bleu")),
+    *RE_FINDINGS,
 )
 
 

@@ -3,7 +3,8 @@
 Pure function of its inputs: it reads the upstream artifacts through their contracts
 (`stages.artifacts`), never MLflow, so its cache key covers everything it shows. Tables: Nugget
 figure 4 (BLEU vs r), figure 5 in numbers, appendix D, tables 2-4, Nugget2D tables 1, 3, 4, its
-autoencoding study (§4), and the corpus statistics.
+autoencoding study (§4), the RE paper's tables 8 (= 2, 3) and 9 (= 4) (`stages.report.re_tables`),
+and the corpus statistics.
 Every measured cell is a number from an upstream file or "not run in this profile";
 published numbers (`stages.report.published`) only ever fill the published column.
 Each table states the profile, models and data behind its measured column; a last
@@ -40,11 +41,13 @@ from stages.common.render import csv_text, html_table, markdown
 from stages.framework.stage import Artifact, Stage, StageContext
 from stages.report.deviations import Deviation, deviations
 from stages.report.findings import Verdict, counts, judge
+from stages.report.re_tables import re_tables
 from stages.report.tables import (
     ReportTable,
     bleu_table,
     eval_table,
     multilingual_token_table,
+    seq2seq_base,
     table2,
     table4,
     token_table,
@@ -110,9 +113,7 @@ def to_html(title: str, tables: list[tuple[str, list[tuple[str, str]]]]) -> str:
 def _seq2seq_context(ctx: StageContext, data: str) -> str:
     """Profile, seq2seq base model and data behind a Nugget table."""
     model = ctx.cfg("model.seq2seq")
-    base = model.name_or_path if model.source == "pretrained" else (
-        f"random-init tiny BART (d={model.tiny.d_model}, {model.tiny.layers}+{model.tiny.layers} layers) "
-        f"trained from scratch")
+    base = seq2seq_base(model) + ("" if model.source == "pretrained" else " trained from scratch")
     return f"profile {ctx.cfg('profile')}; base model: {base}; data: {data}"
 
 
@@ -183,6 +184,7 @@ def _tables(ctx: StageContext) -> list[ReportTable]:
         eval_table("nugget2d_tokens", "Nugget2D §4.3: which tokens become nuggets (% of nuggets / of tokens)",
                        ctx.inputs.get("eval_nugget2d_ae"), {"share_nuggets": "share_nuggets",
                                                             "share_text": "share_text"}, lm_ctx),
+        *re_tables(ctx),
     ]
 
 
@@ -258,13 +260,13 @@ class Report(Stage):
     description = "The papers' tables (measured vs published) as markdown and HTML."
     required_upstream = ("corpus_stats", "eval_similarity", "eval_reconstruction")
     optional_upstream = ("analyze_nuggets", "eval_lm", "eval_qa", "eval_summarization", "eval_nugget2d_ae",
-                         "eval_nugget_lm")
+                         "eval_nugget_lm", "eval_re_restoration", "eval_re_retrieval")
     upstream = required_upstream
     parent_metrics = True  # its metrics (the headline numbers, the findings' counts) go to the parent run too
     # the sections after "eval": what the differences from the papers are checked against
     config_keys = ("report", "profile", "model.seq2seq", "model.lm", "nugget", "nugget2d", "data.mt", "data.lm",
                    "data.pi", "data.rr", "eval", "train.nugget2d", "train.nugget2d_ae", "data.nugget_lm",
-                   "train.nugget_lm")
+                   "train.nugget_lm", "model.re", "data.re", "train.re", "train.re_retrieval")
 
     def run(self, ctx: StageContext) -> None:
         tables = build_tables(ctx)

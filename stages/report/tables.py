@@ -26,6 +26,7 @@ from stages.artifacts.evaluate import (
     NuggetAnalysis,
     ReconstructionResults,
     SimilarityResults,
+    TableRow,
 )
 from stages.common.intervals import share_se
 from stages.common.tokens import display_token
@@ -33,6 +34,13 @@ from stages.framework.stage import Artifact
 from stages.report.published import PUBLISHED, SOURCES, published
 
 NOT_IN_PAPER = "not in paper"
+
+
+def seq2seq_base(model: Any) -> str:
+    """The encoder-decoder ``model.seq2seq`` names, as a table's context states it."""
+    if model.source == "pretrained":
+        return model.name_or_path
+    return f"random-init tiny BART (d={model.tiny.d_model}, {model.tiny.layers}+{model.tiny.layers} layers)"
 
 
 def measured_cell(value: Any, n: int | None, half_width: float | None = None) -> str:
@@ -73,10 +81,17 @@ class ReportTable:
     examples: list[Path] = field(default_factory=list)  # per-example output files of the measuring stage
     # (published row id or None, column, the number): what `values` serves the findings
     numbers: list[tuple[str | None, str, MeasuredValue]] = field(default_factory=list)
+    # the published table (`PUBLISHED`, `SOURCES`) of its published column, when it is not ``id``: one paper
+    # table shown as several report tables (RE table 8, one per sentence count)
+    published_as: str = ""
+
+    @property
+    def paper_table(self) -> str:
+        return self.published_as or self.id
 
     @property
     def source(self) -> str:
-        return SOURCES.get(self.id, "")
+        return SOURCES.get(self.paper_table, "")
 
     @property
     def heading(self) -> str:
@@ -87,7 +102,7 @@ class ReportTable:
         """A row: ``measured`` per column (None: not run), ``n`` (per column, or one for
         the row) the examples / tasks / tokens behind each number, ``se`` standard errors
         (shown as the 95% interval, 1.96 se)."""
-        pub = {c: published(self.id, row_id, c) if row_id else None for c in self.columns}
+        pub = {c: published(self.paper_table, row_id, c) if row_id else None for c in self.columns}
         ns = n if isinstance(n, dict) else dict.fromkeys(self.columns, n)
         se = se or {}
         for c in self.columns:
@@ -292,6 +307,21 @@ def multilingual_token_table(analysis: NuggetAnalysis | None, context: str, lang
     return t
 
 
+def add_eval_row(t: ReportTable, label: str, row: TableRow, columns: dict[str, str], row_id: str | None,
+                 unmeasurable: dict[str, str] | None = None) -> None:
+    """``row`` of an evaluation's `EvalTable` as a row of ``t``: ``columns`` maps each report
+    column to the evaluation's metric key; a row with no number and a note says why it did not
+    run in every cell; ``unmeasurable`` (column -> why) are cells this setup cannot measure,
+    shown as such whatever the row holds; a metric "n_<key>" is the n of <key> where it
+    differs from the row's."""
+    measured: dict[str, Any] = {c: row.metrics.get(key) for c, key in columns.items()}
+    if all(v is None for v in measured.values()) and row.note:
+        measured = dict.fromkeys(columns, row.note if row.note.startswith(NOT_RUN) else f"not run: {row.note}")
+    measured |= unmeasurable or {}
+    t.add(label, measured, row_id, n={c: row.metrics.get(f"n_{key}", row.n) for c, key in columns.items()},
+          se={c: row.stderr[key] for c, key in columns.items() if key in row.stderr})
+
+
 def eval_table(table_id: str, title: str, art: Artifact | None, columns: dict[str, str],
                context: str) -> ReportTable:
     """A paper's table from an ``eval_*`` stage's `EvalTable` (Nugget table 3, the Nugget2D
@@ -309,16 +339,11 @@ def eval_table(table_id: str, title: str, art: Artifact | None, columns: dict[st
         t.stand_in = table.stand_in
         t.examples = [p for p in (art.path / EvalTable.EXAMPLES,) if p.is_file()]
         for row in table.rows:
-            measured = {c: row.metrics.get(key) for c, key in columns.items()}
-            if all(v is None for v in measured.values()) and row.metrics:
+            if all(row.metrics.get(key) is None for key in columns.values()) and row.metrics:
                 continue  # a row of the stage's other table (it measures other columns)
-            if all(v is None for v in measured.values()) and row.note:
-                measured = dict.fromkeys(columns, row.note if row.note.startswith(NOT_RUN) else f"not run: {row.note}")
             row_id = row.paper_row if row.paper_row in PUBLISHED[table_id] else None
             matched.add(row_id or "")
-            # a metric "n_<key>" is the n of <key> where it differs from the row's
-            t.add(row.system, measured, row_id, n={c: row.metrics.get(f"n_{key}", row.n) for c, key in columns.items()},
-                  se={c: row.stderr[key] for c, key in columns.items() if key in row.stderr})
+            add_eval_row(t, row.system, row, columns, row_id)
     for row_id in PUBLISHED[table_id]:
         if row_id not in matched:
             t.add(row_id, {}, row_id)

@@ -97,7 +97,7 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     assert findings["Nugget2D reconstructs better than ICAE at the same ratio (r = 0.1, BLEU)"] == "not measurable"
     assert ctx.logger.metrics["findings_not_measurable"] == sum(v == "not measurable" for v in findings.values())
     assert ctx.logger.metrics["nugget_table2/nugget_mt_0.1/pi"] == pytest.approx(pi)
-    assert len(list((ctx.output_dir / "tables").glob("*.csv"))) == 11
+    assert len(list((ctx.output_dir / "tables").glob("*.csv"))) == 15  # 11 Nugget / Nugget2D, 4 RE
     # every paper setting the tiny run does not follow is named, with the paper's and why
     differences = _cells(md, "Differences from the papers' setups")[1:]  # [0]: the header row
     settings = [row[0] for row in differences]

@@ -1,0 +1,178 @@
+"""The RE paper's tables in the report: restoration (table 8, which holds tables 2 and 3) and
+passage retrieval (table 9, which holds table 4), measured beside published.
+
+The evaluation stages ``eval_re_restoration`` and ``eval_re_retrieval`` write an `EvalTable`
+whose rows name the published row they reproduce (``paper_row``): restoration
+``"{sentences}|{configuration}|{cls|mean}|{decoder}"``, retrieval ``"pretrained|{layers}"`` (the
+paper's 'random initialize' rows) or ``"{freeze|grad}|{sentences}|{layers}"``. Rows are shown in
+the paper's order, so every published cell stands beside its measured one (or `NOT_RUN`, the
+whole table when the stage is not part of this run). Table 8 is shown as one report table per
+sentence count (24 rows each); table 9 as one.
+
+A recall@k whose k is at least the candidates a query ranks is 100 by construction: the
+evaluation does not write it, and the report says why the cell is empty ("not measurable: ...").
+"""
+
+from __future__ import annotations
+
+from stages.artifacts.evaluate import EvalTable, TableRow
+from stages.framework.stage import Artifact, StageContext
+from stages.report.published import PUBLISHED, RE_COLUMNS, RE_RECALL
+from stages.report.tables import ReportTable, add_eval_row, seq2seq_base
+
+RESTORATION_STAGE, RETRIEVAL_STAGE = "eval_re_restoration", "eval_re_retrieval"
+TABLE8, TABLE9 = "re_table8", "re_table9"
+RETRIEVAL_COLUMNS = (*RE_RECALL, "mrr")
+
+# RE table 1: (pretrained layers frozen, randomly initialised layers added)
+CONFIGURATIONS = {"a": (False, False), "b": (True, False), "c": (False, True), "d": (True, True)}
+POOLINGS = {"cls": "[CLS]", "mean": "mean pooling"}
+DECODERS = ("input", "cross", "gating")
+
+
+def restoration_table_id(sentences: int) -> str:
+    return f"{TABLE8}_k{sentences}"
+
+
+def _restoration_key(system: str, paper_row: str) -> tuple[int, str, str, str]:
+    """``paper_row`` of a restoration system as (sentences, configuration, pooling, decoder)."""
+    parts = paper_row.split("|")
+    if (len(parts) != 4 or not parts[0].isdigit() or int(parts[0]) < 1 or parts[1] not in CONFIGURATIONS
+            or parts[2] not in POOLINGS or parts[3] not in DECODERS):
+        raise ValueError(f"{RESTORATION_STAGE}: system {system!r} has paper_row {paper_row!r}; expected "
+                         f"'<sentences>|<{'/'.join(CONFIGURATIONS)}>|<{'/'.join(POOLINGS)}>|<{'/'.join(DECODERS)}>'")
+    return int(parts[0]), parts[1], parts[2], parts[3]
+
+
+def _order(key: tuple[int, str, str, str]) -> tuple[int, str, int, int]:
+    k, config, pooling, decoder = key
+    return k, config, list(POOLINGS).index(pooling), DECODERS.index(decoder)
+
+
+def _restoration_label(paper_row: str) -> str:
+    _, config, pooling, decoder = paper_row.split("|")
+    return f"({config}) {POOLINGS[pooling]}, {decoder} decoder"
+
+
+def _retrieval_label(system: str, paper_row: str) -> str:
+    """The encoder a retrieval row stands for, in RE table 1's and table 9's words; an id
+    that is neither ``pretrained|<layers>`` nor ``<freeze|grad>|<sentences>|<layers>`` is an error."""
+    parts = paper_row.split("|")
+    if parts[0] == "pretrained" and len(parts) == 2 and parts[1].isdigit():
+        added = f" + {parts[1]} untrained new layers" if int(parts[1]) else ""
+        return f"pretrained encoder{added}, no restoration training ('random initialize')"
+    if len(parts) == 3 and parts[0] in ("freeze", "grad") and parts[1].isdigit() and parts[2].isdigit():
+        frozen, layers = parts[0] == "freeze", int(parts[2])
+        config = next(c for c, spec in CONFIGURATIONS.items() if spec == (frozen, layers > 0))
+        what = "frozen" if frozen else "updated"
+        added = f" + {layers} new layers" if layers else ""
+        return f"({config}) pretrained layers {what}{added}, restoration-trained on {parts[1]} sentences"
+    raise ValueError(f"{RETRIEVAL_STAGE}: system {system!r} has paper_row {paper_row!r}; expected "
+                     "'pretrained|<layers>' or '<freeze|grad>|<sentences>|<layers>'")
+
+
+def _read(art: Artifact | None) -> EvalTable | None:
+    return EvalTable.read(art, art.stage) if art is not None else None
+
+
+def _measured_by(context: str, art: Artifact | None, stage: str) -> str:
+    return f"{context}; measured by " + (f"stage {art.stage} (key {art.key})" if art else f"stage {stage} absent")
+
+
+def _fill(t: ReportTable, published_rows: list[str], rows: list[TableRow], columns: dict[str, str],
+          label: dict[str, str], unmeasurable: dict[str, dict[str, str]] | None = None) -> None:
+    """Each published row in the paper's order, with the systems that reproduce it (``label``:
+    paper row -> its description), or `NOT_RUN` where none did; then the systems of no published row."""
+    for row_id in published_rows:
+        systems = [r for r in rows if r.paper_row == row_id]
+        for r in systems:
+            add_eval_row(t, f"{label[row_id]} [{r.system}]", r, columns, row_id, (unmeasurable or {}).get(r.system))
+        if not systems:
+            t.add(label[row_id], {}, row_id)
+    for r in rows:
+        if r.paper_row not in published_rows:
+            add_eval_row(t, f"{label[r.paper_row]} [{r.system}]", r, columns, None,
+                         (unmeasurable or {}).get(r.system))
+
+
+def _restoration_title(sentences: int) -> str:
+    if sentences not in (1, 3, 5):
+        return f"RE restoration of {sentences} sentences (not in the paper): PPL and ROUGE x 100"
+    table3 = ("= RE table 2; its (c) / (d) mean-pooling cross and gating rows are RE table 3's 1-sentence rows"
+              if sentences == 1 else "its (c) / (d) mean-pooling cross and gating rows are RE table 3's "
+              f"{sentences}-sentence rows")
+    noun = "sentence" if sentences == 1 else "sentences"
+    return f"RE table 8, {sentences} {noun} ({table3}): restoration, PPL and ROUGE x 100"
+
+
+def restoration_tables(art: Artifact | None, context: str) -> list[ReportTable]:
+    """RE table 8 from ``eval_re_restoration``: one report table per sentence count (the
+    paper's 1, 3, 5 and any other this run measured)."""
+    table = _read(art)
+    rows = table.rows if table else []
+    keys = {r.system: _restoration_key(r.system, r.paper_row) for r in rows}
+    # per configuration the [CLS] rows, then the mean-pooled ones (the paper's two column groups), decoders in order
+    published = sorted(PUBLISHED[TABLE8], key=lambda row_id: _order(_restoration_key(row_id, row_id)))
+    columns = {c: c for c in RE_COLUMNS}
+    label = {row_id: _restoration_label(row_id) for row_id in [*published, *(r.paper_row for r in rows)]}
+    out = []
+    for sentences in sorted({1, 3, 5} | {k[0] for k in keys.values()}):
+        t = ReportTable(restoration_table_id(sentences), _restoration_title(sentences),
+                        _measured_by(context, art, RESTORATION_STAGE), list(RE_COLUMNS),
+                        stand_in=table.stand_in if table else "", published_as=TABLE8)
+        _fill(t, [p for p in published if p.startswith(f"{sentences}|")],
+              [r for r in rows if keys[r.system][0] == sentences], columns, label)
+        t.examples = [p for p in ([art.path / EvalTable.EXAMPLES] if art else []) if p.is_file()]
+        out.append(t)
+    return out
+
+
+# what bounds a retrieval's ranks (a metric of its row) -> how the report says it: candidates ranked per query
+# (reranking tasks) or the passages of the whole collection
+RANK_BOUNDS = {"candidates": "{n:g} candidates per query", "passages": "{n:g} passages in the collection"}
+
+
+def not_measurable(row: TableRow) -> dict[str, str]:
+    """The recall cells of ``row`` that are 100 by construction: R@k of a k at least the
+    candidates a query ranks."""
+    out: dict[str, str] = {}
+    for key, what in RANK_BOUNDS.items():
+        bound = row.metrics.get(key)
+        if bound is not None:
+            out |= {c: f"not measurable: {what.format(n=bound)}" for c in RE_RECALL if int(c.split("@")[1]) >= bound}
+    return out
+
+
+def retrieval_table(art: Artifact | None, context: str) -> ReportTable:
+    """RE table 9 (R@20 / R@100: table 4) from ``eval_re_retrieval``, plus the MRR it also measures."""
+    table = _read(art)
+    rows = table.rows if table else []
+    published = list(PUBLISHED[TABLE9])
+    label = {row_id: _retrieval_label(row_id, row_id) for row_id in published}
+    label |= {r.paper_row: _retrieval_label(r.system, r.paper_row) for r in rows}
+    t = ReportTable(TABLE9, "RE table 9 (its R@20 / R@100 columns are RE table 4): passage retrieval, recall@k and "
+                    "MRR x 100", _measured_by(context, art, RETRIEVAL_STAGE), list(RETRIEVAL_COLUMNS),
+                    stand_in=table.stand_in if table else "")
+    _fill(t, published, rows, {c: c for c in RETRIEVAL_COLUMNS}, label, {r.system: not_measurable(r) for r in rows})
+    t.examples = [p for p in ([art.path / EvalTable.EXAMPLES] if art else []) if p.is_file()]
+    return t
+
+
+def re_context(ctx: StageContext) -> str:
+    """Profile, base encoder-decoder and restoration data behind the RE tables."""
+    model = ctx.cfg("model.re")
+    base = (model.name_or_path if model.source == "pretrained" else
+            f"{seq2seq_base(ctx.cfg('model.seq2seq'))}, trained by train_nugget (AE), used as the pretrained "
+            "encoder-decoder")
+    return f"profile {ctx.cfg('profile')}; base model: {base}; restoration texts: data.re.source = " \
+           f"{ctx.cfg('data.re').source}"
+
+
+def re_tables(ctx: StageContext) -> list[ReportTable]:
+    """The RE tables of this run (every cell `NOT_RUN` where its stage is absent)."""
+    context = re_context(ctx)
+    retrieval = ctx.cfg("train.re_retrieval")
+    return [*restoration_tables(ctx.inputs.get(RESTORATION_STAGE), context),
+            retrieval_table(ctx.inputs.get(RETRIEVAL_STAGE),
+                            f"{context}; bi-encoders from train_re's {retrieval.pooling}-pooling / "
+                            f"{retrieval.decoder}-decoder encoders (train_re_retrieval)")]
