@@ -7,6 +7,8 @@ from stages.data.build_lm import BuildLM
 from stages.data.build_mt_docs import BuildMtDocs
 from stages.data.build_nugget_lm import BuildNuggetLM
 from stages.data.build_pi import BuildPi
+from stages.data.build_re_data import BuildREData
+from stages.data.build_re_retrieval import BuildRERetrieval
 from stages.data.build_rr import BuildRr
 from stages.data.corpus_stats import CorpusStats
 from stages.data.prepare_lm import PrepareLM
@@ -16,6 +18,8 @@ from stages.evaluate.eval_lm import EvalLM
 from stages.evaluate.eval_nugget2d_ae import EvalNugget2DAE
 from stages.evaluate.eval_nugget_lm import EvalNuggetLM
 from stages.evaluate.eval_qa import EvalQA
+from stages.evaluate.eval_re_restoration import EvalRERestoration
+from stages.evaluate.eval_re_retrieval import EvalRERetrieval
 from stages.evaluate.eval_reconstruction import EvalReconstruction
 from stages.evaluate.eval_similarity import EvalSimilarity
 from stages.evaluate.eval_summarization import EvalSummarization
@@ -33,12 +37,16 @@ from stages.train.train_nugget2d import (
     TrainNugget2DFT,
 )
 from stages.train.train_nugget_lm import TrainNuggetLM
+from stages.train.train_re import TrainRE
+from stages.train.train_re_retrieval import TrainRERetrieval
 
 ALL_STAGES = (
     CorpusStats, Tokenizer, BuildMtDocs, BuildPi, BuildRr, PrepareLM, BuildLM, TrainNugget,
     TrainNugget2D, TrainNugget2DFT, TrainFullFT, TrainNugget2DAR, CalibrateThreshold, EvalLM, EvalQA,
     EvalSummarization, TrainNugget2DAE, EvalNugget2DAE, SweepNugget, TrainBaselines, EvalSimilarity, EvalReconstruction, AnalyzeNuggets,
-    BuildNuggetLM, TrainNuggetLM, EvalNuggetLM, Report,
+    BuildNuggetLM, TrainNuggetLM, EvalNuggetLM, BuildREData, TrainRE, EvalRERestoration, BuildRERetrieval,
+    TrainRERetrieval,
+    EvalRERetrieval, Report,
 )
 resolve_optional_upstream(ALL_STAGES)  # report / evals read some stages only when registered
 DAG = Dag(ALL_STAGES)

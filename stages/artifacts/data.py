@@ -360,3 +360,75 @@ class RestorationTexts:
     def texts(self, count: int, split: str, limit: int = 0) -> list[str]:
         """The ``text`` of the first ``limit`` (0 = all) examples of ``split``."""
         return [ex["text"] for ex in self.examples(count, split, limit)]
+
+
+@dataclass(frozen=True)
+class RetrievalData:
+    """``build_re_retrieval``: the passage-retrieval data of the RE study (RE §4.4).
+
+    ``train.jsonl`` / ``dev.jsonl``: per query ``{"query", "positive", "negatives": [...]}``
+    (texts; negatives are hard negatives); ``test.jsonl``: per held-out query ``{"id",
+    "query", "positive_ids": [...], "answers": [...]}``; the passage collection, one
+    ``id<TAB>text`` per line: ``passages.tsv`` in the output, or (Natural Questions) DPR's
+    Wikipedia file named by ``stats.json``'s ``passages_file`` (read in place, 21M lines);
+    ``stats.json``: ``source``, ``stand_in``, ``match`` (``id``: a hit is a passage of
+    ``positive_ids``; ``answer``: a passage containing an answer string, DPR's rule),
+    ``passages_file`` ("" = ``passages.tsv``) and the counts."""
+
+    STAGE: ClassVar[str] = "build_re_retrieval"
+    SPLITS: ClassVar[tuple[str, ...]] = ("train", "dev", "test")
+    STATS: ClassVar[str] = "stats.json"
+    PASSAGES: ClassVar[str] = "passages.tsv"
+    MATCHES: ClassVar[tuple[str, ...]] = ("id", "answer")
+    path: Path
+    source: str
+    stand_in: str
+    match: str
+    passages: Path
+    stats: dict[str, Any]
+
+    @classmethod
+    def read(cls, source: Source) -> RetrievalData:
+        where = locate(source, cls.STAGE)
+        stats = where.json(cls.STATS)
+        for split in cls.SPLITS:
+            where.file(f"{split}.jsonl")
+        match = field(where, cls.STATS, stats, "match", str)
+        if match not in cls.MATCHES:
+            raise where.error(cls.STATS, f"has match {match!r}, not one of {cls.MATCHES}", "match")
+        external = field(where, cls.STATS, stats, "passages_file", str)
+        passages = Path(external) if external else where.file(cls.PASSAGES)
+        if not passages.is_file():
+            raise where.error(cls.STATS, f"names passages_file {external!r}, which is not a file", "passages_file")
+        return cls(where.path, field(where, cls.STATS, stats, "source", str),
+                   field(where, cls.STATS, stats, "stand_in", str), match, passages, stats)
+
+    def rows(self, split: str, limit: int = 0) -> Iterator[dict[str, Any]]:
+        """The first ``limit`` (0 = all) queries of ``split``, checked as they are read."""
+        need = {"test": ("id", "query", "positive_ids", "answers")}.get(split, ("query", "positive", "negatives"))
+        name = f"{split}.jsonl"
+        where = Location(self.STAGE, self.path)
+        with where.file(name).open(encoding="utf-8") as lines:
+            for n, line in enumerate(lines):
+                if limit and n == limit:
+                    return
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise where.error(name, f"line {n + 1} is not valid JSON ({exc})") from exc
+                missing = [k for k in need if k not in row]
+                if missing:
+                    raise where.error(name, f"line {n + 1} lacks {missing}")
+                yield row
+
+    def passage_lines(self) -> Iterator[tuple[str, str]]:
+        """``(id, text)`` of every passage, streamed (DPR's file: ``id, text, title`` with a
+        header line; the title joins the text as DPR encodes it)."""
+        with self.passages.open(encoding="utf-8") as lines:
+            for n, line in enumerate(lines):
+                parts = line.rstrip("\n").split("\t")
+                if n == 0 and parts[0] == "id":
+                    continue  # DPR's header
+                if len(parts) < 2 or not parts[1]:
+                    raise ValueError(f"{self.passages}:{n + 1}: not 'id<TAB>text[<TAB>title]'")
+                yield parts[0], (f"{parts[2]}. {parts[1]}" if len(parts) > 2 and parts[2] else parts[1])

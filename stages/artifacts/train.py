@@ -149,6 +149,83 @@ class TrainedBaselines(SystemsOutput):
         return cls(where.path, systems)
 
 
+@dataclass(frozen=True)
+class TrainedRestorable(SystemsOutput):
+    """``train_re``: ``systems.json`` (one record per system: ``system``, ``sentences``,
+    ``config`` (RE table 1: a-d), ``pooling`` (cls | mean), ``decoder`` (input | cross |
+    gating), ``freeze_pretrained``, ``extra_layers``, ``paper_row`` (``k|config|pooling|decoder``,
+    its row of RE table 8), ``base`` (the pretrained model it started from), ``max_tokens``
+    (truncation of its texts, in tokens), ``model_dir``
+    relative to the output, ``dev_loss``) and ``systems/<name>/model/``
+    (``nugget_core.restorable.RestorableModel.from_pretrained`` + tokenizer)."""
+
+    STAGE: ClassVar[str] = "train_re"
+
+    @classmethod
+    def read(cls, source: Source) -> TrainedRestorable:
+        where = locate(source, cls.STAGE)
+        systems = records(where, cls.FILE, where.json(cls.FILE), [
+            ("system", str), ("sentences", int), ("config", str), ("pooling", str), ("decoder", str),
+            ("freeze_pretrained", bool), ("extra_layers", int), ("paper_row", str), ("base", str), ("max_tokens", int),
+            ("model_dir", str),
+        ], what="system records")
+        for r in systems:
+            where.folder(r["model_dir"])
+        return cls(where.path, systems)
+
+    def find(self, **match: Any) -> list[dict[str, Any]]:
+        """The records whose fields equal ``match`` (e.g. ``config="a", sentences=1``)."""
+        return [r for r in self.systems if all(r.get(k) == v for k, v in match.items())]
+
+    def load(self, record: dict[str, Any], device: Any = "cpu", precision: str = "fp32") -> Any:
+        """The system's `nugget_core.restorable.RestorableModel`, eval mode, on ``device``."""
+        from nugget_core.restorable import RestorableModel
+        from stages.common.device import place_model
+
+        return place_model(RestorableModel.from_pretrained(self.model_dir(record)), device, precision)
+
+    def tokenizer(self, record: dict[str, Any]) -> Any:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(self.model_dir(record))
+
+
+@dataclass(frozen=True)
+class TrainedRetrieval(SystemsOutput):
+    """``train_re_retrieval``: ``systems.json`` (one record per bi-encoder: ``system``,
+    ``paper_row`` of RE table 9 (``pretrained|<layers>`` or ``freeze|grad|<k>|<layers>``),
+    ``init``, ``sentences``, ``config``, ``max_query_tokens``, ``max_passage_tokens``,
+    ``model_dir``, ``dev_loss``) and ``systems/<name>/model/{query,passage}/`` (each a
+    ``RestorableModel`` folder whose encoder is that tower)."""
+
+    STAGE: ClassVar[str] = "train_re_retrieval"
+
+    @classmethod
+    def read(cls, source: Source) -> TrainedRetrieval:
+        where = locate(source, cls.STAGE)
+        systems = records(where, cls.FILE, where.json(cls.FILE), [
+            ("system", str), ("paper_row", str), ("init", str), ("max_query_tokens", int),
+            ("max_passage_tokens", int), ("model_dir", str),
+        ], what="system records")
+        for r in systems:
+            for tower in ("query", "passage"):
+                where.folder(f"{r['model_dir']}/{tower}")
+        return cls(where.path, systems)
+
+    def towers(self, record: dict[str, Any], device: Any = "cpu", precision: str = "fp32") -> tuple[Any, Any]:
+        """The (query, passage) encoders of a bi-encoder, eval mode, on ``device``."""
+        from nugget_core.restorable import RestorableModel
+        from stages.common.device import place_model
+
+        return tuple(place_model(RestorableModel.encoder_from_pretrained(self.model_dir(record) / t), device, precision)
+                     for t in ("query", "passage"))
+
+    def tokenizer(self, record: dict[str, Any]) -> Any:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(self.model_dir(record) / "query")
+
+
 def decoder_token_ids(model_dir: Path) -> tuple[int, int]:
     """(decoder start token, pad token) of an HF seq2seq model folder (its ``config.json``):
     what a window's decoder input starts with and is padded with (`nugget_core.nugget.collate_windows`)."""

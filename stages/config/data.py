@@ -215,6 +215,31 @@ class REData:
 
 
 @dataclass
+class RERetrievalData:
+    """build_re_retrieval (RE §4.4, tables 4, 9): queries with positive / hard negative
+    passages to train bi-encoders on, held-out queries and the passages they retrieve from."""
+
+    source: str = spec(
+        "rr_tasks", help="dpr_nq: Natural Questions as DPR released it (the paper; local files below); rr_tasks: "
+        "build_rr's reranking tasks (a labelled stand-in; queries split here).", choices=("dpr_nq", "rr_tasks"),
+    )
+    nq_train_file: str = spec("", help="dpr_nq: DPR's biencoder-nq-train.json.")
+    nq_dev_file: str = spec("", help="dpr_nq: DPR's biencoder-nq-dev.json.")
+    nq_test_file: str = spec("", help="dpr_nq: DPR's nq-test.qa.csv (question, answers).")
+    passages_file: str = spec("", help="dpr_nq: DPR's psgs_w100.tsv (21M Wikipedia passages, read in place).")
+    train_fraction: float = spec(0.5, help="rr_tasks: share of the queries trained on (the rest are tested).",
+                                 gt=0.0, lt=1.0)
+    dev_fraction: float = spec(0.1, help="rr_tasks: share of the training queries kept for the dev loss.",
+                               gt=0.0, lt=0.5)
+
+    def cross_field_errors(self) -> list[str]:
+        files = ("nq_train_file", "nq_dev_file", "nq_test_file", "passages_file")
+        if self.source == "dpr_nq":
+            return [f"{k}: must name DPR's file with source 'dpr_nq'" for k in files if not getattr(self, k)]
+        return [f"{k}: value {getattr(self, k)!r} is read only with source 'dpr_nq'" for k in files if getattr(self, k)]
+
+
+@dataclass
 class DataSection:
     seed: int = spec(0, help="Seed of every sampling step of the builders.", ge=0)
     max_docs: int = spec(0, help="Cap on documents per builder (0 = all); tiny profile caps.", ge=0)
@@ -226,3 +251,4 @@ class DataSection:
     nugget_lm: NuggetLMData = spec(NuggetLMData(), help="build_nugget_lm stage (Nugget LM, Nugget table 3).")
     bm25: BM25Params = spec(BM25Params(), help="BM25 used for negatives mining.")
     re: REData = spec(REData(), help="build_re_data stage (RE restoration texts).")
+    re_retrieval: RERetrievalData = spec(RERetrievalData(), help="build_re_retrieval stage (RE passage retrieval).")

@@ -64,6 +64,10 @@ KINDS = (  # most specific first: an ICAE folder is also a Nugget2D folder
     ModelKind("nugget_scorer.safetensors", "Nugget", "Nugget: an encoder-decoder whose decoder cross-attends only "
               "to the encoder states its scorer selects (the nuggets).",
               "from nugget_core import NuggetModel\nmodel = NuggetModel.from_pretrained({path!r})"),
+    ModelKind("restorable_config.json", "RE restorable embedding", "RE (restorable embeddings): an encoder "
+              "whose pooled, projected state is one vector per text, and a decoder (input / cross / gating) "
+              "restoring the text from it.",
+              "from nugget_core.restorable import RestorableModel\nmodel = RestorableModel.from_pretrained({path!r})"),
     ModelKind("bottleneck.safetensors", "bottleneck baseline", "A single-vector bottleneck baseline (TSDAE / RE) "
               "of the Nugget experiments.",
               "from nugget_core.baselines import BottleneckModel\nmodel = BottleneckModel.from_pretrained({path!r})"),

@@ -1,0 +1,112 @@
+"""Stage ``train_re``: the restoration models of the RE study (RE §3-4, tables 1-3, 8).
+
+One model per sentence count (``train.re.sentence_counts``, texts of ``build_re_data``) x
+encoder configuration of RE table 1 (``train.re.configs``: a = pretrained encoder
+updated, b = frozen, c = updated + ``extra_layers`` new layers, d = frozen + new layers) x
+pooling (``cls`` eq. 1, ``mean`` eq. 2) x decoder (``input`` / ``cross`` / ``gating``,
+fig. 2), each trained with eq. 6 on the train texts and the same job ``train.re``; one
+Ray Train fit trains them in turn (`stages.train.sequence`). Every model starts from the
+same pretrained encoder-decoder (``model.re``): on profile=tiny the tiny BART that
+``train_nugget`` trained as an autoencoder (the only pretrained encoder-decoder offline),
+on profile=paper T5-small as in RE §4.1.
+
+Output (`stages.artifacts.train.TrainedRestorable`): ``systems.json`` (per system:
+``sentences``, ``config``, ``pooling``, ``decoder``, ``freeze_pretrained``,
+``extra_layers``, ``paper_row`` of RE table 8, ``base``, ``max_tokens`` (the texts' truncation),
+``model_dir``, ``dev_loss``) and
+``systems/<name>/model/`` (``RestorableModel.from_pretrained`` + tokenizer).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stages.artifacts.data import RestorationTexts
+from stages.artifacts.train import TrainedRestorable
+from stages.config.train import RE_CONFIGS
+from stages.framework.stage import Stage, StageContext
+from stages.train.launch import check_resources, export_finished, final_metrics, fit_sequence
+from stages.train.model_card import document_models
+from stages.train.restoration_task import RestorationTask, restorable_base, token_limit
+from stages.train.storage import clear_storage
+
+
+def re_systems(job: Any) -> list[dict[str, Any]]:
+    """The grid of ``train.re`` as records (without the training results), in training order."""
+    out = []
+    for k in job.sentence_counts:
+        for config in job.configs:
+            freeze, extra = RE_CONFIGS[config]
+            for pooling in job.poolings:
+                for decoder in job.decoders:
+                    out.append({
+                        "system": f"n{k}_{config}_{pooling}_{decoder}", "sentences": k, "config": config,
+                        "pooling": pooling, "decoder": decoder, "freeze_pretrained": freeze,
+                        "extra_layers": job.extra_layers if extra else 0,
+                        "paper_row": f"{k}|{config}|{pooling}|{decoder}",
+                    })
+    return out
+
+
+class TrainRE(Stage):
+    name = "train_re"
+    description = "RE restoration models: 4 encoder configurations x 2 poolings x 3 decoders per sentence count."
+    # train_nugget: the pretrained encoder-decoder of profile=tiny (model.re.source=stage_ae); with
+    # source=pretrained it is not read, but stays an input (upstreams are static)
+    upstream = ("build_re_data", "train_nugget")
+    config_keys = ("train.re", "model.re", "run.seed", "train.nugget.objective", "data.re.sentence_counts")
+    external_models = ("model.re.name_or_path",)
+    resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
+    train_job = "train.re"
+    expected_seconds = 400  # profile=tiny, 2 CPUs: orders ready stages (a run's own measurements replace it)
+
+    @classmethod
+    def config_errors(cls, sections: dict[str, Any]) -> list[str]:
+        found = []
+        built = sections["data.re.sentence_counts"]
+        missing = [k for k in sections["train.re"].sentence_counts if k not in built]
+        if missing:
+            found.append(f"train.re.sentence_counts: {missing} are not in data.re.sentence_counts={built}")
+        if sections["model.re"].source == "stage_ae" and sections["train.nugget.objective"] != "ae":
+            found.append(f"model.re.source: stage_ae starts from train_nugget's model, which is "
+                         f"{sections['train.nugget.objective']!r}, not an autoencoder; set train.nugget.objective=ae "
+                         "or model.re.source=pretrained")
+        return found
+
+    def run(self, ctx: StageContext) -> None:
+        job = ctx.cfg("train.re")
+        check_resources(job, "train.re")
+        texts = RestorationTexts.read(ctx.inputs["build_re_data"])
+        base = restorable_base(ctx)
+        specs = re_systems(job)
+        from transformers import AutoConfig
+
+        limit = token_limit(AutoConfig.from_pretrained(base.path), job.max_tokens)
+        models = []
+        for i, spec in enumerate(specs, 1):
+            print(f"[train_re] system {i}/{len(specs)}: {spec['system']} ({spec['sentences']} sentences, config "
+                  f"{spec['config']}, {spec['pooling']} pooling, {spec['decoder']} decoder)", flush=True)
+            restorable = {"pooling": spec["pooling"], "decoder": spec["decoder"],
+                          "repr_dim": job.repr_dim or None, "extra_layers": spec["extra_layers"],
+                          "freeze_pretrained": spec["freeze_pretrained"]}
+            models.append((spec["system"], RestorationTask(
+                base=base, restorable=restorable,
+                train_file=str(texts.split_file(spec["sentences"], "train")),
+                dev_file=str(texts.split_file(spec["sentences"], "dev")),
+                max_tokens=job.max_tokens, dev_examples=job.dev_examples, seed=ctx.cfg("run.seed"),
+            )))
+        if ctx.forced:  # never resume a forced recompute from an older attempt
+            clear_storage(ctx.work_uri, "re")
+        finished = fit_sequence(models, job, ctx.work_uri, "re", ctx.cfg("run.seed"), ctx.logger)
+        records = []
+        for spec in specs:
+            name = spec["system"]
+            state = export_finished(finished[name], TrainedRestorable.system_dir(ctx.output_dir, name))
+            records.append({**spec, "base": base.describe(), "max_tokens": limit, "model_dir": f"systems/{name}/model",
+                            "dev_loss": state["best_dev_loss"]})
+            ctx.log_metrics(final_metrics(state, prefix=name))
+        clear_storage(ctx.work_uri, "re")
+        document_models(ctx, job, {TrainedRestorable.system_dir(ctx.output_dir, name) / "model": task
+                                   for name, task in models})
+        TrainedRestorable(ctx.output_dir, records).write(ctx.output_dir)
+        ctx.log_metrics({"systems": len(records)})

@@ -1,0 +1,104 @@
+"""Stage ``train_re_retrieval``: DPR bi-encoders from the RE encoders (RE §4.4, tables 4, 9).
+
+For each encoder configuration (``train.re_retrieval.configs``) and sentence count
+(``sentence_counts``), a bi-encoder whose query and passage towers both start from the
+encoder ``train_re`` trained with that configuration, count, ``pooling`` and ``decoder``
+(the paper's "freeze" rows: configurations b / d; "grad": a / c); with
+``pretrained_baselines``, also from the pretrained encoder-decoder with its new parts
+untrained (the paper's "random initialize" rows: 0 and ``extra_layers`` new layers).
+Every bi-encoder trains with the same job ``train.re_retrieval`` (appendix B: in-batch
+negatives plus ``hard_negatives`` per query), one after another in one Ray Train fit.
+
+Data (``build_re_retrieval``): the train / dev queries with their positive and hard
+negative passages (Natural Questions as DPR released it on profile=paper; build_rr's
+reranking tasks as a stand-in on profile=tiny).
+
+Output (`stages.artifacts.train.TrainedRetrieval`): ``systems.json`` (per system:
+``system``, ``paper_row`` of RE table 9, ``init``, ``sentences``, ``config``,
+``max_query_tokens``, ``max_passage_tokens``, ``model_dir``, ``dev_loss``) and
+``systems/<name>/model/{query,passage}/``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stages.artifacts.data import RetrievalData
+from stages.artifacts.train import TrainedRestorable, TrainedRetrieval
+from stages.framework.stage import Stage, StageContext
+from stages.train.launch import check_resources, export_finished, final_metrics, fit_sequence
+from stages.train.model_card import document_models
+from stages.train.restoration_task import restorable_base
+from stages.train.retrieval_task import RetrievalExample, RetrievalTask
+from stages.train.storage import clear_storage
+
+
+def retrieval_systems(job: Any, trained: TrainedRestorable) -> list[dict[str, Any]]:
+    """The bi-encoders of ``train.re_retrieval`` (name, paper row, train_re record or None)."""
+    out = []
+    layers = sorted({r["extra_layers"] for r in trained.systems if r["config"] in job.configs})
+    if job.pretrained_baselines:
+        out += [{"system": f"pretrained_{n}", "paper_row": f"pretrained|{n}", "record": None, "extra_layers": n,
+                 "sentences": None, "config": "pretrained"} for n in layers]
+    for config in job.configs:
+        for k in job.sentence_counts:
+            found = trained.find(config=config, sentences=k, pooling=job.pooling, decoder=job.decoder)
+            if not found:
+                raise ValueError(f"train.re_retrieval: train_re has no model for config={config!r}, sentences={k}, "
+                                 f"pooling={job.pooling!r}, decoder={job.decoder!r}; add them to train.re")
+            r = found[0]
+            mode = "freeze" if r["freeze_pretrained"] else "grad"
+            out.append({"system": f"{mode}_n{k}_{config}", "paper_row": f"{mode}|{k}|{r['extra_layers']}",
+                        "record": r, "extra_layers": r["extra_layers"], "sentences": k, "config": config})
+    return out
+
+
+class TrainRERetrieval(Stage):
+    name = "train_re_retrieval"
+    description = "DPR bi-encoders from the RE encoders and the untrained pretrained encoder (RE tables 4, 9)."
+    upstream = ("train_re", "build_re_retrieval", "train_nugget")  # train_nugget: the pretrained encoder of tiny
+    config_keys = ("train.re_retrieval", "model.re", "run.seed")
+    external_models = ("model.re.name_or_path",)
+    resources = {"num_cpus": 0}
+    train_job = "train.re_retrieval"
+    expected_seconds = 200  # profile=tiny, 2 CPUs
+
+    def run(self, ctx: StageContext) -> None:
+        job = ctx.cfg("train.re_retrieval")
+        check_resources(job, "train.re_retrieval")
+        trained = TrainedRestorable.read(ctx.inputs["train_re"])
+        systems = retrieval_systems(job, trained)
+        data = RetrievalData.read(ctx.inputs["build_re_retrieval"])
+        train, dev = ([RetrievalExample(r["query"], r["positive"], tuple(r["negatives"])) for r in data.rows(split)]
+                      for split in ("train", "dev"))
+        print(f"[train_re_retrieval] {len(train)} training queries, {len(dev)} dev ({data.source})", flush=True)
+        base = restorable_base(ctx)
+        models = []
+        for i, s in enumerate(systems, 1):
+            r = s["record"]
+            restorable = {"pooling": job.pooling, "decoder": job.decoder, "extra_layers": s["extra_layers"],
+                          "freeze_pretrained": False}
+            init = str(trained.model_dir(r)) if r else ""
+            s["init"] = f"train_re {r['system']}" if r else f"{base.describe()}, new parts untrained"
+            print(f"[train_re_retrieval] system {i}/{len(systems)}: {s['system']} (from {s['init']})", flush=True)
+            models.append((s["system"], RetrievalTask(
+                base=base, restorable=restorable, init=init, train=train, dev=dev,
+                hard_negatives=job.hard_negatives, max_query_tokens=job.max_query_tokens,
+                max_passage_tokens=job.max_passage_tokens, seed=ctx.cfg("run.seed"))))
+        if ctx.forced:
+            clear_storage(ctx.work_uri, "re_retrieval")
+        finished = fit_sequence(models, job, ctx.work_uri, "re_retrieval", ctx.cfg("run.seed"), ctx.logger)
+        records = []
+        for s in systems:
+            name = s["system"]
+            state = export_finished(finished[name], TrainedRetrieval.system_dir(ctx.output_dir, name))
+            records.append({"system": name, "paper_row": s["paper_row"], "init": s["init"],
+                            "sentences": s["sentences"], "config": s["config"],
+                            "max_query_tokens": job.max_query_tokens, "max_passage_tokens": job.max_passage_tokens,
+                            "model_dir": f"systems/{name}/model", "dev_loss": state["best_dev_loss"]})
+            ctx.log_metrics(final_metrics(state, prefix=name))
+        clear_storage(ctx.work_uri, "re_retrieval")
+        document_models(ctx, job, {TrainedRetrieval.system_dir(ctx.output_dir, name) / "model" / "query": task
+                                   for name, task in models})
+        TrainedRetrieval(ctx.output_dir, records).write(ctx.output_dir)
+        ctx.log_metrics({"systems": len(records), "train_queries": len(train), "dev_queries": len(dev)})

@@ -1,0 +1,197 @@
+"""The RE study's training and evaluation stages on tiny fixtures: train_re (a cut of the
+grid) on Ray Train from a fixture train_nugget AE model, eval_re_restoration (PPL and
+ROUGE per system), train_re_retrieval (DPR bi-encoders from the RE encoders and the
+untrained pretrained encoder) and eval_re_retrieval (recall@k / MRR on held-out queries)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from stages.artifacts.train import TrainedRestorable, TrainedRetrieval
+from tests.evaluation.fixtures import _nugget, artifact, context
+from tests.training.fixtures import WORDS, make_docs, make_mt_artifacts
+
+pytestmark = pytest.mark.ray
+
+SMALL = ["train.re.sentence_counts=[1]", "train.re.configs=[a,d]", "train.re.poolings=[mean]",
+         "train.re.decoders=[input,cross,gating]", "train.re.extra_layers=1", "train.re.max_steps=2",
+         "train.re.batch_size=4", "train.re.eval_every=2", "train.re.checkpoint_every=2", "train.re.dev_examples=4",
+         "eval.re.max_examples=3", "eval.re.beam_size=2", "eval.re.batch_size=2",
+         "train.re_retrieval.configs=[a,d]", "train.re_retrieval.sentence_counts=[1]", "train.re_retrieval.max_steps=2",
+         "train.re_retrieval.batch_size=3", "train.re_retrieval.eval_every=2", "train.re_retrieval.checkpoint_every=2",
+         "train.re_retrieval.dev_examples=3", "train.re_retrieval.max_passage_tokens=24"]
+
+
+def write_texts(out: Path) -> None:
+    """build_re_data's layout: ``n1/{train,dev}.jsonl`` and ``stats.json``."""
+    for split, (n, seed) in {"train": (16, 1), "dev": (4, 2)}.items():
+        (out / "n1").mkdir(parents=True, exist_ok=True)
+        rows = [{"id": f"{split}{i}:0", "text": d["source_sentences"][0], "sentences": d["source_sentences"][:1]}
+                for i, d in enumerate(make_docs(n, seed))]
+        (out / "n1" / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (out / "stats.json").write_text(json.dumps({
+        "source": "synthetic", "stand_in": "synthetic sentences (stand-in for C4 RealNewsLike)",
+        "counts": {"1": {"train": 16, "dev": 4, "mean_words": 4.5, "dropped_long": 0, "dropped_tail": 0}}}))
+
+
+def write_rr(out: Path, n_tasks: int = 24, candidates: int = 4) -> None:
+    """build_rr's layout: ``docs.tsv`` + ``tasks.jsonl`` (query, candidates, answer index)."""
+    from stages.data.nugget_data import Task, write_dataset
+
+    rng = random.Random(0)
+    docs, tasks = [], []
+    for i in range(n_tasks):
+        topic = rng.sample(WORDS, 3)
+        docs.append((f"L{i}", " ".join(topic)))
+        docs.append((f"R{i}", " ".join(topic + rng.sample(WORDS, 4))))
+    for i in range(n_tasks):
+        others = [f"R{j}" for j in rng.sample([j for j in range(n_tasks) if j != i], candidates - 1)]
+        answer = rng.randrange(candidates)
+        tasks.append(Task(f"L{i}", tuple(others[:answer] + [f"R{i}"] + others[answer:]), answer))
+    write_dataset(out, docs, tasks)
+
+
+@pytest.fixture(scope="module")
+def re_inputs(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    from stages.artifacts.train import TrainedNugget
+
+    root = tmp_path_factory.mktemp("re")
+    _, tok_dir = make_mt_artifacts(root)
+    tok = AutoTokenizer.from_pretrained(tok_dir)
+    train = root / "train_nugget"
+    _nugget(tok, 0.25, 1, 9, train / "model")
+    TrainedNugget(train / "model", "ae", 0.25, 1, "topk", True, dev_loss=3.0).write(train)
+    write_texts(root / "texts")
+    (root / "rr").mkdir()
+    write_rr(root / "rr")
+    return root, {"train_nugget": artifact("train_nugget", train),
+                  "build_re_data": artifact("build_re_data", root / "texts"), "build_rr": artifact("build_rr", root / "rr")}
+
+
+def run_stage(stage_cls, inputs, out):
+    from stages.framework.tracking import Tracker
+
+    tracker = Tracker(f"sqlite:///{out.parent}/mlflow.db", "re-test", str(out.parent / "mlartifacts"))
+    logger = tracker.start_run(stage_cls.name, {})
+    ctx = dataclasses.replace(context(stage_cls, inputs, out, SMALL), logger=logger)
+    stage_cls().run(ctx)
+    return ctx
+
+
+@pytest.fixture(scope="module")
+def trained_re(ray_local, re_inputs):
+    from stages.train.train_re import TrainRE
+
+    root, inputs = re_inputs
+    run_stage(TrainRE, inputs, root / "train_re")
+    return root, {**inputs, "train_re": artifact("train_re", root / "train_re")}
+
+
+def test_train_re_trains_the_grid_from_the_ae_model(trained_re):
+    from nugget_core.restorable import RestorableModel
+
+    root, _ = trained_re
+    trained = TrainedRestorable.read(root / "train_re")
+    assert [r["system"] for r in trained.systems] == [
+        "n1_a_mean_input", "n1_a_mean_cross", "n1_a_mean_gating", "n1_d_mean_input", "n1_d_mean_cross",
+        "n1_d_mean_gating"]
+    d = trained.find(config="d", decoder="gating")[0]
+    assert d["freeze_pretrained"] and d["extra_layers"] == 1 and d["paper_row"] == "1|d|mean|gating"
+    assert "train_nugget's AE model" in d["base"] and d["max_tokens"] > 0
+    for record in trained.systems:
+        assert math.isfinite(record["dev_loss"])
+        model = RestorableModel.from_pretrained(trained.model_dir(record))
+        assert (model.config.decoder, model.config.pooling) == (record["decoder"], record["pooling"])
+        assert (trained.model_dir(record) / "README.md").is_file()  # the model card
+
+
+def test_eval_re_restoration_scores_every_system(trained_re, tmp_path):
+    from stages.artifacts.evaluate import EvalTable
+    from stages.evaluate.eval_re_restoration import EvalRERestoration
+
+    root, inputs = trained_re
+    ctx = context(EvalRERestoration, {k: inputs[k] for k in ("build_re_data", "train_re")}, tmp_path / "eval", SMALL)
+    EvalRERestoration().run(ctx)
+    table = EvalTable.read(tmp_path / "eval", "eval_re_restoration")
+    assert {r.paper_row for r in table.rows} == {f"1|{c}|mean|{d}" for c in "ad" for d in ("input", "cross", "gating")}
+    for row in table.rows:
+        assert row.n == 3 and row.metrics["ppl"] > 1 and row.metrics["n_ppl"] > 3
+        assert all(0 <= row.metrics[m] <= 100 for m in ("rouge1", "rouge2", "rougeL"))
+        assert set(row.stderr) == {"rouge1", "rouge2", "rougeL"}
+    assert "stand-in for C4" in table.stand_in
+    lines = (tmp_path / "eval" / "examples.jsonl").read_text().splitlines()
+    assert len(lines) == 18 and {"text", "restored", "rougeL"} <= set(json.loads(lines[0]))
+    assert ctx.logger.metrics[f"{table.rows[0].system}/n"] == 3
+
+
+def test_build_re_retrieval_splits_the_rr_tasks_by_query(re_inputs, tmp_path):
+    from stages.artifacts.data import RetrievalData
+    from stages.data.build_re_retrieval import BuildRERetrieval, heldout
+
+    root, inputs = re_inputs
+    BuildRERetrieval().run(context(BuildRERetrieval, {"build_rr": inputs["build_rr"]}, tmp_path / "data", SMALL))
+    data = RetrievalData.read(tmp_path / "data")
+    train, dev, test = (list(data.rows(s)) for s in ("train", "dev", "test"))
+    assert len(train) + len(dev) + len(test) == 24 and test and dev
+    assert all(heldout(t["id"], 0, 0.5) for t in test) and all(t["positive_ids"][0][0] == "R" for t in test)
+    assert all(len(r["negatives"]) == 3 and r["positive"] not in r["negatives"] for r in train)
+    assert data.match == "id" and len(list(data.passage_lines())) == 24  # every passage any task offers
+    assert "stand-in for Natural Questions" in data.stand_in
+
+
+def test_retrieval_stages_train_bi_encoders_and_search_all_passages(trained_re, tmp_path):
+    from stages.artifacts.evaluate import EvalTable
+    from stages.data.build_re_retrieval import BuildRERetrieval
+    from stages.evaluate.eval_re_retrieval import EvalRERetrieval
+    from stages.train.train_re_retrieval import TrainRERetrieval
+
+    root, inputs = trained_re
+    BuildRERetrieval().run(context(BuildRERetrieval, {"build_rr": inputs["build_rr"]}, tmp_path / "data", SMALL))
+    data = artifact("build_re_retrieval", tmp_path / "data")
+    run_stage(TrainRERetrieval, {**inputs, "build_re_retrieval": data}, tmp_path / "train")
+    trained = TrainedRetrieval.read(tmp_path / "train")
+    assert [(r["system"], r["paper_row"]) for r in trained.systems] == [
+        ("pretrained_0", "pretrained|0"), ("pretrained_1", "pretrained|1"), ("grad_n1_a", "grad|1|0"),
+        ("freeze_n1_d", "freeze|1|1")]
+    query, passage = trained.towers(trained.systems[2])
+    assert any(not (a == b).all() for a, b in zip(query.state_dict().values(), passage.state_dict().values(),
+                                                   strict=True))  # two towers, trained apart
+    ctx = context(EvalRERetrieval, {"train_re_retrieval": artifact("train_re_retrieval", tmp_path / "train"),
+                                    "build_re_retrieval": data}, tmp_path / "eval", SMALL + ["eval.re.recall_at=[1,5,100]"])
+    EvalRERetrieval().run(ctx)
+    table = EvalTable.read(tmp_path / "eval", "eval_re_retrieval")
+    for row in table.rows:
+        assert row.metrics["passages"] == 24
+        assert set(row.metrics) == {"r@1", "r@5", "mrr", "passages"}  # R@100 > 24 passages: not measured
+        assert row.metrics["r@1"] <= row.metrics["r@5"] and 0 <= row.metrics["mrr"] <= 100
+        assert set(row.stderr) == {"r@1", "r@5", "mrr"}
+
+
+def test_search_is_exact_across_chunks():
+    import torch
+
+    from stages.evaluate.eval_re_retrieval import search
+
+    torch.manual_seed(0)
+    vectors = torch.randn(11, 4)
+    queries = torch.randn(3, 4)
+    lines = [(f"p{i}", str(i)) for i in range(11)]
+    top, n = search(queries, iter(lines), lambda texts: vectors[[int(t) for t in texts]], k=5, chunk_size=3)
+    assert n == 11 and torch.equal(top, (queries @ vectors.T).topk(5, dim=1).indices)
+
+
+def test_dpr_hit_rule_matches_answer_words():
+    from stages.evaluate.eval_re_retrieval import has_answer, retrieval_row
+
+    assert has_answer("The Eiffel Tower, in Paris (France).", ["paris"])
+    assert has_answer("born in 1889 in Paris", ["Paris", "Lyon"]) and not has_answer("Parisian life", ["Paris"])
+    row = retrieval_row({"system": "s", "paper_row": "grad|1|0"}, [1, 2, 0, 4], 50, [1, 5, 100])
+    assert row.metrics == {"r@1": 25.0, "r@5": 75.0, "mrr": 43.75, "passages": 50}
