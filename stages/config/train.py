@@ -239,8 +239,6 @@ class RERetrievalJob(TrainJob):
     hard_negatives: int = spec(1, help="Hard negatives per query in a batch (appendix B: 1).", ge=0)
     max_query_tokens: int = spec(70, help="Query truncation (appendix B: 70).", ge=1)
     max_passage_tokens: int = spec(350, help="Passage truncation (appendix B: 350).", ge=1)
-    train_fraction: float = spec(0.5, help="Stand-in tasks only (data without a train split): share of the "
-                                 "tasks' queries used to train, the rest are evaluated.", gt=0.0, lt=1.0)
 
 
 @dataclass
