@@ -266,7 +266,8 @@ class Report(Stage):
     # the sections after "eval": what the differences from the papers are checked against
     config_keys = ("report", "profile", "model.seq2seq", "model.lm", "nugget", "nugget2d", "data.mt", "data.lm",
                    "data.pi", "data.rr", "eval", "train.nugget2d", "train.nugget2d_ae", "data.nugget_lm",
-                   "train.nugget_lm", "model.re", "data.re", "train.re", "train.re_retrieval")
+                   "train.nugget_lm", "model.re", "data.re", "train.re", "train.re_retrieval",
+                   "data.re_retrieval")
 
     def run(self, ctx: StageContext) -> None:
         tables = build_tables(ctx)
