@@ -9,6 +9,8 @@ Layout (peft-style, one package per method over shared parts):
 - `nugget_core.nugget2d`: Nugget2D for LLaMA-family decoder-only LMs; its short API
   ``compress_text`` / ``answer`` / ``continue_text`` and ``PromptFormat`` are exported here.
 - `nugget_core.baselines`: bottleneck baselines for the seq2seq experiments.
+- `nugget_core.restorable`: RE, restorable embeddings (``get_restorable_model(hf_model,
+  RestorableConfig(...)) -> RestorableModel``: one restorable vector per passage).
 - `nugget_core.adaptors`: one registry of architecture adaptors (`register_adaptor`).
 - shared: `scorer`, `selectors`, `nuggets`, `residual`, `modes` (the enums), `params`,
   `config_io`, `tokenizer`.
@@ -46,6 +48,9 @@ _EXPORTS = {
     "Nuggets": ".nuggets",
     "nugget_counts": ".nuggets",
     "ParameterCount": ".params",
+    "RestorableConfig": ".restorable.config",
+    "RestorableModel": ".restorable.model",
+    "get_restorable_model": ".restorable.model",
     "count_parameters": ".params",
     "NuggetScorer": ".scorer",
     "ChunkSelector": ".selectors",
@@ -72,6 +77,8 @@ __all__ = [
     "ParameterCount",
     "PromptFormat",
     "ResidualMode",
+    "RestorableConfig",
+    "RestorableModel",
     "SelectorKind",
     "SentenceSelector",
     "TinyBartSpec",
@@ -83,6 +90,7 @@ __all__ = [
     "count_parameters",
     "get_adaptor",
     "get_nugget_model",
+    "get_restorable_model",
     "nugget_counts",
     "nuggify",
     "punctuation_token_ids",
@@ -105,6 +113,8 @@ if TYPE_CHECKING:  # static analysers see the eager imports
     from .nugget2d.prompts import PromptFormat
     from .nuggets import Nuggets, nugget_counts
     from .params import ParameterCount, count_parameters
+    from .restorable.config import RestorableConfig
+    from .restorable.model import RestorableModel, get_restorable_model
     from .scorer import NuggetScorer
     from .selectors import (
         ChunkSelector,
