@@ -214,6 +214,10 @@ class RETrainJob(TrainJob):
                                "layer (2c-d).", choices=RE_DECODERS, unique=True, nonempty=True)
     sentence_counts: list[int] = spec([1, 3, 5], help="Sentences per text (each one of data.re.sentence_counts).",
                                       unique=True, nonempty=True, ge=1)
+    beyond_one_sentence: str = spec(
+        "all", help="Models for texts of more than 1 sentence: all = the whole grid (RE table 8); table3 = only RE "
+        "table 3's rows (configurations c / d, mean pooling, cross / gating decoders; the rest of table 8 is "
+        "reported not run).", choices=("all", "table3"))
     extra_layers: int = spec(3, help="Randomly initialised layers of configurations c / d (paper: 3).", ge=1)
     repr_dim: int = spec(0, help="d_repr of the embedding (0 = d_model; paper: 512 = d_model).", ge=0)
     max_tokens: int = spec(0, help="Truncate texts to this many tokens (0 = the base model's limit).", ge=0)

@@ -4,7 +4,8 @@ One model per sentence count (``train.re.sentence_counts``, texts of ``build_re_
 encoder configuration of RE table 1 (``train.re.configs``: a = pretrained encoder
 updated, b = frozen, c = updated + ``extra_layers`` new layers, d = frozen + new layers) x
 pooling (``cls`` eq. 1, ``mean`` eq. 2) x decoder (``input`` / ``cross`` / ``gating``,
-fig. 2), each trained with eq. 6 on the train texts and the same job ``train.re``; one
+fig. 2) — beyond one sentence, with ``beyond_one_sentence=table3``, only RE table 3's
+rows — each trained with eq. 6 on the train texts and the same job ``train.re``; one
 Ray Train fit trains them in turn (`stages.train.sequence`). Every model starts from the
 same pretrained encoder-decoder (``model.re``): on profile=tiny the tiny BART that
 ``train_nugget`` trained as an autoencoder (the only pretrained encoder-decoder offline),
@@ -30,15 +31,23 @@ from stages.train.model_card import document_models
 from stages.train.restoration_task import RestorationTask, restorable_base, token_limit
 from stages.train.storage import clear_storage
 
+# RE table 3: the rows the paper reports for 1, 3 and 5 sentences alike
+TABLE3 = {"configs": ("c", "d"), "poolings": ("mean",), "decoders": ("cross", "gating")}
+
 
 def re_systems(job: Any) -> list[dict[str, Any]]:
-    """The grid of ``train.re`` as records (without the training results), in training order."""
+    """The grid of ``train.re`` as records (without the training results), in training order;
+    beyond one sentence only RE table 3's rows with ``beyond_one_sentence=table3``."""
     out = []
     for k in job.sentence_counts:
-        for config in job.configs:
+        def keep(axis: str, values: list[str], k: int = k) -> list[str]:
+            cut = k > 1 and job.beyond_one_sentence == "table3"
+            return [v for v in values if v in TABLE3[axis]] if cut else list(values)
+
+        for config in keep("configs", job.configs):
             freeze, extra = RE_CONFIGS[config]
-            for pooling in job.poolings:
-                for decoder in job.decoders:
+            for pooling in keep("poolings", job.poolings):
+                for decoder in keep("decoders", job.decoders):
                     out.append({
                         "system": f"n{k}_{config}_{pooling}_{decoder}", "sentences": k, "config": config,
                         "pooling": pooling, "decoder": decoder, "freeze_pretrained": freeze,

@@ -195,3 +195,20 @@ def test_dpr_hit_rule_matches_answer_words():
     assert has_answer("born in 1889 in Paris", ["Paris", "Lyon"]) and not has_answer("Parisian life", ["Paris"])
     row = retrieval_row({"system": "s", "paper_row": "grad|1|0"}, [1, 2, 0, 4], 50, [1, 5, 100])
     assert row.metrics == {"r@1": 25.0, "r@5": 75.0, "mrr": 43.75, "passages": 50}
+
+
+def test_the_grid_beyond_one_sentence_can_keep_only_table_3s_rows():
+    from stages.config import load_config
+    from stages.train.train_re import re_systems
+
+    whole = ["train.re.configs=[a,b,c,d]", "train.re.beyond_one_sentence=all"]
+    full = re_systems(load_config(whole).train.re)
+    assert len(full) == 72 and len({r["system"] for r in full}) == 72
+    cut = re_systems(load_config([whole[0], "train.re.beyond_one_sentence=table3"]).train.re)
+    assert len(cut) == 24 + 2 * 4
+    assert {r["paper_row"] for r in cut if r["sentences"] == 3} == {
+        f"3|{c}|mean|{d}" for c in "cd" for d in ("cross", "gating")}
+    assert [r for r in cut if r["sentences"] == 1] == [r for r in full if r["sentences"] == 1]
+    tiny = re_systems(load_config([]).train.re)  # profile=tiny: configurations a / d, table 3 beyond 1 sentence
+    assert len(tiny) == 16 and {r["paper_row"] for r in tiny if r["sentences"] == 5} == {
+        "5|d|mean|cross", "5|d|mean|gating"}
