@@ -18,8 +18,8 @@ from transformers import AutoConfig, AutoModelForSeq2SeqLM, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from ..adaptors import get_adaptor
+from ..restorable.gating import GatingLayer
 from .config import BottleneckConfig, DecoderKind
-from .gating import GatingLayer
 
 WEIGHTS_NAME = "bottleneck.safetensors"
 # Decoder layers that call their cross-attention as `encoder_attn(hidden, key_value_states=...)`.

@@ -20,3 +20,10 @@ def share_se(percent: float, n: int | None) -> float | None:
         return None
     p = percent / 100.0
     return 100.0 * math.sqrt(max(p * (1.0 - p), 0.0) / n)
+
+
+def means_and_errors(per_example: dict[str, Sequence[float]]) -> tuple[dict[str, float], dict[str, float]]:
+    """Per metric, the mean over examples and (from two examples on) its standard error."""
+    means = {m: sum(v) / len(v) for m, v in per_example.items()}
+    errors = {m: e for m, v in per_example.items() if (e := stderr(v)) is not None}
+    return means, errors

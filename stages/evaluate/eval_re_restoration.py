@@ -29,10 +29,10 @@ from stages.artifacts.data import RestorationTexts
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedRestorable
 from stages.common.device import to_device
-from stages.common.intervals import stderr
+from stages.common.intervals import means_and_errors
 from stages.common.padding import pad
 from stages.common.records import batches
-from stages.evaluate.lm.rouge import ROUGE_TYPES, rouge_mean, rouge_per_example
+from stages.evaluate.lm.rouge import ROUGE_TYPES, rouge_per_example
 from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
 
@@ -68,10 +68,10 @@ def restore(model: Any, tokenizer: Any, texts: list[str], limit: int, batch_size
 def system_row(record: dict[str, Any], nll: list[float], counts: list[int], rouge: list[dict[str, float]]) -> TableRow:
     """The table row of one system from its per-text results."""
     tokens = sum(counts)
-    metrics: dict[str, float | None] = {"ppl": math.exp(sum(nll) / tokens), "n_ppl": tokens, **rouge_mean(rouge)}
-    errors = {t: stderr([r[t] for r in rouge]) for t in ROUGE_TYPES}
+    means, errors = means_and_errors({t: [r[t] for r in rouge] for t in ROUGE_TYPES})
+    metrics: dict[str, float | None] = {"ppl": math.exp(sum(nll) / tokens), "n_ppl": tokens, **means}
     return TableRow(system=record["system"], metrics=metrics, n=len(rouge), paper_row=record["paper_row"],
-                    stderr={k: v for k, v in errors.items() if v is not None})
+                    stderr=errors)
 
 
 class EvalRERestoration(Stage):

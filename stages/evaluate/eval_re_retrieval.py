@@ -30,7 +30,7 @@ from stages.artifacts.data import RetrievalData
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedRetrieval
 from stages.common.device import to_device
-from stages.common.intervals import stderr
+from stages.common.intervals import means_and_errors
 from stages.common.padding import pad
 from stages.common.records import batches
 from stages.evaluate.publish import publish
@@ -112,11 +112,10 @@ def first_hits(top: torch.Tensor, tests: list[dict[str, Any]], data: RetrievalDa
 def retrieval_row(record: dict[str, Any], ranks: list[int], passages: int, ks: list[int]) -> TableRow:
     per_query = {f"r@{k}": [100.0 * (0 < r <= k) for r in ranks] for k in ks if k < passages}  # k >= all: 100
     per_query["mrr"] = [100.0 / r if r else 0.0 for r in ranks]
-    metrics: dict[str, float | None] = {m: sum(v) / len(v) for m, v in per_query.items()}
-    metrics["passages"] = passages
-    errors = {m: stderr(v) for m, v in per_query.items()}
+    means, errors = means_and_errors(per_query)
+    metrics: dict[str, float | None] = {**means, "passages": passages}
     return TableRow(system=record["system"], metrics=metrics, n=len(ranks), paper_row=record["paper_row"],
-                    stderr={m: e for m, e in errors.items() if e is not None})
+                    stderr=errors)
 
 
 class EvalRERetrieval(Stage):

@@ -26,7 +26,7 @@ from torch import nn
 from stages.artifacts.data import MtDocuments
 from stages.common.padding import pad
 from stages.train.batches import Example, delete_words
-from stages.train.task import TaskBase
+from stages.train.task import Seq2SeqTaskBase
 
 
 def sentence_end_positions(text: str, sentences: list[str], offsets: list[tuple[int, int]]) -> list[int]:
@@ -70,7 +70,7 @@ OBJECTIVES: dict[str, NuggetObjective] = {
 
 
 @dataclass
-class NuggetTask(TaskBase):
+class NuggetTask(Seq2SeqTaskBase):
     """Everything model-specific the training loop needs; picklable (sent to workers)."""
 
     data: MtDocuments  # build_mt_docs's output
@@ -191,16 +191,3 @@ class NuggetTask(TaskBase):
                 self._punct = chunk_token_ids(self.tokenizer())
             batch["boundary_mask"] = token_flags(ids, self._punct)
         return batch
-
-    @staticmethod
-    def n_target_tokens(batch: dict[str, torch.Tensor]) -> int:
-        return int((batch["labels"] != -100).sum())
-
-    @staticmethod
-    def n_tokens(batch: dict[str, torch.Tensor]) -> int:
-        return int(batch["attention_mask"].sum()) + int((batch["labels"] != -100).sum())
-
-    def export(self, model: nn.Module, directory: Path) -> None:
-        """HF ``save_pretrained`` + nugget parts + tokenizer: loadable outside Ray."""
-        model.save_pretrained(directory)
-        self.tokenizer().save_pretrained(directory)

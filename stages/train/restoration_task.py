@@ -21,7 +21,7 @@ from torch import nn
 
 from stages.artifacts.train import TrainedNugget
 from stages.common.padding import pad
-from stages.train.task import TaskBase
+from stages.train.task import Seq2SeqTaskBase
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def token_limit(model_config: Any, max_tokens: int) -> int:
 
 
 @dataclass
-class RestorationTask(TaskBase):
+class RestorationTask(Seq2SeqTaskBase):
     """One RE system: ``restorable`` holds `nugget_core.restorable.RestorableConfig`'s
     fields; texts come from ``train_file`` / ``dev_file``."""
 
@@ -146,16 +146,3 @@ class RestorationTask(TaskBase):
         ids, mask = pad([r[0] for r in rows], self.tokenizer().pad_token_id)
         labels, _ = pad([r[1] for r in rows], -100)
         return {"input_ids": ids, "attention_mask": mask, "labels": labels}
-
-    @staticmethod
-    def n_target_tokens(batch: dict[str, torch.Tensor]) -> int:
-        return int((batch["labels"] != -100).sum())
-
-    @staticmethod
-    def n_tokens(batch: dict[str, torch.Tensor]) -> int:
-        return int(batch["attention_mask"].sum()) + int((batch["labels"] != -100).sum())
-
-    def export(self, model: nn.Module, directory: Path) -> None:
-        """``RestorableModel.save_pretrained`` + the tokenizer: loadable outside Ray."""
-        model.save_pretrained(directory)
-        self.tokenizer().save_pretrained(directory)

@@ -151,3 +151,22 @@ class TaskBase:
 
         counts = count_parameters(model)
         return {"params.trainable": counts.trainable, "params.frozen": counts.total - counts.trainable}
+
+
+class Seq2SeqTaskBase(TaskBase):
+    """What an encoder-decoder task with ``input_ids`` / ``attention_mask`` / ``labels``
+    batches shares: token counts (targets: labels that are not -100) and the export of
+    the model's ``save_pretrained`` with the task's ``tokenizer()`` beside it."""
+
+    @staticmethod
+    def n_target_tokens(batch: Batch) -> int:
+        return int((batch["labels"] != -100).sum())
+
+    @staticmethod
+    def n_tokens(batch: Batch) -> int:
+        return int(batch["attention_mask"].sum()) + int((batch["labels"] != -100).sum())
+
+    def export(self, model: nn.Module, directory: Path) -> None:
+        """``model.save_pretrained`` + the tokenizer: loadable outside Ray."""
+        model.save_pretrained(directory)
+        self.tokenizer().save_pretrained(directory)  # type: ignore[attr-defined]
