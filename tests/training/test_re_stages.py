@@ -212,3 +212,34 @@ def test_the_grid_beyond_one_sentence_can_keep_only_table_3s_rows():
     tiny = re_systems(load_config([]).train.re)  # profile=tiny: configurations a / d, table 3 beyond 1 sentence
     assert len(tiny) == 16 and {r["paper_row"] for r in tiny if r["sentences"] == 5} == {
         "5|d|mean|cross", "5|d|mean|gating"}
+
+
+def test_restoration_task_starts_from_a_local_pretrained_t5(re_inputs, tmp_path):
+    """model.re.source=pretrained (profile=paper: t5-small) through the task, from a local folder."""
+    from transformers import AutoTokenizer, T5Config, T5ForConditionalGeneration
+
+    from stages.train.restoration_task import RestorableBase, RestorationTask
+
+    root, _ = re_inputs
+    tok = AutoTokenizer.from_pretrained(root / "tokenizer")
+    t5 = T5ForConditionalGeneration(T5Config(
+        vocab_size=len(tok), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=2,
+        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.pad_token_id))
+    t5.save_pretrained(tmp_path / "t5")
+    tok.save_pretrained(tmp_path / "t5")
+    task = RestorationTask(
+        base=RestorableBase("pretrained", str(tmp_path / "t5")),
+        restorable={"pooling": "cls", "decoder": "gating", "extra_layers": 1, "freeze_pretrained": True},
+        train_file=str(root / "texts" / "n1" / "train.jsonl"), dev_file=str(root / "texts" / "n1" / "dev.jsonl"))
+    assert task.limit() == 511  # T5: no position limit of its own, the paper's 512 (one for [CLS])
+    model = task.build_model(None)
+    batch = task.collate(task.load_split("dev"), -1, 0, False)
+    loss = model(**batch).loss
+    loss.backward()
+    assert loss.isfinite() and task.n_target_tokens(batch) == int((batch["labels"] != -100).sum())
+    task.export(model, tmp_path / "out")
+    again = RestorationTask(base=task.base, restorable=task.restorable, train_file=task.train_file,
+                            dev_file=task.dev_file).build_model(tmp_path / "out")
+    torch_equal = all((a == b).all() for a, b in zip(model.state_dict().values(), again.state_dict().values(),
+                                                     strict=True))
+    assert torch_equal and (tmp_path / "out" / "tokenizer_config.json").is_file()
