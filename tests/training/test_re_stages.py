@@ -240,3 +240,37 @@ def test_restoration_task_starts_from_a_local_pretrained_t5(re_inputs, tmp_path)
     torch_equal = all((a == b).all() for a, b in zip(model.state_dict().values(), again.state_dict().values(),
                                                      strict=True))
     assert torch_equal and (tmp_path / "out" / "tokenizer_config.json").is_file()
+
+
+def test_build_re_retrieval_reads_dprs_natural_questions_files(tmp_path):
+    """source=dpr_nq (profile=paper): DPR's biencoder json, qas csv and passages tsv, in place."""
+    from stages.artifacts.data import RetrievalData
+    from stages.data.build_re_retrieval import BuildRERetrieval
+    from stages.evaluate.eval_re_retrieval import first_hits
+
+    ctx_of = lambda q, title, text: {"title": title, "text": text, "passage_id": q}  # noqa: E731
+    biencoder = [{"question": "who wrote hamlet", "answers": ["Shakespeare"],
+                  "positive_ctxs": [ctx_of("1", "Hamlet", "a tragedy by William Shakespeare")],
+                  "hard_negative_ctxs": [ctx_of("2", "Macbeth", "a play")]},
+                 {"question": "no negatives here", "answers": ["x"], "positive_ctxs": [ctx_of("1", "", "x")],
+                  "hard_negative_ctxs": []}]
+    for name in ("train.json", "dev.json"):
+        (tmp_path / name).write_text(json.dumps(biencoder))
+    (tmp_path / "test.csv").write_text('who wrote hamlet\t["Shakespeare", "W. Shakespeare"]\n')
+    (tmp_path / "psgs.tsv").write_text("id\ttext\ttitle\n1\ta tragedy by William Shakespeare\tHamlet\n"
+                                       "2\ta play\tMacbeth\n")
+    files = [f"data.re_retrieval.{k}={tmp_path / v}" for k, v in (
+        ("nq_train_file", "train.json"), ("nq_dev_file", "dev.json"), ("nq_test_file", "test.csv"),
+        ("passages_file", "psgs.tsv"))]
+    BuildRERetrieval().run(context(BuildRERetrieval, {}, tmp_path / "out", ["data.re_retrieval.source=dpr_nq", *files]))
+    data = RetrievalData.read(tmp_path / "out")
+    assert data.match == "answer" and data.passages == tmp_path / "psgs.tsv" and data.stand_in == ""
+    (train,) = data.rows("train")  # the question without a hard negative is skipped, as DPR's trainer does
+    assert train == {"query": "who wrote hamlet", "positive": "Hamlet. a tragedy by William Shakespeare",
+                     "negatives": ["Macbeth. a play"]}
+    (test,) = data.rows("test")
+    assert test["answers"] == ["Shakespeare", "W. Shakespeare"]
+    assert list(data.passage_lines()) == [("1", "Hamlet. a tragedy by William Shakespeare"), ("2", "Macbeth. a play")]
+    import torch
+
+    assert first_hits(torch.tensor([[1, 0]]), [test], data) == [2]  # the Hamlet passage, ranked second
