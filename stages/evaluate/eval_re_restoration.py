@@ -13,8 +13,9 @@ at most ``eval.re.max_examples``) are encoded to one vector each and restored tw
   restored text against the original.
 
 Outputs: the `EvalTable` (one row per system: ``ppl`` (n_ppl = target tokens),
-``rouge1``, ``rouge2``, ``rougeL`` with standard errors, n = texts; ``paper_row`` its
-RE table 8 row) and ``examples.jsonl`` (original and restored text per system and text).
+``rouge1``, ``rouge2``, ``rougeL`` with standard errors, ``distinct`` (different restored
+texts: 1 when the decoder ignores the vector), n = texts; ``paper_row`` its RE table 8
+row) and ``examples.jsonl`` (original and restored text per system and text).
 """
 
 from __future__ import annotations
@@ -65,11 +66,15 @@ def restore(model: Any, tokenizer: Any, texts: list[str], limit: int, batch_size
     return nll, counts, [" ".join(t.split()) for t in restored]
 
 
-def system_row(record: dict[str, Any], nll: list[float], counts: list[int], rouge: list[dict[str, float]]) -> TableRow:
-    """The table row of one system from its per-text results."""
+def system_row(record: dict[str, Any], nll: list[float], counts: list[int], rouge: list[dict[str, float]],
+               restored: list[str]) -> TableRow:
+    """The table row of one system from its per-text results. ``distinct``: how many
+    different texts it restored (not in the paper): a decoder that ignores the vector
+    restores every text to the same one."""
     tokens = sum(counts)
     means, errors = means_and_errors({t: [r[t] for r in rouge] for t in ROUGE_TYPES})
-    metrics: dict[str, float | None] = {"ppl": math.exp(sum(nll) / tokens), "n_ppl": tokens, **means}
+    metrics: dict[str, float | None] = {"ppl": math.exp(sum(nll) / tokens), "n_ppl": tokens, **means,
+                                        "distinct": len(set(restored))}
     return TableRow(system=record["system"], metrics=metrics, n=len(rouge), paper_row=record["paper_row"],
                     stderr=errors)
 
@@ -96,7 +101,7 @@ class EvalRERestoration(Stage):
             nll, counts, restored = restore(model, tokenizer, dev, limit, cfg.batch_size, cfg.beam_size,
                                             cfg.extra_tokens, ctx.device)
             rouge = rouge_per_example(restored, dev)
-            row = system_row(record, nll, counts, rouge)
+            row = system_row(record, nll, counts, rouge, restored)
             rows.append(row)
             examples += [{"system": record["system"], "text": t, "restored": r, **s}
                          for t, r, s in zip(dev, restored, rouge, strict=True)]
@@ -105,7 +110,8 @@ class EvalRERestoration(Stage):
                   f"({len(dev)} texts, {time.time() - tick:.1f}s)", flush=True)
         table = EvalTable(
             title="RE tables 2, 3, 8: restoration of 1 / 3 / 5 sentences from one vector",
-            columns=[Column("ppl", "PPL"), Column("rouge1", "R-1"), Column("rouge2", "R-2"), Column("rougeL", "R-L")],
+            columns=[Column("ppl", "PPL"), Column("rouge1", "R-1"), Column("rouge2", "R-2"), Column("rougeL", "R-L"),
+                     Column("distinct", "distinct restorations", "{:.0f}")],
             rows=rows, stand_in=texts.stand_in,
             notes=[f"dev texts of build_re_data per sentence count (at most {cfg.max_examples or 'all'}); beam "
                    f"{cfg.beam_size}; PPL: exp(target NLL / target tokens), teacher-forced; ROUGE F1 x 100 "

@@ -23,6 +23,8 @@ from stages.report.tables import ReportTable, add_eval_row, seq2seq_base
 RESTORATION_STAGE, RETRIEVAL_STAGE = "eval_re_restoration", "eval_re_retrieval"
 TABLE8, TABLE9 = "re_table8", "re_table9"
 RETRIEVAL_COLUMNS = (*RE_RECALL, "mrr")
+# + how many different texts a system restored (not in the paper: 1 = its decoder ignores the vector)
+RESTORATION_COLUMNS = (*RE_COLUMNS, "distinct")
 
 # RE table 1: (pretrained layers frozen, randomly initialised layers added)
 CONFIGURATIONS = {"a": (False, False), "b": (True, False), "c": (False, True), "d": (True, True)}
@@ -113,12 +115,12 @@ def restoration_tables(art: Artifact | None, context: str) -> list[ReportTable]:
     keys = {r.system: _restoration_key(r.system, r.paper_row) for r in rows}
     # per configuration the [CLS] rows, then the mean-pooled ones (the paper's two column groups), decoders in order
     published = sorted(PUBLISHED[TABLE8], key=lambda row_id: _order(_restoration_key(row_id, row_id)))
-    columns = {c: c for c in RE_COLUMNS}
+    columns = {c: c for c in RESTORATION_COLUMNS}
     label = {row_id: _restoration_label(row_id) for row_id in [*published, *(r.paper_row for r in rows)]}
     out = []
     for sentences in sorted({1, 3, 5} | {k[0] for k in keys.values()}):
         t = ReportTable(restoration_table_id(sentences), _restoration_title(sentences),
-                        _measured_by(context, art, RESTORATION_STAGE), list(RE_COLUMNS),
+                        _measured_by(context, art, RESTORATION_STAGE), list(RESTORATION_COLUMNS),
                         stand_in=table.stand_in if table else "", published_as=TABLE8)
         _fill(t, [p for p in published if p.startswith(f"{sentences}|")],
               [r for r in rows if keys[r.system][0] == sentences], columns, label)

@@ -65,7 +65,8 @@ def test_published_re_numbers_as_printed():
 
 def _restoration_row(k: int, config: str, pooling: str, decoder: str, rouge_l: float, se: float = 0.5) -> TableRow:
     return TableRow(f"{k} sent. ({config}) {pooling} {decoder}",
-                    {"ppl": 1.5, "rouge1": rouge_l + 2, "rouge2": rouge_l - 5, "rougeL": rouge_l, "n_ppl": 700},
+                    {"ppl": 1.5, "rouge1": rouge_l + 2, "rouge2": rouge_l - 5, "rougeL": rouge_l, "n_ppl": 700,
+                     "distinct": 30},
                     n=32, stderr={"rouge1": se, "rouge2": se, "rougeL": se}, paper_row=f"{k}|{config}|{pooling}|{decoder}")
 
 
@@ -125,16 +126,17 @@ def test_report_shows_re_tables_measured_beside_published(evaluated, tmp_path):
     # measured: ppl on its target tokens (no interval), ROUGE with n and the 95% interval; published beside
     assert k1["(a) mean pooling, gating decoder [1 sent. (a) mean gating]"] == [
         "1.50 (n=700)", "1.04", "97.00 ± 0.98 (n=32)", "97.76", "90.00 ± 0.98 (n=32)", "94.63", "95.00 ± 0.98 (n=32)",
-        "96.94"]
-    assert k1["(d) mean pooling, gating decoder [1 sent. (d) mean gating]"][::2] == ["not run: out of budget"] * 4
-    assert k1["(b) [CLS], input decoder"] == [NOT_RUN, "1.79", NOT_RUN, "13.33", NOT_RUN, "0.75", NOT_RUN, "9.53"]
+        "96.94", "30.00 (n=32)", "not in paper"]  # distinct restorations: ours, not the paper's
+    assert k1["(d) mean pooling, gating decoder [1 sent. (d) mean gating]"][::2] == ["not run: out of budget"] * 5
+    assert k1["(b) [CLS], input decoder"] == [NOT_RUN, "1.79", NOT_RUN, "13.33", NOT_RUN, "0.75", NOT_RUN, "9.53",
+                                              NOT_RUN, "not in paper"]
     assert len(k1) == 24 and k1["(a) [CLS], input decoder"][1] == "6.178"
     _, k3 = _section(md, "RE table 8, 3 sentences")
     assert k3["(c) mean pooling, gating decoder [3 sent. (c) mean gating]"][4:6] == ["35.00 ± 0.98 (n=32)", "50.45"]
     assert k3["(b) [CLS], input decoder"][5] == UNREADABLE
     _, k5 = _section(md, "RE table 8, 5 sentences")
-    assert all(cells[::2] == [NOT_RUN] * 4 for cells in k5.values())
-    assert k5["(a) mean pooling, cross decoder"][1::2] == ["2.75", UNREADABLE, UNREADABLE, UNREADABLE]
+    assert all(cells[::2] == [NOT_RUN] * 5 for cells in k5.values())
+    assert k5["(a) mean pooling, cross decoder"][1::2] == ["2.75", UNREADABLE, UNREADABLE, UNREADABLE, "not in paper"]
     # retrieval: R@k of k >= the candidates per query is not measurable, said so; MRR is not in the paper
     heading, t9 = _section(md, "RE table 9")
     assert heading.endswith(f"[stand-in data: {RETRIEVAL_STAND_IN}]") and "RE table 4" in heading

@@ -121,7 +121,7 @@ def test_eval_re_restoration_scores_every_system(trained_re, tmp_path):
     table = EvalTable.read(tmp_path / "eval", "eval_re_restoration")
     assert {r.paper_row for r in table.rows} == {f"1|d|mean|{d}" for d in ("input", "cross", "gating")}
     for row in table.rows:
-        assert row.n == 3 and row.metrics["ppl"] > 1 and row.metrics["n_ppl"] > 3
+        assert row.n == 3 and row.metrics["ppl"] > 1 and row.metrics["n_ppl"] > 3 and 1 <= row.metrics["distinct"] <= 3
         assert all(0 <= row.metrics[m] <= 100 for m in ("rouge1", "rouge2", "rougeL"))
         assert set(row.stderr) == {"rouge1", "rouge2", "rougeL"}
     assert "stand-in for C4" in table.stand_in
