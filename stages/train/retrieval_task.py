@@ -81,12 +81,13 @@ class RetrievalTask(TaskBase):
 
         if init_dir is not None:  # resume: the towers export wrote
             self._template = RestorableModel.from_pretrained(Path(init_dir) / "query")
-            return BiEncoder(*(RestorableModel.encoder_from_pretrained(Path(init_dir) / t) for t in TOWERS))
-        self._template = self._fresh()
-        encoder = self._template.encoder
-        for p in encoder.parameters():  # DPR fine-tunes the whole tower (a frozen restoration encoder too)
-            p.requires_grad_(True)
-        return BiEncoder(copy.deepcopy(encoder), copy.deepcopy(encoder))
+            towers = [RestorableModel.encoder_from_pretrained(Path(init_dir) / t) for t in TOWERS]
+        else:
+            self._template = self._fresh()
+            towers = [copy.deepcopy(self._template.encoder) for _ in TOWERS]
+        for tower in towers:  # DPR fine-tunes the whole tower, also one whose restoration training froze it
+            tower.requires_grad_(True)
+        return BiEncoder(*towers)
 
     def collate(self, rows: list[RetrievalExample], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
         """``query_ids/mask [B, Tq]``, ``passage_ids/mask [B (1 + h), Tp]``: positives first."""

@@ -274,3 +274,31 @@ def test_build_re_retrieval_reads_dprs_natural_questions_files(tmp_path):
     import torch
 
     assert first_hits(torch.tensor([[1, 0]]), [test], data) == [2]  # the Hamlet passage, ranked second
+
+
+def test_retrieval_towers_train_whole_also_from_a_frozen_encoder_and_on_resume(re_inputs, tmp_path):
+    from transformers import AutoTokenizer
+
+    from nugget_core import TinyBartSpec, build_tiny_bart
+    from nugget_core.restorable import RestorableConfig, get_restorable_model
+    from stages.train.restoration_task import RestorableBase
+    from stages.train.retrieval_task import RetrievalExample, RetrievalTask
+
+    root, _ = re_inputs
+    tok = AutoTokenizer.from_pretrained(root / "tokenizer")
+    frozen = get_restorable_model(build_tiny_bart(tok, TinyBartSpec(d_model=16, layers=1, ffn_dim=32)),
+                                  RestorableConfig(pooling="mean", decoder="gating", extra_layers=1,
+                                                   freeze_pretrained=True))
+    assert not all(p.requires_grad for p in frozen.encoder.parameters())
+    frozen.save_pretrained(tmp_path / "d")
+    tok.save_pretrained(tmp_path / "d")
+    rows = [RetrievalExample("the cat", "the cat sat", ("a dog ran",))] * 2
+    task = RetrievalTask(base=RestorableBase("pretrained", str(tmp_path / "d")), restorable={}, init=str(tmp_path / "d"),
+                         train=rows, dev=rows)
+    model = task.build_model(None)
+    assert all(p.requires_grad for p in model.parameters())
+    model(**task.collate(rows, 0, 0, True)).loss.backward()
+    task.export(model, tmp_path / "out")
+    resumed = task.build_model(tmp_path / "out")
+    assert all(p.requires_grad for p in resumed.parameters())  # the saved config still says frozen
+    assert all((a == b).all() for a, b in zip(model.state_dict().values(), resumed.state_dict().values(), strict=True))
