@@ -11,7 +11,6 @@ or T5-small (profile=paper).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from stages.artifacts.data import RestorationTexts
 from stages.artifacts.train import TrainedNugget
 from stages.common.padding import pad
 from stages.train.task import Seq2SeqTaskBase
@@ -65,24 +65,6 @@ def restorable_base(ctx: Any) -> RestorableBase:
     return RestorableBase("stage_ae", str(nugget.model_dir), cfg.attn_implementation)
 
 
-def text_rows(path: str | Path, limit: int = 0) -> list[str]:
-    """The ``text`` of each line of a ``build_re_data`` jsonl split (``limit`` 0 = all)."""
-    texts = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if limit and len(texts) >= limit:
-                break
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            if not isinstance(row.get("text"), str) or not row["text"].strip():
-                raise ValueError(f"{path}:{n}: no 'text' in {line[:80]!r}")
-            texts.append(row["text"])
-    if not texts:
-        raise ValueError(f"{path}: no texts")
-    return texts
-
-
 def token_limit(model_config: Any, max_tokens: int) -> int:
     """Truncation length: ``max_tokens`` (0 = the base model's position limit; T5's
     relative positions have none, so the paper's 512, RE table 6). A [CLS] vector takes
@@ -94,12 +76,12 @@ def token_limit(model_config: Any, max_tokens: int) -> int:
 @dataclass
 class RestorationTask(Seq2SeqTaskBase):
     """One RE system: ``restorable`` holds `nugget_core.restorable.RestorableConfig`'s
-    fields; texts come from ``train_file`` / ``dev_file``."""
+    fields; its texts are ``data``'s (build_re_data) of ``sentences`` sentences."""
 
     base: RestorableBase
     restorable: dict[str, Any]
-    train_file: str
-    dev_file: str
+    data: RestorationTexts
+    sentences: int
     max_tokens: int = 0
     dev_examples: int = 0
     seed: int = 0
@@ -125,8 +107,9 @@ class RestorationTask(Seq2SeqTaskBase):
 
     def load_split(self, split: str) -> list[tuple[list[int], list[int]]]:
         """(encoder ids, target ids) per text: the text is both (eq. 6)."""
-        path = {"train": self.train_file, "dev": self.dev_file}[split]
-        texts = text_rows(path, self.dev_examples if split == "dev" else 0)
+        texts = self.data.texts(self.sentences, split, self.dev_examples if split == "dev" else 0)
+        if not texts:
+            raise ValueError(f"{self.data.path}: no {split} texts of {self.sentences} sentences")
         tok, limit = self.tokenizer(), self.limit()
         sources = tok(texts, truncation=True, max_length=limit)["input_ids"]
         targets = tok(text_target=texts, truncation=True, max_length=limit)["input_ids"]

@@ -100,8 +100,7 @@ class TrainRE(Stage):
                           "freeze_pretrained": spec["freeze_pretrained"]}
             models.append((spec["system"], RestorationTask(
                 base=base, restorable=restorable,
-                train_file=str(texts.split_file(spec["sentences"], "train")),
-                dev_file=str(texts.split_file(spec["sentences"], "dev")),
+                data=texts, sentences=spec["sentences"],
                 max_tokens=job.max_tokens, dev_examples=job.dev_examples, seed=ctx.cfg("run.seed"),
             )))
         if ctx.forced:  # never resume a forced recompute from an older attempt

@@ -215,6 +215,7 @@ def test_restoration_task_starts_from_a_local_pretrained_t5(re_inputs, tmp_path)
     """model.re.source=pretrained (profile=paper: t5-small) through the task, from a local folder."""
     from transformers import AutoTokenizer, T5Config, T5ForConditionalGeneration
 
+    from stages.artifacts.data import RestorationTexts
     from stages.train.restoration_task import RestorableBase, RestorationTask
 
     root, _ = re_inputs
@@ -227,7 +228,7 @@ def test_restoration_task_starts_from_a_local_pretrained_t5(re_inputs, tmp_path)
     task = RestorationTask(
         base=RestorableBase("pretrained", str(tmp_path / "t5")),
         restorable={"pooling": "cls", "decoder": "gating", "extra_layers": 1, "freeze_pretrained": True},
-        train_file=str(root / "texts" / "n1" / "train.jsonl"), dev_file=str(root / "texts" / "n1" / "dev.jsonl"))
+        data=RestorationTexts.read(root / "texts"), sentences=1)
     assert task.limit() == 511  # T5: no position limit of its own, the paper's 512 (one for [CLS])
     model = task.build_model(None)
     batch = task.collate(task.load_split("dev"), -1, 0, False)
@@ -235,8 +236,8 @@ def test_restoration_task_starts_from_a_local_pretrained_t5(re_inputs, tmp_path)
     loss.backward()
     assert loss.isfinite() and task.n_target_tokens(batch) == int((batch["labels"] != -100).sum())
     task.export(model, tmp_path / "out")
-    again = RestorationTask(base=task.base, restorable=task.restorable, train_file=task.train_file,
-                            dev_file=task.dev_file).build_model(tmp_path / "out")
+    again = RestorationTask(base=task.base, restorable=task.restorable, data=task.data,
+                            sentences=1).build_model(tmp_path / "out")
     torch_equal = all((a == b).all() for a, b in zip(model.state_dict().values(), again.state_dict().values(),
                                                      strict=True))
     assert torch_equal and (tmp_path / "out" / "tokenizer_config.json").is_file()

@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from stages.artifacts.data import LMRecords, MtDocuments, NuggetLMCorpus
+from stages.artifacts.data import LMRecords, MtDocuments, NuggetLMCorpus, RestorationTexts
 from stages.train.autoencoding_task import AutoencodingTask
 from stages.train.baseline_task import BaselineTask
 from stages.train.full_ft_task import FullFinetuneTask
 from stages.train.nugget2d_task import COMPRESSOR_OBJECTIVES, Nugget2DARTask, Nugget2DCompressorTask
 from stages.train.nugget_lm_task import NuggetLMTask
 from stages.train.nugget_task import NuggetTask
+from stages.train.restoration_task import RestorableBase, RestorationTask
+from stages.train.retrieval_task import RetrievalTask
 from stages.train.task import PROTOCOL_MEMBERS, TrainingTask, protocol_mismatches
 from tests.lm_eval.fixtures import ADAPTER
 
@@ -27,6 +29,9 @@ INSTANCES = {
     FullFinetuneTask: lambda: FullFinetuneTask(LM, "b", "qa", lora_rank=4, lora_alpha=4, **ADAPTER),
     NuggetLMTask: lambda: NuggetLMTask(NuggetLMCorpus(Path("d"), "s", ""), "t", "m", memory="nugget", ratio=0.1,
                                        chunk_tokens=4, segment_tokens=8, histories=[1], decoder_start_id=2, pad_id=1),
+    RestorationTask: lambda: RestorationTask(RestorableBase("stage_ae", "m"), {}, RestorationTexts(
+        Path("d"), "s", "", [1], {}), sentences=1),
+    RetrievalTask: lambda: RetrievalTask(RestorableBase("stage_ae", "m"), {}, init="", train=[], dev=[]),
 }
 
 
