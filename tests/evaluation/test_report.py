@@ -127,17 +127,19 @@ def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
     # and ICAE is trained here rather than quoted
     reading = "the AR scorer's autoencoding compressor (Nugget2D §2.5)"
     icae = "ICAE (Nugget2D §4, fig. 5)"
-    assert found([]) == {reading, icae}
-    assert found(["train.nugget2d_ae.icae=false"]) == {reading}
+    # and the RE models train a fixed number of steps, not RE §4.1's one epoch of C4 RealNewsLike
+    steps = "data.re.max_train_examples / max_words, train.re.max_steps"
+    assert found([]) == {reading, icae, steps}
+    assert found(["train.nugget2d_ae.icae=false"]) == {reading, steps}
     assert found(["model.lm.chat_name_or_path=''", "train.nugget2d_ae.icae=false"]) == {
-        reading, "model.lm.chat_name_or_path"}
+        reading, "model.lm.chat_name_or_path", steps}
     # each of the paper's Nugget2D compressor settings, undone, is named
     assert found(["train.nugget2d.extra_ratios=[]", "train.nugget2d.ar_scorer=compressor",
                   "nugget2d.scorer_window=null", "eval.lm.baseline_adapter=none",
                   "model.lm.chat_name_or_path=''", "train.nugget2d_ae.icae=false"]) == {
         "eval.lm.baseline_adapter", "Nugget2D 5x in QA (Nugget2D §6.2)", "model.lm.chat_name_or_path",
-        "train.nugget2d.ar_scorer (the AR model's scorer)", "nugget2d.scorer_window (AR mode)"}
-    assert found(["data.mt.dev_split=''", "data.mt.dev_fraction=0.01"]) == {reading, icae, "data.mt.dev_split"}
+        "train.nugget2d.ar_scorer (the AR model's scorer)", "nugget2d.scorer_window (AR mode)", steps}
+    assert found(["data.mt.dev_split=''", "data.mt.dev_fraction=0.01"]) == {reading, icae, "data.mt.dev_split", steps}
     # an autoencoding compressor is its own AR scorer source
     assert "train.nugget2d.ar_scorer (the AR model's scorer)" not in found(
         ["train.nugget2d.objective=autoencoding", "train.nugget2d.ar_scorer=compressor",
