@@ -139,7 +139,7 @@ class CausalLM:
 
 
 @dataclass
-class RestorableBase:
+class REBaseModel:
     """The pretrained encoder-decoder the RE study starts from (RE §4.1: T5-small)."""
 
     source: str = spec(
@@ -163,7 +163,7 @@ class RestorableBase:
 class ModelSection:
     seq2seq: Seq2SeqModel = spec(Seq2SeqModel(), help="Nugget encoder-decoder base model.")
     lm: CausalLM = spec(CausalLM(), help="Nugget2D decoder-only base model.")
-    re: RestorableBase = spec(RestorableBase(), help="Base encoder-decoder of the RE study (train_re).")
+    re: REBaseModel = spec(REBaseModel(), help="Base encoder-decoder of the RE study (train_re).")
 
 
 @dataclass
