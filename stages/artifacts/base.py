@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,18 @@ class Location:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise self.error(name, f"is not valid JSON ({exc})") from exc
+
+    def jsonl(self, name: str, limit: int = 0) -> Iterator[Any]:
+        """The first ``limit`` (0 = all) objects of the JSON-lines file ``name``, parsed as
+        they are read (a file too large for memory streams); a bad line is named."""
+        with self.file(name).open(encoding="utf-8") as lines:
+            for n, line in enumerate(lines):
+                if limit and n == limit:
+                    return
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise self.error(name, f"line {n + 1} is not valid JSON ({exc})") from exc
 
 
 def locate(source: Artifact | Path | str, stage: str) -> Location:

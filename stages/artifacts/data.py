@@ -3,7 +3,6 @@ prepare_lm, build_lm, corpus_stats, build_nugget_lm, build_re_data)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -346,16 +345,9 @@ class RestorationTexts:
         as they are needed (C4's train files do not fit in memory)."""
         path = self.split_file(count, split)
         where, name = Location(self.STAGE, self.path), str(path.relative_to(self.path))
-        with path.open(encoding="utf-8") as lines:
-            for n, line in enumerate(lines):
-                if limit and n == limit:
-                    return
-                try:
-                    ex = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise where.error(name, f"line {n + 1} is not valid JSON ({exc})") from exc
-                field(where, name, ex, "text", str)
-                yield ex
+        for ex in where.jsonl(name, limit):
+            field(where, name, ex, "text", str)
+            yield ex
 
     def texts(self, count: int, split: str, limit: int = 0) -> list[str]:
         """The ``text`` of the first ``limit`` (0 = all) examples of ``split``."""
@@ -408,18 +400,11 @@ class RetrievalData:
         need = {"test": ("id", "query", "positive_ids", "answers")}.get(split, ("query", "positive", "negatives"))
         name = f"{split}.jsonl"
         where = Location(self.STAGE, self.path)
-        with where.file(name).open(encoding="utf-8") as lines:
-            for n, line in enumerate(lines):
-                if limit and n == limit:
-                    return
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise where.error(name, f"line {n + 1} is not valid JSON ({exc})") from exc
-                missing = [k for k in need if k not in row]
-                if missing:
-                    raise where.error(name, f"line {n + 1} lacks {missing}")
-                yield row
+        for n, row in enumerate(where.jsonl(name, limit)):
+            missing = [k for k in need if k not in row]
+            if missing:
+                raise where.error(name, f"line {n + 1} lacks {missing}")
+            yield row
 
     def passage_lines(self) -> Iterator[tuple[str, str]]:
         """``(id, text)`` of every passage, streamed (DPR's file: ``id, text, title`` with a

@@ -29,6 +29,7 @@ from typing import Any
 
 from stages.artifacts.base import write_json
 from stages.artifacts.data import RetrievalData, SimilarityDataset
+from stages.common.records import write_jsonl
 from stages.framework.stage import Stage, StageContext
 
 
@@ -37,15 +38,6 @@ def heldout(query_id: str, seed: int, train_fraction: float) -> bool:
     not depend on the order or number of tasks."""
     digest = hashlib.sha256(f"{seed}:{query_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 >= train_fraction
-
-
-def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
-    n = 0
-    with open(path, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-            n += 1
-    return n
 
 
 def rr_splits(rr: SimilarityDataset, seed: int, train_fraction: float,

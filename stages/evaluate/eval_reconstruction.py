@@ -22,12 +22,12 @@ import pyarrow.parquet as pq
 
 from stages.artifacts.data import MtDocuments
 from stages.artifacts.evaluate import ReconstructionResults
+from stages.common.records import write_jsonl
 from stages.evaluate.nugget.encoders import load_system
 from stages.evaluate.nugget.metrics import bleu_tokenizer, corpus_bleu
 from stages.evaluate.nugget.plots import bleu_vs_ratio
 from stages.evaluate.nugget.similarity import metric_name
 from stages.evaluate.nugget.systems import System, collect_systems, to_record
-from stages.evaluate.publish import write_jsonl
 from stages.framework.stage import Stage, StageContext
 
 SAMPLES_PER_SYSTEM = 3

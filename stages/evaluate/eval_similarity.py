@@ -24,6 +24,7 @@ from typing import Any
 from stages.artifacts.data import SimilarityDataset
 from stages.artifacts.evaluate import SimilarityResults
 from stages.common.intervals import stderr
+from stages.common.records import write_jsonl
 from stages.evaluate.nugget.encoders import load_system
 from stages.evaluate.nugget.similarity import (
     metric_name,
@@ -32,7 +33,6 @@ from stages.evaluate.nugget.similarity import (
     task_reciprocal_ranks,
 )
 from stages.evaluate.nugget.systems import System, collect_systems, to_record
-from stages.evaluate.publish import write_jsonl
 from stages.framework.stage import Stage, StageContext
 
 
@@ -101,5 +101,6 @@ class EvalSimilarity(Stage):
                       f"({len(tasks)} tasks, {time.time() - tick:.1f}s)", flush=True)
         for path in SimilarityResults(rows, colbart.name if colbart else None).write(ctx.output_dir)[1:]:
             ctx.log_artifact(path)
-        ctx.log_artifact(write_jsonl(ctx.output_dir / SimilarityResults.EXAMPLES, ranks))
+        write_jsonl(ctx.output_dir / SimilarityResults.EXAMPLES, ranks)
+        ctx.log_artifact(ctx.output_dir / SimilarityResults.EXAMPLES)
         ctx.log_metrics(metrics)

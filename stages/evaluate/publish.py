@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from stages.artifacts.evaluate import EvalTable, metric_name
+from stages.common.records import write_jsonl
 from stages.framework.stage import StageContext
 
 EXAMPLES = EvalTable.EXAMPLES  # one line per system and example; read by people, not stages
@@ -29,11 +29,3 @@ def publish(ctx: StageContext, table: EvalTable, examples: Sequence[dict[str, An
     if examples:
         ctx.log_table([{k: v if isinstance(v, str | int | float | bool) or v is None else json.dumps(v)
                         for k, v in e.items()} for e in examples], "tables/examples.json")
-
-
-def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
-    """One JSON object per line (per-example outputs, read by people)."""
-    with open(path, "w") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    return path
