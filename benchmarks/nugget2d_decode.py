@@ -127,20 +127,23 @@ def ops_per_token(fn: Callable[[int], object], base: int, steps: int) -> float:
     return (counts[1] - counts[0]) / steps
 
 
+def kernel_seconds(fn: Callable[[], object], device: torch.device) -> float:
+    """GPU time (kernels, copies, memsets) of ``fn()``, from the profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    synchronize(device)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        synchronize(device)
+    return sum(e.time_range.elapsed_us() for e in prof.events()
+               if e.device_type == torch.autograd.DeviceType.CUDA) / 1e6
+
+
 def gpu_kernel_seconds(fn: Callable[[int], object], base: int, steps: int,
                        device: torch.device) -> float:
     """GPU time (kernels, copies, memsets) per generated token, from the profiler."""
-    from torch.profiler import ProfilerActivity, profile
-
-    totals = []
-    for n in (base, base + steps):
-        synchronize(device)
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            fn(n)
-            synchronize(device)
-        totals.append(sum(e.time_range.elapsed_us() for e in prof.events()
-                          if e.device_type == torch.autograd.DeviceType.CUDA))
-    return (totals[1] - totals[0]) / steps / 1e6
+    totals = [kernel_seconds(lambda n=n: fn(n), device) for n in (base, base + steps)]
+    return (totals[1] - totals[0]) / steps
 
 
 def replicate(ctx: CompressedContext, batch: int) -> CompressedContext:

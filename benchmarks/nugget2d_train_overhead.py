@@ -7,7 +7,10 @@ with the fine-tune objective, AdamW over the trainable parameters, loss on the a
 - ``full_ft``: one LoRA adapter (same rank and target modules) on the concatenated text
   ``document | prompt | answer`` (the Full baseline of Nugget2D's tables);
 - ``nugget2d``: `Nugget2DModel` (phi encodes the document, the scorer keeps r = 0.1 of it,
-  theta decodes prompt + answer from the nuggets).
+  theta decodes prompt + answer from the nuggets) in its default joint pass: one forward
+  over document + prompt + answer (`nugget_core.nugget2d.joint`);
+- ``nugget2d_two_pass``: the same model with ``training_pass=two_pass`` (compress, then
+  decode the gathered nuggets: the layer stack twice).
 
 ``--checkpointing``: activation checkpointing in both, as ``train.<job>.activation_checkpointing``
 does it (Full FT: HF's per-layer; Nugget2D: the compressor pass recomputed in backward,
@@ -16,6 +19,12 @@ does it (Full FT: HF's per-layer; Nugget2D: the compressor pass recomputed in ba
 Each system runs in its own child process (peak memory is per process: CUDA
 ``max_memory_allocated``; on CPU the peak RSS above the RSS before the first step).
 Step time: mean of ``--steps`` steps after 2 warm-up steps, synchronised.
+
+Where a step's time goes, after the timed steps: on CPU the aten ops of one step's
+forward and of its backward (``TorchDispatchMode``, as ``nugget2d_decode.py`` counts
+decode ops; a GPU launches a kernel for most of them, so when a pass's kernels are short,
+e.g. Nugget2D's decoder pass on prompt + answer alone, the count, not the FLOPs, sets
+its time); on CUDA the GPU busy share of one profiled step (kernel time / wall time).
 
     python benchmarks/nugget2d_train_overhead.py                    # CPU, tiny-8l
     python benchmarks/nugget2d_train_overhead.py --device cuda --shape llama2-7b \
@@ -42,11 +51,11 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from benchmarks.nugget2d_decode import SHAPES, build_lm  # noqa: E402
+from benchmarks.nugget2d_decode import SHAPES, OpCounter, build_lm, kernel_seconds  # noqa: E402
 from stages.common.device import synchronize  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
-SYSTEMS = ("full_ft", "nugget2d")
+SYSTEMS = ("full_ft", "nugget2d", "nugget2d_two_pass")
 
 
 def rss_bytes() -> int:
@@ -75,7 +84,8 @@ def run_system(args) -> dict:
     torch.set_num_threads(args.threads)
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
     lm = build_lm(args.shape, device, dtype, args.doc + args.prompt + args.answer + 64)
-    config = Nugget2DConfig(ratio=args.ratio, scorer_layer=3, lora_rank=32)
+    config = Nugget2DConfig(ratio=args.ratio, scorer_layer=3, lora_rank=32,
+                            training_pass="two_pass" if args.system == "nugget2d_two_pass" else "joint")
     if args.system == "full_ft":
         for p in lm.parameters():
             p.requires_grad_(False)
@@ -119,11 +129,30 @@ def run_system(args) -> dict:
         peak = torch.cuda.max_memory_allocated(device)
     else:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {
+    out = {
         "system": args.system, "step_s": sum(times) / len(times), "peak_bytes": peak,
         "before_steps_bytes": base_mem, "peak_above_before_bytes": peak - base_mem,
         "trainable_params": sum(p.numel() for p in params),
     }
+    b = batch_tensors(args, vocab, device, 0)
+
+    def step() -> None:
+        loss_of(b).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    if device.type == "cuda":  # after the peak was read: the profiler allocates too
+        synchronize(device)
+        start = time.perf_counter()
+        kernels = kernel_seconds(step, device)
+        out["gpu_busy"] = kernels / (time.perf_counter() - start)
+    else:  # backward runs on this thread on CPU (on CUDA, autograd's device thread)
+        with OpCounter() as forward:
+            loss = loss_of(b)
+        with OpCounter() as backward:
+            loss.backward()
+        out["forward_ops"], out["backward_ops"] = sum(forward.ops.values()), sum(backward.ops.values())
+    return out
 
 
 def main() -> None:
@@ -157,12 +186,18 @@ def main() -> None:
         r = results[system]
         print(f"{system}: {r['step_s']:.3f} s/step, peak {r['peak_bytes'] / 2**30:.2f} GiB "
               f"({r['peak_above_before_bytes'] / 2**30:.2f} above the start)", flush=True)
-    full, nug = results["full_ft"], results["nugget2d"]
-    ratios = {
-        "step_time": nug["step_s"] / full["step_s"],
-        "peak_memory": nug["peak_bytes"] / full["peak_bytes"],
-        "peak_above_start": nug["peak_above_before_bytes"] / full["peak_above_before_bytes"],
-    }
+    full = results["full_ft"]
+    ratios = {}
+    for system in SYSTEMS[1:]:
+        nug = results[system]
+        ratios[system] = {
+            "step_time": nug["step_s"] / full["step_s"],
+            "peak_memory": nug["peak_bytes"] / full["peak_bytes"],
+            "peak_above_start": nug["peak_above_before_bytes"] / full["peak_above_before_bytes"],
+        }
+        if args.device == "cpu":
+            ratios[system]["ops"] = ((nug["forward_ops"] + nug["backward_ops"])
+                                     / (full["forward_ops"] + full["backward_ops"]))
     meta = {k: v for k, v in vars(args).items() if k != "system"}
     meta.update(torch=torch.__version__,
                 device_name=torch.cuda.get_device_name() if args.device == "cuda" else f"{os.cpu_count()} cpus")
@@ -170,6 +205,7 @@ def main() -> None:
     out = RESULTS / f"nugget2d_train_overhead_{args.device}{'_checkpointing' if args.checkpointing else ''}"
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": results, "ratios": ratios}, indent=2) + "\n")
     mem = "CUDA max_memory_allocated" if args.device == "cuda" else "peak RSS"
+    extra = "GPU busy (one profiled step)" if args.device == "cuda" else "aten ops per step (forward / backward)"
     lines = [
         f"# Nugget2D vs Full-FT LoRA training step: {args.shape}, {args.dtype}, {meta['device_name']}, "
         f"batch {args.batch} x (doc {args.doc} + prompt {args.prompt} + answer {args.answer}), "
@@ -177,14 +213,19 @@ def main() -> None:
         "",
         f"`python benchmarks/nugget2d_train_overhead.py {' '.join(sys.argv[1:])}`",
         "",
-        f"| system | s/step | peak ({mem}) | peak above the start of training |",
-        "|---|---:|---:|---:|",
+        f"| system | s/step | peak ({mem}) | peak above the start of training | {extra} |",
+        "|---|---:|---:|---:|---:|",
     ]
     for name, r in results.items():
+        where = (f"{r['forward_ops']:,} / {r['backward_ops']:,}" if args.device == "cpu"
+                 else f"{100 * r['gpu_busy']:.0f}%")
         lines.append(f"| {name} | {r['step_s']:.3f} | {r['peak_bytes'] / 2**30:.2f} GiB "
-                     f"| {r['peak_above_before_bytes'] / 2**30:.2f} GiB |")
-    lines += ["", f"nugget2d / full_ft: step time {ratios['step_time']:.2f}x, peak memory "
-              f"{ratios['peak_memory']:.2f}x, peak above the start {ratios['peak_above_start']:.2f}x"]
+                     f"| {r['peak_above_before_bytes'] / 2**30:.2f} GiB | {where} |")
+    lines.append("")
+    for system, r in ratios.items():
+        lines.append(f"{system} / full_ft: step time {r['step_time']:.2f}x, peak memory {r['peak_memory']:.2f}x, "
+                     f"peak above the start {r['peak_above_start']:.2f}x"
+                     + (f", aten ops per step {r['ops']:.2f}x" if "ops" in r else "") + "  ")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

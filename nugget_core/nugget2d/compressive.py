@@ -33,8 +33,8 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.models.llama.modeling_llama import rotate_half
 
+from .attention import attention_implementation
 from .config import DECODER, Nugget2DConfig
-from .model import attention_implementation
 
 ATTENTION = "nugget2d_compressive"
 

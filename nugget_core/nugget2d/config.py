@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from ..config_io import JsonConfig
@@ -31,6 +32,13 @@ from ..nugget.config import NuggetConfig
 CONFIG_NAME = "nugget2d_config.json"
 COMPRESSOR = "compressor"  # adapter phi
 DECODER = "decoder"  # adapter theta
+
+
+class TrainingPass(StrEnum):
+    """How `Nugget2DModel.forward` (the compressor objectives' loss) runs the LM."""
+
+    JOINT = "joint"  # one forward over document + decoder tokens (`nugget2d.joint`)
+    TWO_PASS = "two_pass"  # compress (phi, KV cache), then decode (theta) on the gathered nuggets
 
 
 def _positive_int_or_none(name: str, value: Any) -> None:
@@ -69,6 +77,12 @@ class Nugget2DConfig(JsonConfig):
         default=True,
         metadata={"help": "eq. 5: (q k^T + s) / sqrt(d_head), i.e. s / sqrt(d_head) on the scaled "
                   "logits; false adds s unscaled"},
+    )
+    training_pass: TrainingPass = field(
+        default=TrainingPass.JOINT,
+        metadata={"help": "joint: the compressor objectives' loss in one forward over document + prompt + "
+                  "answer (equal loss and gradients, one layer stack of kernel launches); two_pass: compress, "
+                  "then decode the gathered nuggets"},
     )
     scorer_hidden: int | None = field(
         default=None,
@@ -124,6 +138,7 @@ class Nugget2DConfig(JsonConfig):
 
     def __post_init__(self) -> None:
         self.residual = _enum_value(ResidualMode, "residual", self.residual)
+        self.training_pass = _enum_value(TrainingPass, "training_pass", self.training_pass)
         ratio = self.ratio
         if isinstance(ratio, bool) or not isinstance(ratio, int | float) or math.isnan(ratio):
             raise ValueError(f"Nugget2DConfig.ratio={ratio!r} must be a number in (0, 1]")

@@ -115,10 +115,15 @@ def pack_answer_inputs(
     return embeds, token_mask, packed
 
 
+def positions_after(lengths: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
+    """Positions of packed tokens ``[batch, m]`` that follow documents of ``lengths [batch]``."""
+    offsets = (token_mask.long().cumsum(dim=1) - 1).clamp(min=0)
+    return lengths[:, None] + offsets
+
+
 def continuation_positions(context: CompressedContext, token_mask: torch.Tensor) -> torch.Tensor:
     """Positions of packed tokens ``[batch, m]`` that follow the compressed document."""
-    offsets = (token_mask.long().cumsum(dim=1) - 1).clamp(min=0)
-    return context.lengths[:, None] + offsets
+    return positions_after(context.lengths, token_mask)
 
 
 def decoder_visibility(context_mask: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:

@@ -13,15 +13,16 @@ Evaluation helpers that need no knowledge of the adapters' routing::
     logits = model.lm_forward(input_ids=ids).logits    # the plain base LM (adapters off)
 
 The base LM is never copied or subclassed: peft injects the two LoRA adapters, an
-`AdapterRouter` gates them per pass, and each pass is a plain HF forward given a cache
-object, position ids and a 4D float mask (`nugget_core.nugget2d.context`).
+`AdapterRouter` gates them per pass (or per token), and each pass is a plain HF forward
+given a cache object, position ids and a 4D float mask (`nugget_core.nugget2d.context`).
+Training's `forward` runs the document and the decoder tokens in one such pass
+(`nugget_core.nugget2d.joint`; ``Nugget2DConfig.training_pass``).
 Autoregressive mode lives in `nugget_core.nugget2d.autoregressive`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,8 @@ from ..scorer import NuggetScorer
 from ..selectors import TopKSelector
 from .adapters import AdapterRouter, attach_adapters
 from .bias import nugget_attention_mask
-from .config import COMPRESSOR, DECODER, Nugget2DConfig
+from .checkpointing import enable_routed_checkpointing, without_layer_checkpointing
+from .config import COMPRESSOR, DECODER, Nugget2DConfig, TrainingPass
 from .context import (
     CompressedContext,
     continuation_positions,
@@ -47,30 +49,23 @@ from .context import (
     pack_answer_inputs,
 )
 from .features import FrozenFeatures
+from .joint import joint_pass
 from .kv import LayerKV
 
 
 @dataclass
 class Nugget2DOutput:
     """``loss`` (mean NLL of the answer tokens), ``logits [batch, m, vocab]`` of the packed
-    decoder tokens, ``labels [batch, m]`` (-100 where no loss) and the ``context``."""
+    decoder tokens, ``labels [batch, m]`` (-100 where no loss), ``nugget_counts [batch]``
+    (nuggets each row's decoder tokens read) and the ``context`` read: the nuggets' KV
+    where a pass kept it (`Nugget2DModel.answer_loss`, the two-pass `forward`); None
+    from the joint `forward`, which keeps no KV."""
 
     loss: torch.Tensor
     logits: torch.Tensor
     labels: torch.Tensor
-    context: CompressedContext
-
-
-@contextmanager
-def attention_implementation(config: Any, name: str) -> Iterator[None]:
-    """Within the block, the HF model of ``config`` attends with ``name`` (a key of
-    ``ALL_ATTENTION_FUNCTIONS``); restored on exit."""
-    previous = config._attn_implementation
-    config._attn_implementation = name
-    try:
-        yield
-    finally:
-        config._attn_implementation = previous
+    nugget_counts: torch.Tensor
+    context: CompressedContext | None
 
 
 class Nugget2DModel(nn.Module):
@@ -181,44 +176,24 @@ class Nugget2DModel(nn.Module):
         """Recompute activations in backward instead of keeping them (less memory for
         about one more forward of compute), in the two forms the passes allow:
 
-        - the compressor pass (document -> the nuggets' KV, the longest pass of the
-          compressor objectives) runs as one checkpointed function: only its inputs and
-          the gathered nugget KV are kept, the pass is rerun in backward (it builds its
-          own cache, so the rerun is the same computation);
-        - passes without a KV cache (autoregressive, Full / Compressive baselines) use
-          HF's per-layer checkpointing. A layer is recomputed after its forward's routing
-          block has exited, so each checkpoint records the routing (adapters, gates) and
-          the attention implementation of its forward and reinstates them; without that
-          the recomputation would run the base LM (or SDPA for Compressive).
-
-        Passes with a KV cache (the decoder pass on the nuggets) are not checkpointed:
-        HF drops a cache under layer checkpointing, and a rerun would extend it twice."""
-        config = self.lm.config
-
-        def contexts() -> tuple[AbstractContextManager[None], AbstractContextManager[None]]:
-            routing, attention = self.router.snapshot(), config._attn_implementation
-
-            @contextmanager
-            def recompute() -> Iterator[None]:
-                with attention_implementation(config, attention), self.router.reinstated(routing):
-                    yield
-
-            return nullcontext(), recompute()
-
-        self.lm.gradient_checkpointing_enable({"use_reentrant": False, "context_fn": contexts})
+        - passes without a KV cache (the compressor objectives' joint pass, autoregressive,
+          Full / Compressive baselines) use HF's per-layer checkpointing. A layer is
+          recomputed after its forward's routing block has exited, so each checkpoint
+          records the routing (adapters, per-token gates) and the attention implementation
+          of its forward and reinstates them; without that the recomputation would run the
+          base LM (or SDPA for Compressive);
+        - in ``training_pass=two_pass`` the compressor pass (document -> the nuggets' KV)
+          runs as one checkpointed function: only its inputs and the gathered nugget KV are
+          kept, the pass is rerun in backward (it builds its own cache, so the rerun is the
+          same computation). Its decoder pass on the nuggets, through a KV cache, is not
+          checkpointed: HF drops a cache under layer checkpointing, and a rerun would
+          extend it twice."""
+        enable_routed_checkpointing(self.lm, self.router)
         self._checkpoint_compressor = True
 
-    @contextmanager
-    def _cached_pass(self) -> Iterator[None]:
+    def _cached_pass(self) -> AbstractContextManager[None]:
         """A pass through a KV cache: HF's per-layer checkpointing off for its duration."""
-        layers = [m for m in self.adaptor.layers(self.lm) if getattr(m, "gradient_checkpointing", False)]
-        for layer in layers:
-            layer.gradient_checkpointing = False
-        try:
-            yield
-        finally:
-            for layer in layers:
-                layer.gradient_checkpointing = True
+        return without_layer_checkpointing(self.adaptor.layers(self.lm))
 
     def merged_adapter(self, adapter: str | None) -> AbstractContextManager[None]:
         """Inference block in which ``adapter`` is folded into the LM's weights and no
@@ -382,9 +357,21 @@ class Nugget2DModel(nn.Module):
 
         All inputs are right-padded ``[batch, n_i]``; the decoder sequence is packed per
         row as ``[soft prompt] prompt answer`` so rows of different lengths line up.
+        ``config.training_pass``: one joint forward (`nugget2d.joint`) or `compress` then
+        `answer_loss`; the same loss and gradients.
         """
-        context = self.compress(doc_ids, doc_mask, ratio=ratio)
-        return self.answer_loss(context, prompt_ids, prompt_mask, answer_ids, answer_mask, soft_prompt)
+        if self.config.training_pass is TrainingPass.TWO_PASS:
+            context = self.compress(doc_ids, doc_mask, ratio=ratio)
+            return self.answer_loss(context, prompt_ids, prompt_mask, answer_ids, answer_mask, soft_prompt)
+        scores = self.score(doc_ids, doc_mask)
+        selected = self.select(scores, doc_mask, ratio) & doc_mask.bool()
+        inputs = joint_pass(self.embed, self.attention_mask, doc_ids, doc_mask, selected, scores,
+                            self.soft_prompt if soft_prompt else None, prompt_ids, prompt_mask, answer_ids, answer_mask)
+        out = self.lm_forward(
+            gates=inputs.gates, inputs_embeds=inputs.inputs_embeds, attention_mask=inputs.attention_mask,
+            position_ids=inputs.position_ids, use_cache=False, logits_to_keep=inputs.decoder_tokens,
+        )
+        return self._answer_output(out.logits, inputs.labels, selected.sum(dim=1), None)
 
     def answer_loss(
         self,
@@ -401,7 +388,13 @@ class Nugget2DModel(nn.Module):
             self.embed, self.soft_prompt if soft_prompt else None, prompt_ids, prompt_mask, answer_ids, answer_mask
         )
         logits, _ = self.decoder_pass(context, embeds, token_mask)
+        return self._answer_output(logits, packed_labels, context.counts, context)
+
+    @staticmethod
+    def _answer_output(logits: torch.Tensor, labels: torch.Tensor, counts: torch.Tensor,
+                       context: CompressedContext | None) -> Nugget2DOutput:
+        """The next-token loss of packed decoder ``logits [batch, m, vocab]`` on ``labels``."""
         loss = nn.functional.cross_entropy(
-            logits[:, :-1].flatten(0, 1).float(), packed_labels[:, 1:].flatten(), ignore_index=-100
+            logits[:, :-1].flatten(0, 1).float(), labels[:, 1:].flatten(), ignore_index=-100
         )
-        return Nugget2DOutput(loss, logits, packed_labels, context)
+        return Nugget2DOutput(loss, logits, labels, counts, context)

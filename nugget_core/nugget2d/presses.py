@@ -36,8 +36,9 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from ..nuggets import nugget_counts
+from .attention import attention_implementation
 from .context import CompressedContext
-from .model import Nugget2DModel, attention_implementation
+from .model import Nugget2DModel
 
 PRESSES = ("streaming_llm", "snapkv", "key_norm")
 #: Presses that need no query, so they also run while an LM reads token by token.

@@ -31,6 +31,10 @@ class TrainJob:
     max_steps: int = spec(1000, help="Optimiser steps.", ge=1)
     batch_size: int = spec(16, help="Sequences per worker per step.", ge=1)
     grad_accum: int = spec(1, help="Gradient accumulation steps.", ge=1)
+    group_by_length: bool = spec(
+        False, help="Batches of similar-length examples (sorted within windows of 50 batches, the windows' "
+        "batches shuffled): less padding, same examples per epoch. Only tasks that define example_length."
+    )
     max_grad_norm: float | None = spec(
         None, help="Clip the global gradient norm to this (both backends); null = no clipping.", gt=0.0
     )

@@ -45,6 +45,13 @@ def check_resources(job: Any, section: str) -> None:
         )
 
 
+def check_task(task: Any, job: Any) -> None:
+    """Fail before a fit starts when ``job`` asks of ``task`` what it cannot do."""
+    if getattr(job, "group_by_length", False) and not callable(getattr(task, "example_length", None)):
+        raise ValueError(f"group_by_length: {type(task).__name__} defines no example_length (its rows have no "
+                         "length to group by); set train.<job>.group_by_length=false for this stage")
+
+
 def _run(train_fn: Any, loop_config: dict[str, Any], job: Any, storage: str, name: str) -> Any:
     """One ``TorchTrainer`` fit of ``train_fn`` with ``job``'s workers; its `Result`."""
     import ray.train
@@ -90,6 +97,7 @@ def fit(
     start (tests of restarts). ``logger`` (a `RunLogger`, or None) receives rank 0's
     metrics, named as :mod:`stages.train.loop` documents, under ``<metric_prefix>.`` if set.
     """
+    check_task(task, job)
     result = _run(train_loop_per_worker, {
         "task": task, "job": job, "logger": logger, "metric_prefix": metric_prefix, "seed": seed,
         "fail_at_step": fail_at_step,
@@ -116,6 +124,8 @@ def fit_sequence(
     ``trainer_state.json``, probe logits) in ``storage``. Metrics of each model go to
     ``logger`` under ``<model>.``. ``fail_at_step`` / ``fail_in``: one injected worker
     failure in model ``fail_in`` (tests of restarts)."""
+    for _, task in models:
+        check_task(task, job)
     _run(train_sequence_per_worker, {  # raises when the workers fail past max_failures
         "models": models, "job": job, "logger": logger, "seed": seed, "storage": storage, "name": name,
         "fail_at_step": fail_at_step, "fail_in": fail_in,

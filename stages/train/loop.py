@@ -204,6 +204,7 @@ def train_task(
         init_dir = restored / "model"
 
     train, dev = task.load_split("train"), task.load_split("dev")
+    lengths = [task.example_length(row) for row in train] if getattr(job, "group_by_length", False) else None
     device = worker_device(job)
     model = task.build_model(init_dir).to(device)  # tasks build on the CPU
     if getattr(job, "activation_checkpointing", False):
@@ -218,7 +219,7 @@ def train_task(
         if device.type == "cuda" and cuda_rng.exists():
             torch.cuda.set_rng_state(torch.load(cuda_rng, weights_only=True), device)
         shutil.rmtree(restored, ignore_errors=True)
-    schedule = BatchSchedule(len(train), job.batch_size, rank, world, config["seed"])
+    schedule = BatchSchedule(len(train), job.batch_size, rank, world, config["seed"], lengths)
     state.train_loss_n = job.batch_size * job.grad_accum * world
     metrics_out, progress = None, None
     if rank == 0 and logger is not None:

@@ -115,6 +115,11 @@ class RestorationTask(Seq2SeqTaskBase):
         targets = tok(text_target=texts, truncation=True, max_length=limit)["input_ids"]
         return list(zip(sources, targets, strict=True))
 
+    @staticmethod
+    def example_length(row: tuple[list[int], list[int]]) -> int:
+        """Tokens of a row (``train.re.group_by_length``): the text's, encoder side."""
+        return len(row[0])
+
     def build_model(self, init_dir: Path | None) -> nn.Module:
         from nugget_core.restorable import RestorableConfig, RestorableModel, get_restorable_model
 

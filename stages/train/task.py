@@ -20,6 +20,10 @@ objective's name. :class:`TaskBase` holds the behaviour most tasks share (HF-sty
 contract, and ``tests/training/test_task_protocol.py`` checks every task class against it
 with :func:`protocol_mismatches`.
 
+Optional: ``example_length(row) -> int`` (the loop sorts batches by it when the job sets
+``group_by_length``; `stages.train.launch.check_task` refuses the job before the fit
+starts when the task does not define it).
+
 Shapes: ``B`` = sequences in a batch, ``T`` = padded length, ``V`` = vocabulary.
 """
 

@@ -27,7 +27,7 @@ def test_nugget2d_all_tokens_selected_is_the_plain_lm_on_cuda(impl, dtype):
         reference = _vanilla_continuation_logits(base, batch)
         model = Nugget2DModel(base, Nugget2DConfig(ratio=1.0, scorer_layer=1, lora_rank=4)).to(CUDA, dtype)
         out = model(**batch)
-    assert out.logits.device.type == "cuda" and out.context.counts.tolist() == [12, 8]
+    assert out.logits.device.type == "cuda" and out.nugget_counts.tolist() == [12, 8]
     for b in range(2):
         n = int(batch["prompt_mask"][b].sum() + batch["answer_mask"][b].sum())
         torch.testing.assert_close(out.logits[b, :n].float(), reference[b].float(), **TOLERANCE[dtype])

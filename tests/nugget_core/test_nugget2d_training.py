@@ -61,7 +61,7 @@ def test_autoencoding_overfits_at_ratio_0_2():
         out.loss.backward()
         optimizer.step()
         losses.append(out.loss.item())
-    assert out.context.counts.tolist() == [4, 4, 4, 4]
+    assert out.nugget_counts.tolist() == [4, 4, 4, 4]
     assert losses[-1] < losses[0] / 20, losses[::10]
 
 
@@ -77,6 +77,7 @@ def test_save_load_round_trip(causal_factory, doc_batch, tmp_path):
             p.normal_()
         model.soft_prompt.normal_()
         before = model(**doc_batch, soft_prompt=True)
+        before_positions = model.compress(doc_batch["doc_ids"], doc_batch["doc_mask"]).positions
     save_nugget2d(model, tmp_path / "ckpt")
     assert (tmp_path / "ckpt/adapters/compressor/adapter_model.safetensors").is_file()
     assert (tmp_path / "ckpt/adapters/decoder/adapter_config.json").is_file()
@@ -84,7 +85,8 @@ def test_save_load_round_trip(causal_factory, doc_batch, tmp_path):
     assert loaded.config == model.config
     with torch.no_grad():
         after = loaded(**doc_batch, soft_prompt=True)
-    torch.testing.assert_close(after.context.positions, before.context.positions)
+        after_positions = loaded.compress(doc_batch["doc_ids"], doc_batch["doc_mask"]).positions
+    torch.testing.assert_close(after_positions, before_positions)
     torch.testing.assert_close(after.logits, before.logits)
 
 
@@ -114,19 +116,25 @@ def test_load_scorer_copies_only_the_scorer_and_checks_what_it_reads(causal_fact
         load_scorer(other_window, tmp_path / "compressor")
 
 
-LOSSES = ("autoencoding", "continuation", "finetune", "autoregressive", "full", "compressive")
+COMPRESSOR_LOSSES = ("autoencoding", "continuation", "finetune")
+# the compressor objectives in both training passes (`Nugget2DConfig.training_pass`)
+LOSSES = (*COMPRESSOR_LOSSES, *(f"{loss}/two_pass" for loss in COMPRESSOR_LOSSES),
+          "autoregressive", "full", "compressive")
 
 
 def _gradients(causal_factory, doc_batch, loss: str, checkpointing: str, passes: list | None = None
                ) -> dict[str, torch.Tensor]:
-    """Every parameter gradient of one backward of ``loss`` (a compressor objective, the
-    autoregressive loss or an LM baseline's) with ``checkpointing`` none / routed (the
-    model's own) / plain (HF's, unaware of the adapter routing)."""
+    """Every parameter gradient of one backward of ``loss`` (a compressor objective, in the
+    joint pass or ``<objective>/two_pass``, the autoregressive loss or an LM baseline's)
+    with ``checkpointing`` none / routed (the model's own) / plain (HF's, unaware of the
+    adapter routing)."""
     from nugget_core.nugget2d import ar_loss, baseline_lm_loss
 
+    loss, _, training_pass = loss.partition("/")
     torch.manual_seed(0)  # scorer and soft-prompt initialisation
     model = Nugget2DModel(causal_factory(seed=3), Nugget2DConfig(ratio=0.5, scorer_layer=1, lora_rank=4,
-                                                                 lora_dropout=0.0, recent_window=4))
+                                                                 lora_dropout=0.0, recent_window=4,
+                                                                 training_pass=training_pass or "joint"))
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():  # non-zero phi and theta, so that routing them wrongly shows
         for name, p in model.peft.named_parameters():
@@ -164,8 +172,9 @@ def test_activation_checkpointing_keeps_every_gradient(causal_factory, doc_batch
     passes: list = []
     routed = _gradients(causal_factory, doc_batch, loss, "routed", passes)
     assert reference.keys() == routed.keys() and reference
-    # compressor objectives: the document pass ran twice (its activations were not kept)
-    assert len(passes) == (2 if loss in ("autoencoding", "continuation", "finetune") else 0)
+    # two-pass compressor objectives: the document pass ran twice (its activations were not
+    # kept); the joint pass has no separate document pass, HF's per-layer checkpointing covers it
+    assert len(passes) == (2 if loss.endswith("/two_pass") else 0)
     for name, grad in reference.items():
         torch.testing.assert_close(routed[name], grad, atol=1e-5, rtol=1e-4, msg=name)
 
