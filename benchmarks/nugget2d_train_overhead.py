@@ -20,7 +20,9 @@ Each system runs in its own child process (peak memory is per process: CUDA
 ``max_memory_allocated``; on CPU the peak RSS above the RSS before the first step).
 Step time: mean of ``--steps`` steps after 2 warm-up steps, synchronised.
 
-Where a step's time goes, after the timed steps: on CPU the aten ops of one step's
+Where a step's time and memory go, after the timed steps: on CPU the bytes of the
+activations one step's forward keeps for backward (distinct storages, weights excluded:
+a shape-exact count, unlike the allocator-dependent peak RSS) and the aten ops of its
 forward and of its backward (``TorchDispatchMode``, as ``nugget2d_decode.py`` counts
 decode ops; a GPU launches a kernel for most of them, so when a pass's kernels are short,
 e.g. Nugget2D's decoder pass on prompt + answer alone, the count, not the FLOPs, sets
@@ -147,11 +149,21 @@ def run_system(args) -> dict:
         kernels = kernel_seconds(step, device)
         out["gpu_busy"] = kernels / (time.perf_counter() - start)
     else:  # backward runs on this thread on CPU (on CUDA, autograd's device thread)
-        with OpCounter() as forward:
+        weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        saved: dict[int, int] = {}
+
+        def pack(t: torch.Tensor) -> torch.Tensor:
+            storage = t.untyped_storage()
+            if storage.data_ptr() not in weights:  # activations, not the (frozen) weights
+                saved[storage.data_ptr()] = storage.nbytes()
+            return t
+
+        with OpCounter() as forward, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             loss = loss_of(b)
         with OpCounter() as backward:
             loss.backward()
         out["forward_ops"], out["backward_ops"] = sum(forward.ops.values()), sum(backward.ops.values())
+        out["saved_activation_bytes"] = sum(saved.values())
     return out
 
 
@@ -198,6 +210,7 @@ def main() -> None:
         if args.device == "cpu":
             ratios[system]["ops"] = ((nug["forward_ops"] + nug["backward_ops"])
                                      / (full["forward_ops"] + full["backward_ops"]))
+            ratios[system]["saved_activations"] = nug["saved_activation_bytes"] / full["saved_activation_bytes"]
     meta = {k: v for k, v in vars(args).items() if k != "system"}
     meta.update(torch=torch.__version__,
                 device_name=torch.cuda.get_device_name() if args.device == "cuda" else f"{os.cpu_count()} cpus")
@@ -205,7 +218,8 @@ def main() -> None:
     out = RESULTS / f"nugget2d_train_overhead_{args.device}{'_checkpointing' if args.checkpointing else ''}"
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": results, "ratios": ratios}, indent=2) + "\n")
     mem = "CUDA max_memory_allocated" if args.device == "cuda" else "peak RSS"
-    extra = "GPU busy (one profiled step)" if args.device == "cuda" else "aten ops per step (forward / backward)"
+    extra = ("GPU busy (one profiled step)" if args.device == "cuda"
+             else "activations kept for backward | aten ops per step (forward / backward)")
     lines = [
         f"# Nugget2D vs Full-FT LoRA training step: {args.shape}, {args.dtype}, {meta['device_name']}, "
         f"batch {args.batch} x (doc {args.doc} + prompt {args.prompt} + answer {args.answer}), "
@@ -214,18 +228,19 @@ def main() -> None:
         f"`python benchmarks/nugget2d_train_overhead.py {' '.join(sys.argv[1:])}`",
         "",
         f"| system | s/step | peak ({mem}) | peak above the start of training | {extra} |",
-        "|---|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|" + ("---:|" if args.device == "cpu" else ""),
     ]
     for name, r in results.items():
-        where = (f"{r['forward_ops']:,} / {r['backward_ops']:,}" if args.device == "cpu"
-                 else f"{100 * r['gpu_busy']:.0f}%")
+        where = (f"{r['saved_activation_bytes'] / 2**20:.1f} MiB | {r['forward_ops']:,} / {r['backward_ops']:,}"
+                 if args.device == "cpu" else f"{100 * r['gpu_busy']:.0f}%")
         lines.append(f"| {name} | {r['step_s']:.3f} | {r['peak_bytes'] / 2**30:.2f} GiB "
                      f"| {r['peak_above_before_bytes'] / 2**30:.2f} GiB | {where} |")
     lines.append("")
     for system, r in ratios.items():
         lines.append(f"{system} / full_ft: step time {r['step_time']:.2f}x, peak memory {r['peak_memory']:.2f}x, "
                      f"peak above the start {r['peak_above_start']:.2f}x"
-                     + (f", aten ops per step {r['ops']:.2f}x" if "ops" in r else "") + "  ")
+                     + (f", activations kept {r['saved_activations']:.2f}x, aten ops per step {r['ops']:.2f}x"
+                        if "ops" in r else "") + "  ")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

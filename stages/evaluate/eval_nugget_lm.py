@@ -75,6 +75,7 @@ def score(lm: Any, docs: TokenDocuments, lengths: list[int], segment: int, strid
 
 class EvalNuggetLM(Stage):
     name = "eval_nugget_lm"
+    expected_seconds = 7  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
     description = "Word-level perplexity of the Nugget LMs and baselines at each h (Nugget table 3)."
     upstream = ("build_nugget_lm", "train_nugget_lm")
     config_keys = ("eval.nugget_lm", "eval.dtype")

@@ -170,6 +170,7 @@ class Nugget2DTrainingStage(Stage):
 
 class TrainNugget2D(Nugget2DTrainingStage):
     name = "train_nugget2d"
+    expected_seconds = 63  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
     description = "Nugget2D compressors (autoencoding / continuation / finetune) on Ray Train."
     job_key = train_job = "train.nugget2d"
     base_role = "chat"  # the QA compressor (§6.2); its autoencoding variant trains on "lm"
@@ -193,6 +194,7 @@ class TrainNugget2D(Nugget2DTrainingStage):
 
 class TrainNugget2DFT(Nugget2DTrainingStage):
     name = "train_nugget2d_ft"
+    expected_seconds = 106  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
     description = "train_nugget2d's compressor fine-tuned on a task (objective finetune) on Ray Train."
     job_key = train_job = "train.nugget2d_ft"
     base_role = "chat"
@@ -205,6 +207,7 @@ class TrainNugget2DFT(Nugget2DTrainingStage):
 
 class TrainNugget2DAR(Nugget2DTrainingStage):
     name = "train_nugget2d_ar"
+    expected_seconds = 61  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
     description = "Autoregressive Nugget2D LM (compressor's scorer frozen, calibrated Lambda) on Ray Train."
     job_key = train_job = "train.nugget2d_ar"
     base_role = "lm"
@@ -247,6 +250,7 @@ def icae_name(ratio: float) -> str:
 
 class TrainNugget2DAE(Nugget2DTrainingStage):
     name = "train_nugget2d_ae"
+    expected_seconds = 132  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
     description = "Nugget2D autoencoders per ratio and their ICAE baseline (Nugget2D §4) on Ray Train."
     job_key = train_job = "train.nugget2d_ae"
     base_role = "lm"  # Nugget2D §3: the autoencoding experiment uses LLaMA-7B, the LM (not the chat) model

@@ -7,7 +7,13 @@ import pytest
 import torch
 
 from stages.common.device import to_device
-from tests.nugget_core.conftest import make_batch, make_causal_lm, make_doc_batch, make_model
+from tests.nugget_core.conftest import (
+    make_batch,
+    make_causal_lm,
+    make_doc_batch,
+    make_model,
+    randomize_nugget2d,
+)
 from tests.nugget_core.test_nugget2d_compressor import _vanilla_continuation_logits
 from tests.nugget_core.test_nugget_residual import _identity_all_tokens
 
@@ -54,3 +60,27 @@ def test_nugget2d_scorer_gets_gradients_on_cuda_in_bf16_autocast():
     out.loss.backward()
     assert torch.isfinite(out.loss)
     assert any(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in model.scorer.parameters())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_nugget2d_joint_pass_equals_two_passes_on_cuda(dtype):
+    """The joint training pass (a float mask with gradient over document + decoder keys:
+    sdpa's memory-efficient kernel on a GPU) gives the two-pass loss and gradients."""
+    from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel
+    from nugget_core.nugget2d.config import TrainingPass
+    from nugget_core.nugget2d.objectives import set_objective
+    from tests.nugget_core.test_nugget2d_joint import loss_and_grads
+
+    model = randomize_nugget2d(Nugget2DModel(make_causal_lm(), Nugget2DConfig(ratio=0.4, scorer_layer=1, lora_rank=4)))
+    model = model.to(CUDA, dtype)
+    model.train()
+    set_objective(model, "finetune")
+    batch = to_device(make_doc_batch(), CUDA)
+    two, two_grads = loss_and_grads(model, "finetune", batch, TrainingPass.TWO_PASS)
+    joint, joint_grads = loss_and_grads(model, "finetune", batch, TrainingPass.JOINT)
+    torch.testing.assert_close(joint.loss.float(), two.loss.float(), **TOLERANCE[dtype])
+    assert set(two_grads) <= set(joint_grads)
+    for name, grad in two_grads.items():
+        scale = float(grad.abs().max())
+        tol = 1e-3 if dtype == torch.float32 else 5e-2
+        assert float((joint_grads[name] - grad).abs().max()) <= tol * scale + 1e-6, name

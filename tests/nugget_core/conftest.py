@@ -6,6 +6,7 @@ test modules of the repository (the directory is not a package)."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -20,6 +21,9 @@ from transformers import (
     T5Config,
     T5ForConditionalGeneration,
 )
+
+if TYPE_CHECKING:
+    from nugget_core.nugget2d import Nugget2DModel
 
 VOCAB = 60
 
@@ -154,3 +158,17 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+def randomize_nugget2d(model: Nugget2DModel) -> Nugget2DModel:
+    """Give a `Nugget2DModel` non-zero, different phi and theta (LoRA B starts at 0), a
+    random scorer and soft prompt (seeded), so that routing or loading them wrongly shows."""
+    torch.manual_seed(3)
+    with torch.no_grad():
+        for name, p in model.peft.named_parameters():
+            if "lora_" in name:
+                p.normal_(std=0.3)
+        for p in model.scorer.parameters():
+            p.normal_()
+        model.soft_prompt.normal_()
+    return model

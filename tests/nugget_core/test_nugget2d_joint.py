@@ -10,21 +10,9 @@ from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel
 from nugget_core.nugget2d.config import TrainingPass
 from nugget_core.nugget2d.joint import joint_visibility
 from nugget_core.nugget2d.objectives import objective_loss, set_objective
+from tests.nugget_core.conftest import randomize_nugget2d
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-def randomized(model: Nugget2DModel) -> Nugget2DModel:
-    """Non-zero, different phi and theta (LoRA B starts at 0), a scorer and soft prompt."""
-    torch.manual_seed(3)
-    with torch.no_grad():
-        for name, p in model.peft.named_parameters():
-            if "lora_" in name:
-                p.normal_(std=0.3)
-        for p in model.scorer.parameters():
-            p.normal_()
-        model.soft_prompt.normal_()
-    return model
 
 
 def assert_same_gradient(got: torch.Tensor, want: torch.Tensor, name: str) -> None:
@@ -47,7 +35,7 @@ def loss_and_grads(model: Nugget2DModel, objective: str, batch: dict, training_p
 @pytest.mark.parametrize("objective", ["autoencoding", "continuation", "finetune"])
 @pytest.mark.parametrize("residual", ["straight_through", "direct"])
 def test_joint_pass_equals_compress_then_decode(causal_factory, doc_batch, family, objective, residual):
-    model = randomized(Nugget2DModel(causal_factory(family), Nugget2DConfig(
+    model = randomize_nugget2d(Nugget2DModel(causal_factory(family), Nugget2DConfig(
         ratio=0.4, scorer_layer=1, lora_rank=4, soft_prompt_tokens=2, residual=residual)))
     model.train()
     set_objective(model, objective)
@@ -75,7 +63,7 @@ def test_joint_pass_with_activation_checkpointing_keeps_the_gradients(causal_fac
     """Per-layer recomputation of a pass routed per token: the checkpoints reinstate the
     gates, so the gradients equal the plain joint pass's."""
     def build() -> Nugget2DModel:  # twice, not deepcopy: the router's hooks belong to one model
-        model = randomized(Nugget2DModel(causal_factory(), Nugget2DConfig(ratio=0.4, scorer_layer=1, lora_rank=4)))
+        model = randomize_nugget2d(Nugget2DModel(causal_factory(), Nugget2DConfig(ratio=0.4, scorer_layer=1, lora_rank=4)))
         model.train()
         set_objective(model, "finetune")
         return model

@@ -9,6 +9,7 @@ from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel, TinyCausalSpec, 
 from nugget_core.nugget2d.adapters import adapter_parameters
 from nugget_core.nugget2d.objectives import autoencoding_loss, objective_loss, set_objective
 from nugget_core.nugget2d.persistence import load_nugget2d, save_nugget2d
+from tests.nugget_core.conftest import randomize_nugget2d
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -69,13 +70,8 @@ def test_save_load_round_trip(causal_factory, doc_batch, tmp_path):
     model = Nugget2DModel(
         causal_factory("mistral"), Nugget2DConfig(ratio=0.5, scorer_layer=1, lora_rank=4)
     )
+    randomize_nugget2d(model)
     with torch.no_grad():
-        for name, p in model.peft.named_parameters():
-            if "lora_B" in name:
-                p.normal_(std=0.3)
-        for p in model.scorer.parameters():
-            p.normal_()
-        model.soft_prompt.normal_()
         before = model(**doc_batch, soft_prompt=True)
         before_positions = model.compress(doc_batch["doc_ids"], doc_batch["doc_mask"]).positions
     save_nugget2d(model, tmp_path / "ckpt")
