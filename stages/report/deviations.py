@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from stages.config.train import RE_CONFIGS, RE_DECODERS, RE_POOLINGS
 from stages.report.tables import seq2seq_base
 
 Config = Callable[[str], Any]  # StageContext.cfg
@@ -168,6 +169,13 @@ def _re_checked(cfg: Config) -> list[Deviation]:
             or not math.isclose(train.weight_decay, 1e-2) or not train.warmup_steps:
         out.append(Deviation("train.re (optimiser)", "AdamW, lr 1e-3, weight decay 1e-2, linear schedule with 10% "
                              "warm-up (RE app. A, table 6)", f"{_optimiser(train)}: set for this profile"))
+    grid = (len(train.configs), len(train.poolings), len(train.decoders), len(train.sentence_counts))
+    if grid != (len(RE_CONFIGS), len(RE_POOLINGS), len(RE_DECODERS), 3) or train.beyond_one_sentence != "all":
+        out.append(Deviation(
+            "train.re (grid)", "4 encoder configurations x 2 poolings x 3 decoders x 1 / 3 / 5 sentences (RE tables 2, "
+            "3, 8)", f"configurations {train.configs}, poolings {train.poolings}, decoders {train.decoders}, "
+            f"{train.sentence_counts} sentences, beyond one sentence {train.beyond_one_sentence}: the other cells are "
+            "not run"))
     if train.extra_layers != 3:
         out.append(Deviation("train.re.extra_layers", "3 randomly initialised layers in configurations (c) / (d) "
                              "(RE table 1)", f"{train.extra_layers}: sized for this profile's encoder"))

@@ -131,6 +131,10 @@ def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
     steps = "data.re.max_train_examples / max_words, train.re.max_steps"
     assert found([]) == {reading, icae, steps}
     assert found(["train.nugget2d_ae.icae=false"]) == {reading, steps}
+    # a cut of the RE grid (profile=tiny trains 8 of the 72 models) is named
+    assert found(["train.nugget2d_ae.icae=false", "train.re.poolings=[mean]"]) == {reading, steps, "train.re (grid)"}
+    assert found(["train.nugget2d_ae.icae=false", "train.re.beyond_one_sentence=table3"]) == {
+        reading, steps, "train.re (grid)"}
     assert found(["model.lm.chat_name_or_path=''", "train.nugget2d_ae.icae=false"]) == {
         reading, "model.lm.chat_name_or_path", steps}
     # each of the paper's Nugget2D compressor settings, undone, is named
