@@ -360,7 +360,7 @@ class Nugget2DModel(nn.Module):
         ``config.training_pass``: one joint forward (`nugget2d.joint`) or `compress` then
         `answer_loss`; the same loss and gradients.
         """
-        if self.config.training_pass is TrainingPass.TWO_PASS:
+        if self.config.training_pass == TrainingPass.TWO_PASS:  # a StrEnum: "two_pass" set later matches too
             context = self.compress(doc_ids, doc_mask, ratio=ratio)
             return self.answer_loss(context, prompt_ids, prompt_mask, answer_ids, answer_mask, soft_prompt)
         scores = self.score(doc_ids, doc_mask)
