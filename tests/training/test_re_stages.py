@@ -198,17 +198,18 @@ def test_the_grid_beyond_one_sentence_can_keep_only_table_3s_rows():
     from stages.config import load_config
     from stages.train.train_re import re_systems
 
-    whole = ["train.re.configs=[a,b,c,d]", "train.re.beyond_one_sentence=all"]
-    full = re_systems(load_config(whole).train.re)
+    grid = ["train.re.configs=[a,b,c,d]", "train.re.poolings=[cls,mean]", "train.re.sentence_counts=[1,3,5]"]
+    full = re_systems(load_config([*grid, "train.re.beyond_one_sentence=all"]).train.re)
     assert len(full) == 72 and len({r["system"] for r in full}) == 72
-    cut = re_systems(load_config([whole[0], "train.re.beyond_one_sentence=table3"]).train.re)
+    cut = re_systems(load_config([*grid, "train.re.beyond_one_sentence=table3"]).train.re)
     assert len(cut) == 24 + 2 * 4
     assert {r["paper_row"] for r in cut if r["sentences"] == 3} == {
         f"3|{c}|mean|{d}" for c in "cd" for d in ("cross", "gating")}
     assert [r for r in cut if r["sentences"] == 1] == [r for r in full if r["sentences"] == 1]
-    tiny = re_systems(load_config([]).train.re)  # profile=tiny: configurations a / d, table 3 beyond 1 sentence
-    assert len(tiny) == 16 and {r["paper_row"] for r in tiny if r["sentences"] == 5} == {
-        "5|d|mean|cross", "5|d|mean|gating"}
+    # profile=tiny: configurations a / d, mean pooling, table 3's rows of d on 3 sentences
+    tiny = re_systems(load_config([]).train.re)
+    assert len(tiny) == 8 and {r["paper_row"] for r in tiny if r["sentences"] > 1} == {
+        "3|d|mean|cross", "3|d|mean|gating"}
 
 
 def test_restoration_task_starts_from_a_local_pretrained_t5(re_inputs, tmp_path):
