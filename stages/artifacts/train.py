@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from stages.artifacts.base import Location, field, locate, records, write_json
 from stages.artifacts.data import BaseLM
+from stages.artifacts.systems import SystemsOutput
 from stages.common.progress import progress_logger
 from stages.framework.stage import Artifact
 
@@ -103,26 +104,6 @@ class NuggetSweep:
 
 
 @dataclass(frozen=True)
-class SystemsOutput:
-    """An output of several trained systems: ``systems.json`` (one record per system, with
-    ``system`` and ``model_dir`` relative to the output) and ``systems/<name>/``."""
-
-    FILE: ClassVar[str] = "systems.json"
-    path: Path
-    systems: list[dict[str, Any]]
-
-    @staticmethod
-    def system_dir(out: Path, name: str) -> Path:
-        return out / "systems" / name
-
-    def write(self, out: Path) -> Path:
-        return write_json(out / self.FILE, self.systems)
-
-    def model_dir(self, record: dict[str, Any]) -> Path:
-        return self.path / record["model_dir"]
-
-
-@dataclass(frozen=True)
 class TrainedBaselines(SystemsOutput):
     """``train_baselines``: ``systems.json`` (one record per system: ``system``, ``kind``
     nugget | bottleneck, ``objective``, ``model_dir`` relative to the output, ``dev_loss``;
@@ -133,10 +114,7 @@ class TrainedBaselines(SystemsOutput):
 
     @classmethod
     def read(cls, source: Source) -> TrainedBaselines:
-        where = locate(source, cls.STAGE)
-        systems = records(where, cls.FILE, where.json(cls.FILE), [
-            ("system", str), ("kind", str), ("objective", str), ("model_dir", str),
-        ], what="system records")
+        where, systems = cls.read_records(source, [("kind", str), ("objective", str)])
         for r in systems:
             if r["kind"] == "bottleneck":
                 field(where, cls.FILE, r, "decoder", str)
@@ -145,85 +123,7 @@ class TrainedBaselines(SystemsOutput):
                 field(where, cls.FILE, r, "scorer_layer", int)
                 field(where, cls.FILE, r, "selector", str)
                 field(where, cls.FILE, r, "feedback", bool)
-            where.folder(r["model_dir"])
         return cls(where.path, systems)
-
-
-@dataclass(frozen=True)
-class TrainedRestorable(SystemsOutput):
-    """``train_re``: ``systems.json`` (one record per system: ``system``, ``sentences``,
-    ``config`` (RE table 1: a-d), ``pooling`` (cls | mean), ``decoder`` (input | cross |
-    gating), ``freeze_pretrained``, ``extra_layers``, ``paper_row`` (``k|config|pooling|decoder``,
-    its row of RE table 8), ``base`` (the pretrained model it started from), ``max_tokens``
-    (truncation of its texts, in tokens), ``model_dir``
-    relative to the output, ``dev_loss``) and ``systems/<name>/model/``
-    (``nugget_core.restorable.RestorableModel.from_pretrained`` + tokenizer)."""
-
-    STAGE: ClassVar[str] = "train_re"
-
-    @classmethod
-    def read(cls, source: Source) -> TrainedRestorable:
-        where = locate(source, cls.STAGE)
-        systems = records(where, cls.FILE, where.json(cls.FILE), [
-            ("system", str), ("sentences", int), ("config", str), ("pooling", str), ("decoder", str),
-            ("freeze_pretrained", bool), ("extra_layers", int), ("paper_row", str), ("base", str), ("max_tokens", int),
-            ("model_dir", str),
-        ], what="system records")
-        for r in systems:
-            where.folder(r["model_dir"])
-        return cls(where.path, systems)
-
-    def find(self, **match: Any) -> list[dict[str, Any]]:
-        """The records whose fields equal ``match`` (e.g. ``config="a", sentences=1``)."""
-        return [r for r in self.systems if all(r.get(k) == v for k, v in match.items())]
-
-    def load(self, record: dict[str, Any], device: Any = "cpu", precision: str = "fp32") -> Any:
-        """The system's `nugget_core.restorable.RestorableModel`, eval mode, on ``device``."""
-        from nugget_core.restorable import RestorableModel
-        from stages.common.device import place_model
-
-        return place_model(RestorableModel.from_pretrained(self.model_dir(record)), device, precision)
-
-    def tokenizer(self, record: dict[str, Any]) -> Any:
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(self.model_dir(record))
-
-
-@dataclass(frozen=True)
-class TrainedRetrieval(SystemsOutput):
-    """``train_re_retrieval``: ``systems.json`` (one record per bi-encoder: ``system``,
-    ``paper_row`` of RE table 9 (``pretrained|<layers>`` or ``freeze|grad|<k>|<layers>``),
-    ``init``, ``sentences``, ``config``, ``max_query_tokens``, ``max_passage_tokens``,
-    ``model_dir``, ``dev_loss``) and ``systems/<name>/model/{query,passage}/`` (each a
-    ``RestorableModel`` folder whose encoder is that tower)."""
-
-    STAGE: ClassVar[str] = "train_re_retrieval"
-
-    @classmethod
-    def read(cls, source: Source) -> TrainedRetrieval:
-        where = locate(source, cls.STAGE)
-        systems = records(where, cls.FILE, where.json(cls.FILE), [
-            ("system", str), ("paper_row", str), ("init", str), ("max_query_tokens", int),
-            ("max_passage_tokens", int), ("model_dir", str),
-        ], what="system records")
-        for r in systems:
-            for tower in ("query", "passage"):
-                where.folder(f"{r['model_dir']}/{tower}")
-        return cls(where.path, systems)
-
-    def towers(self, record: dict[str, Any], device: Any = "cpu", precision: str = "fp32") -> tuple[Any, Any]:
-        """The (query, passage) encoders of a bi-encoder, eval mode, on ``device``."""
-        from nugget_core.restorable import RestorableModel
-        from stages.common.device import place_model
-
-        return tuple(place_model(RestorableModel.encoder_from_pretrained(self.model_dir(record) / t), device, precision)
-                     for t in ("query", "passage"))
-
-    def tokenizer(self, record: dict[str, Any]) -> Any:
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(self.model_dir(record) / "query")
 
 
 def decoder_token_ids(model_dir: Path) -> tuple[int, int]:
@@ -247,13 +147,9 @@ class TrainedNuggetLM(SystemsOutput):
 
     @classmethod
     def read(cls, source: Source) -> TrainedNuggetLM:
-        where = locate(source, cls.STAGE)
-        systems = records(where, cls.FILE, where.json(cls.FILE), [
-            ("system", str), ("memory", str), ("paper_row", str), ("segment_tokens", int), ("histories", list),
-            ("init", str), ("model_dir", str),
-        ], what="system records")
-        for r in systems:
-            where.folder(r["model_dir"])
+        where, systems = cls.read_records(source, [
+            ("memory", str), ("paper_row", str), ("segment_tokens", int), ("histories", list), ("init", str),
+        ])
         return cls(where.path, systems)
 
     def load(self, record: dict[str, Any], device: Any = "cpu", precision: str = "fp32") -> Any:
@@ -262,11 +158,6 @@ class TrainedNuggetLM(SystemsOutput):
         from stages.common.device import place_model
 
         return place_model(NuggetLM.from_pretrained(self.model_dir(record)), device, precision)
-
-    def tokenizer(self, record: dict[str, Any]) -> Any:
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(self.model_dir(record))
 
     def decoder_token_ids(self, record: dict[str, Any]) -> tuple[int, int]:
         return decoder_token_ids(self.model_dir(record))

@@ -13,7 +13,7 @@ windows of k sentences (`stages.data.restoration_texts`); train and dev are each
 seeded sample (``max_train_examples`` / ``max_dev_examples``, 0 = all) in a seeded
 random order, streamed: memory holds the cap (or a shuffle buffer), one document's
 sentences and the output files' handles, never the corpus.
-Output: `stages.artifacts.data.RestorationTexts`.
+Output: `stages.artifacts.restorable.RestorationTexts`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
 
-from stages.artifacts.data import RestorationTexts
+from stages.artifacts.restorable import RestorationTexts
 from stages.data import paper_sources as paper
 from stages.data.corpora import english_streams
 from stages.data.restoration_texts import Example, SeededSample, WindowCounts, cut, word_count

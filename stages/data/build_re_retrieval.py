@@ -15,7 +15,7 @@
   candidates as hard negatives; a test query retrieves from every passage any task
   offers (``passages.tsv``), and a hit is its answer passage (``match: id``).
 
-Output: `stages.artifacts.data.RetrievalData`.
+Output: `stages.artifacts.restorable.RetrievalData`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from stages.artifacts.base import write_json
-from stages.artifacts.data import RetrievalData, SimilarityDataset
+from stages.artifacts.data import SimilarityDataset
+from stages.artifacts.restorable import RetrievalData
 from stages.common.records import write_jsonl
 from stages.framework.stage import Stage, StageContext
 

@@ -26,9 +26,8 @@ from typing import Any
 
 import torch
 
-from stages.artifacts.data import RetrievalData
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
-from stages.artifacts.train import TrainedRetrieval
+from stages.artifacts.restorable import RetrievalData, TrainedRetrieval
 from stages.common.device import to_device
 from stages.common.intervals import means_and_errors
 from stages.common.padding import pad

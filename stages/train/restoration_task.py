@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from stages.artifacts.data import RestorationTexts
+from stages.artifacts.restorable import RestorationTexts
 from stages.artifacts.train import TrainedNugget
 from stages.common.padding import pad
 from stages.train.task import Seq2SeqTaskBase

@@ -11,7 +11,7 @@ same pretrained encoder-decoder (``model.re``): on profile=tiny the tiny BART th
 ``train_nugget`` trained as an autoencoder (the only pretrained encoder-decoder offline),
 on profile=paper T5-small as in RE §4.1.
 
-Output (`stages.artifacts.train.TrainedRestorable`): ``systems.json`` (per system:
+Output (`stages.artifacts.restorable.TrainedRestorable`): ``systems.json`` (per system:
 ``sentences``, ``config``, ``pooling``, ``decoder``, ``freeze_pretrained``,
 ``extra_layers``, ``paper_row`` of RE table 8, ``base``, ``max_tokens`` (the texts' truncation),
 ``model_dir``, ``dev_loss``) and
@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stages.artifacts.data import RestorationTexts
-from stages.artifacts.train import TrainedRestorable
+from stages.artifacts.restorable import RestorationTexts, TrainedRestorable
 from stages.config.train import RE_CONFIGS
 from stages.framework.stage import Stage, StageContext
 from stages.train.launch import check_resources, export_finished, final_metrics, fit_sequence

@@ -13,7 +13,7 @@ Data (``build_re_retrieval``): the train / dev queries with their positive and h
 negative passages (Natural Questions as DPR released it on profile=paper; build_rr's
 reranking tasks as a stand-in on profile=tiny).
 
-Output (`stages.artifacts.train.TrainedRetrieval`): ``systems.json`` (per system:
+Output (`stages.artifacts.restorable.TrainedRetrieval`): ``systems.json`` (per system:
 ``system``, ``paper_row`` of RE table 9, ``init``, ``sentences``, ``config``,
 ``max_query_tokens``, ``max_passage_tokens``, ``model_dir``, ``dev_loss``) and
 ``systems/<name>/model/{query,passage}/``.
@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stages.artifacts.data import RetrievalData
-from stages.artifacts.train import TrainedRestorable, TrainedRetrieval
+from stages.artifacts.restorable import RetrievalData, TrainedRestorable, TrainedRetrieval
 from stages.framework.stage import Stage, StageContext
 from stages.train.launch import check_resources, export_finished, final_metrics, fit_sequence
 from stages.train.model_card import document_models

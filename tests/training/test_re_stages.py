@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stages.artifacts.train import TrainedRestorable, TrainedRetrieval
+from stages.artifacts.restorable import TrainedRestorable, TrainedRetrieval
 from tests.evaluation.fixtures import _nugget, artifact, context
 from tests.training.fixtures import WORDS, make_docs, make_mt_artifacts
 
@@ -131,7 +131,7 @@ def test_eval_re_restoration_scores_every_system(trained_re, tmp_path):
 
 
 def test_build_re_retrieval_splits_the_rr_tasks_by_query(re_inputs, tmp_path):
-    from stages.artifacts.data import RetrievalData
+    from stages.artifacts.restorable import RetrievalData
     from stages.data.build_re_retrieval import BuildRERetrieval, heldout
 
     root, inputs = re_inputs
@@ -216,7 +216,7 @@ def test_restoration_task_starts_from_a_local_pretrained_t5(re_inputs, tmp_path)
     """model.re.source=pretrained (profile=paper: t5-small) through the task, from a local folder."""
     from transformers import AutoTokenizer, T5Config, T5ForConditionalGeneration
 
-    from stages.artifacts.data import RestorationTexts
+    from stages.artifacts.restorable import RestorationTexts
     from stages.train.restoration_task import RestorableBase, RestorationTask
 
     root, _ = re_inputs
@@ -246,7 +246,7 @@ def test_restoration_task_starts_from_a_local_pretrained_t5(re_inputs, tmp_path)
 
 def test_build_re_retrieval_reads_dprs_natural_questions_files(tmp_path):
     """source=dpr_nq (profile=paper): DPR's biencoder json, qas csv and passages tsv, in place."""
-    from stages.artifacts.data import RetrievalData
+    from stages.artifacts.restorable import RetrievalData
     from stages.data.build_re_retrieval import BuildRERetrieval
     from stages.evaluate.eval_re_retrieval import first_hits
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from stages.artifacts.data import LMRecords, MtDocuments, NuggetLMCorpus, RestorationTexts
+from stages.artifacts.data import LMRecords, MtDocuments, NuggetLMCorpus
+from stages.artifacts.restorable import RestorationTexts
 from stages.train.autoencoding_task import AutoencodingTask
 from stages.train.baseline_task import BaselineTask
 from stages.train.full_ft_task import FullFinetuneTask

@@ -1,0 +1,209 @@
+"""Contracts of the RE study's outputs (docs/restorable.md): its texts to restore
+(``build_re_data``) and retrieval queries (``build_re_retrieval``), its restoration
+models (``train_re``) and bi-encoders (``train_re_retrieval``), with their readers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from stages.artifacts.base import Location, field, locate
+from stages.artifacts.systems import SystemsOutput
+from stages.framework.stage import Artifact
+
+Source = Artifact | Path | str
+
+
+@dataclass(frozen=True)
+class RestorationTexts:
+    """``build_re_data``: the RE restoration texts (RE §4.1). Per sentence count k,
+    ``n<k>/train.jsonl`` and ``n<k>/dev.jsonl``, one example per line (``id`` =
+    ``<document>:<first sentence>``, ``text``, ``sentences``), and ``stats.json``
+    (``source``; ``stand_in``: what stands in for C4 RealNewsLike, "" for C4 itself;
+    ``counts``: per k, ``train`` / ``dev`` examples, ``mean_words``, ``dropped_long``,
+    ``dropped_tail``)."""
+
+    STAGE: ClassVar[str] = "build_re_data"
+    SPLITS: ClassVar[tuple[str, ...]] = ("train", "dev")
+    STATS: ClassVar[str] = "stats.json"
+    COUNT_FIELDS: ClassVar[tuple[tuple[str, type | tuple[type, ...]], ...]] = (
+        ("train", int), ("dev", int), ("mean_words", (int, float)), ("dropped_long", int), ("dropped_tail", int))
+    path: Path
+    source: str
+    stand_in: str
+    counts: list[int]
+    stats: dict[str, Any]
+
+    @staticmethod
+    def file_of(out: Path, count: int, split: str) -> Path:
+        """Where the producer writes the ``split`` examples of ``count`` sentences."""
+        return out / f"n{count}" / f"{split}.jsonl"
+
+    @classmethod
+    def read(cls, source: Source) -> RestorationTexts:
+        where = locate(source, cls.STAGE)
+        stats = where.json(cls.STATS)
+        per_count = field(where, cls.STATS, stats, "counts", dict)
+        counts = []
+        for key, entry in per_count.items():
+            if not key.isdigit() or int(key) < 1:
+                raise where.error(cls.STATS, f"is malformed: sentence count {key!r} is not a positive integer",
+                                  "counts")
+            for name, kind in cls.COUNT_FIELDS:
+                field(where, cls.STATS, entry, name, kind)
+            for split in cls.SPLITS:
+                where.file(str(cls.file_of(Path(), int(key), split)))
+            counts.append(int(key))
+        if not counts:
+            raise where.error(cls.STATS, "is malformed: no sentence count", "counts")
+        return cls(where.path, field(where, cls.STATS, stats, "source", str),
+                   field(where, cls.STATS, stats, "stand_in", str), sorted(counts), stats)
+
+    def split_file(self, count: int, split: str) -> Path:
+        """The examples of ``split`` (train / dev) with ``count`` sentences each."""
+        if count not in self.counts:
+            raise ValueError(f"{self.path}: no examples of {count} sentences (built: {self.counts})")
+        if split not in self.SPLITS:
+            raise ValueError(f"{self.path}: split {split!r} is not one of {self.SPLITS}")
+        return Location(self.STAGE, self.path).file(str(self.file_of(Path(), count, split)))
+
+    def examples(self, count: int, split: str, limit: int = 0) -> Iterator[dict[str, Any]]:
+        """The first ``limit`` (0 = all) examples of ``split`` with ``count`` sentences, read
+        as they are needed (C4's train files do not fit in memory)."""
+        path = self.split_file(count, split)
+        where, name = Location(self.STAGE, self.path), str(path.relative_to(self.path))
+        for ex in where.jsonl(name, limit):
+            field(where, name, ex, "text", str)
+            yield ex
+
+    def texts(self, count: int, split: str, limit: int = 0) -> list[str]:
+        """The ``text`` of the first ``limit`` (0 = all) examples of ``split``."""
+        return [ex["text"] for ex in self.examples(count, split, limit)]
+
+
+@dataclass(frozen=True)
+class RetrievalData:
+    """``build_re_retrieval``: the passage-retrieval data of the RE study (RE §4.4).
+
+    ``train.jsonl`` / ``dev.jsonl``: per query ``{"query", "positive", "negatives": [...]}``
+    (texts; negatives are hard negatives); ``test.jsonl``: per held-out query ``{"id",
+    "query", "positive_ids": [...], "answers": [...]}``; the passage collection, one
+    ``id<TAB>text`` per line: ``passages.tsv`` in the output, or (Natural Questions) DPR's
+    Wikipedia file named by ``stats.json``'s ``passages_file`` (read in place, 21M lines);
+    ``stats.json``: ``source``, ``stand_in``, ``match`` (``id``: a hit is a passage of
+    ``positive_ids``; ``answer``: a passage containing an answer string, DPR's rule),
+    ``passages_file`` ("" = ``passages.tsv``) and the counts."""
+
+    STAGE: ClassVar[str] = "build_re_retrieval"
+    SPLITS: ClassVar[tuple[str, ...]] = ("train", "dev", "test")
+    STATS: ClassVar[str] = "stats.json"
+    PASSAGES: ClassVar[str] = "passages.tsv"
+    MATCHES: ClassVar[tuple[str, ...]] = ("id", "answer")
+    path: Path
+    source: str
+    stand_in: str
+    match: str
+    passages: Path
+    stats: dict[str, Any]
+
+    @classmethod
+    def read(cls, source: Source) -> RetrievalData:
+        where = locate(source, cls.STAGE)
+        stats = where.json(cls.STATS)
+        for split in cls.SPLITS:
+            where.file(f"{split}.jsonl")
+        match = field(where, cls.STATS, stats, "match", str)
+        if match not in cls.MATCHES:
+            raise where.error(cls.STATS, f"has match {match!r}, not one of {cls.MATCHES}", "match")
+        external = field(where, cls.STATS, stats, "passages_file", str)
+        passages = Path(external) if external else where.file(cls.PASSAGES)
+        if not passages.is_file():
+            raise where.error(cls.STATS, f"names passages_file {external!r}, which is not a file", "passages_file")
+        return cls(where.path, field(where, cls.STATS, stats, "source", str),
+                   field(where, cls.STATS, stats, "stand_in", str), match, passages, stats)
+
+    def rows(self, split: str, limit: int = 0) -> Iterator[dict[str, Any]]:
+        """The first ``limit`` (0 = all) queries of ``split``, checked as they are read."""
+        need = {"test": ("id", "query", "positive_ids", "answers")}.get(split, ("query", "positive", "negatives"))
+        name = f"{split}.jsonl"
+        where = Location(self.STAGE, self.path)
+        for n, row in enumerate(where.jsonl(name, limit)):
+            missing = [k for k in need if k not in row]
+            if missing:
+                raise where.error(name, f"line {n + 1} lacks {missing}")
+            yield row
+
+    def passage_lines(self) -> Iterator[tuple[str, str]]:
+        """``(id, text)`` of every passage, streamed (DPR's file: ``id, text, title`` with a
+        header line; the title joins the text as DPR encodes it)."""
+        with self.passages.open(encoding="utf-8") as lines:
+            for n, line in enumerate(lines):
+                parts = line.rstrip("\n").split("\t")
+                if n == 0 and parts[0] == "id":
+                    continue  # DPR's header
+                if len(parts) < 2 or not parts[1]:
+                    raise ValueError(f"{self.passages}:{n + 1}: not 'id<TAB>text[<TAB>title]'")
+                yield parts[0], (f"{parts[2]}. {parts[1]}" if len(parts) > 2 and parts[2] else parts[1])
+
+
+@dataclass(frozen=True)
+class TrainedRestorable(SystemsOutput):
+    """``train_re``: ``systems.json`` (one record per system: ``system``, ``sentences``,
+    ``config`` (RE table 1: a-d), ``pooling`` (cls | mean), ``decoder`` (input | cross |
+    gating), ``freeze_pretrained``, ``extra_layers``, ``paper_row`` (``k|config|pooling|decoder``,
+    its row of RE table 8), ``base`` (the pretrained model it started from), ``max_tokens``
+    (truncation of its texts, in tokens), ``model_dir``
+    relative to the output, ``dev_loss``) and ``systems/<name>/model/``
+    (``nugget_core.restorable.RestorableModel.from_pretrained`` + tokenizer)."""
+
+    STAGE: ClassVar[str] = "train_re"
+
+    @classmethod
+    def read(cls, source: Source) -> TrainedRestorable:
+        where, systems = cls.read_records(source, [
+            ("sentences", int), ("config", str), ("pooling", str), ("decoder", str), ("freeze_pretrained", bool),
+            ("extra_layers", int), ("paper_row", str), ("base", str), ("max_tokens", int),
+        ])
+        return cls(where.path, systems)
+
+    def find(self, **match: Any) -> list[dict[str, Any]]:
+        """The records whose fields equal ``match`` (e.g. ``config="a", sentences=1``)."""
+        return [r for r in self.systems if all(r.get(k) == v for k, v in match.items())]
+
+    def load(self, record: dict[str, Any], device: Any = "cpu", precision: str = "fp32") -> Any:
+        """The system's `nugget_core.restorable.RestorableModel`, eval mode, on ``device``."""
+        from nugget_core.restorable import RestorableModel
+        from stages.common.device import place_model
+
+        return place_model(RestorableModel.from_pretrained(self.model_dir(record)), device, precision)
+
+
+@dataclass(frozen=True)
+class TrainedRetrieval(SystemsOutput):
+    """``train_re_retrieval``: ``systems.json`` (one record per bi-encoder: ``system``,
+    ``paper_row`` of RE table 9 (``pretrained|<layers>`` or ``freeze|grad|<k>|<layers>``),
+    ``init``, ``sentences``, ``config``, ``max_query_tokens``, ``max_passage_tokens``,
+    ``model_dir``, ``dev_loss``) and ``systems/<name>/model/{query,passage}/`` (each a
+    ``RestorableModel`` folder whose encoder is that tower)."""
+
+    STAGE: ClassVar[str] = "train_re_retrieval"
+
+    @classmethod
+    def read(cls, source: Source) -> TrainedRetrieval:
+        where, systems = cls.read_records(source, [
+            ("paper_row", str), ("init", str), ("max_query_tokens", int), ("max_passage_tokens", int),
+        ], subfolders=("query", "passage"))
+        return cls(where.path, systems)
+
+    def towers(self, record: dict[str, Any], device: Any = "cpu", precision: str = "fp32") -> tuple[Any, Any]:
+        """The (query, passage) encoders of a bi-encoder, eval mode, on ``device``."""
+        from nugget_core.restorable import RestorableModel
+        from stages.common.device import place_model
+
+        return tuple(place_model(RestorableModel.encoder_from_pretrained(self.model_dir(record) / t), device, precision)
+                     for t in ("query", "passage"))
+
+    def tokenizer_dir(self, record: dict[str, Any]) -> Path:
+        return self.model_dir(record) / "query"  # both towers hold the same tokenizer
