@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from stages.artifacts.restorable import RetrievalData
 from stages.common.padding import pad
 from stages.train.restoration_task import RestorableBase
 from stages.train.task import TaskBase
@@ -43,8 +44,11 @@ class RetrievalTask(TaskBase):
     base: RestorableBase
     restorable: dict[str, Any]  # RestorableConfig fields of the towers' model
     init: str  # a train_re model folder, or "" (the pretrained encoder, new parts untrained)
-    train: list[RetrievalExample]
-    dev: list[RetrievalExample]
+    # build_re_retrieval's output, read by each worker (`load_split`): the task is pickled
+    # into every fit's config, and Natural Questions' train queries with their passages are
+    # ~100 MB of text per bi-encoder
+    data: RetrievalData
+    dev_examples: int = 0  # the first n dev queries (0 = all)
     hard_negatives: int = 1
     max_query_tokens: int = 70
     max_passage_tokens: int = 350
@@ -61,9 +65,11 @@ class RetrievalTask(TaskBase):
         return self._tok
 
     def load_split(self, split: str) -> list[RetrievalExample]:
-        rows = {"train": self.train, "dev": self.dev}[split]
+        limit = self.dev_examples if split == "dev" else 0
+        rows = [RetrievalExample(r["query"], r["positive"], tuple(r["negatives"]))
+                for r in self.data.rows(split, limit)]
         if not rows:
-            raise ValueError(f"retrieval split {split!r} has no queries")
+            raise ValueError(f"{self.data.path}: retrieval split {split!r} has no queries")
         return rows
 
     def _fresh(self) -> Any:

@@ -28,7 +28,7 @@ from stages.framework.stage import Stage, StageContext
 from stages.train.launch import check_resources, export_finished, final_metrics, fit_sequence
 from stages.train.model_card import document_models
 from stages.train.restoration_task import restorable_base
-from stages.train.retrieval_task import RetrievalExample, RetrievalTask
+from stages.train.retrieval_task import RetrievalTask
 from stages.train.storage import clear_storage
 
 
@@ -68,9 +68,10 @@ class TrainRERetrieval(Stage):
         trained = TrainedRestorable.read(ctx.inputs["train_re"])
         systems = retrieval_systems(job, trained)
         data = RetrievalData.read(ctx.inputs["build_re_retrieval"])
-        train, dev = ([RetrievalExample(r["query"], r["positive"], tuple(r["negatives"])) for r in data.rows(split)]
-                      for split in ("train", "dev"))
-        print(f"[train_re_retrieval] {len(train)} training queries, {len(dev)} dev ({data.source})", flush=True)
+        # counted streaming (the workers read the rows themselves: `RetrievalTask.load_split`)
+        n_train = sum(1 for _ in data.rows("train"))
+        n_dev = sum(1 for _ in data.rows("dev", job.dev_examples))
+        print(f"[train_re_retrieval] {n_train} training queries, {n_dev} dev ({data.source})", flush=True)
         base = restorable_base(ctx)
         models = []
         for i, s in enumerate(systems, 1):
@@ -81,7 +82,7 @@ class TrainRERetrieval(Stage):
             s["init"] = f"train_re {r['system']}" if r else f"{base.describe()}, new parts untrained"
             print(f"[train_re_retrieval] system {i}/{len(systems)}: {s['system']} (from {s['init']})", flush=True)
             models.append((s["system"], RetrievalTask(
-                base=base, restorable=restorable, init=init, train=train, dev=dev,
+                base=base, restorable=restorable, init=init, data=data, dev_examples=job.dev_examples,
                 hard_negatives=job.hard_negatives, max_query_tokens=job.max_query_tokens,
                 max_passage_tokens=job.max_passage_tokens, seed=ctx.cfg("run.seed"))))
         if ctx.forced:
@@ -100,4 +101,4 @@ class TrainRERetrieval(Stage):
         document_models(ctx, job, {TrainedRetrieval.system_dir(ctx.output_dir, name) / "model" / "query": task
                                    for name, task in models})
         TrainedRetrieval(ctx.output_dir, records).write(ctx.output_dir)
-        ctx.log_metrics({"systems": len(records), "train_queries": len(train), "dev_queries": len(dev)})
+        ctx.log_metrics({"systems": len(records), "train_queries": n_train, "dev_queries": n_dev})

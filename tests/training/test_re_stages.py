@@ -143,6 +143,15 @@ def test_build_re_retrieval_splits_the_rr_tasks_by_query(re_inputs, tmp_path):
     assert all(len(r["negatives"]) == 3 and r["positive"] not in r["negatives"] for r in train)
     assert data.match == "id" and len(list(data.passage_lines())) == 24  # every passage any task offers
     assert "stand-in for Natural Questions" in data.stand_in
+    # the bi-encoder task reads its rows from the artifact in each worker (it holds no copy)
+    from stages.train.restoration_task import RestorableBase
+    from stages.train.retrieval_task import RetrievalTask
+
+    task = RetrievalTask(RestorableBase("stage_ae", "m"), {}, init="", data=data, dev_examples=1)
+    examples = task.load_split("train")
+    assert [(e.query, e.positive, list(e.negatives)) for e in examples] == [
+        (r["query"], r["positive"], r["negatives"]) for r in train]
+    assert len(task.load_split("dev")) == 1
 
 
 def test_retrieval_stages_train_bi_encoders_and_search_all_passages(trained_re, tmp_path):
@@ -296,7 +305,7 @@ def test_retrieval_towers_train_whole_also_from_a_frozen_encoder_and_on_resume(r
     tok.save_pretrained(tmp_path / "d")
     rows = [RetrievalExample("the cat", "the cat sat", ("a dog ran",))] * 2
     task = RetrievalTask(base=RestorableBase("pretrained", str(tmp_path / "d")), restorable={}, init=str(tmp_path / "d"),
-                         train=rows, dev=rows)
+                         data=None)  # load_split is not called here
     model = task.build_model(None)
     assert all(p.requires_grad for p in model.parameters())
     model(**task.collate(rows, 0, 0, True)).loss.backward()

@@ -32,7 +32,7 @@ INSTANCES = {
                                        chunk_tokens=4, segment_tokens=8, histories=[1], decoder_start_id=2, pad_id=1),
     RestorationTask: lambda: RestorationTask(RestorableBase("stage_ae", "m"), {}, RestorationTexts(
         Path("d"), "s", "", [1], {}), sentences=1),
-    RetrievalTask: lambda: RetrievalTask(RestorableBase("stage_ae", "m"), {}, init="", train=[], dev=[]),
+    RetrievalTask: lambda: RetrievalTask(RestorableBase("stage_ae", "m"), {}, init="", data=None),
 }
 
 
