@@ -45,8 +45,8 @@ class RetrievalTask(TaskBase):
     restorable: dict[str, Any]  # RestorableConfig fields of the towers' model
     init: str  # a train_re model folder, or "" (the pretrained encoder, new parts untrained)
     # build_re_retrieval's output, read by each worker (`load_split`): the task is pickled
-    # into every fit's config, and Natural Questions' train queries with their passages are
-    # ~100 MB of text per bi-encoder
+    # into every fit's config, once per bi-encoder, and Natural Questions has ~59k train
+    # queries, each with its positive and hard-negative passages
     data: RetrievalData
     dev_examples: int = 0  # the first n dev queries (0 = all)
     hard_negatives: int = 1
