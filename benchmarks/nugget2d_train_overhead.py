@@ -117,13 +117,17 @@ def run_system(args) -> dict:
         torch.cuda.reset_peak_memory_stats(device)
     base_mem = torch.cuda.memory_allocated(device) if device.type == "cuda" else rss_bytes()
     times = []
+
+    def train_step(b: dict[str, torch.Tensor]) -> None:
+        loss_of(b).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
     for step in range(2 + args.steps):
         b = batch_tensors(args, vocab, device, step)
         synchronize(device)
         start = time.perf_counter()
-        loss_of(b).backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        train_step(b)
         synchronize(device)
         if step >= 2:
             times.append(time.perf_counter() - start)
@@ -137,16 +141,10 @@ def run_system(args) -> dict:
         "trainable_params": sum(p.numel() for p in params),
     }
     b = batch_tensors(args, vocab, device, 0)
-
-    def step() -> None:
-        loss_of(b).backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
     if device.type == "cuda":  # after the peak was read: the profiler allocates too
         synchronize(device)
         start = time.perf_counter()
-        kernels = kernel_seconds(step, device)
+        kernels = kernel_seconds(lambda: train_step(b), device)
         out["gpu_busy"] = kernels / (time.perf_counter() - start)
     else:  # backward runs on this thread on CPU (on CUDA, autograd's device thread)
         weights = {p.untyped_storage().data_ptr() for p in model.parameters()}

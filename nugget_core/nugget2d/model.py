@@ -177,11 +177,9 @@ class Nugget2DModel(nn.Module):
         about one more forward of compute), in the two forms the passes allow:
 
         - passes without a KV cache (the compressor objectives' joint pass, autoregressive,
-          Full / Compressive baselines) use HF's per-layer checkpointing. A layer is
-          recomputed after its forward's routing block has exited, so each checkpoint
-          records the routing (adapters, per-token gates) and the attention implementation
-          of its forward and reinstates them; without that the recomputation would run the
-          base LM (or SDPA for Compressive);
+          Full / Compressive baselines) use HF's per-layer checkpointing, each layer
+          recomputed under the routing and attention function of its forward
+          (`nugget_core.nugget2d.checkpointing` says why);
         - in ``training_pass=two_pass`` the compressor pass (document -> the nuggets' KV)
           runs as one checkpointed function: only its inputs and the gathered nugget KV are
           kept, the pass is rerun in backward (it builds its own cache, so the rerun is the
@@ -253,6 +251,15 @@ class Nugget2DModel(nn.Module):
 
     # --- compressor mode -----------------------------------------------------------
 
+    def _nuggets(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, ratio: float | None,
+                 selected: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Scores ``[batch, n]`` and the nuggets ``[batch, n]`` bool (``selected``, else the
+        scorer's top ``ceil(r n)``), real tokens only: what both training passes select."""
+        scores = self.score(input_ids, attention_mask)
+        if selected is None:
+            selected = self.select(scores, attention_mask, ratio)
+        return scores, selected & attention_mask.bool()
+
     def compress(
         self,
         input_ids: torch.Tensor,
@@ -266,10 +273,7 @@ class Nugget2DModel(nn.Module):
         ``adapter=None`` encodes with the plain base LM (baselines)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        scores = self.score(input_ids, attention_mask)
-        if selected is None:
-            selected = self.select(scores, attention_mask, ratio)
-        selected = selected & attention_mask.bool()
+        scores, selected = self._nuggets(input_ids, attention_mask, ratio, selected)
         indices, mask = selection_to_indices(selected)
         if self._checkpoint_compressor and self.training and torch.is_grad_enabled():
             flat = torch.utils.checkpoint.checkpoint(
@@ -363,8 +367,7 @@ class Nugget2DModel(nn.Module):
         if self.config.training_pass == TrainingPass.TWO_PASS:  # a StrEnum: "two_pass" set later matches too
             context = self.compress(doc_ids, doc_mask, ratio=ratio)
             return self.answer_loss(context, prompt_ids, prompt_mask, answer_ids, answer_mask, soft_prompt)
-        scores = self.score(doc_ids, doc_mask)
-        selected = self.select(scores, doc_mask, ratio) & doc_mask.bool()
+        scores, selected = self._nuggets(doc_ids, doc_mask, ratio)
         inputs = joint_pass(self.embed, self.attention_mask, doc_ids, doc_mask, selected, scores,
                             self.soft_prompt if soft_prompt else None, prompt_ids, prompt_mask, answer_ids, answer_mask)
         out = self.lm_forward(

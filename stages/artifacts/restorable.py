@@ -124,6 +124,11 @@ class RetrievalData:
         return cls(where.path, field(where, cls.STATS, stats, "source", str),
                    field(where, cls.STATS, stats, "stand_in", str), match, passages, stats)
 
+    def count(self, split: str) -> int:
+        """Queries of ``split`` (``stats.json``'s counts, written with the files)."""
+        where = Location(self.STAGE, self.path)
+        return field(where, self.STATS, field(where, self.STATS, self.stats, "counts", dict), split, int)
+
     def rows(self, split: str, limit: int = 0) -> Iterator[dict[str, Any]]:
         """The first ``limit`` (0 = all) queries of ``split``, checked as they are read."""
         need = {"test": ("id", "query", "positive_ids", "answers")}.get(split, ("query", "positive", "negatives"))

@@ -68,9 +68,9 @@ class TrainRERetrieval(Stage):
         trained = TrainedRestorable.read(ctx.inputs["train_re"])
         systems = retrieval_systems(job, trained)
         data = RetrievalData.read(ctx.inputs["build_re_retrieval"])
-        # counted streaming (the workers read the rows themselves: `RetrievalTask.load_split`)
-        n_train = sum(1 for _ in data.rows("train"))
-        n_dev = sum(1 for _ in data.rows("dev", job.dev_examples))
+        # the workers read the rows themselves (`RetrievalTask.load_split`)
+        n_train = data.count("train")
+        n_dev = min(job.dev_examples, data.count("dev")) if job.dev_examples else data.count("dev")
         print(f"[train_re_retrieval] {n_train} training queries, {n_dev} dev ({data.source})", flush=True)
         base = restorable_base(ctx)
         models = []

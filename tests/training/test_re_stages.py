@@ -139,6 +139,7 @@ def test_build_re_retrieval_splits_the_rr_tasks_by_query(re_inputs, tmp_path):
     data = RetrievalData.read(tmp_path / "data")
     train, dev, test = (list(data.rows(s)) for s in ("train", "dev", "test"))
     assert len(train) + len(dev) + len(test) == 24 and test and dev
+    assert [data.count(s) for s in ("train", "dev", "test")] == [len(train), len(dev), len(test)]
     assert all(heldout(t["id"], 0, 0.5) for t in test) and all(t["positive_ids"][0][0] == "R" for t in test)
     assert all(len(r["negatives"]) == 3 and r["positive"] not in r["negatives"] for r in train)
     assert data.match == "id" and len(list(data.passage_lines())) == 24  # every passage any task offers
