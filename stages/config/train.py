@@ -230,7 +230,7 @@ class RETrainJob(TrainJob):
 @dataclass
 class RERetrievalJob(TrainJob):
     """train_re_retrieval (RE §4.4, tables 4, 9, appendix B): DPR bi-encoders (query and
-    passage towers, in-batch negatives plus one hard negative per query) started from the
+    passage towers, in-batch negatives of all workers plus one hard negative per query) started from the
     restoration encoders of train_re, and from the pretrained encoder with untrained new
     parts (the paper's 'random initialize' rows)."""
 
@@ -247,6 +247,12 @@ class RERetrievalJob(TrainJob):
     hard_negatives: int = spec(1, help="Hard negatives per query in a batch (appendix B: 1).", ge=0)
     max_query_tokens: int = spec(70, help="Query truncation (appendix B: 70).", ge=1)
     max_passage_tokens: int = spec(350, help="Passage truncation (appendix B: 350).", ge=1)
+
+    def negatives_per_query(self) -> int:
+        """Passages a query's positive competes with in a training step: every passage of the
+        global batch (`nugget_core.biencoder` gathers all workers'; accumulation steps are
+        scored apart) but its own positive. RE app. B: 128 x (1 + 1) - 1 = 255."""
+        return self.batch_size * self.num_workers * (1 + self.hard_negatives) - 1
 
 
 @dataclass

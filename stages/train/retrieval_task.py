@@ -3,7 +3,8 @@ two towers start from one RE encoder (`nugget_core.biencoder.BiEncoder`).
 
 Examples are (query, positive passage, hard negative passages). A batch holds B queries,
 their B positives and ``hard_negatives`` of each query's negatives, drawn per step with
-the step's seed; every other passage of the batch is an in-batch negative (DPR).
+the step's seed; every other passage of the batch, the batches of all workers together
+(`nugget_core.biencoder` gathers them), is an in-batch negative (DPR).
 
 Each tower is the encoder of a `nugget_core.restorable.RestorableModel` (pooling, W and
 any extra layers): both start from ``init`` (a train_re model folder), or, for the
