@@ -41,6 +41,12 @@ class TrainJob:
     eval_every: int = spec(100, help="Steps between dev evaluations.", ge=1)
     checkpoint_every: int = spec(100, help="Steps between checkpoints.", ge=1)
     early_stopping_patience: int = spec(0, help="Dev evals without improvement before stopping (0 = off).", ge=0)
+    export_model: str = spec(
+        "final", help="The weights a fit ends with: final = its last step's; best_dev = its lowest-dev-loss "
+        "evaluation's (with early_stopping_patience: training 'until convergence on the dev set', the best "
+        "checkpoint kept; one copy of the trainable parameters per improving evaluation in the fit's storage).",
+        choices=("final", "best_dev"),
+    )
     dev_examples: int = spec(256, help="Dev examples per evaluation (0 = all).", ge=0)
     log_every: int = spec(
         1, help="Steps between train_loss / lr / tokens_per_s logs (rank 0, batched: cheap).", ge=1
@@ -51,6 +57,16 @@ class TrainJob:
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             return [f"betas: value {self.betas!r} must be two numbers in [0, 1)"]
         return []
+
+    def stopping_rule(self) -> str:
+        """When this job's training ends and which weights it keeps, in words: two systems
+        whose rules read alike had the same budget (the report's comparisons rest on it)."""
+        batch = self.batch_size * self.num_workers * self.grad_accum
+        stop = (f"until {self.early_stopping_patience} dev evaluations (every {self.eval_every} steps) without a "
+                f"lower loss, at most {self.max_steps} steps" if self.early_stopping_patience
+                else f"{self.max_steps} steps (dev loss every {self.eval_every})")
+        kept = "the best dev evaluation's weights" if self.export_model == "best_dev" else "the last step's weights"
+        return f"{stop} of {batch} examples, dev loss on {self.dev_examples or 'all'} dev examples, {kept}"
 
 
 @dataclass

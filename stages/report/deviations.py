@@ -7,6 +7,7 @@ code does not reproduce yet). The report shows them under "Differences from the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -131,7 +132,26 @@ def _checked(cfg: Config) -> list[Deviation]:
             f"{adapter}: both decode with " + ("the base LM's weights" if adapter == "none" else
                                                "the autoregressive Nugget2D's theta")
             + ", untrained as baselines (set trained and train.nugget2d_ar.baselines: two more trainings)"))
-    return out + _re_checked(cfg)
+    return out + _nugget_budgets(cfg) + _re_checked(cfg)
+
+
+def _nugget_budgets(cfg: Config) -> list[Deviation]:
+    """How long the systems of Nugget tables 2 / 4 train (app. B.1: every model "until
+    convergence on the dev set"): read here as early stopping on the dev loss, the best
+    evaluation's weights kept, one rule for Nugget, its sweep, TSDAE, RE and the ablations."""
+    nugget, sweep = cfg("train.nugget"), cfg("train.sweep")
+    rules = {
+        "train.nugget": nugget.stopping_rule(),
+        "train.sweep": dataclasses.replace(nugget, max_steps=sweep.max_steps or nugget.max_steps).stopping_rule(),
+        "train.baselines": cfg("train.baselines").stopping_rule(),
+    }
+    if len(set(rules.values())) == 1:
+        here = f"one rule for all: {rules['train.nugget']}"
+    else:
+        here = "; ".join(f"{job}: {rule}" for job, rule in rules.items()) + ": unequal budgets, the tables compare " \
+            "systems trained for different lengths"
+    return [Deviation("training budgets of Nugget tables 2 / 4 (train.nugget, train.sweep, train.baselines)",
+                      "each model trained until convergence on the dev set (Nugget app. B.1)", here)]
 
 
 def _batch(job: Any) -> int:

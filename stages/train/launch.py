@@ -100,7 +100,7 @@ def fit(
     check_task(task, job)
     result = _run(train_loop_per_worker, {
         "task": task, "job": job, "logger": logger, "metric_prefix": metric_prefix, "seed": seed,
-        "fail_at_step": fail_at_step,
+        "fail_at_step": fail_at_step, "best_uri": f"{storage}/{name}/best",
     }, job, storage, name)
     if result.checkpoint is None:
         raise RuntimeError(f"training run {name!r} finished without a checkpoint")

@@ -40,6 +40,15 @@ Resume is exact on CPU: a checkpoint holds the model, optimiser state, every ran
 state and the trainer state (step, early-stopping counters, loss history), and batches
 are a pure function of the step (:mod:`.batches`), so a run restarted from step ``s``
 produces the same losses as an uninterrupted run.
+
+Which weights a fit ends with (``job.export_model``): ``final``, those of its last step;
+``best_dev``, those of its lowest-dev-loss evaluation, as early stopping "until
+convergence on the dev set" (Nugget app. B.1) keeps them. For ``best_dev``, rank 0 writes
+the trainable parameters at each improving evaluation to the fit's storage
+(``config["best_uri"]/step-<s>/``, `best_weights_uri`), and the final checkpoint's model
+is those weights (``TrainerState.exported_step``). A checkpoint's state names its best
+step, whose weights stay in the storage until a later checkpoint names another, so a
+restarted fit ends with the same model.
 """
 
 from __future__ import annotations
@@ -62,8 +71,10 @@ from stages.common.progress import TrainProgress, progress_seconds
 from stages.framework import quiet
 from stages.train.batches import BatchSchedule
 from stages.train.engine import make_engine
+from stages.train.storage import clear_storage, copy_tree
 
 STATE_FILE = "trainer_state.json"
+BEST_FILE = "trainable.pt"  # the trainable parameters of a best-dev evaluation
 PROBE_FILE = "probe_logits.pt"
 TAG_FILE = "tag.txt"  # which model of a multi-model fit a checkpoint belongs to
 
@@ -74,6 +85,8 @@ class TrainerState:
     losses: list[float] = field(default_factory=list)
     dev_losses: list[float] = field(default_factory=list)
     best_dev_loss: float = math.inf
+    best_step: int = 0  # the step of best_dev_loss
+    exported_step: int = 0  # the step whose weights the final checkpoint holds (export_model)
     evals_without_improvement: int = 0
     stopped_early: bool = False
     resumed_from_step: int = -1
@@ -94,15 +107,49 @@ def lr_at(step: int, job: Any) -> float:
     return job.lr
 
 
-def record_dev_loss(state: TrainerState, dev_loss: float, patience: int) -> None:
-    """Track the best dev loss; stop after ``patience`` evaluations without improvement
-    (0 = never). Every rank sees the same all-reduced loss, so all stop together."""
+def record_dev_loss(state: TrainerState, dev_loss: float, patience: int) -> bool:
+    """Track the best dev loss (and its step); stop after ``patience`` evaluations without
+    improvement (0 = never). Every rank sees the same all-reduced loss, so all stop
+    together. Returns whether ``dev_loss`` is a new best."""
     state.dev_losses.append(dev_loss)
-    if dev_loss < state.best_dev_loss:
-        state.best_dev_loss, state.evals_without_improvement = dev_loss, 0
+    improved = dev_loss < state.best_dev_loss
+    if improved:
+        state.best_dev_loss, state.best_step, state.evals_without_improvement = dev_loss, state.step, 0
     else:
         state.evals_without_improvement += 1
     state.stopped_early = bool(patience) and state.evals_without_improvement >= patience
+    return improved
+
+
+def best_weights_uri(config: dict[str, Any], step: int) -> str:
+    """Where a ``best_dev`` fit keeps the trainable parameters of its evaluation at ``step``."""
+    if not config.get("best_uri"):
+        raise ValueError("export_model=best_dev: the loop config has no best_uri (the fit's storage for "
+                         "the best evaluation's weights)")
+    return f"{config['best_uri']}/step-{step}"
+
+
+def _trainable_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    # frozen parameters never change: the trainable ones are the difference between steps
+    return {n: p.detach().to("cpu", copy=True) for n, p in module.named_parameters() if p.requires_grad}
+
+
+def _keep_best(module: torch.nn.Module, uri: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="nugget-best-") as tmp:
+        torch.save(_trainable_state(module), Path(tmp) / BEST_FILE)
+        copy_tree(tmp, uri)
+
+
+def _restore_best(module: torch.nn.Module, uri: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="nugget-best-") as tmp:
+        copy_tree(uri, tmp)
+        best = torch.load(Path(tmp) / BEST_FILE, map_location="cpu", weights_only=True)
+    if best.keys() != _trainable_state(module).keys():
+        raise RuntimeError(f"{uri}: its parameters are not the model's trainable ones")
+    with torch.no_grad():
+        for name, param in module.named_parameters():
+            if name in best:
+                param.copy_(best[name])
 
 
 def _all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
@@ -237,6 +284,10 @@ def train_task(
 
     probe = to_device(task.collate(dev[: job.batch_size], step=-1, rank=0, train=False), device)
     fail_at = config.get("fail_at_step", 0)
+    keep_best = job.export_model == "best_dev"
+    if keep_best:
+        best_weights_uri(config, 0)  # a missing best_uri fails before training
+    written: list[int] = []  # best steps this process wrote (dropped once a checkpoint names another)
     tick, tokens = time.time(), 0.0
     while state.step < job.max_steps and not state.stopped_early:
         step = state.step
@@ -268,7 +319,9 @@ def train_task(
         if state.step % job.eval_every == 0 or last:
             first_eval = state.dev_loss_n == 0  # a resumed state carries it: logged already
             dev_loss, state.dev_loss_n = evaluate(engine, task, dev, rank, world, job)
-            record_dev_loss(state, dev_loss, job.early_stopping_patience)
+            if record_dev_loss(state, dev_loss, job.early_stopping_patience) and keep_best and rank == 0:
+                _keep_best(engine.module, best_weights_uri(config, state.step))
+                written.append(state.step)
             metrics["dev_loss"] = dev_loss
             if metrics_out is not None:
                 metrics_out.add({"eval/dev_loss": dev_loss}, state.step)
@@ -277,12 +330,25 @@ def train_task(
         if state.step % job.checkpoint_every == 0 or last or state.stopped_early:
             if metrics_out is not None:
                 metrics_out.flush()  # what a restart would not log again
+            final = last or state.stopped_early
+            state.exported_step = state.step
+            if final and keep_best and state.best_step != state.step:
+                # the loop ends here: rank 0's model becomes the best evaluation's for the export
+                if math.isinf(state.best_dev_loss):
+                    raise RuntimeError(f"export_model=best_dev: no dev loss was finite ({state.dev_losses})")
+                state.exported_step = state.best_step
+                if rank == 0:
+                    _restore_best(engine.module, best_weights_uri(config, state.best_step))
             with tempfile.TemporaryDirectory() as tmp:
                 _save(engine, task, state, rank, Path(tmp), probe)
                 (Path(tmp) / TAG_FILE).write_text(tag)
-                if rank == 0 and on_final is not None and (last or state.stopped_early):
+                if rank == 0 and on_final is not None and final:
                     on_final(Path(tmp))  # before the report: a restart after it finds the model done
                 ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(tmp))
+            if keep_best and rank == 0:  # the reported state names best_step: other steps' weights can go
+                for old in [s for s in written if s != state.best_step]:
+                    clear_storage(config["best_uri"], f"step-{old}")
+                    written.remove(old)
         elif "dev_loss" in metrics:
             ray.train.report(metrics)
     if metrics_out is not None:

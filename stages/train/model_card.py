@@ -156,7 +156,11 @@ def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: Any, task:
                   f"folder `{base.relative_path}` relative to this one"]
     lines += ["", "## Metrics (end of training)", ""]
     if state:
-        lines += [f"- steps: {state.get('step')}", f"- final train loss: {state['losses'][-1]:.4f}"
+        exported = state.get("exported_step", state.get("step"))  # export_model=best_dev: an earlier step's
+        lines += [f"- steps: {state.get('step')}"
+                  + (f" (the weights of step {exported}, the best dev evaluation)" if exported != state.get("step")
+                     else ""),
+                  f"- final train loss: {state['losses'][-1]:.4f}"
                   + (f" (n = {state['train_loss_n']} sequences)" if state.get("train_loss_n") else ""),
                   f"- best dev loss: {state.get('best_dev_loss')}"
                   + (f" (n = {state['dev_loss_n']} target tokens)" if state.get("dev_loss_n") else ""),

@@ -70,6 +70,6 @@ def train_sequence_per_worker(config: dict[str, Any]) -> None:
         if rank == 0:  # through the training progress logger: a print reached the driver log twice
             log.info("[%s] %d/%d %s: training", config["name"], k, len(config["models"]), model)
         resume = checkpoint if tag == model else None
-        own = {**config, "metric_prefix": model,
+        own = {**config, "metric_prefix": model, "best_uri": f"{config['storage']}/{config['name']}/best/{model}",
                "fail_at_step": config.get("fail_at_step", 0) if config.get("fail_in") == model else 0}
         train_task(task, own, resume, on_final=_publisher(uri), tag=model)

@@ -129,21 +129,23 @@ def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
     icae = "ICAE (Nugget2D §4, fig. 5)"
     # and the RE models train a fixed number of steps, not RE §4.1's one epoch of C4 RealNewsLike
     steps = "data.re.max_train_examples / max_words, train.re.max_steps"
-    assert found([]) == {reading, icae, steps}
-    assert found(["train.nugget2d_ae.icae=false"]) == {reading, steps}
+    # and "until convergence on the dev set" is read as one early-stopping rule (tests/evaluation/test_training_budgets.py)
+    budgets = "training budgets of Nugget tables 2 / 4 (train.nugget, train.sweep, train.baselines)"
+    assert found([]) == {budgets, reading, icae, steps}
+    assert found(["train.nugget2d_ae.icae=false"]) == {budgets, reading, steps}
     # a cut of the RE grid (profile=tiny trains 8 of the 72 models) is named
-    assert found(["train.nugget2d_ae.icae=false", "train.re.poolings=[mean]"]) == {reading, steps, "train.re (grid)"}
+    assert found(["train.nugget2d_ae.icae=false", "train.re.poolings=[mean]"]) == {budgets, reading, steps, "train.re (grid)"}
     assert found(["train.nugget2d_ae.icae=false", "train.re.beyond_one_sentence=table3"]) == {
-        reading, steps, "train.re (grid)"}
+        budgets, reading, steps, "train.re (grid)"}
     assert found(["model.lm.chat_name_or_path=''", "train.nugget2d_ae.icae=false"]) == {
-        reading, "model.lm.chat_name_or_path", steps}
+        budgets, reading, "model.lm.chat_name_or_path", steps}
     # each of the paper's Nugget2D compressor settings, undone, is named
     assert found(["train.nugget2d.extra_ratios=[]", "train.nugget2d.ar_scorer=compressor",
                   "nugget2d.scorer_window=null", "eval.lm.baseline_adapter=none",
                   "model.lm.chat_name_or_path=''", "train.nugget2d_ae.icae=false"]) == {
-        "eval.lm.baseline_adapter", "Nugget2D 5x in QA (Nugget2D §6.2)", "model.lm.chat_name_or_path",
+        budgets, "eval.lm.baseline_adapter", "Nugget2D 5x in QA (Nugget2D §6.2)", "model.lm.chat_name_or_path",
         "train.nugget2d.ar_scorer (the AR model's scorer)", "nugget2d.scorer_window (AR mode)", steps}
-    assert found(["data.mt.dev_split=''", "data.mt.dev_fraction=0.01"]) == {reading, icae, "data.mt.dev_split", steps}
+    assert found(["data.mt.dev_split=''", "data.mt.dev_fraction=0.01"]) == {budgets, reading, icae, "data.mt.dev_split", steps}
     # an autoencoding compressor is its own AR scorer source
     assert "train.nugget2d.ar_scorer (the AR model's scorer)" not in found(
         ["train.nugget2d.objective=autoencoding", "train.nugget2d.ar_scorer=compressor",

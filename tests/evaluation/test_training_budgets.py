@@ -14,14 +14,18 @@ def _paper(overrides: list[str]) -> Any:
     return load_config(["profile=paper", *overrides])
 
 
-def _settings(cfg: Any) -> set[str]:
+def _deviations(cfg: Any) -> list[Any]:
     def get(key: str) -> Any:
         value = cfg
         for part in key.split("."):
             value = getattr(value, part)
         return value
 
-    return {d.setting for d in deviations(get)}
+    return deviations(get)
+
+
+def _settings(cfg: Any) -> set[str]:
+    return {d.setting for d in _deviations(cfg)}
 
 
 def test_retrieval_deviation_compares_negatives_per_query_not_batch_size():
@@ -39,3 +43,26 @@ def test_retrieval_deviation_compares_negatives_per_query_not_batch_size():
     # 128 queries per optimiser step through accumulation: 63 negatives per query, named
     assert "train.re_retrieval" in _settings(_paper(["train.re_retrieval.batch_size=16",
                                                      "train.re_retrieval.grad_accum=2"]))
+
+
+def _budget(cfg: Any) -> str:
+    (row,) = [d for d in _deviations(cfg) if d.setting.startswith("training budgets of Nugget tables 2 / 4")]
+    return row.here
+
+
+def test_paper_profile_trains_every_table_2_and_4_system_to_one_stopping_rule():
+    cfg = _paper([])
+    nugget, sweep, baselines = cfg.train.nugget, cfg.train.sweep, cfg.train.baselines
+    # Nugget app. B.1, every model "until convergence on the dev set": early stopping, the best weights kept
+    assert sweep.max_steps is None  # the sweep's trials train with train.nugget's job
+    assert nugget.stopping_rule() == baselines.stopping_rule()  # TSDAE, RE, the ablations and nugget_mt
+    assert nugget.early_stopping_patience > 0 and nugget.export_model == baselines.export_model == "best_dev"
+    assert _budget(cfg) == (
+        "one rule for all: until 5 dev evaluations (every 2000 steps) without a lower loss, at most 200000 steps "
+        "of 64 examples, dev loss on 256 dev examples, the best dev evaluation's weights")
+    # a budget of its own for the baselines (the old 20k-step cap) or the sweep is named, with each rule
+    capped = _budget(_paper(["train.baselines.max_steps=20000"]))
+    assert "unequal budgets" in capped and "train.baselines: until 5 dev evaluations (every 2000 steps) " \
+        "without a lower loss, at most 20000 steps" in capped
+    assert "unequal budgets" in _budget(_paper(["train.sweep.max_steps=1000"]))
+    assert "the last step's weights" in _budget(_paper(["train.baselines.export_model=final"]))

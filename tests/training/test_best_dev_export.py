@@ -1,0 +1,141 @@
+"""Training "until convergence on the dev set" (Nugget app. B.1), without Ray: a fit stops
+after ``early_stopping_patience`` evaluations without improvement, and with
+``export_model=best_dev`` ends with its best evaluation's weights, also across a restart."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch import nn
+
+from stages.config.train import TrainJob
+from stages.train.loop import BEST_FILE, STATE_FILE, train_task
+from stages.train.task import TaskBase
+
+
+class Line(nn.Module):
+    """``y = w x + b`` from 0: trained towards y = 2x, scored on dev against y = x, so its dev
+    loss falls until w passes 1, then rises."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(1, 1)
+        nn.init.zeros_(self.lin.weight)
+        nn.init.zeros_(self.lin.bias)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> SimpleNamespace:
+        out = self.lin(x[:, None])[:, 0]
+        return SimpleNamespace(loss=((out - y) ** 2).mean(), logits=out[:, None, None])
+
+
+class LineTask(TaskBase):
+    find_unused_parameters = False
+
+    def load_split(self, split: str) -> list[float]:
+        return [i / 8 for i in range(1, 17 if split == "train" else 5)]
+
+    def build_model(self, init_dir: Path | None) -> nn.Module:
+        model = Line()
+        if init_dir is not None:
+            model.load_state_dict(torch.load(init_dir / "line.pt", weights_only=True))
+        return model
+
+    def collate(self, rows: list[float], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+        x = torch.tensor(rows)
+        return {"x": x, "y": 2 * x if train else x}
+
+    def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return batch["x"].shape[0]
+
+    def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return batch["x"].shape[0]
+
+    def parameter_counts(self, model: nn.Module) -> dict[str, int]:
+        return {"params.trainable": 2, "params.frozen": 0}
+
+    def export(self, model: nn.Module, directory: Path) -> None:
+        directory.mkdir(parents=True)
+        torch.save(model.state_dict(), directory / "line.pt")
+
+
+def dev_loss_of(model_dir: Path) -> float:
+    task = LineTask()
+    with torch.no_grad():
+        return task.build_model(model_dir)(**task.collate(task.load_split("dev"), -1, 0, False)).loss.item()
+
+
+@pytest.fixture
+def checkpoints(monkeypatch, tmp_path):
+    """Ray Train's session faked: every reported checkpoint is kept (in order)."""
+    import ray.train
+
+    kept: list[Path] = []
+    names = itertools.count()
+
+    def report(metrics, checkpoint=None):
+        if checkpoint is not None:
+            kept.append(Path(shutil.copytree(checkpoint.path, tmp_path / f"ckpt{next(names)}")))
+
+    monkeypatch.setattr(ray.train, "get_context", lambda: SimpleNamespace(get_world_rank=lambda: 0,
+                                                                           get_world_size=lambda: 1))
+    monkeypatch.setattr(ray.train, "report", report)
+    return kept
+
+
+def _fit(tmp_path: Path, name: str, export: str, checkpoint=None, fail_at: int = 0):
+    job = TrainJob(max_steps=200, batch_size=4, lr=0.02, eval_every=4, checkpoint_every=4,
+                   early_stopping_patience=2, export_model=export)
+    config = {"job": job, "logger": None, "seed": 0, "fail_at_step": fail_at, "best_uri": str(tmp_path / name)}
+    return train_task(LineTask(), config, checkpoint)
+
+
+def test_stops_after_patience_and_exports_the_best_evaluation(checkpoints, tmp_path):
+    state = _fit(tmp_path, "best", "best_dev")
+    best = state.dev_losses.index(min(state.dev_losses))
+    assert best > 0  # improved, then got worse
+    # stopped after two evaluations without improvement, long before max_steps
+    assert state.stopped_early and len(state.dev_losses) == best + 3 and state.step < 200
+    assert state.best_step == 4 * (best + 1) and state.exported_step == state.best_step
+    final = checkpoints[-1]
+    assert dev_loss_of(final / "model") == pytest.approx(state.best_dev_loss, rel=1e-6)
+    assert dev_loss_of(final / "model") < state.dev_losses[-1]  # not the last step's weights
+    # only the best evaluation's weights stay in the storage
+    assert [p.name for p in (tmp_path / "best").iterdir()] == [f"step-{state.best_step}"]
+    assert (tmp_path / "best" / f"step-{state.best_step}" / BEST_FILE).exists()
+
+    last = _fit(tmp_path, "final", "final")  # export_model=final: the same run, the last step's weights
+    assert last.losses == state.losses and last.exported_step == last.step
+    assert dev_loss_of(checkpoints[-1] / "model") == pytest.approx(last.dev_losses[-1], rel=1e-6)
+    assert not (tmp_path / "final").exists()
+
+
+def test_a_restart_after_the_best_evaluation_exports_the_same_model(checkpoints, tmp_path):
+    import ray.train
+
+    whole = _fit(tmp_path, "whole", "best_dev")
+    model = torch.load(checkpoints[-1] / "model" / "line.pt", weights_only=True)
+    checkpoints.clear()
+    fail_at = whole.best_step + 5  # after the checkpoint at best_step + 4, before the end
+    with pytest.raises(RuntimeError, match="injected failure"):
+        _fit(tmp_path, "restarted", "best_dev", fail_at=fail_at)
+    resumed = _fit(tmp_path, "restarted", "best_dev", ray.train.Checkpoint.from_directory(str(checkpoints[-1])),
+                   fail_at=fail_at)
+    assert resumed.resumed_from_step == whole.best_step + 4
+    assert resumed.losses == whole.losses and resumed.dev_losses == whole.dev_losses
+    assert resumed.exported_step == whole.best_step
+    again = torch.load(checkpoints[-1] / "model" / "line.pt", weights_only=True)
+    assert all(torch.equal(again[k], model[k]) for k in model)
+    assert json.loads((checkpoints[-1] / STATE_FILE).read_text())["exported_step"] == whole.best_step
+
+
+def test_best_dev_without_a_storage_fails_before_training(checkpoints):
+    job = TrainJob(max_steps=4, batch_size=4, eval_every=4, checkpoint_every=4, export_model="best_dev")
+    with pytest.raises(ValueError, match="export_model=best_dev: the loop config has no best_uri"):
+        train_task(LineTask(), {"job": job, "logger": None, "seed": 0}, None)
+    assert checkpoints == []
