@@ -40,7 +40,8 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
         "eval_reconstruction": Artifact("eval_reconstruction", "kr", "", rec_ctx.output_dir, {}),
         "corpus_stats": artifact("corpus_stats", tmp_path / "cs"),
     }
-    ctx = context(Report, inputs, tmp_path / "report", [])
+    # the fixture's 2-layer models: l = 1 is this run's default scorer layer, the paper's l = 3
+    ctx = context(Report, inputs, tmp_path / "report", ["nugget.scorer_layer=1"])
     Report().run(ctx)
     md = (ctx.output_dir / "report.md").read_text()
     sim = SimilarityResults.read(sim_ctx.output_dir).rows
@@ -50,13 +51,15 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
                   "Nugget2D table 1", "Nugget2D table 3", "Nugget2D table 4", "Nugget2D §4 (fig. 5)", "Nugget2D §4.3"):
         rows = _cells(md, title)
         assert rows and all(all(c for c in row) for row in rows), title
-    # table 2: the MT r=0.1 trials carry their measured MRR beside the paper's 96.69 / 50.04
+    # table 2: the MT r=0.1 trial of the default layer carries its measured MRR beside the paper's 96.69 / 50.04
     t2 = _cells(md, "Nugget table 2")
-    mt01 = [r for r in t2 if r[0].startswith("Nugget MT r=0.1 l=0")]
-    pi, se = next((x["mrr"], x["mrr_se"]) for x in sim if x["label"] == "sweep:mt-r0.1-l0" and x["task"] == "pi")
+    mt01 = [r for r in t2 if r[0].startswith("Nugget MT r=0.1 l=1")]
+    pi, se = next((x["mrr"], x["mrr_se"]) for x in sim if x["label"] == "sweep:mt-r0.1-l1" and x["task"] == "pi")
     n_pi = next(x["n_tasks"] for x in sim if x["task"] == "pi")
     # the MRR's 95% interval from its per-query standard error
     assert mt01 == [[mt01[0][0], f"{pi:.2f} ± {1.96 * se:.2f} (n={n_pi})", "96.69", mt01[0][3], "50.04"]]
+    # the l = 0 trial (table 4's ablation) is no model of table 2's rows
+    assert [r[2::2] for r in t2 if r[0].startswith("Nugget MT r=0.1 l=0")] == [[NOT_IN_PAPER, NOT_IN_PAPER]]
     # every measured number states the n it stands on; a table of stand-in data names it in its title
     for title in ("Nugget figure 4", "Nugget table 2", "Nugget table 4"):
         measured = [c for row in _cells(md, title) for c in row[1::2] if c[:1].isdigit()]
