@@ -14,6 +14,7 @@ Nugget2D §5: 100k Pile tokens; Nugget2D table 2: 10.5k SQuAD dev / 12k CNN-DM t
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
@@ -26,6 +27,7 @@ from stages.artifacts.evaluate import (
     SimilarityResults,
     TableRow,
 )
+from stages.config import load_config
 from stages.framework.stage import Artifact
 from stages.report.budgets import training_budgets
 from stages.report.findings import FINDINGS, NOT_MEASURABLE, NOT_SHOWN, SHOWN, judge
@@ -63,15 +65,13 @@ def _mrr_rows(label: str, values: dict[str, float], **system) -> list[dict]:
 def similarity_rows() -> list[dict]:
     """Nugget tables 2 and 4 as eval_similarity would write them for profile=paper's systems."""
     t2, t4 = PUBLISHED["nugget_table2"], PUBLISHED["nugget_table4"]
-    sweep = dict(mode="nugget", kind="nugget", source="sweep_nugget")
+    # the sweep's trials with a published number: table 2's at the paper's l = 3, table 4's other layers
+    trials = [(*row_id.split("_")[1:], 3, t2[row_id]) for row_id in t2 if row_id.startswith("nugget_")]
+    trials += [("mt", "0.1", layer, t4[f"l={layer}"]) for layer in (0, 6, 9)]
     rows = []
-    for row_id in [r for r in t2 if r.startswith("nugget_")]:  # the sweep at the paper's l = 3
-        _, objective, ratio = row_id.split("_")
-        rows += _mrr_rows(f"sweep:{objective}-r{ratio}-l3", t2[row_id], objective=objective, ratio=float(ratio),
-                          scorer_layer=3, **sweep)
-    for layer in (0, 6, 9):  # the sweep's other layers: table 4's layer ablation
-        rows += _mrr_rows(f"sweep:mt-r0.1-l{layer}", t4[f"l={layer}"], objective="mt", ratio=0.1,
-                          scorer_layer=layer, **sweep)
+    for objective, ratio, layer, values in sorted(trials, key=lambda x: x[:3]):  # grid order: l = 0 first
+        rows += _mrr_rows(f"sweep:{objective}-r{ratio}-l{layer}", values, objective=objective, ratio=float(ratio),
+                          scorer_layer=layer, mode="nugget", kind="nugget", source="sweep_nugget")
     baseline = dict(source="train_baselines", kind="nugget", mode="nugget", objective="mt", scorer_layer=3)
     rows += _mrr_rows("baseline:nugget_mt", t4["l=3"], baseline="nugget_mt", ratio=0.1, **baseline)
     for name, ratio, selector, feedback in (("no_feedback", 0.1, "topk", False), ("chunk", 0.1, "chunk", True),
@@ -183,8 +183,9 @@ def test_papers_numbers_show_every_finding_they_allow(published_report):
 
 
 def test_each_published_cell_sits_beside_the_model_its_row_describes(published_report):
-    ctx, tables, verdicts = published_report
-    budgets = training_budgets(ctx.cfg)
+    _, tables, verdicts = published_report
+    config = load_config(["profile=paper"])
+    budgets = training_budgets(lambda key: functools.reduce(getattr, key.split("."), config))
     # table 2: "Nugget MT r = 0.1" is l = 3 (not the sweep's l = 0 ablation, 69.82), the sweep's and nugget_mt
     t2 = {label: (m, p) for label, m, p in tables["nugget_table2"].rows}
     beside = [label for label, (_, p) in t2.items() if p["pi"] == 96.69]
