@@ -265,7 +265,7 @@ def table4(sim: SimilarityResults | None, context: str, budgets: dict[str, str],
     t, rows = _similarity_table("nugget_table4", "Nugget table 4: ablations (MT, MRR x 100)", sim, context, budgets)
     mt01 = _systems(rows, lambda r: _is_learned(r) and r["baseline"] is None and r["objective"] == "mt"
                     and _close(r["ratio"], 0.1))
-    default = f" (this run's default scorer layer, as the paper's l = {PAPER_SCORER_LAYER})" \
+    default = f": this run's default scorer layer, as the paper's l = {PAPER_SCORER_LAYER}" \
         if layer != PAPER_SCORER_LAYER else ""
     # the paper's order: the reference layer first, then the others
     for x in sorted({s[0]["scorer_layer"] for s in mt01.values()} | {0, 6, 9, layer}, key=lambda x: (x != layer, x)):

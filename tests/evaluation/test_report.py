@@ -105,7 +105,7 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     differences = _cells(md, "Differences from the papers' setups")[1:]  # [0]: the header row
     settings = [row[0] for row in differences]
     for setting in ("model.seq2seq", "model.lm", "nugget.residual", "data.mt.source", "data.lm.source",
-                    "eval.lm.baseline_adapter", "ColBART (Nugget §6.1.2)"):
+                    "eval.lm.baseline_adapter", "ColBART (Nugget §6.1.2)", "nugget.scorer_layer"):
         assert setting in settings, setting
     assert all(all(cell for cell in row) for row in differences)
     assert ctx.logger.metrics["paper_differences"] == len(differences)

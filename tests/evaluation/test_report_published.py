@@ -123,6 +123,7 @@ def evaluation_outputs(root) -> dict[str, Artifact]:
     out["eval_nugget_lm"] = _eval_table(root, "eval_nugget_lm", [
         TableRow(row_id, {f"ppl_{h.replace('=', '')}": v for h, v in cells.items()}, n=WIKITEXT_TEST_WORDS,
                  paper_row=row_id) for row_id, cells in PUBLISHED["nugget_table3"].items()])
+    # (WikiText's subword count under LLaMA is not stated: its words stand in; no interval is derived from it)
     keys = {"wikitext_subword": "wiki_subword_ppl", "wikitext_word": "wiki_word_ppl", "pile_subword": "pile_subword_ppl"}
     out["eval_lm"] = _eval_table(root, "eval_lm", [
         TableRow(row_id, {keys[c]: v for c, v in cells.items()} | {"n_pile_subword_ppl": PILE_TOKENS},
