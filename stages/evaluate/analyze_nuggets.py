@@ -106,10 +106,14 @@ def figure_details(frequency: dict[str, dict[str, Any]], gain: dict[str, Any], c
     }
 
 
-def pick(systems: list[System], objective: str) -> System | None:
+def pick(systems: list[System], objective: str, layer: int) -> System | None:
+    """The learned-selector model of ``objective`` fig. 5 describes: r = 0.1 (or the nearest), at the
+    default scorer layer ``layer`` (``nugget.scorer_layer``; the paper's l = 3) where one is trained, so
+    the sweep's l = 0 ablation never stands for it."""
     learned = [s for s in systems if s.kind == "nugget" and s.selector == "topk" and s.feedback
                and s.baseline is None and s.objective == objective]
-    return min(learned, key=lambda s: (abs((s.ratio or 0) - 0.1), s.scorer_layer or 0, s.name), default=None)
+    return min(learned, key=lambda s: (abs((s.ratio or 0) - 0.1), s.scorer_layer != layer, s.scorer_layer or 0,
+                                       s.name), default=None)
 
 
 class AnalyzeNuggets(Stage):
@@ -119,7 +123,8 @@ class AnalyzeNuggets(Stage):
     required_upstream = ("build_mt_docs", "train_nugget")
     optional_upstream = ("sweep_nugget", "train_baselines")
     upstream = required_upstream
-    config_keys = ("eval.analysis_docs", "eval.highlight_docs", "eval.probe_docs", "eval.batch_size", "eval.dtype")
+    config_keys = ("eval.analysis_docs", "eval.highlight_docs", "eval.probe_docs", "eval.batch_size", "eval.dtype",
+                   "nugget.scorer_layer")
     uses_device = True
 
     def run(self, ctx: StageContext) -> None:
@@ -127,7 +132,8 @@ class AnalyzeNuggets(Stage):
         sides = pq.read_table(dev, columns=["source", "target"]).to_pydict()
         texts, n_docs = sides["source"], ctx.cfg("eval.analysis_docs")
         systems = collect_systems(ctx.inputs)
-        ae, mt = pick(systems, "ae"), pick(systems, "mt")
+        layer = ctx.cfg("nugget.scorer_layer")
+        ae, mt = pick(systems, "ae", layer), pick(systems, "mt", layer)
         if ae is None:
             raise ValueError("analyze_nuggets needs an AE Nugget model (sweep_nugget or train_nugget with objective ae)")
         stats = {s.name: self._token_stats(ctx, s, texts[:n_docs]) for s in (ae, mt) if s}
@@ -166,7 +172,8 @@ class AnalyzeNuggets(Stage):
                       "punctuation_share_nuggets": s.punctuation_share(s.nuggets),
                       "punctuation_share_text": s.punctuation_share(s.text),
                       "the_share_nuggets": s.word_share(s.nuggets, "the"), "the_share_text": s.word_share(s.text, "the"),
-                      "objective": systems[n].objective, "ratio": systems[n].ratio, "label": systems[n].describe(),
+                      "objective": systems[n].objective, "ratio": systems[n].ratio,
+                      "scorer_layer": systems[n].scorer_layer, "label": systems[n].describe(),
                       "encoder_side": systems[n].encoder_side,
                       "n_nuggets": sum(s.nuggets.values()), "n_tokens": sum(s.text.values())}
                   for n, s in stats.items()}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stages.config.train import RE_CONFIGS, RE_DECODERS, RE_POOLINGS
-from stages.report.tables import seq2seq_base
+from stages.report.tables import PAPER_SCORER_LAYER, seq2seq_base
 
 Config = Callable[[str], Any]  # StageContext.cfg
 
@@ -71,6 +71,12 @@ def _checked(cfg: Config) -> list[Deviation]:
         if not method.scale_residual:
             out.append(Deviation(f"{name}.scale_residual", "(q k^T + s) / sqrt(d) (eq. 5)",
                                  "s added to the scaled logits unscaled"))
+    layer = cfg("nugget").scorer_layer
+    if layer != PAPER_SCORER_LAYER:
+        out.append(Deviation(
+            "nugget.scorer_layer", f"l = {PAPER_SCORER_LAYER} for every Nugget model but table 4's layer ablation "
+            "(Nugget §3.3, §7.1)", f"l = {layer}: sized for this profile's encoder; the report sets the models of "
+            f"l = {layer} beside the paper's l = {PAPER_SCORER_LAYER} rows (tables 2, 4, figs. 4, 5)"))
     if compressor.objective != "autoencoding" and compressor.ar_scorer != "autoencoding":
         out.append(Deviation(
             "train.nugget2d.ar_scorer (the AR model's scorer)", "the autoencoding compressor's scorer (§2.5)",

@@ -39,6 +39,7 @@ from stages.artifacts.evaluate import (
 )
 from stages.common.render import csv_text, html_table, markdown
 from stages.framework.stage import Artifact, Stage, StageContext
+from stages.report.budgets import training_budgets
 from stages.report.deviations import Deviation, deviations
 from stages.report.findings import Verdict, counts, judge
 from stages.report.re_tables import re_tables
@@ -46,6 +47,7 @@ from stages.report.tables import (
     ReportTable,
     bleu_table,
     eval_table,
+    kv_states,
     multilingual_token_table,
     seq2seq_base,
     table2,
@@ -66,7 +68,8 @@ class Figure:
 def headline_metrics(tables: Sequence[ReportTable]) -> dict[str, float]:
     """Every measured number that reproduces a published cell, as ``<table>/<row>/<column>``
     (with ``.../n``): the headline metrics the pipeline's parent MLflow run carries. The
-    first system of a published row stands for it, as in the findings."""
+    first system the table lists for a published row stands for it (the findings pick
+    same-budget pairs among all of them)."""
     out: dict[str, float] = {}
     for t in tables:
         for row_id, column, value in t.numbers:
@@ -157,22 +160,23 @@ def _tables(ctx: StageContext) -> list[ReportTable]:
     mt = ctx.cfg("data.mt")
     mt_stand_in = "" if mt.source == "wmt19" else f"{mt.source} en-zh documents (stand-in for WMT19 en-zh)"
     languages = {"source": f"source language ({mt.src_lang})", "target": f"target language ({mt.tgt_lang})"}
+    budgets, layer = training_budgets(ctx.cfg), ctx.cfg("nugget").scorer_layer
     return [
-        bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec), mt_stand_in),
+        bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec), mt_stand_in, layer),
         token_table(_read(ctx, NuggetAnalysis),
-                    _context(ctx, "analyze_nuggets", "dev documents of build_mt_docs"), mt_stand_in),
+                    _context(ctx, "analyze_nuggets", "dev documents of build_mt_docs"), mt_stand_in, layer),
         multilingual_token_table(_read(ctx, NuggetAnalysis), _context(ctx, "analyze_nuggets", "dev documents of "
                                  "build_mt_docs, each language's side"), languages, mt_stand_in),
-        table2(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR")),
+        table2(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR"), budgets, layer),
         eval_table("nugget_table3", "Nugget table 3: Nugget LM word-level perplexity with h history segments",
                    ctx.inputs.get("eval_nugget_lm"),
                    {f"h={h}": f"ppl_h{h}" for h in sorted({0, *ctx.cfg("eval").nugget_lm.histories})},
                    _seq2seq_context(ctx, f"{ctx.cfg('eval').nugget_lm.split} articles of build_nugget_lm "
                                          "(out-of-vocabulary words excluded)")),
-        table4(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR")),
+        table4(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR"), budgets, layer),
         eval_table("nugget2d_table1", "Nugget2D table 1: LM perplexity", ctx.inputs.get("eval_lm"),
                        {"wikitext_subword": "wiki_subword_ppl", "wikitext_word": "wiki_word_ppl",
-                        "pile_subword": "pile_subword_ppl"}, lm_ctx),
+                        "pile_subword": "pile_subword_ppl"}, lm_ctx, kv_states),
         eval_table("nugget2d_table3", "Nugget2D table 3: QA accuracy", ctx.inputs.get("eval_qa"),
                        {"accuracy": "accuracy"}, lm_ctx),
         eval_table("nugget2d_table4", "Nugget2D table 4: summarisation ROUGE", ctx.inputs.get("eval_summarization"),
@@ -268,7 +272,7 @@ class Report(Stage):
     config_keys = ("report", "profile", "model.seq2seq", "model.lm", "nugget", "nugget2d", "data.mt", "data.lm",
                    "data.pi", "data.rr", "eval", "train.nugget2d", "train.nugget2d_ae", "data.nugget_lm",
                    "train.nugget_lm", "model.re", "data.re", "train.re", "train.re_retrieval",
-                   "data.re_retrieval")
+                   "data.re_retrieval", "train.nugget", "train.sweep", "train.baselines")
 
     def run(self, ctx: StageContext) -> None:
         tables = build_tables(ctx)

@@ -60,9 +60,15 @@ class MeasuredValue:
     value: float
     n: int | None
     half_width: float | None  # of the 95% interval, where the evaluation gave a standard error
+    column: str = ""
+    # what bounded the training of the system measured (`stages.report.budgets`): a finding compares two
+    # values of equal budget only; "" where the table's systems share one (or none was trained here)
+    budget: str = ""
 
-    def describe(self) -> str:
-        return f"{self.label} {measured_cell(self.value, self.n, self.half_width)}"
+    def describe(self, with_column: bool = False) -> str:
+        """The value with its system's label (and its column: two cells of one row)."""
+        label = f"{self.label} [{self.column}]" if with_column else self.label
+        return f"{label} {measured_cell(self.value, self.n, self.half_width)}"
 
 
 @dataclass
@@ -98,10 +104,12 @@ class ReportTable:
         return f"{self.title} [stand-in data: {self.stand_in}]" if self.stand_in else self.title
 
     def add(self, label: str, measured: dict[str, Any], row_id: str | None = None,
-            n: dict[str, int | None] | int | None = None, se: dict[str, float] | None = None) -> None:
+            n: dict[str, int | None] | int | None = None, se: dict[str, float] | None = None,
+            budget: str = "") -> None:
         """A row: ``measured`` per column (None: not run), ``n`` (per column, or one for
         the row) the examples / tasks / tokens behind each number, ``se`` standard errors
-        (shown as the 95% interval, 1.96 se)."""
+        (shown as the 95% interval, 1.96 se), ``budget`` the training budget of the system
+        (`MeasuredValue.budget`)."""
         pub = {c: published(self.paper_table, row_id, c) if row_id else None for c in self.columns}
         ns = n if isinstance(n, dict) else dict.fromkeys(self.columns, n)
         se = se or {}
@@ -109,7 +117,7 @@ class ReportTable:
             value = measured.get(c)
             if isinstance(value, int | float) and not isinstance(value, bool):
                 half = 1.96 * se[c] if se.get(c) is not None else None
-                self.numbers.append((row_id, c, MeasuredValue(label, float(value), ns.get(c), half)))
+                self.numbers.append((row_id, c, MeasuredValue(label, float(value), ns.get(c), half, c, budget)))
         self.rows.append((
             label,
             {c: NOT_RUN if measured.get(c) is None else
@@ -137,28 +145,32 @@ class ReportTable:
         return [f"{self.id}: {v.label} / {c} = {v.value:g} has no n" for _, c, v in self.numbers if v.n is None]
 
 
+# Nugget §3.3 / §7.1: "By default NUGGET uses the features of layer 3": the layer every published Nugget row
+# describes but table 4's l = 0 / 6 / 9. A run's default layer is ``nugget.scorer_layer``; the report sets it
+# beside these rows (and the differences section names it when it is not 3).
+PAPER_SCORER_LAYER = 3
+REFERENCE_ROW = f"l={PAPER_SCORER_LAYER}"  # Nugget table 4's first row: the ablations' reference (= table 2's MT 0.1)
+
+
 def _is_learned(r: dict[str, Any]) -> bool:
-    return r.get("kind") == "nugget" and r.get("selector") == "topk" and r.get("feedback") and not r.get("baseline")
+    """A learned-selector Nugget model read through its nuggets: a sweep trial, train_nugget, or train_baselines'
+    ``nugget_mt`` (the table-4 ablations' reference); not the ablations, not a ColBART row read from one of them."""
+    return (r.get("mode") == "nugget" and r.get("selector") == "topk" and bool(r.get("feedback"))
+            and r.get("baseline") in (None, "nugget_mt"))
 
 
-def _by_task(rows: list[dict[str, Any]], keep: Callable[[dict[str, Any]], bool]) -> dict[str, dict[str, float]]:
-    """{system label: {task: mrr}} of the similarity rows ``keep`` accepts."""
-    out: dict[str, dict[str, float]] = {}
+def _systems(rows: list[dict[str, Any]], keep: Callable[[dict[str, Any]], bool]) -> dict[str, list[dict[str, Any]]]:
+    """{system label: its similarity rows (one per task)} of the rows ``keep`` accepts, in output order."""
+    out: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         if keep(r):
-            out.setdefault(r["label"], {})[r["task"]] = r["mrr"]
+            out.setdefault(r["label"], []).append(r)
     return out
 
 
-def _se(rows: list[dict[str, Any]], label: str) -> dict[str, float]:
-    """Standard errors of system ``label``'s MRR per task (rows written before they were
-    recorded have none)."""
-    return {r["task"]: r["mrr_se"] for r in rows if r["label"] == label and r.get("mrr_se") is not None}
-
-
-def _first(found: dict[str, dict[str, float]]) -> tuple[str, dict[str, float]]:
-    """The first system of a `_by_task` result, or ("", {}) when none matched."""
-    return next(iter(found.items()), ("", {}))
+def _baseline(rows: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The rows of train_baselines' system ``name`` read as itself (ColBART rows read from it are ColBART's)."""
+    return [r for r in rows if r.get("baseline") == name and r["mode"] != "colbart"]
 
 
 def _tasks_n(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -177,82 +189,118 @@ def similarity_stand_in(rows: list[dict[str, Any]]) -> str:
 
 
 def _nugget_label(r: dict[str, Any]) -> str:
-    return f"Nugget {r['objective'].upper()} r={r['ratio']:g} l={r['scorer_layer']} [{r['source']}]"
+    return f"Nugget {r['objective'].upper()} r={r['ratio']:g} l={r['scorer_layer']} [{r['label']}]"
+
+
+def _close(a: float | None, b: float) -> bool:
+    return a is not None and abs(a - b) < 1e-9
 
 
 @dataclass
 class _SimilarityTable(ReportTable):
-    """PI / RR tables: every MRR stands on its task's queries."""
+    """PI / RR tables: every MRR stands on its task's queries; a system's values carry the
+    training budget of the stage that trained it (``budgets``: stage -> `stages.report.budgets`)."""
 
     task_n: dict[str, int] = field(default_factory=dict)
+    budgets: dict[str, str] = field(default_factory=dict)
 
-    def add(self, label: str, measured: dict[str, Any], row_id: str | None = None,
-            n: dict[str, int | None] | int | None = None, se: dict[str, float] | None = None) -> None:
-        super().add(label, measured, row_id, n if n is not None else dict(self.task_n), se)
+    def add_system(self, label: str, system: list[dict[str, Any]], row_id: str | None = None) -> None:
+        """One system's MRR per task (``system``: its rows; none: not run), with standard errors."""
+        source = system[0].get("source", "") if system and system[0]["mode"] != "colbart" else ""
+        self.add(label, {r["task"]: r["mrr"] for r in system}, row_id, dict(self.task_n),
+                 {r["task"]: r["mrr_se"] for r in system if r.get("mrr_se") is not None}, self.budgets.get(source, ""))
+
+    def state_budgets(self, rows: list[dict[str, Any]]) -> None:
+        """The context names the budget of each training stage behind the table's systems."""
+        used = {r.get("source") for r in rows if r["mode"] != "colbart"}
+        stated = [f"{stage}: {budget}" for stage, budget in self.budgets.items() if stage in used]
+        if stated:
+            self.context += "; training budgets (findings compare systems of equal budget): " + "; ".join(stated)
 
 
-def table2(sim: SimilarityResults | None, context: str) -> ReportTable:
+def _similarity_table(table_id: str, title: str, sim: SimilarityResults | None, context: str,
+                      budgets: dict[str, str]) -> tuple[_SimilarityTable, list[dict[str, Any]]]:
     rows = sim.rows if sim else []
-    t = _SimilarityTable("nugget_table2", "Nugget table 2: PI / RR (MRR x 100)", context, ["pi", "rr"],
-                         stand_in=similarity_stand_in(rows), task_n=_tasks_n(rows))
-    learned = [r for r in rows if _is_learned(r) and r["mode"] == "nugget"]
+    t = _SimilarityTable(table_id, title, context, ["pi", "rr"], stand_in=similarity_stand_in(rows),
+                         task_n=_tasks_n(rows), budgets=budgets)
+    t.state_budgets(rows)
+    return t, rows
+
+
+def table2(sim: SimilarityResults | None, context: str, budgets: dict[str, str], layer: int) -> ReportTable:
+    """Nugget table 2: each published Nugget row beside every learned-selector model of its objective and
+    ratio at the default scorer layer ``layer`` (the paper's l = 3), each with its training stage; the
+    models of other layers / ratios follow without a published row."""
+    t, rows = _similarity_table("nugget_table2", "Nugget table 2: PI / RR (MRR x 100)", sim, context, budgets)
+    learned = _systems(rows, _is_learned)
     shown: set[str] = set()
     for row_id in PUBLISHED["nugget_table2"]:
         if not row_id.startswith("nugget_"):
             continue
         _, objective, ratio = row_id.split("_")
-        hits = _by_task(learned, lambda r, o=objective, x=float(ratio): r["objective"] == o and abs(r["ratio"] - x) < 1e-9)
-        for label, values in hits.items() or [(f"Nugget {objective.upper()} r={ratio}", {})]:
-            t.add(_nugget_label(next(r for r in learned if r["label"] == label)) if values else label, values, row_id,
-                  se=_se(rows, label))
-            shown.add(label)
-    for label, values in _by_task(learned, lambda r: r["label"] not in shown).items():
-        t.add(_nugget_label(next(r for r in learned if r["label"] == label)), values, se=_se(rows, label))
-    for name, row_id in (("tsdae_ae", "tsdae_ae"), ("tsdae_mt", "tsdae_mt"), ("re_cross", None), ("re_gating", None)):
-        system, values = _first(_by_task(rows, lambda r, n=name: r.get("baseline") == n))
-        label = {"tsdae_ae": "TSDAE AE (60% deletion)", "tsdae_mt": "TSDAE MT",
-                 "re_cross": "RE single vector, cross decoder (AE)", "re_gating": "RE single vector, gating decoder (AE)"}[name]
-        t.add(label, values, row_id, se=_se(rows, system))
-    t.add(f"ColBART (all encoder states of {sim.colbart_from if sim else '-'})",
-          _by_task(rows, lambda r: r["mode"] == "colbart").get("ColBART", {}), "colbart", se=_se(rows, "ColBART"))
+        hits = {label: s for label, s in learned.items() if s[0]["objective"] == objective
+                and _close(s[0]["ratio"], float(ratio)) and s[0]["scorer_layer"] == layer}
+        for system in hits.values():
+            t.add_system(_nugget_label(system[0]), system, row_id)
+        if not hits:
+            t.add(f"Nugget {objective.upper()} r={ratio} l={layer}", {}, row_id)
+        shown |= set(hits)
+    for label, system in learned.items():
+        if label not in shown:
+            t.add_system(_nugget_label(system[0]), system)
+    for name, label in (("tsdae_ae", "TSDAE AE (60% deletion)"), ("tsdae_mt", "TSDAE MT"),
+                        ("re_cross", "RE single vector, cross decoder (AE)"),
+                        ("re_gating", "RE single vector, gating decoder (AE)")):
+        t.add_system(label, _baseline(rows, name), name if name in PUBLISHED["nugget_table2"] else None)
+    t.add_system(f"ColBART (all encoder states of {sim.colbart_from if sim else '-'})",
+                 [r for r in rows if r["mode"] == "colbart"], "colbart")
     return t
 
 
-def table4(sim: SimilarityResults | None, context: str) -> ReportTable:
-    rows = sim.rows if sim else []
-    t = _SimilarityTable("nugget_table4", "Nugget table 4: ablations (MT, MRR x 100)", context, ["pi", "rr"],
-                         stand_in=similarity_stand_in(rows), task_n=_tasks_n(rows))
-    mt01 = [r for r in rows if _is_learned(r) and r["mode"] == "nugget" and r["objective"] == "mt" and abs(r["ratio"] - 0.1) < 1e-9]
-    layers = sorted({r["scorer_layer"] for r in mt01} | {0, 3, 6, 9})
-    for layer in layers:
-        hits = _by_task(mt01, lambda r, x=layer: r["scorer_layer"] == x)
-        row_id = f"l={layer}" if f"l={layer}" in PUBLISHED["nugget_table4"] else None
-        if not hits:
-            t.add(f"Nugget MT r=0.1 (l = {layer})", {}, row_id)
-        for label, values in hits.items():
-            t.add(f"Nugget MT r=0.1 (l = {layer}) [{label}]", values, row_id, se=_se(rows, label))
-    for r in rows:
-        if r.get("baseline") == "nugget_mt" and r["task"] == "pi":
-            row_id = f"l={r['scorer_layer']}" if f"l={r['scorer_layer']}" in PUBLISHED["nugget_table4"] else None
-            t.add(f"Nugget MT r={r['ratio']:g} (l = {r['scorer_layer']}), learned selector: the ablations' reference",
-                  _by_task(rows, lambda x: x.get("baseline") == "nugget_mt")[r["label"]], row_id,
-                  se=_se(rows, r["label"]))
+def table4(sim: SimilarityResults | None, context: str, budgets: dict[str, str], layer: int) -> ReportTable:
+    """Nugget table 4 as two comparisons of equal budget: the scorer-layer ablation (learned MT r = 0.1
+    models of the sweep / train_nugget, the default layer ``layer`` as the paper's l = 3), then the
+    train_baselines ablations beside their reference ``nugget_mt``, trained with the same job (its l = 3
+    row). ColBART is no row of this table."""
+    t, rows = _similarity_table("nugget_table4", "Nugget table 4: ablations (MT, MRR x 100)", sim, context, budgets)
+    mt01 = _systems(rows, lambda r: _is_learned(r) and r["baseline"] is None and r["objective"] == "mt"
+                    and _close(r["ratio"], 0.1))
+    default = f": this run's default scorer layer, as the paper's l = {PAPER_SCORER_LAYER}" \
+        if layer != PAPER_SCORER_LAYER else ""
+    # the paper's order: the reference layer first, then the others
+    for x in sorted({s[0]["scorer_layer"] for s in mt01.values()} | {0, 6, 9, layer}, key=lambda x: (x != layer, x)):
+        ablation = f"l={x}" if x != PAPER_SCORER_LAYER and f"l={x}" in PUBLISHED["nugget_table4"] else None
+        row_id = REFERENCE_ROW if x == layer else ablation
+        name = f"Nugget MT r=0.1 (l = {x}{default if x == layer else ''})"
+        hits = [(label, s) for label, s in mt01.items() if s[0]["scorer_layer"] == x]
+        for label, system in hits:
+            t.add_system(f"{name} [{label}]", system, row_id)
+        if not hits and row_id:
+            t.add(name, {}, row_id)
+    reference = _baseline(rows, "nugget_mt")
+    what = (f"r={reference[0]['ratio']:g} (l = {reference[0]['scorer_layer']}), learned selector: the ablations' "
+            f"reference [{reference[0]['label']}]" if reference else
+            "(l = 3), learned selector: the ablations' reference [train_baselines: nugget_mt]")
+    t.add_system(f"Nugget MT {what}", reference, REFERENCE_ROW)
     for name, label in (("no_feedback", "No feedback"), ("chunk", "Chunking"),
                         ("nugget_r0033", "Nugget (r = 0.033)"), ("sentence", "Sentence boundary")):
-        system, values = _first(_by_task(rows, lambda r, n=name: r.get("baseline") == n))
-        t.add(label, values, name, se=_se(rows, system))
+        t.add_system(label, _baseline(rows, name), name)
     return t
 
 
-def bleu_table(rec: ReconstructionResults | None, context: str, stand_in: str = "") -> ReportTable:
+def bleu_table(rec: ReconstructionResults | None, context: str, stand_in: str = "",
+               layer: int = PAPER_SCORER_LAYER) -> ReportTable:
+    """Nugget figure 4's claim: the AE models of r >= 0.1 at the default scorer layer ``layer`` (the paper's
+    l = 3) beside "> 99"; every other model without a published row."""
     t = ReportTable("nugget_fig4", "Nugget figure 4: BLEU of texts decoded from nuggets vs ratio r", context, ["bleu"],
                     stand_in=stand_in)
     rows = sorted(rec.rows if rec else [], key=lambda r: (r["kind"], r["objective"], r.get("scorer_layer") or 0, r.get("ratio") or 0))
     for r in rows:
-        row_id = "ae_r>=0.1" if r["kind"] == "nugget" and r["objective"] == "ae" and r["ratio"] >= 0.1 else None
-        t.add(r["label"], {"bleu": r["bleu"]}, row_id, n=r.get("n_docs"))
+        claimed = (r["kind"] == "nugget" and r["objective"] == "ae" and r["ratio"] >= 0.1
+                   and r.get("scorer_layer") == layer)
+        t.add(r["label"], {"bleu": r["bleu"]}, "ae_r>=0.1" if claimed else None, n=r.get("n_docs"))
     if not rows:
-        t.add("Nugget AE / MT", {}, "ae_r>=0.1")
+        t.add(f"Nugget AE r >= 0.1 (l = {layer})", {}, "ae_r>=0.1")
     return t
 
 
@@ -262,9 +310,11 @@ def _share_row(t: ReportTable, label: str, shares: dict[str, float], n: dict[str
     t.add(label, shares, row_id, n=n, se={c: share_se(v, n.get(c)) for c, v in shares.items()})
 
 
-def token_table(analysis: NuggetAnalysis | None, context: str, stand_in: str = "") -> ReportTable:
+def token_table(analysis: NuggetAnalysis | None, context: str, stand_in: str = "",
+                layer: int = PAPER_SCORER_LAYER) -> ReportTable:
     """Nugget fig. 5 in numbers: shares (%) of 'the' and of punctuation among nuggets vs in
-    text (n: the nuggets / the tokens counted)."""
+    text (n: the nuggets / the tokens counted), then each model's top nugget tokens. The
+    paper's 'the' cells describe AE at r = 0.1 (its default l = 3: here ``layer``)."""
     t = ReportTable("nugget_fig5", "Nugget figure 5: what becomes a nugget (% of tokens)", context,
                     ["share_nuggets", "share_text"], stand_in=stand_in)
     freq = analysis.token_frequency if analysis else {}
@@ -272,12 +322,15 @@ def token_table(analysis: NuggetAnalysis | None, context: str, stand_in: str = "
         if stats.get("encoder_side", "source") != "source":
             continue  # another language: `multilingual_token_table`
         n = {"share_nuggets": stats.get("n_nuggets"), "share_text": stats.get("n_tokens")}
+        described = stats["objective"] == "ae" and _close(stats.get("ratio"), 0.1) and stats.get("scorer_layer") == layer
         _share_row(t, f"'the' ({stats['label']})", {"share_nuggets": stats["the_share_nuggets"],
                                                     "share_text": stats["the_share_text"]}, n,
-                   "the_ae" if stats["objective"] == "ae" else None)
+                   "the_ae" if described else None)
         _share_row(t, f"punctuation ({stats['label']})", {"share_nuggets": stats["punctuation_share_nuggets"],
                                                           "share_text": stats["punctuation_share_text"]}, n)
-        for token, nug, text in stats["top"][:3]:
+        # 'the' has its row above (the same word, so the same shares): not a second time as a top token
+        top = [(token, nug, text) for token, nug, text in stats["top"] if display_token(token) != "the"]
+        for token, nug, text in top[:3]:
             _share_row(t, f"{display_token(token)!r} ({stats['label']}, top nugget token)",
                        {"share_nuggets": nug, "share_text": text}, n)
     if not freq:
@@ -323,16 +376,19 @@ def add_eval_row(t: ReportTable, label: str, row: TableRow, columns: dict[str, s
 
 
 def eval_table(table_id: str, title: str, art: Artifact | None, columns: dict[str, str],
-               context: str) -> ReportTable:
+               context: str, budget_of: Callable[[str], str | None] | None = None) -> ReportTable:
     """A paper's table from an ``eval_*`` stage's `EvalTable` (Nugget table 3, the Nugget2D
     tables): every system of the table beside the published row its stage says it
     reproduces (``paper_row``); ``columns`` maps each
     column of the published table to the metric key of the evaluation's table; a row that
     measures none of them belongs to another table of the same stage and is left out.
     Published rows no system measured are kept with `NOT_RUN` (the whole table when the
-    stage is not part of this run)."""
+    stage is not part of this run). ``budget_of`` (a row id -> the budget it is measured at,
+    e.g. Nugget2D table 1's KV states): the table says which budgets were measured, which
+    are published and which the two share, and a row of a budget the paper has not says so."""
     t = ReportTable(table_id, title, context, list(columns))
     matched: set[str] = set()
+    measured_at: set[str] = set()
     if art is not None:
         t.context = f"{context}; measured by stage {art.stage} (key {art.key})"
         table = EvalTable.read(art, art.stage)
@@ -343,8 +399,32 @@ def eval_table(table_id: str, title: str, art: Artifact | None, columns: dict[st
                 continue  # a row of the stage's other table (it measures other columns)
             row_id = row.paper_row if row.paper_row in PUBLISHED[table_id] else None
             matched.add(row_id or "")
-            add_eval_row(t, row.system, row, columns, row_id)
+            budget = budget_of(row.paper_row) if budget_of else None
+            measured_at |= {budget} if budget else set()
+            label = row.system if row_id or not budget else f"{row.system} (the paper has no row at {budget})"
+            add_eval_row(t, label, row, columns, row_id)
+    published_at = {b for r in PUBLISHED[table_id] if budget_of and (b := budget_of(r))}
+    if budget_of:
+        shared = sorted(measured_at & published_at, key=_natural)
+        t.context += (f"; budgets measured: {', '.join(sorted(measured_at, key=_natural)) or 'none'}, published: "
+                      f"{', '.join(sorted(published_at, key=_natural))}; comparable (measured beside published): "
+                      + (", ".join(shared) if shared else "none: no measured row sits beside a published one"))
     for row_id in PUBLISHED[table_id]:
         if row_id not in matched:
-            t.add(row_id, {}, row_id)
+            budget = budget_of(row_id) if budget_of else None
+            elsewhere = budget and measured_at and budget not in measured_at
+            why = f"not run at {budget} (this run measured {', '.join(sorted(measured_at, key=_natural))})"
+            t.add(row_id, dict.fromkeys(columns, why) if elsewhere else {}, row_id)
     return t
+
+
+def _natural(text: str) -> tuple[int, str]:
+    """Budgets in numeric order ("64 states" before "128 states")."""
+    head = text.split()[0]
+    return (int(head), text) if head.isdigit() else (0, text)
+
+
+def kv_states(row_id: str) -> str | None:
+    """The KV budget of a Nugget2D table 1 row id ``<system>_<total states>``."""
+    tail = row_id.rsplit("_", 1)[-1]
+    return f"{tail} states" if tail.isdigit() else None

@@ -52,7 +52,8 @@ def test_analyze_nuggets_on_fixture(evaluated):
     AnalyzeNuggets().run(ctx)
     analysis = NuggetAnalysis.read(ctx.output_dir)
     freq = analysis.token_frequency
-    # ratio 0.1 picked, layer 0 before 1; appendix D: the model encoding the other side, on that side
+    # ratio 0.1 picked; neither layer is the default (3): the lower first; appendix D: the model encoding the
+    # other side, on that side
     assert set(freq) == {"sweep:ae-r0.1-l1", "sweep:mt-r0.1-l0", "baseline:nugget_ae_tgtlang"}
     other = freq["baseline:nugget_ae_tgtlang"]
     assert other["encoder_side"] == "target" and other["n_tokens"] > 0
@@ -124,3 +125,19 @@ def test_tokens_of_another_language_read_as_text():
     pieces = tok.convert_ids_to_tokens(tok("中", add_special_tokens=False)["input_ids"])
     assert len(pieces) == 3  # an English-trained BPE keeps the character's three UTF-8 bytes apart
     assert [readable_token(tok, p) for p in pieces] == [f"{p} (part of a character)" for p in pieces]
+
+
+def test_analyze_nuggets_picks_the_default_layer():
+    """Fig. 5 describes AE at r = 0.1 and the default scorer layer (the paper's l = 3): the sweep's l = 0
+    ablation never stands for it when the default layer was trained."""
+    from pathlib import Path
+
+    from stages.evaluate.analyze_nuggets import pick
+    from stages.evaluate.nugget.systems import System
+
+    def nugget(name: str, ratio: float, layer: int) -> System:
+        return System(name, "nugget", Path(name), "ae", "sweep_nugget", ratio=ratio, scorer_layer=layer)
+
+    systems = [nugget("sweep:ae-r0.1-l0", 0.1, 0), nugget("sweep:ae-r0.1-l3", 0.1, 3), nugget("sweep:ae-r0.25-l3", 0.25, 3)]
+    assert pick(systems, "ae", 3).name == "sweep:ae-r0.1-l3"
+    assert pick(systems[:1] + systems[2:], "ae", 3).name == "sweep:ae-r0.1-l0"  # r = 0.1 first

@@ -40,7 +40,8 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
         "eval_reconstruction": Artifact("eval_reconstruction", "kr", "", rec_ctx.output_dir, {}),
         "corpus_stats": artifact("corpus_stats", tmp_path / "cs"),
     }
-    ctx = context(Report, inputs, tmp_path / "report", [])
+    # the fixture's 2-layer models: l = 1 is this run's default scorer layer, the paper's l = 3
+    ctx = context(Report, inputs, tmp_path / "report", ["nugget.scorer_layer=1"])
     Report().run(ctx)
     md = (ctx.output_dir / "report.md").read_text()
     sim = SimilarityResults.read(sim_ctx.output_dir).rows
@@ -50,13 +51,15 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
                   "Nugget2D table 1", "Nugget2D table 3", "Nugget2D table 4", "Nugget2D §4 (fig. 5)", "Nugget2D §4.3"):
         rows = _cells(md, title)
         assert rows and all(all(c for c in row) for row in rows), title
-    # table 2: the MT r=0.1 trials carry their measured MRR beside the paper's 96.69 / 50.04
+    # table 2: the MT r=0.1 trial of the default layer carries its measured MRR beside the paper's 96.69 / 50.04
     t2 = _cells(md, "Nugget table 2")
-    mt01 = [r for r in t2 if r[0].startswith("Nugget MT r=0.1 l=0")]
-    pi, se = next((x["mrr"], x["mrr_se"]) for x in sim if x["label"] == "sweep:mt-r0.1-l0" and x["task"] == "pi")
+    mt01 = [r for r in t2 if r[0].startswith("Nugget MT r=0.1 l=1")]
+    pi, se = next((x["mrr"], x["mrr_se"]) for x in sim if x["label"] == "sweep:mt-r0.1-l1" and x["task"] == "pi")
     n_pi = next(x["n_tasks"] for x in sim if x["task"] == "pi")
     # the MRR's 95% interval from its per-query standard error
     assert mt01 == [[mt01[0][0], f"{pi:.2f} ± {1.96 * se:.2f} (n={n_pi})", "96.69", mt01[0][3], "50.04"]]
+    # the l = 0 trial (table 4's ablation) is no model of table 2's rows
+    assert [r[2::2] for r in t2 if r[0].startswith("Nugget MT r=0.1 l=0")] == [[NOT_IN_PAPER, NOT_IN_PAPER]]
     # every measured number states the n it stands on; a table of stand-in data names it in its title
     for title in ("Nugget figure 4", "Nugget table 2", "Nugget table 4"):
         measured = [c for row in _cells(md, title) for c in row[1::2] if c[:1].isdigit()]
@@ -102,7 +105,7 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     differences = _cells(md, "Differences from the papers' setups")[1:]  # [0]: the header row
     settings = [row[0] for row in differences]
     for setting in ("model.seq2seq", "model.lm", "nugget.residual", "data.mt.source", "data.lm.source",
-                    "eval.lm.baseline_adapter", "ColBART (Nugget §6.1.2)"):
+                    "eval.lm.baseline_adapter", "ColBART (Nugget §6.1.2)", "nugget.scorer_layer"):
         assert setting in settings, setting
     assert all(all(cell for cell in row) for row in differences)
     assert ctx.logger.metrics["paper_differences"] == len(differences)
@@ -300,3 +303,85 @@ def test_findings_verdicts():
     assert got["ad"] == (NOT_SHOWN, "A 1.00 ± 0.20 (n=10) vs D 3.00 (n=10) (the paper's direction, but without an "
                                     "interval: not told from noise)")
     assert got["ae"] == ("not measurable", "absent from this run: t e x")
+
+
+def test_findings_compare_systems_of_one_training_budget():
+    """A published row measured on systems of two budgets (the sweep's model, train_baselines' nugget_mt):
+    a comparison takes the pair trained alike, or none."""
+    t = ReportTable("t", "T", "", ["x"])
+    t.add("sweep l=3", {"x": 9.0}, "ref", n=10, se={"x": 0.1}, budget="200k steps")
+    t.add("nugget_mt", {"x": 5.0}, "ref", n=10, se={"x": 0.1}, budget="20k steps")
+    t.add("chunk", {"x": 4.0}, "chunk", n=10, se={"x": 0.1}, budget="20k steps")
+    t.add("alone", {"x": 1.0}, "alone", n=10, se={"x": 0.1}, budget="1k steps")
+    same = Comparison("same", "chunk below ref", "p", Cell("t", "chunk", "x"), Cell("t", "ref", "x"))
+    none = Comparison("none", "alone below ref", "p", Cell("t", "alone", "x"), Cell("t", "ref", "x"))
+    got = {v.finding: v for v in judge([t], [same, none])}
+    assert got["same"].evidence == "chunk 4.00 ± 0.20 (n=10) vs nugget_mt 5.00 ± 0.20 (n=10)"
+    assert got["none"].verdict == "not measurable"
+    assert got["none"].evidence.startswith("no pair of systems trained with the same budget (alone: 1k steps; ")
+
+
+def test_paper_bound_is_strict():
+    """Nugget §5.1: BLEU "higher than 0.99" from r = 0.1: 99 itself does not reach it."""
+    finding = next(f for f in FINDINGS if f.id == "nugget_ae_reconstructs")
+    assert (finding.at_least, finding.strict) == (99.0, True)
+    for bleu, verdict in ((99.0, NOT_SHOWN), (99.2, SHOWN)):
+        t = ReportTable("nugget_fig4", "F4", "", ["bleu"])
+        t.add("AE r=0.1", {"bleu": bleu}, "ae_r>=0.1", n=128)
+        assert judge([t], [finding])[0].verdict == verdict
+
+
+def _sim_rows(label: str, mrr: float, **system) -> list[dict]:
+    return [{"label": label, "task": task, "mrr": mrr, "mrr_se": 1.0, "n_tasks": 6, "data": "fixture",
+             "selector": "topk", "feedback": True, "baseline": None, **system} for task in ("pi", "rr")]
+
+
+def test_table4_reference_is_nugget_mt_never_colbart():
+    """With no pretrained encoder, ColBART is read from the MT Nugget model with the lowest dev loss:
+    its rows carry that model's fields (baseline nugget_mt) but are no row of table 4."""
+    from stages.report.tables import table4
+
+    nugget_mt = dict(mode="nugget", kind="nugget", source="train_baselines", objective="mt", ratio=0.1,
+                     scorer_layer=3, baseline="nugget_mt")
+    rows = (_sim_rows("baseline:nugget_mt", 40.0, **nugget_mt)
+            + _sim_rows("ColBART", 69.8, **{**nugget_mt, "mode": "colbart"})
+            + _sim_rows("baseline:chunk", 30.0, **{**nugget_mt, "baseline": "chunk", "selector": "chunk"}))
+    t = table4(SimilarityResults(rows, "baseline:nugget_mt"), "ctx", {"train_baselines": "20k"}, 3)
+    reference = [(label, m["pi"]) for label, m, _ in t.rows if "reference" in label]
+    assert reference == [("Nugget MT r=0.1 (l = 3), learned selector: the ablations' reference "
+                          "[baseline:nugget_mt]", "40.00 ± 1.96 (n=6)")]
+    assert not any("69.80" in m["pi"] for _, m, _ in t.rows)
+    assert [v.budget for _, _, v in t.numbers] == ["20k"] * 4
+
+
+def test_figure5_shows_the_once():
+    """'the' is its own row of fig. 5: not again as a top nugget token with the same numbers."""
+    from stages.artifacts.evaluate import NuggetAnalysis
+    from stages.report.tables import token_table
+
+    stats = {"label": "Nugget AE r=0.1 l=3 [train_nugget]", "objective": "ae", "ratio": 0.1, "scorer_layer": 3,
+             "the_share_nuggets": 22.31, "the_share_text": 2.99, "punctuation_share_nuggets": 30.0,
+             "punctuation_share_text": 12.0, "n_nuggets": 100, "n_tokens": 1000,
+             "top": [["the", 22.31, 2.99], [",", 20.0, 5.0], [".", 10.0, 4.0], ["and", 5.0, 2.0]]}
+    t = token_table(NuggetAnalysis({"train_nugget": stats}, {}), "ctx")
+    assert [label.split(" (")[0] for label, _, _ in t.rows] == ["'the'", "punctuation", "','", "'.'", "'and'"]
+    assert t.values("the_ae", "share_nuggets")[0].value == 22.31  # AE r = 0.1 at the paper's l = 3
+    assert not token_table(NuggetAnalysis({"m": {**stats, "scorer_layer": 0}}, {}), "ctx").values(
+        "the_ae", "share_nuggets")  # the l = 0 ablation is not the model fig. 5 describes
+
+
+def test_nugget2d_table1_says_which_budgets_compare(tmp_path):
+    """profile=tiny measures table 1 at 12 KV states, the paper at 128 / 64: the table says no row compares."""
+    from stages.report.tables import eval_table, kv_states
+
+    EvalTable("T1", [Column("wiki_subword_ppl", "ppl")], [
+        TableRow("Nugget2D 12/40/8", {"wiki_subword_ppl": 20.0}, n=4, paper_row="nugget2d_12"),
+        TableRow("Full 12/40/8", {"wiki_subword_ppl": 25.0}, n=4, paper_row="full_12"),
+    ]).write(tmp_path)
+    t = eval_table("nugget2d_table1", "T1", artifact("eval_lm", tmp_path), {"wikitext_subword": "wiki_subword_ppl"},
+                   "ctx", kv_states)
+    assert t.context.endswith("budgets measured: 12 states, published: 64 states, 128 states; comparable (measured "
+                              "beside published): none: no measured row sits beside a published one")
+    rows = {label: m["wikitext_subword"] for label, m, _ in t.rows}
+    assert rows["Nugget2D 12/40/8 (the paper has no row at 12 states)"] == "20.00 (n=4)"
+    assert rows["nugget2d_64"] == "not run at 64 states (this run measured 12 states)"
