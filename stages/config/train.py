@@ -58,10 +58,14 @@ class TrainJob:
             return [f"betas: value {self.betas!r} must be two numbers in [0, 1)"]
         return []
 
+    def examples_per_step(self) -> int:
+        """Examples per optimiser step: every worker, every accumulation step."""
+        return self.batch_size * self.num_workers * self.grad_accum
+
     def stopping_rule(self) -> str:
         """When this job's training ends and which weights it keeps, in words: two systems
         whose rules read alike had the same budget (the report's comparisons rest on it)."""
-        batch = self.batch_size * self.num_workers * self.grad_accum
+        batch = self.examples_per_step()
         stop = (f"until {self.early_stopping_patience} dev evaluations (every {self.eval_every} steps) without a "
                 f"lower loss, at most {self.max_steps} steps" if self.early_stopping_patience
                 else f"{self.max_steps} steps (dev loss every {self.eval_every})")

@@ -11,26 +11,18 @@ baseline when a same-budget reference exists.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-# the training stage of a similarity system (its record's ``source``) -> its job's config section
-TRAINING_JOBS = {"sweep_nugget": "train.nugget", "train_nugget": "train.nugget", "train_baselines": "train.baselines"}
-
-
-def training_budget(job: Any, max_steps: int) -> str:
-    """What bounds a training run, in words: two runs with equal text had equal budgets."""
-    examples = job.batch_size * job.num_workers * job.grad_accum
-    stop = (f"early stopping after {job.early_stopping_patience} dev evaluations without improvement, one every "
-            f"{job.eval_every} steps" if job.early_stopping_patience else "no early stopping")
-    return f"at most {max_steps} steps of {examples} examples, {stop}"
-
 
 def training_budgets(cfg: Callable[[str], Any]) -> dict[str, str]:
-    """{training stage: its budget} for the stages of `TRAINING_JOBS` (``cfg``: the run's
-    config, `StageContext.cfg`)."""
-    sweep_steps = cfg("train.sweep").max_steps
-    out = {stage: training_budget(cfg(section), cfg(section).max_steps) for stage, section in TRAINING_JOBS.items()}
-    if sweep_steps is not None:
-        out["sweep_nugget"] = training_budget(cfg("train.nugget"), sweep_steps)
-    return out
+    """{training stage (a similarity record's ``source``): its job's stopping rule in words}
+    for the sweep (``train.nugget`` with ``train.sweep.max_steps``), ``train_nugget`` and
+    ``train_baselines`` (``cfg``: the run's config, `StageContext.cfg`). Equal text, equal budget
+    (`TrainJob.stopping_rule`)."""
+    nugget, sweep = cfg("train.nugget"), cfg("train.sweep")
+    # a sweep trial is train.nugget's job with its own step cap (stages/train/tune_grid.py)
+    sweep_job = dataclasses.replace(nugget, max_steps=sweep.max_steps or nugget.max_steps)
+    return {"sweep_nugget": sweep_job.stopping_rule(), "train_nugget": nugget.stopping_rule(),
+            "train_baselines": cfg("train.baselines").stopping_rule()}

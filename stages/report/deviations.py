@@ -7,13 +7,13 @@ code does not reproduce yet). The report shows them under "Differences from the 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from stages.config.train import RE_CONFIGS, RE_DECODERS, RE_POOLINGS
+from stages.report.budgets import training_budgets
 from stages.report.tables import PAPER_SCORER_LAYER, seq2seq_base
 
 Config = Callable[[str], Any]  # StageContext.cfg
@@ -145,12 +145,9 @@ def _nugget_budgets(cfg: Config) -> list[Deviation]:
     """How long the systems of Nugget tables 2 / 4 train (app. B.1: every model "until
     convergence on the dev set"): read here as early stopping on the dev loss, the best
     evaluation's weights kept, one rule for Nugget, its sweep, TSDAE, RE and the ablations."""
-    nugget, sweep = cfg("train.nugget"), cfg("train.sweep")
-    rules = {
-        "train.nugget": nugget.stopping_rule(),
-        "train.sweep": dataclasses.replace(nugget, max_steps=sweep.max_steps or nugget.max_steps).stopping_rule(),
-        "train.baselines": cfg("train.baselines").stopping_rule(),
-    }
+    by_stage = training_budgets(cfg)
+    rules = {"train.nugget": by_stage["train_nugget"], "train.sweep": by_stage["sweep_nugget"],
+             "train.baselines": by_stage["train_baselines"]}
     if len(set(rules.values())) == 1:
         here = f"one rule for all: {rules['train.nugget']}"
     else:
@@ -158,11 +155,6 @@ def _nugget_budgets(cfg: Config) -> list[Deviation]:
             "systems trained for different lengths"
     return [Deviation("training budgets of Nugget tables 2 / 4 (train.nugget, train.sweep, train.baselines)",
                       "each model trained until convergence on the dev set (Nugget app. B.1)", here)]
-
-
-def _batch(job: Any) -> int:
-    """Examples per optimiser step of a training job (every worker, every accumulation step)."""
-    return job.batch_size * job.num_workers * job.grad_accum
 
 
 def _optimiser(job: Any) -> str:
@@ -189,7 +181,7 @@ def _re_checked(cfg: Config) -> list[Deviation]:
     # the steps never follow the data: an epoch of C4 RealNewsLike's windows is not counted before training
     out.append(Deviation(
         "data.re.max_train_examples / max_words, train.re.max_steps", "1 epoch over every train text (RE §4.1)",
-        "; ".join([*cut, f"{train.max_steps} steps of {_batch(train)} texts per model, whatever the epoch's size: "
+        "; ".join([*cut, f"{train.max_steps} steps of {train.examples_per_step()} texts per model, whatever the epoch's size: "
                          "sized for this profile"])))
     if (train.optimizer, train.schedule) != ("adamw", "linear") or not math.isclose(train.lr, 1e-3) \
             or not math.isclose(train.weight_decay, 1e-2) or not train.warmup_steps:
@@ -215,7 +207,7 @@ def _re_checked(cfg: Config) -> list[Deviation]:
                              "rr_tasks: build_rr's reranking tasks split by query; a test query retrieves from every "
                              "passage of every task (a few thousand), a hit being its answer passage"))
     # what the batch size means to DPR's loss: the negatives each query is scored against
-    batch, negatives = _batch(retrieval), retrieval.negatives_per_query()
+    batch, negatives = retrieval.examples_per_step(), retrieval.negatives_per_query()
     if batch != 128 or negatives != 255 or (retrieval.optimizer, retrieval.schedule) != ("adamw", "linear") \
             or not math.isclose(retrieval.lr, 1e-3):
         out.append(Deviation("train.re_retrieval", "40 epochs of batch 128, each query against the batch's 255 other "
