@@ -23,8 +23,8 @@ from stages.config.calibrate import CalibrateSection
 from stages.config.data import DataSection
 from stages.config.depth import lm_depth_errors, seq2seq_depth_errors
 from stages.config.derive import section_of
-from stages.config.lm_splits import lm_split_errors
 from stages.config.evaluation import EvalSection, ReportSection
+from stages.config.lm_splits import lm_split_errors
 from stages.config.train import TrainSection
 from stages.config.uris import run_uri_errors
 from stages.config.validate import spec

@@ -40,8 +40,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stages.artifacts.data import BaseLM, LMRecords
-from stages.data import paper_sources as paper
 from stages.config.lm_splits import WIKITEXT_LM_SPLITS, publishes_splits
+from stages.data import paper_sources as paper
 from stages.data.articles import article_text, wikitext103_documents
 from stages.data.corpora import offline_articles
 from stages.data.lm_builders import (
