@@ -133,7 +133,9 @@ class LMData:
     squad_files: str = spec("", help="Local SQuAD copy (glob, HF layout, {split} = the HF split; "
                             "without {split}: one pool, re-split); empty = by name.")
     cnn_files: str = spec("", help="Local CNN/DailyMail copy (glob as squad_files); empty = by name.")
-    pile_files: str = spec("", help="Local Pile sample (glob, HF layout); empty = by name.")
+    pile_files: str = spec("", help="Local Pile sample (glob, HF layout: a 'text' column), e.g. of the original "
+                           "Pile's jsonl shards; empty = monology/pile-uncopyrighted by name (the Pile without its "
+                           "subsets under copyright).")
     wiki_files: str = spec("", help="Local WikiText-103 copy (glob naming {split}: validation / test); empty = by name.")
     wikitext_config: str = spec(
         "wikitext-103-v1", help="WikiText-103 version: v1 keeps <unk>, which word-level PPL excludes (Nugget2D §5).",

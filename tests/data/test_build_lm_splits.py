@@ -1,4 +1,4 @@
-"""build_lm's document splits (issue 32, items 1, 6, 14c), without Ray: the stage runs with
+"""build_lm's document splits and WikiText text, without Ray: the stage runs with
 a stand-in tokenizer (a document's ids name it: ``1000 * doc + position``).
 
 - the splits each output holds are the ones config load promises

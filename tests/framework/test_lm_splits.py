@@ -1,5 +1,5 @@
 """Config load refuses settings that read a split of build_lm's data that the data does not
-hold, or calibrate Lambda on the split eval_lm scores (issue 32, item 1): profile=paper
+hold, or calibrate Lambda on the split eval_lm scores: profile=paper
 used to plan, train for hours, and fail in calibrate_threshold on lm_wiki's missing
 train split; local WikiText files without {split} were split here, table 1 scored on
 WikiText-103 train articles."""

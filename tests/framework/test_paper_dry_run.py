@@ -1,6 +1,6 @@
 """``pipelines/full.py profile=paper --dry-run`` plans every stage with every external input
-a local fixture file in its published layout (issue 32: profile=paper never reached Nugget2D
-table 1, and nothing showed the paper profile planning end to end).
+a local fixture file in its published layout (profile=paper used to plan, then fail in
+calibrate_threshold before Nugget2D table 1).
 
 A dry run loads and validates the config (the split checks of `stages.config.lm_splits`
 and the models' depth from their ``config.json`` included), fingerprints every declared
