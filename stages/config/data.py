@@ -133,12 +133,20 @@ class LMData:
     squad_files: str = spec("", help="Local SQuAD copy (glob, HF layout, {split} = the HF split; "
                             "without {split}: one pool, re-split); empty = by name.")
     cnn_files: str = spec("", help="Local CNN/DailyMail copy (glob as squad_files); empty = by name.")
-    pile_files: str = spec("", help="Local Pile sample (glob, HF layout); empty = by name.")
-    wiki_files: str = spec("", help="Local WikiText-103 copy (glob as squad_files); empty = by name.")
+    pile_files: str = spec("", help="Local Pile sample (glob, HF layout: a 'text' column), e.g. of the original "
+                           "Pile's jsonl shards; empty = monology/pile-uncopyrighted by name (the Pile without its "
+                           "subsets under copyright).")
+    wiki_files: str = spec("", help="Local WikiText-103 copy (glob naming {split}: validation / test); empty = by name.")
     wikitext_config: str = spec(
         "wikitext-103-v1", help="WikiText-103 version: v1 keeps <unk>, which word-level PPL excludes (Nugget2D §5).",
         choices=("wikitext-103-v1", "wikitext-103-raw-v1"),
     )
+
+    def cross_field_errors(self) -> list[str]:
+        if self.source == "paper" and self.wiki_files and "{split}" not in self.wiki_files:
+            return [f"wiki_files: {self.wiki_files!r} must name the split ({{split}}): table 1 scores WikiText-103's "
+                    "test split as released, and one pool split here would score other articles"]
+        return []
 
 
 @dataclass

@@ -24,6 +24,7 @@ from stages.config.data import DataSection
 from stages.config.depth import lm_depth_errors, seq2seq_depth_errors
 from stages.config.derive import section_of
 from stages.config.evaluation import EvalSection, ReportSection
+from stages.config.lm_splits import lm_split_errors
 from stages.config.train import TrainSection
 from stages.config.uris import run_uri_errors
 from stages.config.validate import spec
@@ -243,6 +244,7 @@ class PipelineConfig:
                     f"{self.data.lm.distant_tokens}, the history before the first scored token; raise it"
                 )
         found += self._nugget_lm_errors()
+        found += lm_split_errors(self)  # build_lm's splits against the settings reading them
         # layer indices against the models' depth, read without loading them (stages.config.depth)
         found += seq2seq_depth_errors(self.model.seq2seq, {"nugget.scorer_layer": [self.nugget.scorer_layer],
                                                            "train.sweep.scorer_layers": self.train.sweep.scorer_layers})

@@ -15,11 +15,16 @@ gensim's Wikipedia articles, Pile-style = the Python documentation; QA and
 summarisation are *stand-ins* labelled in every record and in MLflow (``stand_in``):
 cloze questions cut from real Wikipedia sentences (for SQuAD) and lead sentence as the
 summary of the rest of a real Lee news article (for CNN/DailyMail).
-``source=paper`` reads WikiText-103 (``data.lm.wikitext_config``; articles rebuilt
-from the line stream, validation -> dev, test -> test), a Pile sample (split here),
+``source=paper`` reads WikiText-103 (``data.lm.wikitext_config``; validation -> dev,
+test -> test, as released: each article every line from its `` = Title = `` line to the
+next, headings included, as ``build_nugget_lm`` reads it), a Pile sample (split here),
 SQuAD (train -> train / dev; its whole validation set -> test, the QA evaluation set) and
 CNN/DailyMail 3.0.0 (train / validation / test as published). Local copies keep the
-published splits when their glob names ``{split}``; one without is split here.
+published splits when their glob names ``{split}``; one without is split here (WikiText's
+must name it: config load refuses it otherwise, `stages.config.lm_splits`).
+
+A corpus's documents are split once: its LM segments and its continuation windows share
+the split, so no document a model trains on as continuation text is scored by eval_lm.
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stages.artifacts.data import BaseLM, LMRecords
+from stages.config.lm_splits import WIKITEXT_LM_SPLITS, publishes_splits
 from stages.data import paper_sources as paper
-from stages.data.articles import article_text, from_wikitext103
+from stages.data.articles import article_text, wikitext103_documents
 from stages.data.corpora import offline_articles
 from stages.data.lm_builders import (
     PILE_STAND_IN,
@@ -75,8 +81,8 @@ class Pool:
 
 def _published(load: Callable[[str], list], splits: dict[str, str], local_files: str) -> Pool:
     """The published ``splits`` (our split -> HF split) of one dataset; local files
-    without ``{split}`` are one pool, split here (``paper.publishes_splits``)."""
-    if not paper.publishes_splits(local_files):
+    without ``{split}`` are one pool, split here (`publishes_splits`)."""
+    if not publishes_splits(local_files):
         return Pool.unsplit(load("train"))
     items, labels = [], []
     for ours, theirs in splits.items():
@@ -87,15 +93,16 @@ def _published(load: Callable[[str], list], splits: dict[str, str], local_files:
 
 
 def _paper_pools(cfg: Any) -> dict[str, Pool]:
-    """WikiText-103 validation / test (articles rebuilt from the line stream), a Pile
-    sample, SQuAD (train; the whole validation set is the QA test set, Nugget2D §6.2) and
-    CNN/DailyMail 3.0.0 as published."""
+    """WikiText-103 validation / test as released (each article every line from its title
+    to the next: table 1 scores the benchmark text, headings and all), a Pile sample, SQuAD
+    (train; the whole validation set is the QA test set, Nugget2D §6.2) and CNN/DailyMail
+    3.0.0 as published."""
     def wiki(split: str) -> list[str]:
         rows = paper.load_rows("wikitext103", split, cfg.wiki_files, cfg.wikitext_config)
-        return [article_text(a) for a in from_wikitext103(paper.texts_from_rows(rows))]
+        return wikitext103_documents(paper.texts_from_rows(rows))
 
     return {
-        "wiki": _published(wiki, {"dev": "validation", "test": "test"}, cfg.wiki_files),
+        "wiki": _published(wiki, WIKITEXT_LM_SPLITS, cfg.wiki_files),
         "pile": Pool.unsplit(paper.texts_from_rows(paper.load_rows("pile", "train", cfg.pile_files))),
         "qa": _published(lambda split: paper.squad_from_rows(paper.load_rows("squad", split, cfg.squad_files)),
                          {TRAIN_OR_DEV: "train", "test": "validation"}, cfg.squad_files),
@@ -135,8 +142,7 @@ def _write_rows(path: Any, rows: list[dict]) -> None:
     pq.write_table(pa.Table.from_pylist(rows), path)
 
 
-def _split_docs(ids: Sequence[list[int]], given: Sequence[str | None], cfg: Any, seed: int) -> dict[str, list[list[int]]]:
-    splits = _labels(given, cfg, seed)
+def _by_split(ids: Sequence[list[int]], splits: Sequence[str]) -> dict[str, list[list[int]]]:
     return {s: [x for x, t in zip(ids, splits, strict=True) if t == s] for s in ("train", "dev", "test")}
 
 
@@ -164,13 +170,16 @@ class BuildLM(Stage):
         rng = np.random.default_rng(seed)
 
         ids = {name: encode_texts(raw[name].items, tok_dir) for name in ("wiki", "pile")}  # once each
+        # one document split per corpus for its LM segments and its continuation windows: the
+        # compressor (the AR model's frozen scorer) never trains on a document eval_lm scores
+        splits = {name: _labels(raw[name].labels, cfg, seed) for name in ("wiki", "pile")}
         for name in ("wiki", "pile"):
-            docs = _split_docs(ids[name], raw[name].labels, cfg, seed)
+            docs = _by_split(ids[name], splits[name])
             rows = [{"split": s, **seg} for s, d in docs.items()
                     for seg in lm_segments(d, cfg.distant_tokens, cfg.recent_tokens)]
             _write_rows(LMRecords.segments_file(ctx.output_dir, name), rows)
             metrics.update({f"lm_{name}/segments": len(rows)})
-        both = _split_docs(ids["wiki"] + ids["pile"], raw["wiki"].labels + raw["pile"].labels, cfg, seed + 1)
+        both = _by_split(ids["wiki"] + ids["pile"], splits["wiki"] + splits["pile"])
         triples = [{"split": s, **t} for s, d in both.items()
                    for t in continuation_triples(d, cfg.doc_tokens, cfg.prompt_tokens, cfg.answer_tokens)]
         _write_rows(LMRecords.continuation_file(ctx.output_dir), triples)

@@ -39,12 +39,6 @@ HF_NAMES = {
 }
 
 
-def publishes_splits(local_files: str) -> bool:
-    """Whether rows come split as published: by name from the hub, or from local files whose
-    glob names the split (``{split}``, e.g. ``/data/squad/{split}-*.parquet``)."""
-    return not local_files or "{split}" in local_files
-
-
 def load_rows(source: str, split: str, local_files: str = "", config: str | None = None):
     """Rows of a paper dataset: from ``local_files`` (a glob of parquet/json/jsonl files in
     the HF layout; ``{split}`` in it is replaced by ``split``) if given, else

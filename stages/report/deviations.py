@@ -8,11 +8,14 @@ code does not reproduce yet). The report shows them under "Differences from the 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from stages.config.train import RE_CONFIGS, RE_DECODERS, RE_POOLINGS
+from stages.data.paper_sources import HF_NAMES
 from stages.report.budgets import training_budgets
 from stages.report.tables import PAPER_SCORER_LAYER, seq2seq_base
 
@@ -38,15 +41,7 @@ def _checked(cfg: Config) -> list[Deviation]:
         out.append(Deviation(
             "ColBART (Nugget §6.1.2)", "last hidden states of the pretrained mBART encoder",
             "no pretrained encoder: the HF weights of our MT-trained Nugget model, read as a plain encoder"))
-    if lm.source != "pretrained" or "llama" not in lm.name_or_path.lower():
-        out.append(Deviation(
-            "model.lm", "LLaMA-2-7B / LLaMA-2-7B-chat / LLaMA-7B (Nugget2D §3)",
-            f"{lm.source} {lm.name_or_path or 'SmolLM2-135M-Instruct'}: the LLaMA-family LM available "
-            "offline and on CPU"))
-    elif not lm.separate_chat:
-        out.append(Deviation(
-            "model.lm.chat_name_or_path", "LLaMA-2-7B-chat for QA and summarisation, LLaMA-2-7B for LM (Nugget2D §3)",
-            f"{lm.name_or_path} for both (set chat_name_or_path)"))
+    out += _lm_checkpoints(lm)
     if compressor.objective != "autoencoding" and compressor.ar_scorer == "autoencoding":
         out.append(Deviation(
             "the AR scorer's autoencoding compressor (Nugget2D §2.5)",
@@ -108,9 +103,20 @@ def _checked(cfg: Config) -> list[Deviation]:
             "data.lm.source", "WikiText-103, the Pile, SQuAD, CNN/DailyMail (Nugget2D §5-6)",
             "offline: Wikipedia articles and the Python docs as LM text; QA and summaries are labelled stand-ins "
             "(cloze questions, lead sentences)"))
-    elif lmdata.wikitext_config != "wikitext-103-v1":
-        out.append(Deviation("data.lm.wikitext_config", "WikiText-103 with <unk>, excluded from word PPL",
-                             f"{lmdata.wikitext_config}: no <unk> to exclude"))
+    else:
+        if lmdata.wikitext_config != "wikitext-103-v1":
+            out.append(Deviation("data.lm.wikitext_config", "WikiText-103 with <unk>, excluded from word PPL",
+                                 f"{lmdata.wikitext_config}: no <unk> to exclude"))
+        if not lmdata.pile_files:
+            out.append(Deviation(
+                "data.lm.pile_files", "the Pile (Gao et al., 2020; Nugget2D §4-6)",
+                f"{HF_NAMES['pile'][0]} by name: the Pile without its subsets under copyright (the original is no "
+                "longer distributed on the hub); a local copy of the original in data.lm.pile_files is read as is"))
+    cal = cfg("calibrate.threshold")
+    out.append(Deviation(
+        "calibrate.threshold (corpora, sample_split)", "Lambda from sampled documents, the corpus not named "
+        "(Nugget2D §2.5)", f"{cal.sample_docs} segments per corpus of {cal.corpora}, split {cal.sample_split!r} "
+        "(config load refuses the split eval_lm scores): text the scorer and the AR model train on"))
     nlm_data, nlm = cfg("data.nugget_lm"), cfg("train.nugget_lm")
     if nlm_data.source != "wikitext103":
         out.append(Deviation("data.nugget_lm.source", "WikiText-103 train / test (Nugget §6.2)",
@@ -155,6 +161,36 @@ def _nugget_budgets(cfg: Config) -> list[Deviation]:
             "systems trained for different lengths"
     return [Deviation("training budgets of Nugget tables 2 / 4 (train.nugget, train.sweep, train.baselines)",
                       "each model trained until convergence on the dev set (Nugget app. B.1)", here)]
+
+
+# Nugget2D §3's checkpoint per experiment, matched on the name's last component (a hub id or a
+# local folder named as released: meta-llama/Llama-2-7b-hf, huggyllama/llama-7b, /models/llama-2-7b-chat)
+LLAMA_2_7B = re.compile(r"^llama-?2-7b(-hf)?$")
+LLAMA_2_7B_CHAT = re.compile(r"^llama-?2-7b-chat(-hf)?$")
+LLAMA_7B = re.compile(r"^llama-7b(-hf)?$")
+
+
+def _checkpoint(name_or_path: str) -> str:
+    return PurePosixPath(name_or_path.rstrip("/")).name.lower().replace("_", "-")
+
+
+def _lm_checkpoints(lm: Any) -> list[Deviation]:
+    """Each Nugget2D experiment's base LM against the paper's (§3): LLaMA-2-7B for language
+    modelling, LLaMA-2-7B-chat for QA and summarisation, LLaMA-7B for §4's autoencoding."""
+    if lm.source != "pretrained":
+        return [Deviation("model.lm", "LLaMA-2-7B / LLaMA-2-7B-chat / LLaMA-7B (Nugget2D §3)",
+                          f"{lm.source} SmolLM2-135M-Instruct: the LLaMA-family LM available offline and on CPU")]
+    chat = lm.chat_name_or_path or lm.name_or_path
+    roles = (
+        ("model.lm.name_or_path (LM experiments, §5)", lm.name_or_path, "LLaMA-2-7B", LLAMA_2_7B, ""),
+        ("model.lm.chat_name_or_path", chat, "LLaMA-2-7B-chat for QA and summarisation (§6)", LLAMA_2_7B_CHAT,
+         "" if lm.chat_name_or_path else " (chat_name_or_path unset: the LM experiments' model)"),
+        ("train_nugget2d_ae's base LM (autoencoding, §4)", lm.name_or_path, "LLaMA-7B, following ICAE", LLAMA_7B,
+         ": train_nugget2d_ae trains on model.lm.name_or_path, the LM experiments' base; no config role holds a "
+         "third checkpoint"),
+    )
+    return [Deviation(setting, f"{paper} (Nugget2D §3)", f"{value}{why}")
+            for setting, value, paper, pattern, why in roles if not pattern.match(_checkpoint(value))]
 
 
 def _optimiser(job: Any) -> str:

@@ -94,7 +94,7 @@ def test_stand_ins_are_labelled_and_honest():
 
 
 def test_paper_lm_sources_keep_their_published_splits(tmp_path):
-    """build_lm's paper sources: WikiText-103 articles (not lines) from validation / test,
+    """build_lm's paper sources: WikiText-103 articles (not lines) from validation / test as released,
     SQuAD's whole validation set as the QA test set, CNN/DailyMail as published."""
     from types import SimpleNamespace
 
@@ -120,7 +120,7 @@ def test_paper_lm_sources_keep_their_published_splits(tmp_path):
                           cnn_files=str(tmp_path / "cnn-{split}.jsonl"), dev_fraction=0.25)
     pools = _paper_pools(cfg)
     assert pools["wiki"].labels == ["dev", "test", "test"]  # one article per title, not one row per line
-    assert pools["wiki"].items[0] == "Lead text .\n\nOld ."
+    assert pools["wiki"].items[0] == "".join(article).strip()  # as released: title and headings kept
     assert pools["qa"].labels == [TRAIN_OR_DEV] * 4 + ["test"] * 3  # every validation question is test
     assert pools["summ"].labels == ["train"] * 4 + ["dev"] * 2 + ["test"] * 3
     qa_splits = _labels(pools["qa"].labels, cfg, seed=0)

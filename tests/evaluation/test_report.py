@@ -132,23 +132,36 @@ def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
     icae = "ICAE (Nugget2D §4, fig. 5)"
     # and the RE models train a fixed number of steps, not RE §4.1's one epoch of C4 RealNewsLike
     steps = "data.re.max_train_examples / max_words, train.re.max_steps"
+    # and choices of this code: §4's autoencoders on LLaMA-2-7B (no role for LLaMA-7B), the Pile as the
+    # hub distributes it, Lambda's sample from the Pile's train split (§2.5 names no corpus)
     # and "until convergence on the dev set" is read as one early-stopping rule (tests/evaluation/test_training_budgets.py)
     budgets = "training budgets of Nugget tables 2 / 4 (train.nugget, train.sweep, train.baselines)"
-    assert found([]) == {budgets, reading, icae, steps}
-    assert found(["train.nugget2d_ae.icae=false"]) == {budgets, reading, steps}
+    ours = {"train_nugget2d_ae's base LM (autoencoding, §4)", "data.lm.pile_files",
+            "calibrate.threshold (corpora, sample_split)", budgets}
+    assert found([]) == {reading, icae, steps, *ours}
+    assert found(["data.lm.pile_files=/data/pile/train/*.jsonl.zst"]) == {reading, icae, steps, *ours} - {
+        "data.lm.pile_files"}
+    # each experiment's checkpoint is checked by name: LLaMA-7B where §4 uses it, LLaMA-2-7B(-chat) elsewhere
+    assert found(["model.lm.name_or_path=/models/llama-7b", "model.lm.chat_name_or_path=/models/Llama-2-7b-chat-hf"]) \
+        == {reading, icae, steps, "model.lm.name_or_path (LM experiments, §5)", *ours} - {
+        "train_nugget2d_ae's base LM (autoencoding, §4)"}
+    assert "model.lm.chat_name_or_path" in found(["model.lm.chat_name_or_path=meta-llama/Llama-2-13b-chat-hf"])
+    assert "model.lm.name_or_path (LM experiments, §5)" in found(["model.lm.name_or_path=/models/llama-2-13b"])
+    ours.add(steps)
+    assert found(["train.nugget2d_ae.icae=false"]) == {reading, *ours}
     # a cut of the RE grid (profile=tiny trains 8 of the 72 models) is named
-    assert found(["train.nugget2d_ae.icae=false", "train.re.poolings=[mean]"]) == {budgets, reading, steps, "train.re (grid)"}
+    assert found(["train.nugget2d_ae.icae=false", "train.re.poolings=[mean]"]) == {reading, *ours, "train.re (grid)"}
     assert found(["train.nugget2d_ae.icae=false", "train.re.beyond_one_sentence=table3"]) == {
-        budgets, reading, steps, "train.re (grid)"}
+        reading, *ours, "train.re (grid)"}
     assert found(["model.lm.chat_name_or_path=''", "train.nugget2d_ae.icae=false"]) == {
-        budgets, reading, "model.lm.chat_name_or_path", steps}
+        reading, "model.lm.chat_name_or_path", *ours}
     # each of the paper's Nugget2D compressor settings, undone, is named
     assert found(["train.nugget2d.extra_ratios=[]", "train.nugget2d.ar_scorer=compressor",
                   "nugget2d.scorer_window=null", "eval.lm.baseline_adapter=none",
                   "model.lm.chat_name_or_path=''", "train.nugget2d_ae.icae=false"]) == {
-        budgets, "eval.lm.baseline_adapter", "Nugget2D 5x in QA (Nugget2D §6.2)", "model.lm.chat_name_or_path",
-        "train.nugget2d.ar_scorer (the AR model's scorer)", "nugget2d.scorer_window (AR mode)", steps}
-    assert found(["data.mt.dev_split=''", "data.mt.dev_fraction=0.01"]) == {budgets, reading, icae, "data.mt.dev_split", steps}
+        "eval.lm.baseline_adapter", "Nugget2D 5x in QA (Nugget2D §6.2)", "model.lm.chat_name_or_path",
+        "train.nugget2d.ar_scorer (the AR model's scorer)", "nugget2d.scorer_window (AR mode)", *ours}
+    assert found(["data.mt.dev_split=''", "data.mt.dev_fraction=0.01"]) == {reading, icae, "data.mt.dev_split", *ours}
     # an autoencoding compressor is its own AR scorer source
     assert "train.nugget2d.ar_scorer (the AR model's scorer)" not in found(
         ["train.nugget2d.objective=autoencoding", "train.nugget2d.ar_scorer=compressor",
