@@ -18,7 +18,9 @@ class TrainJob:
     )
     lr: float = spec(5e-5, help="Peak learning rate.", gt=0.0)
     optimizer: str = spec(
-        "adam", help="adam: Adam with weight_decay as an L2 term; adamw: decoupled weight decay (AdamW).",
+        "adam", help="adam: Adam with weight_decay as an L2 term added to the gradient (torch.optim.Adam); "
+        "adamw: decoupled weight decay (AdamW). The same optimiser on both backends (DeepSpeed's adam_w_mode "
+        "is set from it).",
         choices=("adam", "adamw"),
     )
     betas: list[float] = spec([0.9, 0.999], help="Adam betas.")
