@@ -225,6 +225,10 @@ class RETrainJob(TrainJob):
         "table 3's rows (configurations c / d, mean pooling, cross / gating decoders; the rest of table 8 is "
         "reported not run).", choices=("all", "table3"))
     extra_layers: int = spec(3, help="Randomly initialised layers of configurations c / d (paper: 3).", ge=1)
+    freeze_encoder_embedding: bool = spec(
+        True, help="Configurations b / d: the frozen encoder's token embedding stays frozen where the decoder shares "
+        "its table (T5-small): the encoder reads its own frozen copy (RE §4.2: in (b) only the projection is "
+        "updated). false: the shared table trains through the decoder and moves the encoder's input embeddings.")
     repr_dim: int = spec(0, help="d_repr of the embedding (0 = d_model; paper: 512 = d_model).", ge=0)
     max_tokens: int = spec(0, help="Truncate texts to this many tokens (0 = the base model's limit).", ge=0)
 
