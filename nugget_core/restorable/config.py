@@ -50,6 +50,12 @@ class RestorableConfig(JsonConfig):
     """Randomly initialised Transformer layers on top of the pretrained encoder (table 1 (c)/(d): 3)."""
     freeze_pretrained: bool = False
     """Freeze the pretrained encoder (table 1 (b)/(d)); new parts and the decoder always train."""
+    freeze_encoder_embedding: bool = True
+    """With ``freeze_pretrained``: freeze the encoder's token embedding too where the decoder
+    or the LM head shares its table (T5, BART with tied embeddings): the encoder then reads
+    its own frozen copy of the pretrained table and the decoder keeps training its own (RE
+    §4.2: in (b) "only the last projection layer can be updated"). False: the shared table
+    trains through the decoder and changes the "frozen" encoder's input embeddings."""
 
     def __post_init__(self) -> None:
         self.pooling = _choice(Pooling, "pooling", self.pooling)
@@ -59,8 +65,9 @@ class RestorableConfig(JsonConfig):
             raise ValueError(f"RestorableConfig.repr_dim={self.repr_dim!r}: a positive int or None")
         if isinstance(self.extra_layers, bool) or not isinstance(self.extra_layers, int) or self.extra_layers < 0:
             raise ValueError(f"RestorableConfig.extra_layers={self.extra_layers!r}: an int >= 0")
-        if not isinstance(self.freeze_pretrained, bool):
-            raise ValueError(f"RestorableConfig.freeze_pretrained={self.freeze_pretrained!r}: a bool")
+        for name in ("freeze_pretrained", "freeze_encoder_embedding"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"RestorableConfig.{name}={getattr(self, name)!r}: a bool")
 
     def resolved_repr_dim(self, d_model: int) -> int:
         """d_repr for a model of hidden size ``d_model``; raises if the decoder cannot read it."""

@@ -5,15 +5,18 @@ model's decoder, turned into the configured RE decoder (`nugget_core.restorable.
 restores the passage from it (eq. 6: autoregressive cross-entropy).
 
 Freezing (table 1 (b)/(d)) stops gradients to the pretrained encoder: its layers, norms,
-position embeddings, and its token embedding *unless* the decoder or the LM head uses the
-same tensor. BART and T5 share one embedding table between encoder, decoder and LM head;
-the decoder always trains, so that table stays trainable (it then also changes the
-encoder's input embeddings). An untied embedding (the pipeline's tiny BART) is frozen.
-The new parts (the [CLS] vector, the extra layers, W, the gating layers) always train.
+position embeddings and token embedding. BART and T5 share one embedding table between
+encoder, decoder and LM head, and the decoder always trains: with
+``freeze_encoder_embedding`` (the default, RE §4.2's reading) the encoder gets its own
+frozen copy of the table (`untie_encoder_embedding`) and the decoder's keeps training;
+without it the shared table trains and changes the encoder's input embeddings too. An
+untied embedding (the pipeline's tiny BART) is frozen either way. The new parts (the
+[CLS] vector, the extra layers, W, the gating layers) always train.
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,7 @@ from torch import nn
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
-from ..params import freeze
+from ..params import decoder_side_parameters, freeze
 from .config import DecoderKind, RestorableConfig
 from .decoders import DecoderSide, config_token_id
 from .encoder import RestorableEncoder, extra_encoder_layers
@@ -53,8 +56,9 @@ class RestorableModel(nn.Module):
             family.install_gating(base_model, d_repr)
         self.decoder_side = DecoderSide(base_model, family, DecoderKind(config.decoder))
         if config.freeze_pretrained:
-            decoder_side = [*base_model.get_decoder().parameters(), *base_model.get_output_embeddings().parameters()]
-            freeze([self.encoder.backbone], keep=decoder_side)
+            if config.freeze_encoder_embedding:
+                untie_encoder_embedding(base_model)
+            freeze([self.encoder.backbone], keep=decoder_side_parameters(base_model))
 
     def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """``e_repr [batch, d_repr]`` of each passage ``input_ids [batch, n]``."""
@@ -129,6 +133,18 @@ class RestorableModel(nn.Module):
     def encoder_from_pretrained(cls, directory: str | Path, **kwargs: Any) -> RestorableEncoder:
         """Only the `RestorableEncoder` of a saved model, with its weights (eval mode)."""
         return cls.from_pretrained(directory, **kwargs).encoder
+
+
+def untie_encoder_embedding(model: PreTrainedModel) -> bool:
+    """Give the encoder of ``model`` its own copy of its token embedding table when the
+    decoder or the LM head shares it (in place); returns whether it did. The copy holds the
+    same values, so the model computes the same function until either side trains."""
+    encoder = model.get_encoder()
+    table = encoder.get_input_embeddings()
+    if id(table.weight) not in {id(p) for p in decoder_side_parameters(model)}:
+        return False
+    encoder.set_input_embeddings(copy.deepcopy(table))
+    return True
 
 
 def get_restorable_model(

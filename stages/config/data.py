@@ -30,8 +30,10 @@ class MTData:
     local_files: str = spec(
         "", help="Glob of a local copy in the HF layout (parquet/json); empty = load by name."
     )
-    src_lang: str = spec("en_XX", help="mBART-50 source language code (pretrained tokenizers).")
-    tgt_lang: str = spec("zh_CN", help="mBART-50 target language code (pretrained tokenizers).")
+    src_lang: str = spec("en_XX", help="mBART-50 language code of the corpus's source side (pretrained "
+                         "tokenizers); every objective codes each side with its text's language (AE: this on both).")
+    tgt_lang: str = spec("zh_CN", help="mBART-50 language code of the corpus's target side (pretrained "
+                         "tokenizers): MT's labels; AE on this side (app. D) codes both sides with it.")
     max_doc_tokens: int = spec(128, help="Subwords per concatenated document.", ge=8)
     ae_sources: list[str] = spec(
         [], help="English-only offline corpora packed into extra autoencoding training documents "

@@ -18,7 +18,9 @@ class TrainJob:
     )
     lr: float = spec(5e-5, help="Peak learning rate.", gt=0.0)
     optimizer: str = spec(
-        "adam", help="adam: Adam with weight_decay as an L2 term; adamw: decoupled weight decay (AdamW).",
+        "adam", help="adam: Adam with weight_decay as an L2 term added to the gradient (torch.optim.Adam); "
+        "adamw: decoupled weight decay (AdamW). The same optimiser on both backends (DeepSpeed's adam_w_mode "
+        "is set from it).",
         choices=("adam", "adamw"),
     )
     betas: list[float] = spec([0.9, 0.999], help="Adam betas.")
@@ -243,6 +245,10 @@ class RETrainJob(TrainJob):
         "table 3's rows (configurations c / d, mean pooling, cross / gating decoders; the rest of table 8 is "
         "reported not run).", choices=("all", "table3"))
     extra_layers: int = spec(3, help="Randomly initialised layers of configurations c / d (paper: 3).", ge=1)
+    freeze_encoder_embedding: bool = spec(
+        True, help="Configurations b / d: the frozen encoder's token embedding stays frozen where the decoder shares "
+        "its table (T5-small): the encoder reads its own frozen copy (RE §4.2: in (b) only the projection is "
+        "updated). false: the shared table trains through the decoder and moves the encoder's input embeddings.")
     repr_dim: int = spec(0, help="d_repr of the embedding (0 = d_model; paper: 512 = d_model).", ge=0)
     max_tokens: int = spec(0, help="Truncate texts to this many tokens (0 = the base model's limit).", ge=0)
 

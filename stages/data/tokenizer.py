@@ -7,7 +7,9 @@
   Training on the data (not a fixed vocabulary) is what makes a tiny random BART usable
   offline; it sees every split's text, which only affects segmentation, not labels.
 - ``"pretrained"``: ``AutoTokenizer.from_pretrained(model.seq2seq.name_or_path)``; for
-  mBART-50 the source/target language codes come from ``data.mt.src_lang/tgt_lang``.
+  mBART-50 the saved ``src_lang`` / ``tgt_lang`` are the corpus's two languages
+  (``data.mt.src_lang/tgt_lang``); each training task recodes them for its objective
+  (`stages.train.nugget_task.NuggetTask.language_codes`: AE writes its input's language).
 
 Output: ``tokenizer/`` (a HF ``save_pretrained`` folder) and ``stats.json``.
 """

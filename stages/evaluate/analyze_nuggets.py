@@ -33,6 +33,7 @@ import torch
 
 from stages.artifacts.data import MtDocuments
 from stages.artifacts.evaluate import NuggetAnalysis
+from stages.common.languages import check_writes_its_input
 from stages.common.tokens import display_token, token_text
 from stages.evaluate.nugget.analysis import TokenStats, probability_gain
 from stages.evaluate.nugget.encoders import batches, load_system
@@ -203,6 +204,8 @@ class AnalyzeNuggets(Stage):
         """Figs. 7-8 on up to ``limit`` documents (fig. 8 cuts its fixed-length documents
         from the whole ``dev`` text list)."""
         loaded, texts = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype")), dev[:limit]
+        # eq. 9 teacher-forces the input ids (their language code included) as the labels
+        check_writes_its_input(loaded.tokenizer, f"analyze_nuggets' probe of {system.name}")
         by_nugget: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         positions: dict[int, list[int]] = defaultdict(list)
         for n, text in enumerate(texts, 1):  # fig. 7: the documents as built (up to 128 tokens in the paper)

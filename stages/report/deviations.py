@@ -144,7 +144,23 @@ def _checked(cfg: Config) -> list[Deviation]:
             f"{adapter}: both decode with " + ("the base LM's weights" if adapter == "none" else
                                                "the autoregressive Nugget2D's theta")
             + ", untrained as baselines (set trained and train.nugget2d_ar.baselines: two more trainings)"))
-    return out + _nugget_budgets(cfg) + _re_checked(cfg)
+    return out + _nugget2d_optimisers(cfg) + _nugget_budgets(cfg) + _re_checked(cfg)
+
+
+NUGGET2D_JOBS = ("nugget2d", "nugget2d_ar", "nugget2d_ft", "nugget2d_ae", "full_ft")
+
+
+def _nugget2d_optimisers(cfg: Config) -> list[Deviation]:
+    """Nugget2D app. A follows LLaMA-2's setup: AdamW, weight decay decoupled from the
+    update; ``adam`` with a weight decay adds it to the gradient instead (coupled L2)."""
+    out = []
+    for name in NUGGET2D_JOBS:
+        job = cfg(f"train.{name}")
+        if job.optimizer != "adamw" and job.weight_decay > 0:
+            out.append(Deviation(f"train.{name}.optimizer", "AdamW, weight decay 0.1 (Nugget2D app. A: LLaMA-2's "
+                                 "setup)", f"{job.optimizer}: weight decay {job.weight_decay:g} as an L2 term "
+                                 "in the gradient"))
+    return out
 
 
 def _nugget_budgets(cfg: Config) -> list[Deviation]:
@@ -230,6 +246,11 @@ def _re_checked(cfg: Config) -> list[Deviation]:
             "3, 8)", f"configurations {train.configs}, poolings {train.poolings}, decoders {train.decoders}, "
             f"{train.sentence_counts} sentences, beyond one sentence {train.beyond_one_sentence}: the other cells are "
             "not run"))
+    if not train.freeze_encoder_embedding and {"b", "d"} & set(train.configs):
+        out.append(Deviation("train.re.freeze_encoder_embedding", "configurations (b) / (d) freeze the pretrained "
+                             "encoder: only the projection (and in (d) the new layers) can change the embedding "
+                             "(RE §4.2)", "false: the token embedding table the encoder shares with the decoder "
+                             "(T5) trains, so the frozen encoder's input embeddings change"))
     if train.extra_layers != 3:
         out.append(Deviation("train.re.extra_layers", "3 randomly initialised layers in configurations (c) / (d) "
                              "(RE table 1)", f"{train.extra_layers}: sized for this profile's encoder"))

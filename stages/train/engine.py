@@ -6,12 +6,13 @@ one schedule for both backends), evaluate with ``forward``, and save / restore t
 optimiser state inside a checkpoint directory:
 
 - ``ddp``: ``torch.nn.parallel.DistributedDataParallel`` (plain module with one worker)
-  and ``torch.optim.Adam``; rank 0 writes ``optimizer.pt``. ``precision=bf16`` is
+  and the job's torch optimiser (`OPTIMIZERS`); rank 0 writes ``optimizer.pt``. ``precision=bf16`` is
   autocast around each loss computation (weights and optimiser state stay fp32);
   ``max_grad_norm`` clips with ``clip_grad_norm_`` before the step.
 - ``deepspeed``: ``deepspeed.initialize`` with ZeRO stage 2 and DeepSpeed's Adam in
   ``torch_adam`` mode (no fused-Adam compile, so it runs on CPU over gloo, see
-  docs/environment-notes.md); every rank writes its optimiser shard under ``ds/``.
+  docs/environment-notes.md), ``adam_w_mode`` set from the job (`OPTIMIZERS`: DeepSpeed's
+  own default would turn ``adam`` into AdamW); every rank writes its optimiser shard under ``ds/``.
   ``precision=bf16`` is DeepSpeed's ``bf16`` (bf16 weights, fp32 master copy in the
   optimiser); ``max_grad_norm`` is its ``gradient_clipping``. DeepSpeed is imported
   lazily: importing it on CPU nodes has crashed Ray Train controllers. A resume reads
@@ -27,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,29 @@ from stages.train.deepspeed_checkpoints import use_weights_only_loads
 
 DS_TAG = "ds"
 LossFn = Callable[[nn.Module, dict], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """One ``TrainJob.optimizer`` value as each backend builds it."""
+
+    torch_class: type[torch.optim.Optimizer]  # ddp
+    adam_w_mode: bool  # deepspeed (torch_adam: torch.optim.AdamW if True, else torch.optim.Adam)
+
+
+# One value, one optimiser on both backends: ``adam`` adds weight_decay to the gradient
+# (coupled L2, torch.optim.Adam); ``adamw`` decays the weights apart from the Adam update.
+OPTIMIZERS: dict[str, Optimizer] = {
+    "adam": Optimizer(torch.optim.Adam, adam_w_mode=False),
+    "adamw": Optimizer(torch.optim.AdamW, adam_w_mode=True),
+}
+
+
+def optimizer_of(job: Any) -> Optimizer:
+    """The optimiser ``job.optimizer`` names (the config schema checks the value first)."""
+    if job.optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer: value {job.optimizer!r} is not one of {sorted(OPTIMIZERS)}")
+    return OPTIMIZERS[job.optimizer]
 
 
 def _set_lr(optimizer: Any, lr: float) -> None:
@@ -63,8 +88,7 @@ class DDPEngine:
             if distributed
             else model
         )
-        optimizer = torch.optim.AdamW if job.optimizer == "adamw" else torch.optim.Adam
-        self.optimizer = optimizer(_trainable(model), lr=job.lr, betas=tuple(job.betas), weight_decay=job.weight_decay)
+        self.optimizer = optimizer_of(job).torch_class(_trainable(model), lr=job.lr, betas=tuple(job.betas), weight_decay=job.weight_decay)
 
     def autocast(self) -> Any:
         """The precision context of a forward pass and its loss (``precision=bf16``: autocast)."""
@@ -105,12 +129,13 @@ def deepspeed_config(job: Any) -> dict[str, Any]:
         "bf16": {"enabled": job.precision == "bf16"},
         "gradient_clipping": float(job.max_grad_norm or 0.0),  # 0 = off in DeepSpeed
         "optimizer": {
-            "type": "AdamW" if job.optimizer == "adamw" else "Adam",
+            "type": "Adam",
             "params": {
                 "lr": job.lr,
                 "betas": list(job.betas),
                 "weight_decay": job.weight_decay,
                 "torch_adam": True,
+                "adam_w_mode": optimizer_of(job).adam_w_mode,  # DeepSpeed's default (True) is AdamW
             },
         },
         "steps_per_print": 10**9,

@@ -9,7 +9,9 @@ the positions of the last token of each sentence, found from the tokenizer's cha
 offsets so the document is tokenised exactly as the model sees it; the chunking selector
 gets the positions of punctuation tokens. ``encoder_side="target"`` swaps the corpus's
 sides: the encoder reads the other language (AE on it, MT back to the source language;
-Nugget appendix D), without sentence positions.
+Nugget appendix D), without sentence positions. A multilingual tokenizer (mBART-50) codes
+the encoder's text and the labels each with its own language (`NuggetTask.language_codes`,
+`stages.common.languages`); the exported model's tokenizer keeps those codes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import torch
 from torch import nn
 
 from stages.artifacts.data import MtDocuments
+from stages.common.languages import has_language_codes, set_language_codes
 from stages.common.padding import pad
 from stages.train.batches import Example, delete_words
 from stages.train.task import Seq2SeqTaskBase
@@ -103,10 +106,19 @@ class NuggetTask(Seq2SeqTaskBase):
 
         if self._tok is None:
             self._tok = AutoTokenizer.from_pretrained(self.tokenizer_dir)
-            if self.encoder_side == "target" and hasattr(self._tok, "src_lang"):
-                # a multilingual tokenizer (mBART-50) codes each side with its language
-                self._tok.src_lang, self._tok.tgt_lang = self._tok.tgt_lang, self._tok.src_lang
+            if has_language_codes(self._tok):
+                set_language_codes(self._tok, *self.language_codes(self._tok.src_lang, self._tok.tgt_lang))
         return self._tok
+
+    def language_codes(self, corpus_source: str, corpus_target: str) -> tuple[str, str]:
+        """(encoder code, label code) of this task, from the corpus's two languages (the
+        tokenizer stage's ``data.mt.src_lang`` / ``tgt_lang``): the encoder's side is the
+        language it reads; the labels are in that language for AE (Nugget §3.4: "English
+        documents on both the source and target sides") and in the other one for MT."""
+        sides = {"source": corpus_source, "target": corpus_target}
+        other = "target" if self.encoder_side == "source" else "source"
+        writes_own_side = OBJECTIVES[self.objective].target_column == "source"
+        return sides[self.encoder_side], sides[self.encoder_side if writes_own_side else other]
 
     def load_split(self, split: str) -> list[Example]:
         path = self.data.split(split)
@@ -128,8 +140,8 @@ class NuggetTask(Seq2SeqTaskBase):
                      "source_sentences": [[] for _ in table["target"]]}
         enc = tok(table["source"], truncation=True, max_length=limit, return_offsets_mapping=True)
         targets = table[OBJECTIVES[self.objective].target_column]
-        # text_target: a multilingual tokenizer (mBART-50) prefixes labels with the target
-        # language code (zh_CN), never the source's
+        # text_target: a multilingual tokenizer (mBART-50) prefixes the labels with the code of
+        # the labels' language (`language_codes`), not the encoder's
         dec = tok(text_target=targets, truncation=True, max_length=limit)
         return [
             Example(ids, tgt, sentence_end_positions(text, sents, offs), tuple(enc.word_ids(i)))

@@ -20,6 +20,7 @@ from torch import nn
 
 from stages.artifacts.restorable import RestorationTexts
 from stages.artifacts.train import TrainedNugget
+from stages.common.languages import has_language_codes, set_language_codes
 from stages.common.padding import pad
 from stages.train.task import Seq2SeqTaskBase
 
@@ -96,6 +97,8 @@ class RestorationTask(Seq2SeqTaskBase):
 
         if self._tok is None:
             self._tok = AutoTokenizer.from_pretrained(self.base.path)
+            if has_language_codes(self._tok):  # eq. 6: the text is input and target, one language
+                set_language_codes(self._tok, self._tok.src_lang, self._tok.src_lang)
         return self._tok
 
     def limit(self) -> int:

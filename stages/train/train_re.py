@@ -56,6 +56,13 @@ def re_systems(job: Any) -> list[dict[str, Any]]:
     return out
 
 
+def restorable_fields(spec: dict[str, Any], job: Any) -> dict[str, Any]:
+    """`nugget_core.restorable.RestorableConfig`'s fields of one system of `re_systems`."""
+    return {"pooling": spec["pooling"], "decoder": spec["decoder"], "repr_dim": job.repr_dim or None,
+            "extra_layers": spec["extra_layers"], "freeze_pretrained": spec["freeze_pretrained"],
+            "freeze_encoder_embedding": job.freeze_encoder_embedding}
+
+
 class TrainRE(Stage):
     name = "train_re"
     description = "RE restoration models: 4 encoder configurations x 2 poolings x 3 decoders per sentence count."
@@ -94,11 +101,8 @@ class TrainRE(Stage):
         for i, spec in enumerate(specs, 1):
             print(f"[train_re] system {i}/{len(specs)}: {spec['system']} ({spec['sentences']} sentences, config "
                   f"{spec['config']}, {spec['pooling']} pooling, {spec['decoder']} decoder)", flush=True)
-            restorable = {"pooling": spec["pooling"], "decoder": spec["decoder"],
-                          "repr_dim": job.repr_dim or None, "extra_layers": spec["extra_layers"],
-                          "freeze_pretrained": spec["freeze_pretrained"]}
             models.append((spec["system"], RestorationTask(
-                base=base, restorable=restorable,
+                base=base, restorable=restorable_fields(spec, job),
                 data=texts, sentences=spec["sentences"],
                 max_tokens=job.max_tokens, dev_examples=job.dev_examples, seed=ctx.cfg("run.seed"),
             )))

@@ -3,6 +3,7 @@ whatever the length-sorted batches (`stages.evaluate.nugget.encoders`)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from transformers import AutoTokenizer
 
@@ -78,3 +79,54 @@ def test_colbart_is_the_pretrained_encoder_when_there_is_one(tmp_path):
     assert (chosen.kind, chosen.name) == ("pretrained", f"pretrained:{tmp_path / 'pretrained'}")
     assert len(load_system(chosen, "colbart").vectors(TEXTS[:1], batch_size=1)[0]) > 3  # one per token
     assert colbart_source([stand_in], SimpleNamespace(source="tiny_random", name_or_path="")) is stand_in
+
+
+def _mbart_system(tmp_path, objective: str, codes: tuple[str, str], bottleneck: bool) -> System:
+    """A random tiny mBART saved as train_nugget / train_baselines save one: the tokenizer
+    beside it carries the codes it was trained with."""
+    from transformers import MBartConfig, MBartForConditionalGeneration
+
+    from nugget_core import NuggetConfig, get_nugget_model
+    from nugget_core.baselines import BottleneckConfig, get_bottleneck_model
+    from stages.common.languages import set_language_codes
+    from tests.training.fixtures import make_mbart50_tokenizer
+
+    tok = AutoTokenizer.from_pretrained(make_mbart50_tokenizer(tmp_path / "tok"))
+    set_language_codes(tok, *codes)
+    torch.manual_seed(0)
+    base = MBartForConditionalGeneration(MBartConfig(
+        vocab_size=len(tok), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64,
+        pad_token_id=tok.pad_token_id, bos_token_id=0, eos_token_id=tok.eos_token_id,
+        decoder_start_token_id=tok.eos_token_id, forced_eos_token_id=None, dropout=0.0))
+    model = (get_bottleneck_model(base, BottleneckConfig(decoder="cross")) if bottleneck
+             else get_nugget_model(base, NuggetConfig(ratio=0.5, scorer_layer=0)))
+    model.save_pretrained(tmp_path / "model")
+    tok.save_pretrained(tmp_path / "model")
+    if bottleneck:
+        return System(name="b", kind="bottleneck", model_dir=tmp_path / "model", objective=objective, source="test",
+                      decoder="cross")
+    return System(name="n", kind="nugget", model_dir=tmp_path / "model", objective=objective, source="test",
+                  ratio=0.5, scorer_layer=0, selector="topk", feedback=True)
+
+
+@pytest.mark.parametrize(("objective", "codes"), [("ae", ("en_XX", "en_XX")), ("mt", ("en_XX", "zh_CN"))])
+@pytest.mark.parametrize("bottleneck", [False, True])
+def test_decoding_starts_with_the_code_the_model_was_trained_to_write(tmp_path, objective, codes, bottleneck):
+    """eval_reconstruction's beam search writes, after the decoder start, the target code
+    of the model's training labels (mBART-50: `NuggetTask.language_codes`): an untrained
+    decoder left to itself starts with any token."""
+    loaded = load_system(_mbart_system(tmp_path, objective, codes, bottleneck))
+    generated = []
+    generate = loaded.model.generate
+
+    def recording(*args, **kwargs):
+        generated.append(generate(*args, **kwargs))
+        return generated[-1]
+
+    loaded.model.generate = recording
+    loaded.decode(TEXTS[:3], batch_size=2, num_beams=2, max_new_tokens=4)
+    code = loaded.tokenizer.convert_tokens_to_ids(codes[1])
+    for ids in generated:
+        assert ids[:, 0].eq(loaded.tokenizer.eos_token_id).all()  # mBART's decoder start
+        assert ids[:, 1].eq(code).all(), loaded.tokenizer.convert_ids_to_tokens(ids[:, 1])

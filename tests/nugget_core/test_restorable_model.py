@@ -132,15 +132,19 @@ def _encoder_names(model: RestorableModel) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    ("family", "tied", "embedding_frozen"),
-    [("bart", False, True), ("bart", True, False), ("t5", True, False)],
+    ("family", "tied", "freeze_embedding", "embedding_frozen"),
+    [("bart", False, True, True), ("bart", False, False, True),  # untied: frozen either way
+     ("bart", True, True, True), ("t5", True, True, True),  # tied: the encoder's own frozen copy
+     ("bart", True, False, False), ("t5", True, False, False)],  # tied, shared: it trains with the decoder
 )
 @pytest.mark.parametrize("extra_layers", [0, 3])  # table 1 (b) and (d)
-def test_freezing_stops_exactly_the_pretrained_encoder(tok, family, tied, embedding_frozen, extra_layers):
+def test_freezing_stops_exactly_the_pretrained_encoder(tok, family, tied, freeze_embedding, embedding_frozen,
+                                                       extra_layers):
     torch.manual_seed(0)
     base = build_base(family, tok, tied=tied)
     model = get_restorable_model(base, RestorableConfig(pooling="cls", extra_layers=extra_layers,
-                                                        freeze_pretrained=True))
+                                                        freeze_pretrained=True,
+                                                        freeze_encoder_embedding=freeze_embedding))
     frozen = {name for name, p in model.named_parameters() if not p.requires_grad}
     encoder = _encoder_names(model)
     embedding = {name for name in encoder if "embed_tokens" in name or name.endswith("shared.weight")}
@@ -154,6 +158,29 @@ def test_freezing_stops_exactly_the_pretrained_encoder(tok, family, tied, embedd
     assert len(new) == 2 + 12 * extra_layers and not frozen & set(new)
     unfrozen = get_restorable_model(build_base(family, tok, tied=tied), RestorableConfig())
     assert all(p.requires_grad for p in unfrozen.parameters())
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("extra_layers", [0, 3])  # table 1 (b) and (d)
+def test_a_frozen_encoder_reads_the_same_input_embeddings_after_training(tok, family, extra_layers, tmp_path):
+    """RE §4.2: in (b) only the projection can change the embedding. With a tied table
+    (T5-small, as in the paper) the decoder's updates used to reach the encoder's inputs;
+    the decoder side still trains, and a reload keeps the two tables apart."""
+    torch.manual_seed(0)
+    model = get_restorable_model(build_base(family, tok, tied=True),
+                                 RestorableConfig(pooling="mean", decoder="cross", extra_layers=extra_layers,
+                                                  freeze_pretrained=True))
+    encoder_table = model.encoder.backbone.get_input_embeddings().weight
+    decoder_table = model.base_model.get_decoder().get_input_embeddings().weight
+    before = (encoder_table.detach().clone(), decoder_table.detach().clone())
+    torch.testing.assert_close(before[0], before[1])  # a copy of the pretrained table
+    _train(model, tok, steps=2)
+    assert torch.equal(encoder_table, before[0])
+    assert not torch.equal(decoder_table, before[1])
+    model.save_pretrained(tmp_path / "m")
+    reloaded = RestorableModel.from_pretrained(tmp_path / "m")
+    assert torch.equal(reloaded.encoder.backbone.get_input_embeddings().weight, before[0])
+    assert torch.equal(reloaded.base_model.get_decoder().get_input_embeddings().weight, decoder_table)
 
 
 # --- decoders -------------------------------------------------------------------------

@@ -43,3 +43,15 @@ def make_mt_artifacts(root: Path, n_train: int = 64, n_dev: int = 16) -> tuple[P
     tok_dir = root / "tokenizer"
     tok.save_pretrained(tok_dir)
     return data, tok_dir
+
+
+def make_mbart50_tokenizer(directory: Path, src_lang: str = "en_XX", tgt_lang: str = "zh_CN") -> Path:
+    """A tiny tokenizer of mBART-50's class and layout (fairseq specials, its 52 language
+    codes, ``<mask>``) over `WORDS` and their upper-case "translations", saved as the
+    tokenizer stage saves a pretrained one (the corpus's codes as ``src_lang`` / ``tgt_lang``)."""
+    from transformers import MBart50Tokenizer
+
+    pieces = [f"▁{w}" for w in WORDS] + [f"▁{w.upper()}" for w in WORDS] + ["."]
+    vocab = [("<unk>", 0.0), ("<s>", 0.0), ("</s>", 0.0)] + [(p, -1.0) for p in pieces]
+    MBart50Tokenizer(vocab=vocab, src_lang=src_lang, tgt_lang=tgt_lang).save_pretrained(directory)
+    return directory

@@ -61,7 +61,9 @@ def single_nugget(nuggets: Nuggets, j: int | None) -> Nuggets:
 
 @torch.no_grad()
 def probability_gain(model, input_ids: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
-    """Eq. (9) for one document ``input_ids [1, n]`` (AE: the labels are the input).
+    """Eq. (9) for one document ``input_ids [1, n]`` (AE: the labels are the input, a
+    multilingual tokenizer's language code included, which the caller checks is the code
+    the model was trained to write: `stages.common.languages.check_writes_its_input`).
 
     Returns ``gains [k, n]`` (row j: ``p(y_i | y_<i, z_j) - p(y_i | y_<i)``) and the
     input position of each nugget.

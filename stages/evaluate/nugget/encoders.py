@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from stages.common.device import place_model, to_device
+from stages.common.languages import target_code_id
 from stages.evaluate.nugget.systems import System
 
 SENTENCE_END = set(".!?。！？")
@@ -95,13 +96,18 @@ class LoadedSystem:
 
     @torch.no_grad()
     def decode(self, texts: Sequence[str], batch_size: int, num_beams: int, max_new_tokens: int) -> list[str]:
-        """Texts generated from each text's encoding with beam search."""
+        """Texts generated from each text's encoding with beam search. With a multilingual
+        tokenizer (mBART-50) the first token written is the code the model's labels started
+        with in training (its saved tokenizer's ``tgt_lang``, `stages.common.languages`)."""
         if self.mode == "colbart":
             raise ValueError("ColBART is a similarity system only: it has no decoder of its own")
         out: list[str] = [""] * len(texts)
+        code = target_code_id(self.tokenizer)
         for chunk in length_batches(texts, batch_size):
             enc = self.tokenize([texts[i] for i in chunk])
             kwargs: dict[str, Any] = {"num_beams": num_beams, "max_new_tokens": max_new_tokens}
+            if code is not None:
+                kwargs["forced_bos_token_id"] = code
             if self.mode == "nugget":
                 kwargs["boundary_mask"] = self._boundary_mask(enc["input_ids"])
             ids = self.model.generate(**enc, **kwargs)
