@@ -42,7 +42,9 @@ class RestorationTexts:
     ``<document>:<first sentence>``, ``text``, ``sentences``), and ``stats.json``
     (``source``; ``stand_in``: what stands in for C4 RealNewsLike, "" for C4 itself;
     ``counts``: per k, ``train`` / ``dev`` examples, ``mean_words``, ``dropped_long``,
-    ``dropped_tail``)."""
+    ``dropped_tail``; ``splitter``: punkt | rules, ``data.re.sentence_splitter``), and
+    with Punkt ``punkt.json`` (the documents it learned from, its abbreviations,
+    collocations and sentence starters)."""
 
     STAGE: ClassVar[str] = "build_re_data"
     SPLITS: ClassVar[tuple[str, ...]] = ("train", "dev")
