@@ -10,8 +10,9 @@ without training:
   sinks) and the most recent ones; at most ``k - 1`` sinks, so the last token stays;
 - ``snapkv`` (Li et al., 2024): the positions that the document's last ``window`` tokens
   attend to most (attention probabilities summed over the window's queries, averaged
-  over the query heads that share the KV head, smoothed by an average pool of
-  ``kernel`` positions), the window itself first (its most recent positions when
+  over the query heads that share the KV head, smoothed over the positions before the
+  window by an average pool of ``kernel`` positions, zero padding counted, as the
+  authors' ``update_kv``), the window itself first (its most recent positions when
   ``k`` is smaller than the window);
 - ``key_norm`` (Devoto et al., 2024): the keys of smallest L2 norm.
 
@@ -104,13 +105,18 @@ def snapkv_scores(
     window_attention: torch.Tensor, real: torch.Tensor, lengths: torch.Tensor, window: int, kernel: int
 ) -> torch.Tensor:
     """``window_attention [batch, kv_heads, n]`` (attention the window's queries give each
-    key, `WindowProbe`) pooled over ``kernel`` positions; the window's positions first,
-    most recent first."""
+    key, `WindowProbe`) smoothed as the SnapKV authors do (``SnapKVCluster.update_kv``):
+    only the positions *before* the window are pooled, an average over ``kernel``
+    positions with zero padding counted (``avg_pool1d``'s ``count_include_pad=True``), so
+    the window's own attention never leaks into the positions next to it and every score
+    is divided by ``kernel``. The window's positions come first, most recent first."""
     b, h, n = window_attention.shape
-    pooled = F.avg_pool1d(window_attention.reshape(b * h, 1, n), kernel, stride=1, padding=kernel // 2,
-                          count_include_pad=False).reshape(b, h, n)
     positions = torch.arange(n, device=real.device)[None, :]
-    in_window = positions >= (lengths[:, None] - window)
+    in_window = positions >= (lengths[:, None] - window)  # the rest of a row: its prefix, then padding
+    # zeros from the window on: pooling the prefix alone with zero padding, per row
+    prefix = window_attention.masked_fill(in_window[:, None, :], 0.0)
+    pooled = F.avg_pool1d(prefix.reshape(b * h, 1, n), kernel, stride=1, padding=kernel // 2,
+                          count_include_pad=True).reshape(b, h, n)
     boosted = torch.where(in_window[:, None, :], _FIRST + positions[:, None, :].float(), pooled)
     return _masked(boosted, real)
 

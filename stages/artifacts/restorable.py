@@ -7,13 +7,32 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from stages.artifacts.base import Location, field, locate
 from stages.artifacts.systems import SystemsOutput
 from stages.framework.stage import Artifact
 
 Source = Artifact | Path | str
+
+
+def passage_input(title: str, text: str) -> str:
+    """The passage as the bi-encoders read it: ``"title. text"`` (``text`` alone without a
+    title); DPR's encoder takes the title too, its hit rule only the text."""
+    return f"{title}. {text}" if title else text
+
+
+class Passage(NamedTuple):
+    """One line of the passage collection (``title`` "" when the file has none)."""
+
+    id: str
+    text: str
+    title: str
+
+    @property
+    def encoded(self) -> str:
+        """What the passage tower reads (`passage_input`)."""
+        return passage_input(self.title, self.text)
 
 
 @dataclass(frozen=True)
@@ -23,7 +42,9 @@ class RestorationTexts:
     ``<document>:<first sentence>``, ``text``, ``sentences``), and ``stats.json``
     (``source``; ``stand_in``: what stands in for C4 RealNewsLike, "" for C4 itself;
     ``counts``: per k, ``train`` / ``dev`` examples, ``mean_words``, ``dropped_long``,
-    ``dropped_tail``)."""
+    ``dropped_tail``; ``splitter``: punkt | rules, ``data.re.sentence_splitter``), and
+    with Punkt ``punkt.json`` (the documents it learned from, its abbreviations,
+    collocations and sentence starters)."""
 
     STAGE: ClassVar[str] = "build_re_data"
     SPLITS: ClassVar[tuple[str, ...]] = ("train", "dev")
@@ -140,9 +161,9 @@ class RetrievalData:
                 raise where.error(name, f"line {n + 1} lacks {missing}")
             yield row
 
-    def passage_lines(self) -> Iterator[tuple[str, str]]:
-        """``(id, text)`` of every passage, streamed (DPR's file: ``id, text, title`` with a
-        header line; the title joins the text as DPR encodes it)."""
+    def passage_lines(self) -> Iterator[Passage]:
+        """Every passage, streamed (DPR's file: ``id, text, title`` with a header line). The
+        title stays apart: the towers read it (`Passage.encoded`), DPR's hit rule does not."""
         with self.passages.open(encoding="utf-8") as lines:
             for n, line in enumerate(lines):
                 parts = line.rstrip("\n").split("\t")
@@ -150,7 +171,7 @@ class RetrievalData:
                     continue  # DPR's header
                 if len(parts) < 2 or not parts[1]:
                     raise ValueError(f"{self.passages}:{n + 1}: not 'id<TAB>text[<TAB>title]'")
-                yield parts[0], (f"{parts[2]}. {parts[1]}" if len(parts) > 2 and parts[2] else parts[1])
+                yield Passage(parts[0], parts[1], parts[2] if len(parts) > 2 else "")
 
 
 @dataclass(frozen=True)

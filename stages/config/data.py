@@ -204,6 +204,15 @@ class REData:
     max_words: int = spec(
         0, help="Drop windows of more than this many whitespace words (counted; 0 = keep all).", ge=0
     )
+    sentence_splitter: str = spec(
+        "punkt", help="punkt: NLTK's Punkt (the paper's NLTK sentence tokenizer), trained here on the source's "
+        "train documents (NLTK's pretrained English parameters are data, not downloaded); rules: the project's "
+        "rule-based splitter (stages/data/text.py: no abbreviations, so 'Mr.' or 'U.S.' ends a sentence).",
+        choices=("punkt", "rules"),
+    )
+    punkt_train_documents: int = spec(
+        10000, help="punkt: the first this many train documents (source order) Punkt learns from (0 = all).", ge=0
+    )
 
     def cross_field_errors(self) -> list[str]:
         errors = []

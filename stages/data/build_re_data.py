@@ -2,11 +2,17 @@
 
 ``data.re.source=c4_realnewslike`` (profile=paper): C4 RealNewsLike as published, its
 train split for training and its validation split (13,863 articles) for evaluation, each
-article's ``text`` cut into sentences. The paper uses NLTK's sentence tokenizer; this
-builder uses `stages.data.text.split_sentences` (rule-based, no model to download), so
-sentence boundaries can differ on abbreviations. An offline source (profile=tiny:
-``gensim_wiki``) gives its sentences per article / book / document, a labelled stand-in,
-split train / dev by whole document with ``data.seed`` (no document feeds both splits).
+article's ``text`` cut into sentences. An offline source (profile=tiny: ``gensim_wiki``)
+gives its texts per article / book / document, a labelled stand-in, split train / dev by
+whole document with ``data.seed`` (no document feeds both splits), then into sentences.
+
+Sentences (``data.re.sentence_splitter``): the paper uses NLTK's sentence tokenizer,
+Punkt with NLTK's pretrained English parameters, which are data that is not downloaded;
+``punkt`` trains Punkt here on the first ``punkt_train_documents`` train documents of the
+source (`stages.data.sentences`: it learns abbreviations such as "Mr.", "U.S.", "Jan."),
+then splits every document with it, and writes what it learned to ``punkt.json``;
+``rules`` is the rule-based `stages.data.text.split_sentences` (no abbreviations). A KJV
+verse (``sword_bible``) stays one unit either way.
 
 For each ``data.re.sentence_counts`` k, every document is cut into non-overlapping
 windows of k sentences (`stages.data.restoration_texts`); train and dev are each a
@@ -19,44 +25,79 @@ Output: `stages.artifacts.restorable.RestorationTexts`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from itertools import islice
 from pathlib import Path
 from typing import IO, Any
 
 from stages.artifacts.restorable import RestorationTexts
 from stages.data import paper_sources as paper
-from stages.data.corpora import english_streams
+from stages.data.corpora import english_texts, split_streams
 from stages.data.restoration_texts import Example, SeededSample, WindowCounts, cut, word_count
+from stages.data.sentences import PunktSplitter, train_punkt
 from stages.data.splits import assign_splits
 from stages.data.text import split_sentences
 from stages.framework.stage import Stage, StageContext
 
 C4 = "c4_realnewslike"
 C4_SPLITS = {"train": "train", "dev": "validation"}  # ours -> C4's published splits
+PUNKT = "punkt.json"  # what Punkt learned (data.re.sentence_splitter=punkt)
+PAPER_MEAN_TOKENS = {1: 33, 3: 96, 5: 156}  # RE §4.1's mean text lengths (tokens) by sentence count
 
 Document = tuple[str, list[str]]  # (id, sentences)
 
 
-def documents(cfg: Any, sources_dir: Path, seed: int) -> dict[str, Iterator[Document]]:
-    """Per split (train, dev), its documents as (id, sentences), in source order. C4's are
-    read lazily (ids: row numbers within the published split); an offline source's are
-    split by whole document (ids: positions in the source's reading order)."""
+def documents(cfg: Any, sources_dir: Path, seed: int) -> tuple[dict[str, Iterator[Document]], dict[str, Any]]:
+    """Per split (train, dev), its documents as (id, sentences), in source order, and how
+    they were split (`sentence_splitter`'s record). C4's are read lazily (ids: row numbers
+    within the published split); an offline source's are split by whole document (ids:
+    positions in the source's reading order)."""
     if cfg.source == C4:
-        return {ours: _c4_documents(theirs, cfg.local_files) for ours, theirs in C4_SPLITS.items()}
-    streams = english_streams(cfg.source, sources_dir)
-    if not streams:
+        train = paper.iter_texts(paper.load_rows(C4, C4_SPLITS["train"], cfg.local_files), f"{C4} split 'train'")
+        split, record = sentence_splitter(cfg, train)
+        return {ours: _c4_documents(theirs, cfg.local_files, split) for ours, theirs in C4_SPLITS.items()}, record
+    texts = english_texts(cfg.source, sources_dir)
+    if not texts:
         raise ValueError(f"data.re.source: {cfg.source!r} yielded no documents")
-    labels = assign_splits(len(streams), cfg.dev_fraction, 0.0, seed)
-    return {split: iter([(str(i), s) for i, (s, label) in enumerate(zip(streams, labels, strict=True))
-                         if label == split])
-            for split in ("train", "dev")}
+    labels = assign_splits(len(texts), cfg.dev_fraction, 0.0, seed)
+    # a document's texts (sections) joined as paragraphs: Punkt learns that a paragraph starts a sentence
+    split, record = sentence_splitter(cfg, ("\n\n".join(t) for t, label in zip(texts, labels, strict=True)
+                                            if label == "train"))
+    streams = split_streams(cfg.source, texts, split)
+    return {part: iter([(str(i), s) for i, (s, label) in enumerate(zip(streams, labels, strict=True))
+                        if label == part])
+            for part in ("train", "dev")}, record
 
 
-def _c4_documents(split: str, local_files: str) -> Iterator[Document]:
+def sentence_splitter(cfg: Any, train_texts: Iterator[str]) -> tuple[Callable[[str], list[str]], dict[str, Any]]:
+    """``data.re.sentence_splitter``: the rule-based `split_sentences`, or Punkt trained on
+    the first ``punkt_train_documents`` of ``train_texts`` (`stages.data.sentences`); with
+    a record of it for ``stats.json`` / ``punkt.json``."""
+    if cfg.sentence_splitter == "rules":
+        return split_sentences, {"splitter": "rules"}
+    taken = [0]  # documents learned from, counted as they stream in (C4's train split is not held)
+
+    def counted() -> Iterator[str]:
+        for text in islice(train_texts, cfg.punkt_train_documents or None):
+            taken[0] += 1
+            yield text
+
+    tick = time.time()
+    splitter = PunktSplitter(train_punkt(counted()))
+    if not taken[0]:
+        raise ValueError(f"data.re.sentence_splitter=punkt: source {cfg.source!r} has no train document to learn from")
+    learned = splitter.summary()
+    print(f"[build_re_data] Punkt trained on {taken[0]} train documents in {time.time() - tick:.1f}s: "
+          f"{len(learned['abbreviations'])} abbreviations", flush=True)
+    return splitter, {"splitter": "punkt", "punkt_documents": taken[0], **learned}
+
+
+def _c4_documents(split: str, local_files: str, splitter: Callable[[str], list[str]]) -> Iterator[Document]:
     rows = paper.load_rows(C4, split, local_files)
     for i, text in enumerate(paper.iter_texts(rows, f"{C4} split {split!r}")):
-        yield str(i), split_sentences(text)
+        yield str(i), splitter(text)
 
 
 class _Writer:
@@ -77,7 +118,7 @@ class BuildREData(Stage):
     upstream = ()
     config_keys = ("data.re", "data.seed")
     external_paths = ("data.re.local_files",)
-    expected_seconds = 2  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
+    expected_seconds = 20  # profile=tiny: measured with Punkt trained on the ~100 articles (2 busy CPUs)
 
     @classmethod
     def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
@@ -90,7 +131,8 @@ class BuildREData(Stage):
         dropped = {k: WindowCounts() for k in cfg.sentence_counts}
         writers: dict[tuple[int, str], _Writer] = {}
         with ExitStack() as files:
-            for split, docs in documents(cfg, ctx.sources_dir, seed).items():
+            parts, splitting = documents(cfg, ctx.sources_dir, seed)
+            for split, docs in parts.items():
                 samples = {}
                 for k in cfg.sentence_counts:
                     path = RestorationTexts.file_of(ctx.output_dir, k, split)
@@ -120,9 +162,14 @@ class BuildREData(Stage):
                             f"n{k}.dropped_long": dropped[k].dropped_long,
                             f"n{k}.dropped_tail": dropped[k].dropped_tail})
             print(f"[build_re_data] {k} sentences: {train.examples} train / {dev.examples} dev examples, "
-                  f"{counts[str(k)]['mean_words']:.1f} words on average", flush=True)
+                  f"{counts[str(k)]['mean_words']:.1f} words on average"
+                  + (f" (RE §4.1: {PAPER_MEAN_TOKENS[k]} T5 tokens)" if k in PAPER_MEAN_TOKENS else ""), flush=True)
         stand_in = "" if cfg.source == C4 else f"{cfg.source} sentences (stand-in for C4 RealNewsLike)"
-        ctx.log_artifact(ctx.write_json(RestorationTexts.STATS,
-                                        {"source": cfg.source, "stand_in": stand_in, "counts": counts}))
+        ctx.log_artifact(ctx.write_json(RestorationTexts.STATS, {"source": cfg.source, "stand_in": stand_in,
+                                                                 "splitter": splitting["splitter"], "counts": counts}))
+        if splitting["splitter"] == "punkt":
+            ctx.log_artifact(ctx.write_json(PUNKT, splitting))
+            metrics.update({"punkt_documents": splitting["punkt_documents"],
+                            "punkt_abbreviations": len(splitting["abbreviations"])})
         ctx.set_tags({"stand_in": stand_in or "none"})
         ctx.log_metrics(metrics)

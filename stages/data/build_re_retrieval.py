@@ -29,7 +29,7 @@ from typing import Any
 
 from stages.artifacts.base import write_json
 from stages.artifacts.data import SimilarityDataset
-from stages.artifacts.restorable import RetrievalData
+from stages.artifacts.restorable import RetrievalData, passage_input
 from stages.common.records import write_jsonl
 from stages.framework.stage import Stage, StageContext
 
@@ -60,7 +60,7 @@ def rr_splits(rr: SimilarityDataset, seed: int, train_fraction: float,
 
 
 def _ctx_text(ctx: dict[str, Any]) -> str:
-    return f"{ctx['title']}. {ctx['text']}" if ctx.get("title") else ctx["text"]
+    return passage_input(ctx.get("title") or "", ctx["text"])
 
 
 def dpr_examples(path: str) -> Iterable[dict[str, Any]]:

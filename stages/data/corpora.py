@@ -15,6 +15,7 @@ cross books).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,9 +97,10 @@ def offline_articles(source: str, sources_dir: Path) -> list[Article]:
     raise ValueError(f"no offline article reader for source {source!r}")
 
 
-def english_streams(source: str, sources_dir: Path) -> list[list[str]]:
-    """Units in reading order, one stream per book / article / document: KJV verses,
-    sentences of Wikipedia and Python-documentation prose sections, Lee sentences."""
+def english_texts(source: str, sources_dir: Path) -> list[list[str]]:
+    """Texts in reading order, one list per book / article / document, before any
+    sentence splitting: KJV verses, Wikipedia and Python-documentation prose sections,
+    Lee documents."""
     if source == "sword_bible":
         books: dict[str, list[str]] = {}
         kjv = sword.module_dir(deb_root(sources_dir, "sword_bible", "sword-text-kjv"))
@@ -106,11 +108,26 @@ def english_streams(source: str, sources_dir: Path) -> list[list[str]]:
             books.setdefault(book, []).append(text)
         return list(books.values())
     if source in ("gensim_wiki", "python_docs"):
-        return [[u for _, text in a.sections for u in split_sentences(text)]
-                for a in offline_articles(source, sources_dir)]
+        return [[text for _, text in a.sections] for a in offline_articles(source, sources_dir)]
     if source == "gensim_lee":
-        return [split_sentences(doc) for doc in lee_documents(sources_dir)]
+        return [[doc] for doc in lee_documents(sources_dir)]
     raise ValueError(f"data.mt.ae_sources: unknown source {source!r}; use some of {list(ENGLISH_SOURCES)}")
+
+
+def split_streams(source: str, texts: list[list[str]],
+                  split: Callable[[str], list[str]] = split_sentences) -> list[list[str]]:
+    """`english_texts` as units: each text's sentences by ``split``; a KJV verse stays one
+    unit (the Bible is aligned, and read, by verse)."""
+    if source == "sword_bible":
+        return texts
+    return [[u for text in doc for u in split(text)] for doc in texts]
+
+
+def english_streams(source: str, sources_dir: Path) -> list[list[str]]:
+    """Units in reading order, one stream per book / article / document: KJV verses,
+    sentences of Wikipedia and Python-documentation prose sections, Lee sentences (the
+    rule-based `split_sentences`)."""
+    return split_streams(source, english_texts(source, sources_dir))
 
 
 def english_corpus(sources: list[str], sources_dir: Path) -> ParallelCorpus:

@@ -7,7 +7,7 @@ against every passage's passage-tower vector, the passages streamed in chunks wi
 running top-k (k = the largest of ``eval.re.recall_at``). A retrieved passage is a hit
 when it is one of the query's positive passages (``match: id``, the stand-in) or when it
 contains one of its answer strings (``match: answer``: DPR's rule on Natural Questions,
-`has_answer`). Recall@k (x 100) for each k of ``eval.re.recall_at`` (below the
+`has_answer`: the passage's text, not its title, tokenised as DPR does, punctuation kept). Recall@k (x 100) for each k of ``eval.re.recall_at`` (below the
 collection's size) and MRR@k_max (x 100), each with its standard error over queries.
 
 Outputs: the `EvalTable` (one row per bi-encoder, ``paper_row`` its RE table 9 row;
@@ -17,17 +17,17 @@ per system and query, 0 = none in the top k).
 
 from __future__ import annotations
 
-import re
 import time
 import unicodedata
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
+import regex
 import torch
 
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
-from stages.artifacts.restorable import RetrievalData, TrainedRetrieval
+from stages.artifacts.restorable import Passage, RetrievalData, TrainedRetrieval
 from stages.common.device import to_device
 from stages.common.intervals import means_and_errors
 from stages.common.padding import pad
@@ -38,16 +38,25 @@ from stages.framework.stage import Stage, StageContext
 CHUNK = 4096  # passages encoded and scored at once: [queries, CHUNK] scores per step
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", unicodedata.normalize("NFD", text).lower())
+# DPR's SimpleTokenizer (dpr/utils/tokenizers.py): a run of letters / digits / marks, or any
+# single character that is neither a separator nor a control; so punctuation stays, one token
+# per character ("AT&T" -> at & t). Its flags kept, IGNORECASE included (no effect on these classes).
+DPR_TOKEN = regex.compile(r"[\p{L}\p{N}\p{M}]+|[^\p{Z}\p{C}]", flags=regex.IGNORECASE | regex.UNICODE | regex.MULTILINE)
 
 
-def has_answer(passage: str, answers: list[str]) -> bool:
-    """DPR's hit rule: some answer's word sequence occurs in the passage's (uncased,
-    Unicode-normalised, punctuation ignored)."""
-    words = _words(passage)
+def dpr_tokens(text: str) -> list[str]:
+    """DPR's tokens of ``text``: NFD-normalised (accents stay, as combining marks), tokenised
+    by `DPR_TOKEN`, lower-cased."""
+    return [m.group().lower() for m in DPR_TOKEN.finditer(unicodedata.normalize("NFD", text))]
+
+
+def has_answer(text: str, answers: list[str]) -> bool:
+    """DPR's hit rule (``has_answer``, match_type "string", dpr/data/qa_validation.py): some
+    answer's token sequence occurs in the passage *text's* (`dpr_tokens`; the title is not
+    searched). An answer without tokens never matches (DPR's would match every passage)."""
+    words = dpr_tokens(text)
     for answer in answers:
-        target = _words(answer)
+        target = dpr_tokens(answer)
         if target and any(words[i : i + len(target)] == target for i in range(len(words) - len(target) + 1)):
             return True
     return False
@@ -64,8 +73,8 @@ def embed(tower: Any, tokenizer: Any, texts: list[str], max_tokens: int, batch_s
     return torch.cat(out)
 
 
-def _chunks(lines: Iterator[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:
-    chunk: list[tuple[str, str]] = []
+def _chunks(lines: Iterator[Passage], size: int) -> Iterator[list[Passage]]:
+    chunk: list[Passage] = []
     for line in lines:
         chunk.append(line)
         if len(chunk) == size:
@@ -75,7 +84,7 @@ def _chunks(lines: Iterator[tuple[str, str]], size: int) -> Iterator[list[tuple[
         yield chunk
 
 
-def search(queries: torch.Tensor, passages: Iterator[tuple[str, str]], encode: Any, k: int,
+def search(queries: torch.Tensor, passages: Iterator[Passage], encode: Any, k: int,
            chunk_size: int = CHUNK) -> tuple[torch.Tensor, int]:
     """Exact top-``k`` passage positions ``[Q, k]`` (best first; positions in the stream)
     for ``queries [Q, d]``, and the number of passages; ``encode(texts) -> [n, d]``."""
@@ -83,7 +92,7 @@ def search(queries: torch.Tensor, passages: Iterator[tuple[str, str]], encode: A
     best = torch.zeros((queries.shape[0], 0), dtype=torch.long, device=queries.device)
     seen = 0
     for chunk in _chunks(passages, chunk_size):
-        scores = queries @ encode([text for _, text in chunk]).T
+        scores = queries @ encode([p.encoded for p in chunk]).T
         positions = torch.arange(seen, seen + len(chunk), device=queries.device).expand(queries.shape[0], -1)
         scores, positions = torch.cat([best_scores, scores], 1), torch.cat([best, positions], 1)
         top = scores.topk(min(k, scores.shape[1]), dim=1)
@@ -100,8 +109,8 @@ def first_hits(top: torch.Tensor, tests: list[dict[str, Any]], data: RetrievalDa
     for row, positions in zip(tests, top.tolist(), strict=True):
         rank = 0
         for r, pos in enumerate(positions, 1):
-            pid, text = found[pos]
-            if pid in row["positive_ids"] if data.match == "id" else has_answer(text, row["answers"]):
+            passage = found[pos]
+            if passage.id in row["positive_ids"] if data.match == "id" else has_answer(passage.text, row["answers"]):
                 rank = r
                 break
         ranks.append(rank)

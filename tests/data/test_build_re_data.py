@@ -148,9 +148,10 @@ C4_ARTICLES = {
 }
 
 
-def _write_c4(folder) -> str:
+def _write_c4(folder, published=C4_ARTICLES) -> str:
     """C4 RealNewsLike's layout: gzipped JSON lines per shard, c4-<split>.<shard>-of-<n>.json.gz."""
-    for split, articles in C4_ARTICLES.items():
+    folder.mkdir(exist_ok=True)
+    for split, articles in published.items():
         shards = [articles[:2], articles[2:]] if split == "train" else [articles]
         for s, rows in enumerate(shards):
             lines = [json.dumps({"text": t, "url": f"https://news.example/{split}/{s}/{i}",
@@ -176,6 +177,43 @@ def test_c4_is_read_from_a_local_copy_with_its_published_splits(tmp_path):
     with pytest.raises(ValueError, match="no examples for .*dev of 5 sentences"):
         _run(tmp_path, source="c4_realnewslike", local_files=_write_c4(tmp_path / "c4"), dev_fraction=0.0,
              max_words=3)
+
+
+NAMES = ["Smith", "Jones", "Brown", "Taylor", "Wilson", "Evans", "Clark", "Walker"]
+NEWS = {  # "Mr.", "U.S." and "Jan." only ever before a period: what Punkt learns as abbreviations
+    "train": [f"Mr. {n} reached the U.S. capital on Jan. {i + 2} with two aides. Officials met the aides at the "
+              f"airport. A U.S. spokesman said Mr. {n} would meet officials later with the aides."
+              for i, n in enumerate(NAMES)],
+    "validation": ["Mr. Lee flew to the U.S. Senate on Jan. 3 with aides. Officials met Mr. Lee at the airport."],
+}
+
+
+def test_punkt_learns_news_abbreviations_from_the_train_split(tmp_path):
+    """RE §4.1 splits with NLTK's Punkt: "Mr.", "U.S." and "Jan." end no sentence (the
+    rule-based splitter ends one at each)."""
+    files = _write_c4(tmp_path / "c4", NEWS)
+    run = {"source": "c4_realnewslike", "local_files": files, "dev_fraction": 0.0, "sentence_counts": "[1]"}
+    texts, logger = _run(tmp_path, **run)
+    assert sorted(texts.texts(1, "dev")) == ["Mr. Lee flew to the U.S. Senate on Jan. 3 with aides.",
+                                             "Officials met Mr. Lee at the airport."]
+    assert texts.stats["counts"]["1"]["train"] == 3 * len(NAMES) and texts.stats["splitter"] == "punkt"
+    learned = json.loads((texts.path / "punkt.json").read_text())
+    assert {"mr", "u.s", "jan"} <= set(learned["abbreviations"]) and learned["punkt_documents"] == len(NAMES)
+    assert logger.metrics["punkt_documents"] == len(NAMES)
+    few, _ = _run(tmp_path, **run, punkt_train_documents=3)  # the first 3 train articles only
+    assert json.loads((few.path / "punkt.json").read_text())["punkt_documents"] == 3
+    rules, _ = _run(tmp_path, **run, sentence_splitter="rules")
+    assert {"Mr.", "Lee flew to the U.S.", "Senate on Jan."} <= set(rules.texts(1, "dev"))
+    assert rules.stats["splitter"] == "rules" and not (rules.path / "punkt.json").exists()
+
+
+def test_punkt_splits_an_offline_source_after_learning_from_its_train_documents(tmp_path):
+    sources = make_fake_sources(tmp_path / "sources")
+    texts, _ = _run(tmp_path, sources, sentence_counts="[1]", dev_fraction=0.3)
+    learned = json.loads((texts.path / "punkt.json").read_text())
+    assert learned["punkt_documents"] == 2  # of the 3 articles, one is dev
+    rules, _ = _run(tmp_path, sources, sentence_counts="[1]", dev_fraction=0.3, sentence_splitter="rules")
+    assert sorted(texts.texts(1, "train")) == sorted(rules.texts(1, "train"))  # no abbreviation here: alike
 
 
 @pytest.mark.ray
@@ -209,6 +247,8 @@ def test_stage_runs_in_the_dag_on_the_offline_wikipedia(ray_local, tmp_path):
      "data.re.local_files"),
     (["data.re.local_files=/x/c4-{split}.json"], "data.re.local_files"),  # an offline source reads no files
     (["data.re.dev_fraction=0"], "data.re.dev_fraction"),
+    (["data.re.sentence_splitter=nltk"], "data.re.sentence_splitter"),
+    (["data.re.punkt_train_documents=-1"], "data.re.punkt_train_documents"),
 ])
 def test_bad_config_names_the_key(overrides, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):

@@ -124,7 +124,8 @@ def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
                 value = getattr(value, part)
             return value
 
-        return {d.setting for d in deviations(get)} - {d.setting for d in ALWAYS}
+        # the RE sentence splitter is listed in every profile (test_the_re_sentence_splitter_is_always_listed)
+        return {d.setting for d in deviations(get)} - {d.setting for d in ALWAYS} - {"data.re.sentence_splitter"}
 
     # what stays is a reading of the paper: the AR scorer's autoencoder runs on the AR model's base LM,
     # and ICAE is trained here rather than quoted
@@ -166,6 +167,31 @@ def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
     assert "train.nugget2d.ar_scorer (the AR model's scorer)" not in found(
         ["train.nugget2d.objective=autoencoding", "train.nugget2d.ar_scorer=compressor",
          "model.lm.chat_name_or_path=''"])
+
+
+def test_the_re_sentence_splitter_is_always_listed():
+    """NLTK's English Punkt parameters are data that is not downloaded: Punkt trained here (or
+    the rule-based splitter) is a difference in every profile, named with what it learned from."""
+    from stages.config import load_config
+    from stages.report.deviations import deviations
+
+    def listed(overrides: list[str]) -> str:
+        cfg = load_config(overrides)
+
+        def get(key: str):
+            value = cfg
+            for part in key.split("."):
+                value = getattr(value, part)
+            return value
+
+        (entry,) = [d for d in deviations(get) if d.setting == "data.re.sentence_splitter"]
+        assert "NLTK's pretrained English parameters" in entry.paper
+        return entry.here
+
+    assert listed(["profile=paper"]).startswith("Punkt (NLTK's code) trained here on the first 10000 train "
+                                                "documents of c4_realnewslike")
+    assert listed(["profile=tiny"]).startswith("Punkt (NLTK's code) trained here on all train documents of gensim_wiki")
+    assert "no abbreviations" in listed(["profile=tiny", "data.re.sentence_splitter=rules"])
 
 
 def test_report_reads_nugget2d_metrics(tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from nugget_core.nugget2d import (
     FullStream,
@@ -78,6 +77,34 @@ def test_key_norm_keeps_the_smallest_keys_of_each_layer_and_head(causal_factory,
     assert chosen_differ, "every head chose the same positions: the per-head selection is untested"
 
 
+def _authors_avg_pool(x: torch.Tensor, kernel: int) -> torch.Tensor:
+    """SnapKV's ``avg_pool1d(x, kernel, padding=kernel // 2, stride=1)`` over ``x [heads, m]``,
+    written out: the sum of the ``kernel`` positions centred on each one, those outside
+    ``x`` counting as zeros, divided by ``kernel`` (PyTorch's default count_include_pad)."""
+    r, m = kernel // 2, x.shape[-1]
+    out = torch.zeros_like(x)
+    for p in range(m):
+        out[:, p] = x[:, max(0, p - r) : min(m, p + r + 1)].sum(dim=-1) / kernel
+    return out
+
+
+def test_snapkv_pools_only_before_the_window_with_zero_padding_counted():
+    """One row of 7 positions, window 2, kernel 3: positions 0-4 are pooled by themselves
+    (the window's 9s never reach position 4), each sum divided by 3, padding too."""
+    from nugget_core.nugget2d.presses import snapkv_scores
+
+    attention = torch.tensor([[[3.0, 0.0, 0.0, 0.0, 0.6, 9.0, 9.0, 5.0]]])  # position 7: padding
+    real = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 0]])
+    scores = snapkv_scores(attention, real, torch.tensor([7]), window=2, kernel=3)[0, 0]
+    torch.testing.assert_close(scores[:5], torch.tensor([1.0, 1.0, 0.0, 0.2, 0.2]))
+    assert scores[5] < scores[6] and scores[6] > 1e5 and scores[7] == float("-inf")  # window first, recent first
+    # two rows of other lengths pool alike, each before its own window
+    batch = torch.tensor([[[3.0, 0.0, 0.0, 0.0, 0.6, 9.0, 9.0, 5.0]], [[3.0, 0.0, 0.6, 9.0, 9.0, 5.0, 5.0, 5.0]]])
+    real = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 0, 0, 0]])
+    both = snapkv_scores(batch, real, torch.tensor([7, 5]), window=2, kernel=3)
+    torch.testing.assert_close(both[1, 0, :3], torch.tensor([1.0, 1.2, 0.2]))
+
+
 def _snapkv_expected(causal_factory, ids, mask, window: int, kernel: int, counts: list[int]) -> list[list[list[list[int]]]]:
     """Per layer, row and KV head: the positions SnapKV keeps, from HF's eager attention
     probabilities (the reference computation)."""
@@ -91,14 +118,14 @@ def _snapkv_expected(causal_factory, ids, mask, window: int, kernel: int, counts
         for b, k in enumerate(counts):
             n = int(mask[b].sum())
             w = min(window, n)
-            summed = probs[b, :, n - w : n, :n].sum(dim=1)  # [heads, n]
-            grouped = summed.reshape(kv_heads, heads // kv_heads, n).mean(dim=1)
-            pooled = F.avg_pool1d(grouped[:, None], kernel, stride=1, padding=kernel // 2,
-                                  count_include_pad=False)[:, 0]
+            # the authors' update_kv: the window's attention to the positions before it only
+            summed = probs[b, :, n - w : n, : n - w].sum(dim=1)  # [heads, n - w]
+            grouped = summed.reshape(kv_heads, heads // kv_heads, n - w).mean(dim=1)
+            pooled = _authors_avg_pool(grouped, kernel)
             rows = []
             for h in range(kv_heads):
                 in_window = list(range(n - w, n))[::-1][:k]  # most recent first
-                rest = [p for p in pooled[h].argsort(descending=True).tolist() if p < n - w]
+                rest = pooled[h].argsort(descending=True).tolist()
                 rows.append(sorted((in_window + rest)[:k]))
             per_row.append(rows)
         expected.append(per_row)

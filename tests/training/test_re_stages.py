@@ -185,12 +185,13 @@ def test_retrieval_stages_train_bi_encoders_and_search_all_passages(trained_re, 
 def test_search_is_exact_across_chunks():
     import torch
 
+    from stages.artifacts.restorable import Passage
     from stages.evaluate.eval_re_retrieval import search
 
     torch.manual_seed(0)
     vectors = torch.randn(11, 4)
     queries = torch.randn(3, 4)
-    lines = [(f"p{i}", str(i)) for i in range(11)]
+    lines = [Passage(f"p{i}", str(i), "") for i in range(11)]
     top, n = search(queries, iter(lines), lambda texts: vectors[[int(t) for t in texts]], k=5, chunk_size=3)
     assert n == 11 and torch.equal(top, (queries @ vectors.T).topk(5, dim=1).indices)
 
@@ -202,6 +203,21 @@ def test_dpr_hit_rule_matches_answer_words():
     assert has_answer("born in 1889 in Paris", ["Paris", "Lyon"]) and not has_answer("Parisian life", ["Paris"])
     row = retrieval_row({"system": "s", "paper_row": "grad|1|0"}, [1, 2, 0, 4], 50, [1, 5, 100])
     assert row.metrics == {"r@1": 25.0, "r@5": 75.0, "mrr": 43.75, "passages": 50}
+
+
+def test_dpr_hit_rule_keeps_punctuation_and_accents_as_dpr_tokenises():
+    """DPR's SimpleTokenizer: punctuation is a token of its own (one per character), NFD
+    keeps accents as combining marks, matching is uncased."""
+    from stages.evaluate.eval_re_retrieval import dpr_tokens, has_answer
+
+    assert dpr_tokens("AT&T's U.S. office") == ["at", "&", "t", "'", "s", "u", ".", "s", ".", "office"]
+    assert not has_answer("the AT T building", ["AT&T"]) and has_answer("the at&t building", ["AT&T"])
+    assert not has_answer("AT&T", ["AT T"])
+    assert has_answer("the U.S. army", ["U.S."]) and not has_answer("the US army", ["U.S."])
+    assert has_answer("Les Misérables", ["LES MISÉRABLES"])  # uncased, accents kept
+    assert has_answer("Les Mise\u0301rables", ["Les Misérables"])  # composed or not: NFD on both sides
+    assert not has_answer("Les Miserables", ["Les Misérables"]) and not has_answer("Les Misérables", ["Miserables"])
+    assert not has_answer("a play", [""])  # no tokens: no hit
 
 
 def test_the_grid_beyond_one_sentence_can_keep_only_table_3s_rows():
@@ -282,10 +298,14 @@ def test_build_re_retrieval_reads_dprs_natural_questions_files(tmp_path):
                      "negatives": ["Macbeth. a play"]}
     (test,) = data.rows("test")
     assert test["answers"] == ["Shakespeare", "W. Shakespeare"]
-    assert list(data.passage_lines()) == [("1", "Hamlet. a tragedy by William Shakespeare"), ("2", "Macbeth. a play")]
+    passages = list(data.passage_lines())
+    assert passages == [("1", "a tragedy by William Shakespeare", "Hamlet"), ("2", "a play", "Macbeth")]
+    assert [p.encoded for p in passages] == ["Hamlet. a tragedy by William Shakespeare", "Macbeth. a play"]
     import torch
 
     assert first_hits(torch.tensor([[1, 0]]), [test], data) == [2]  # the Hamlet passage, ranked second
+    # DPR searches the passage's text only: an answer in a title alone is no hit
+    assert first_hits(torch.tensor([[1, 0]]), [{**test, "answers": ["Macbeth", "Hamlet"]}], data) == [0]
 
 
 def test_retrieval_towers_train_whole_also_from_a_frozen_encoder_and_on_resume(re_inputs, tmp_path):
