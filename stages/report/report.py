@@ -270,9 +270,10 @@ class Report(Stage):
     parent_metrics = True  # its metrics (the headline numbers, the findings' counts) go to the parent run too
     # the sections after "eval": what the differences from the papers are checked against
     config_keys = ("report", "profile", "model.seq2seq", "model.lm", "nugget", "nugget2d", "data.mt", "data.lm",
-                   "data.pi", "data.rr", "eval", "train.nugget2d", "train.nugget2d_ae", "data.nugget_lm", "calibrate.threshold",
-                   "train.nugget_lm", "model.re", "data.re", "train.re", "train.re_retrieval",
-                   "data.re_retrieval", "train.nugget", "train.sweep", "train.baselines")
+                   "data.pi", "data.rr", "eval", "train.nugget2d", "train.nugget2d_ae", "train.nugget2d_ar",
+                   "train.nugget2d_ft", "train.full_ft", "data.nugget_lm", "calibrate.threshold", "train.nugget_lm",
+                   "model.re", "data.re", "train.re", "train.re_retrieval", "data.re_retrieval", "train.nugget",
+                   "train.sweep", "train.baselines")
 
     def run(self, ctx: StageContext) -> None:
         tables = build_tables(ctx)
