@@ -38,7 +38,7 @@ from stages.artifacts.data import LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
 from stages.common.progress import progress_logger
-from stages.evaluate.lm.perplexity import PerplexityCounts, segment_counts, token_texts
+from stages.evaluate.lm.perplexity import PerplexityCounts, segment_counts, word_texts
 from stages.evaluate.lm.presses import press_notes
 from stages.evaluate.lm.streams import ContextSetting, make_stream, run_segment, windows
 from stages.evaluate.publish import publish
@@ -117,7 +117,7 @@ class EvalLM(Stage):
             oov = cfg.wiki_oov_token if corpus == "wiki" else ""
             for seg_id, (distant, recent) in enumerate(segments):
                 ids = distant + recent
-                texts = token_texts(tokenizer, ids)
+                texts = word_texts(tokenizer, ids)
                 for setting in settings:
                     with ExitStack() as scope:
                         for m in {id(m): m for m in (model, *baselines.values())}.values():
