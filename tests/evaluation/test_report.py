@@ -110,7 +110,7 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
 
 def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
     from stages.config import load_config
-    from stages.report.deviations import ALWAYS, deviations
+    from stages.report.deviations import ALWAYS, TABLE1_BUDGETS, TABLE1_FULL, deviations
 
     def found(overrides: list[str]) -> set[str]:
         cfg = load_config(["profile=paper", *overrides])
@@ -129,21 +129,30 @@ def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
     icae = "ICAE (Nugget2D §4, fig. 5)"
     # and the RE models train a fixed number of steps, not RE §4.1's one epoch of C4 RealNewsLike
     steps = "data.re.max_train_examples / max_words, train.re.max_steps"
-    assert found([]) == {reading, icae, steps}
-    assert found(["train.nugget2d_ae.icae=false"]) == {reading, steps}
+    # and one AR fit (omega_r = 64) serves table 1's 64/320/32 rows too; Full trains on whole 832-token samples
+    table1 = {TABLE1_BUDGETS, TABLE1_FULL}
+    assert found([]) == {reading, icae, steps, *table1}
+    assert found(["train.nugget2d_ae.icae=false"]) == {reading, steps, *table1}
     # a cut of the RE grid (profile=tiny trains 8 of the 72 models) is named
-    assert found(["train.nugget2d_ae.icae=false", "train.re.poolings=[mean]"]) == {reading, steps, "train.re (grid)"}
+    assert found(["train.nugget2d_ae.icae=false", "train.re.poolings=[mean]"]) == {
+        reading, steps, "train.re (grid)", *table1}
     assert found(["train.nugget2d_ae.icae=false", "train.re.beyond_one_sentence=table3"]) == {
-        reading, steps, "train.re (grid)"}
+        reading, steps, "train.re (grid)", *table1}
     assert found(["model.lm.chat_name_or_path=''", "train.nugget2d_ae.icae=false"]) == {
-        reading, "model.lm.chat_name_or_path", steps}
+        reading, "model.lm.chat_name_or_path", steps, *table1}
     # each of the paper's Nugget2D compressor settings, undone, is named
     assert found(["train.nugget2d.extra_ratios=[]", "train.nugget2d.ar_scorer=compressor",
                   "nugget2d.scorer_window=null", "eval.lm.baseline_adapter=none",
                   "model.lm.chat_name_or_path=''", "train.nugget2d_ae.icae=false"]) == {
         "eval.lm.baseline_adapter", "Nugget2D 5x in QA (Nugget2D §6.2)", "model.lm.chat_name_or_path",
-        "train.nugget2d.ar_scorer (the AR model's scorer)", "nugget2d.scorer_window (AR mode)", steps}
-    assert found(["data.mt.dev_split=''", "data.mt.dev_fraction=0.01"]) == {reading, icae, "data.mt.dev_split", steps}
+        "train.nugget2d.ar_scorer (the AR model's scorer)", "nugget2d.scorer_window (AR mode)", steps, TABLE1_BUDGETS}
+    assert found(["data.mt.dev_split=''", "data.mt.dev_fraction=0.01"]) == {
+        reading, icae, "data.mt.dev_split", steps, *table1}
+    # table 1 evaluated at the trained window only: no row reads a model trained at another omega_r
+    assert TABLE1_BUDGETS not in found(["eval.lm.contexts=[{total_states: 128, compressed_tokens: 640, "
+                                        "context_tokens: 64}]"])
+    # Nugget app. B.2: each token reads as many preceding tokens as possible (stride 1); a larger stride is named
+    assert "eval.nugget_lm.stride" in found(["eval.nugget_lm.stride=64"])
     # an autoencoding compressor is its own AR scorer source
     assert "train.nugget2d.ar_scorer (the AR model's scorer)" not in found(
         ["train.nugget2d.objective=autoencoding", "train.nugget2d.ar_scorer=compressor",
