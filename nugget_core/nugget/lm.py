@@ -9,8 +9,11 @@ own and compressed, concatenated oldest first. What the memory holds is the syst
 ``nugget``      the nuggets of each segment (`NuggetModel.encode` at ``ratio``), their scores
                 added to the cross-attention logits as in training (eq. 5)
 ``mean``        one mean-pooled vector per segment (TSDAE, a `BottleneckModel`'s ``embed``)
-``chunk_mean``  the encoder states mean-pooled in chunks of ``chunk_tokens`` tokens: the
-                Compressive Transformer's "mean pooling" compression (Rae et al., 2020)
+``chunk_mean``  the encoder states of the segment's text mean-pooled in chunks of
+                ``chunk_tokens`` tokens: the Compressive Transformer's "mean pooling"
+                compression (Rae et al., 2020); the special tokens wrapped around the
+                segment (``segment_wrap``) are read by the encoder but not pooled, so
+                ``s`` tokens make ``ceil(s / chunk_tokens)`` vectors
 ``none``        nothing: the plain Transformer LM (the paper's h = 0 baseline)
 ==============  ==============================================================================
 
@@ -66,19 +69,38 @@ class NuggetLMConfig(JsonConfig):
     """``nugget``: the nugget ratio of the history segments (None = the model's own)."""
     chunk_tokens: int = 16
     """``chunk_mean``: tokens per pooled vector (paper: 512 tokens into 32 vectors)."""
+    segment_wrap: tuple[int, int] = (0, 0)
+    """``chunk_mean``: how many special tokens the encoder's input has before / after each
+    history segment's text (mBART-50: the language code, ``</s>``; `SpecialTokens`), which
+    the pooling leaves out."""
 
     def __post_init__(self) -> None:
         self.memory = MemoryKind(self.memory).value
+        wrap = tuple(self.segment_wrap)
+        if len(wrap) != 2 or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in wrap):
+            raise ValueError(f"NuggetLMConfig.segment_wrap={self.segment_wrap!r} must be two ints >= 0 "
+                             "(special tokens before / after a segment)")
+        self.segment_wrap = (wrap[0], wrap[1])
         if self.ratio is not None and not 0.0 < self.ratio <= 1.0:
             raise ValueError(f"NuggetLMConfig.ratio={self.ratio!r} must be in (0, 1]")
         if self.chunk_tokens < 1:
             raise ValueError(f"NuggetLMConfig.chunk_tokens={self.chunk_tokens!r} must be >= 1")
 
 
-def chunk_mean(hidden: torch.Tensor, mask: torch.Tensor, chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
+def chunk_mean(
+    hidden: torch.Tensor, mask: torch.Tensor, chunk: int, wrap: tuple[int, int] = (0, 0)
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``hidden [N, n, d]`` mean-pooled over the real tokens (``mask [N, n]``) of each run of
-    ``chunk`` positions -> ``([N, ceil(n / chunk), d], mask [N, ceil(n / chunk)])``; a chunk
-    with no real token is a masked zero vector."""
+    ``chunk`` positions -> ``([N, ceil((n - wrap[0]) / chunk), d], mask [N, same])``; a chunk
+    with no real token is a masked zero vector. ``wrap``: the first ``wrap[0]`` and last
+    ``wrap[1]`` real positions of each row (its real tokens come first, padding after, as
+    `collate_windows` lays a segment out) are special tokens, left out; chunks start
+    after the leading ones."""
+    if any(wrap):
+        lengths = mask.ne(0).sum(dim=-1, keepdim=True)
+        positions = torch.arange(mask.shape[1], device=mask.device)
+        text = mask.ne(0) & (positions >= wrap[0]) & (positions < lengths - wrap[1])
+        hidden, mask = hidden[:, wrap[0] :], text[:, wrap[0] :].long()
     n, d = hidden.shape[1], hidden.shape[2]
     pad = -n % chunk
     weights = nn.functional.pad(mask.to(hidden.dtype), (0, pad)).view(hidden.shape[0], -1, chunk, 1)
@@ -121,7 +143,7 @@ class NuggetLM(nn.Module):
             ones = torch.ones(vectors.shape[:2], dtype=torch.long, device=ids.device)
             return Nuggets(vectors, ones, torch.zeros(ones.shape, dtype=vectors.dtype, device=ids.device), ones * 0)
         hidden = self.seq2seq.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
-        pooled, keep = chunk_mean(hidden, mask, self.config.chunk_tokens)
+        pooled, keep = chunk_mean(hidden, mask, self.config.chunk_tokens, self.config.segment_wrap)
         return Nuggets(pooled, keep, torch.zeros(keep.shape, dtype=pooled.dtype, device=ids.device), keep * 0)
 
     def memory(self, history_ids: torch.Tensor, history_mask: torch.Tensor) -> Nuggets:

@@ -173,7 +173,8 @@ class NuggetLMEval:
                                 "transformer: h = 0).", nonempty=True, ge=1, unique=True)
     stride: int = spec(64, help="Tokens scored per window: windows of segment_tokens start every stride tokens, "
                        "so a scored token reads >= segment_tokens - stride preceding tokens (must divide "
-                       "train.nugget_lm.segment_tokens).", ge=1)
+                       "train.nugget_lm.segment_tokens); 1 = every token reads min(its position, segment_tokens - 1) "
+                       "(app. B.2: as many as possible), at segment_tokens times the passes of tiling.", ge=1)
     max_docs: int = spec(0, help="Articles evaluated (0 = all).", ge=0)
     max_doc_tokens: int = spec(0, help="Score the first N tokens of each article (0 = all).", ge=0)
     batch_size: int = spec(16, help="Windows per forward pass.", ge=1)

@@ -10,13 +10,13 @@ Data tasks may run on other nodes of a cluster with shared storage).
 
 from __future__ import annotations
 
-import bisect
 import json
-import re
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from stages.common.words import NO_WORD, token_words, word_spans
 
 # the JSON files of a saved HF tokenizer folder, checked in this order when loading fails
 TOKENIZER_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
@@ -79,25 +79,20 @@ def encode_texts(texts: list[str], tokenizer_dir: Path, batch_size: int = 512) -
 
 
 OOV_WORD = "<unk>"  # WikiText-103 v1's out-of-vocabulary word
-_WORD = re.compile(r"\S+")
 
 
 def word_flags(text: str, offsets: list[tuple[int, int]], ids: list[int], unk_id: int | None) -> tuple[list[bool], list[bool]]:
-    """Per token of ``text``: whether it starts a whitespace-separated word, and whether it
-    belongs to an out-of-vocabulary word (the word is `OOV_WORD`, or one of its tokens is
-    the tokenizer's unknown token). A token of only whitespace starts no word and is in
-    none. Words are what word-level perplexity counts (Nugget §6.2: "we exclude all
-    out-of-vocabulary tokens"; a word's probability is the product of its tokens')."""
-    spans = [(m.start(), m.end()) for m in _WORD.finditer(text)]
-    starts = [a for a, _ in spans]
-    word_of = []
-    for start, end in offsets:
-        first = next((c for c in range(start, end) if not text[c].isspace()), None)
-        w = bisect.bisect_right(starts, first) - 1 if first is not None else -1
-        word_of.append(w if w >= 0 and first < spans[w][1] else -1)
-    oov_words = {w for w, (a, b) in enumerate(spans) if text[a:b] == OOV_WORD}
-    oov_words |= {w for w, t in zip(word_of, ids, strict=True) if unk_id is not None and t == unk_id and w >= 0}
-    begins = [w >= 0 and (i == 0 or word_of[i - 1] != w) for i, w in enumerate(word_of)]
+    """Per token of ``text``: whether it starts a word, and whether it belongs to an
+    out-of-vocabulary word (the word is `OOV_WORD`, or one of its tokens is the
+    tokenizer's unknown token). Words and the token each belongs to follow
+    `stages.common.words` (a token of only whitespace belongs to the word after it), the
+    convention of ``eval_lm``'s word perplexity too. Words are what word-level
+    perplexity counts (Nugget §6.2: "we exclude all out-of-vocabulary tokens"; a word's
+    probability is the product of its tokens')."""
+    word_of = token_words(text, offsets)
+    oov_words = {w for w, (a, b) in enumerate(word_spans(text)) if text[a:b] == OOV_WORD}
+    oov_words |= {w for w, t in zip(word_of, ids, strict=True) if unk_id is not None and t == unk_id and w != NO_WORD}
+    begins = [w != NO_WORD and (i == 0 or word_of[i - 1] != w) for i, w in enumerate(word_of)]
     return begins, [w in oov_words for w in word_of]
 
 

@@ -38,9 +38,15 @@ from stages.artifacts.data import LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
 from stages.common.progress import progress_logger
-from stages.evaluate.lm.perplexity import PerplexityCounts, segment_counts, token_texts
+from stages.evaluate.lm.perplexity import PerplexityCounts, segment_counts, word_texts
 from stages.evaluate.lm.presses import press_notes
-from stages.evaluate.lm.streams import ContextSetting, make_stream, run_segment, windows
+from stages.evaluate.lm.streams import (
+    ContextSetting,
+    make_stream,
+    run_segment,
+    training_notes,
+    windows,
+)
 from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
 
@@ -117,7 +123,7 @@ class EvalLM(Stage):
             oov = cfg.wiki_oov_token if corpus == "wiki" else ""
             for seg_id, (distant, recent) in enumerate(segments):
                 ids = distant + recent
-                texts = token_texts(tokenizer, ids)
+                texts = word_texts(tokenizer, ids)
                 for setting in settings:
                     with ExitStack() as scope:
                         for m in {id(m): m for m in (model, *baselines.values())}.values():
@@ -169,6 +175,8 @@ class EvalLM(Stage):
                          "limit: StreamingLLM's sinks are the segment's first tokens)"),
             f"{sum(len(v) for v in data.values())} segments ({', '.join(f'{k}: {len(v)}' for k, v in data.items())}), "
             "scored on their recent tokens; costs are means over segments.",
+            *training_notes(model.config.recent_window, max(len(d) + len(r) for v in data.values() for d, r in v),
+                            settings, cfg.systems, cfg.baseline_adapter == "trained"),
         ]
         ctx.set_tags({"lambda_scorer_match": same_scorer})
         stand_ins = records.stand_ins()

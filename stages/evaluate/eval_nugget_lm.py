@@ -5,9 +5,11 @@ Every article of ``eval.nugget_lm.split`` (at most ``max_docs``, the first
 ``max_doc_tokens`` tokens of each) is read in windows of the system's
 ``segment_tokens`` starting every ``stride`` tokens (`nugget_core.nugget.windows`): each
 token is scored once, with at least ``segment_tokens - stride`` preceding tokens in the
-window past the first (appendix B.2), and the ``h`` segments before its window in the
-memory. Every system with a memory is scored at each ``h`` of ``eval.nugget_lm.histories``,
-the transformer at h = 0.
+window past the first, and the ``h`` segments before its window in the memory; stride 1
+(the paper profile) gives every token as many preceding tokens as a window holds
+(appendix B.2: "as many preceding tokens as possible ..., up to 128 tokens"). Every
+system with a memory is scored at each ``h`` of ``eval.nugget_lm.histories``, the
+transformer at h = 0.
 
 Word-level perplexity as the paper computes it: a word's probability is the product of
 its subwords' (footnote 6), so ``ppl = exp(sum of token NLL / words)``; the tokens of

@@ -77,18 +77,24 @@ class NuggetLMTask(TaskBase):
         return int(np.random.default_rng([self.seed, max(step, 0)]).choice(self.histories))
 
     def collate(self, rows: list[tuple[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
-        from nugget_core.nugget import SpecialTokens, collate_windows
+        from nugget_core.nugget import collate_windows
 
         splits = {split for split, _ in rows}
         if len(splits) != 1:
             raise ValueError(f"a batch mixes splits {sorted(splits)}")
         docs = self._docs[splits.pop()]
-        if self._special is None:
-            self._special = SpecialTokens.of(self.tokenizer())
         return collate_windows(
             docs, [w for _, w in rows], self.segment_tokens, self.history(step, train),
-            decoder_start_id=self.decoder_start_id, pad_id=self.pad_id, wrap_segment=self._special,
+            decoder_start_id=self.decoder_start_id, pad_id=self.pad_id, wrap_segment=self.special_tokens(),
         )
+
+    def special_tokens(self) -> Any:
+        """The special tokens around each history segment (`nugget_core.nugget.SpecialTokens`)."""
+        from nugget_core.nugget import SpecialTokens
+
+        if self._special is None:
+            self._special = SpecialTokens.of(self.tokenizer())
+        return self._special
 
     def build_model(self, init_dir: Path | None) -> nn.Module:
         from nugget_core import NuggetLM, NuggetLMConfig, NuggetModel
@@ -97,7 +103,9 @@ class NuggetLMTask(TaskBase):
         impl = self.attn_implementation
         if init_dir is not None:  # resume
             return NuggetLM.from_pretrained(init_dir, attn_implementation=impl)
-        config = NuggetLMConfig(memory=self.memory, ratio=self.ratio, chunk_tokens=self.chunk_tokens)
+        special = self.special_tokens()
+        config = NuggetLMConfig(memory=self.memory, ratio=self.ratio, chunk_tokens=self.chunk_tokens,
+                                segment_wrap=(len(special.prefix), len(special.suffix)))
         if self.memory == "mean":
             return NuggetLM(BottleneckModel.from_pretrained(self.init_dir, attn_implementation=impl), config)
         model = NuggetModel.from_pretrained(self.init_dir, attn_implementation=impl)

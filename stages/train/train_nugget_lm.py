@@ -8,8 +8,8 @@ through its cross-attention memory (`nugget_core.NuggetLM`):
 ``nugget_r<r>``    Nugget at ratio ``r`` (one per ``ratios``; paper: 0.05 and 0.1)
 ``tsdae``          TSDAE: one mean-pooled vector per segment
 ``compressive``    Compressive-Transformer-style memory: encoder states mean-pooled in chunks
-                   of ``compressive_chunk`` tokens (paper: 512 tokens into 32 vectors, the
-                   memory of r = 0.05 at h = 4)
+                   of ``compressive_chunk`` tokens of the segment's text, its special tokens
+                   left out (paper: 512 tokens into 32 vectors, the memory of r = 0.05 at h = 4)
 ``transformer``    no memory: the plain Transformer LM, table 3's h = 0 row
 =================  =============================================================================
 

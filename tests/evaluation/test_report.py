@@ -113,7 +113,7 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
 
 def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
     from stages.config import load_config
-    from stages.report.deviations import ALWAYS, deviations
+    from stages.report.deviations import ALWAYS, TABLE1_BUDGETS, TABLE1_FULL, deviations
 
     def found(overrides: list[str]) -> set[str]:
         cfg = load_config(["profile=paper", *overrides])
@@ -138,7 +138,9 @@ def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
     # and "until convergence on the dev set" is read as one early-stopping rule (tests/evaluation/test_training_budgets.py)
     budgets = "training budgets of Nugget tables 2 / 4 (train.nugget, train.sweep, train.baselines)"
     ours = {"train_nugget2d_ae's base LM (autoencoding, §4)", "data.lm.pile_files",
-            "calibrate.threshold (corpora, sample_split)", budgets}
+            "calibrate.threshold (corpora, sample_split)", budgets,
+            # one AR fit (omega_r = 64) serves table 1's 64/320/32 rows too; Full trains on whole 832-token samples
+            TABLE1_BUDGETS, TABLE1_FULL}
     assert found([]) == {reading, icae, steps, *ours}
     assert found(["data.lm.pile_files=/data/pile/train/*.jsonl.zst"]) == {reading, icae, steps, *ours} - {
         "data.lm.pile_files"}
@@ -161,8 +163,13 @@ def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
                   "nugget2d.scorer_window=null", "eval.lm.baseline_adapter=none",
                   "model.lm.chat_name_or_path=''", "train.nugget2d_ae.icae=false"]) == {
         "eval.lm.baseline_adapter", "Nugget2D 5x in QA (Nugget2D §6.2)", "model.lm.chat_name_or_path",
-        "train.nugget2d.ar_scorer (the AR model's scorer)", "nugget2d.scorer_window (AR mode)", *ours}
+        "train.nugget2d.ar_scorer (the AR model's scorer)", "nugget2d.scorer_window (AR mode)", *ours - {TABLE1_FULL}}
     assert found(["data.mt.dev_split=''", "data.mt.dev_fraction=0.01"]) == {reading, icae, "data.mt.dev_split", *ours}
+    # table 1 evaluated at the trained window only: no row reads a model trained at another omega_r
+    assert TABLE1_BUDGETS not in found(["eval.lm.contexts=[{total_states: 128, compressed_tokens: 640, "
+                                        "context_tokens: 64}]"])
+    # Nugget app. B.2: each token reads as many preceding tokens as possible (stride 1); a larger stride is named
+    assert "eval.nugget_lm.stride" in found(["eval.nugget_lm.stride=64"])
     # an autoencoding compressor is its own AR scorer source
     assert "train.nugget2d.ar_scorer (the AR model's scorer)" not in found(
         ["train.nugget2d.objective=autoencoding", "train.nugget2d.ar_scorer=compressor",

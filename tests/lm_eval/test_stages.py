@@ -185,6 +185,9 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
     lm_notes = EvalTable.read(out["eval_lm"]).notes
     assert f"Lambda = {threshold.threshold:.4f}" in lm_notes[0] and "matches" in lm_notes[0]
     assert "their own LoRA theta, trained by train_nugget2d_ar" in lm_notes[1]
+    # the row's models were trained at another window than the 6/10/3 they are read with (Nugget2D table 1)
+    assert any(n.startswith("nugget2d and compressive: one model each, trained with omega_r =") and "6/10/3 rows" in n
+               for n in lm_notes)
 
     qa = _table(out["eval_qa"])
     presses = ("streaming_llm", "snapkv", "key_norm")

@@ -92,3 +92,17 @@ def test_history_tokens_cost_a_reencoding_full_window_nothing(model):
             del model.lm_forward
     torch.testing.assert_close(torch.tensor(run.nll), stepped, rtol=1e-5, atol=1e-5)
     assert len(calls) == len(ids) - 12  # one forward per scored token, none for the history
+
+
+def test_training_notes_name_the_rows_read_with_another_window_than_trained():
+    """Nugget2D table 1: one AR fit (omega_r = 64, 832-token samples) serves both budgets."""
+    from stages.evaluate.lm.streams import ContextSetting, training_notes
+
+    settings = [ContextSetting(128, 640, 64), ContextSetting(64, 320, 32)]
+    assert training_notes(64, 832, settings, ["full", "compressive", "nugget2d"], trained_baselines=True) == [
+        "nugget2d and compressive: one model each, trained with omega_r = 64 on 832-token samples, for every "
+        "configuration; the 64/320/32 rows evaluate it at another omega_r",
+        "full: trained attending to the whole 832-token sample, evaluated with a sliding window of 128 / 64 tokens"]
+    # untrained baselines (the base LM) have no training window to compare
+    assert training_notes(64, 832, settings[:1], ["full", "compressive", "nugget2d"], trained_baselines=False) == [
+        "nugget2d: one model each, trained with omega_r = 64 on 832-token samples, for every configuration"]

@@ -59,6 +59,29 @@ def test_chunk_mean_pools_real_tokens_per_chunk():
     assert torch.equal(pooled[0, 2], torch.zeros(2))
 
 
+def test_chunk_mean_leaves_the_wrapping_special_tokens_out():
+    hidden = torch.arange(16, dtype=torch.float32).view(2, 8, 1)
+    mask = torch.tensor([[1] * 8, [1] * 5 + [0] * 3])  # <s> 6 tokens </s>; <s> 3 tokens </s> + padding
+    pooled, keep = chunk_mean(hidden, mask, 3, wrap=(1, 1))
+    assert keep.tolist() == [[1, 1, 0], [1, 0, 0]]  # ceil(6 / 3) and ceil(3 / 3) vectors
+    assert pooled[0, :2, 0].tolist() == [2.0, 5.0]  # positions 1-3 and 4-6
+    assert pooled[1, 0, 0].item() == 10.0  # positions 1-3 of row 1 (8 + 1 .. 8 + 3)
+
+
+def test_compressive_memory_holds_s_over_chunk_vectors_per_segment():
+    """Nugget §6.2: 512 tokens into 32 vectors. A segment of s = 8 tokens wrapped in
+    <s> ... </s> pooled by 4 gives 2 vectors, not ceil(10 / 4) = 3."""
+    lm = NuggetLM(make_model("bart"), NuggetLMConfig(memory="chunk_mean", chunk_tokens=4, segment_wrap=(1, 1))).eval()
+    docs = [list(range(3, 43))]
+    batch = collate_windows(docs, [Window(0, 32, 40, 32)], 8, 4, decoder_start_id=2, pad_id=1,
+                            wrap_segment=lambda s: [0, *s, 2])
+    with torch.no_grad():
+        memory = lm.memory(batch["history_ids"], batch["history_mask"])
+    assert int(memory.mask.sum()) == 4 * 8 // 4
+    with pytest.raises(ValueError, match="segment_wrap"):
+        NuggetLMConfig(memory="chunk_mean", segment_wrap=(1,))
+
+
 def _batch(history: int, seed: int = 0) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     docs = [torch.randint(3, 60, (24,), generator=g).tolist() for _ in range(2)]

@@ -181,7 +181,7 @@ def test_word_flags_mark_word_starts_and_unknown_words():
     ids = [5, 6, 7, 6, 8, 9, 10, 11, 12]
     offsets = [(0, 3), (3, 6), (6, 7), (7, 12), (12, 13), (13, 17), (17, 19), (19, 20), (20, 23)]
     starts, oov = word_flags(text, offsets, ids, unk_id=None)
-    assert starts == [True, True, False, True, False, True, True, False, True]
+    assert starts == [True, True, False, True, False, True, True, True, False]  # "\n" begins "\n on"
     assert oov == [False, False, False, True, True, False, False, False, False]
     starts, oov = word_flags(text, offsets, ids, unk_id=9)  # "sat" holds the unknown token
     assert oov[5] and not oov[6]

@@ -91,3 +91,17 @@ def test_autoencoding_task_refuses_unknown_systems_and_slotless_icae():
         AutoencodingTask(LM, "b", None, system="gist")
     with pytest.raises(ValueError, match="icae needs slots >= 1"):
         AutoencodingTask(LM, "b", None, system="icae")
+
+
+def test_nugget_lm_task_tells_the_compressive_memory_the_segment_wrapping(tmp_path):
+    """The compressive LM pools a segment's text, not the <s> ... </s> the encoder reads."""
+    from nugget_core import NuggetConfig, TinyBartSpec, build_tiny_bart, get_nugget_model
+    from tests.lm_eval.fixtures import make_tokenizer
+
+    tok = make_tokenizer(tmp_path / "tok")
+    get_nugget_model(build_tiny_bart(tok, TinyBartSpec(d_model=16, layers=1, heads=2, ffn_dim=16)),
+                     NuggetConfig(ratio=0.5, scorer_layer=0)).save_pretrained(tmp_path / "ae")
+    task = NuggetLMTask(NuggetLMCorpus(Path("d"), "s", ""), str(tmp_path / "tok"), str(tmp_path / "ae"),
+                        memory="chunk_mean", ratio=None, chunk_tokens=4, segment_tokens=8, histories=[1],
+                        decoder_start_id=2, pad_id=1)
+    assert task.build_model(None).config.segment_wrap == (1, 1)

@@ -7,13 +7,15 @@ equal to subword perplexity when every word is one subword, larger when words sp
 Words are read off the tokens' surface text (`token_texts`: what each token adds to the
 decoded text, so the tokenizer's own decoder turns SentencePiece's ``▁`` and byte-level
 BPE's ``Ġ`` into the leading space; decoding a token alone would drop SentencePiece's,
-which made a whole segment one "word"): a token starts a word when it begins with
-whitespace or follows a token ending in whitespace (a newline token is a word of its
-own, like WikiText's ``<eos>``).
+which made a whole segment one "word") with the convention of `stages.common.words`: a
+word is a maximal run of non-whitespace characters, a token of whitespace only belongs
+to the word that follows it, and control tokens (BOS, EOS: `word_texts`) to none.
 Only whole words in the evaluated region count: a word whose first subword lies before
 ``start`` (its beginning was context, not predicted) is left out of the word count and
-of the word NLL. Words equal to the corpus's out-of-vocabulary marker (WikiText's
-``<unk>``) are excluded from both perplexities (Merity et al., 2016 convention).
+of the word NLL, so a sequence's first word counts only when a BOS precedes it. Words
+equal to the corpus's out-of-vocabulary marker (WikiText's ``<unk>``), with the
+whitespace before them, are excluded from both perplexities (Merity et al., 2016
+convention).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from stages.common.words import NO_WORD, token_words
 
 
 @dataclass
@@ -65,24 +69,38 @@ def token_texts(tokenizer: Any, ids: Sequence[int]) -> list[str]:
     return texts
 
 
-def word_ids(token_texts: Sequence[str]) -> list[int]:
-    """Index of the word each token belongs to (see module docstring)."""
-    ids, word = [], -1
-    for i, text in enumerate(token_texts):
-        if i == 0 or (text[:1].isspace()) or token_texts[i - 1][-1:].isspace():
-            word += 1
-        ids.append(word)
-    return ids
+def word_texts(tokenizer: Any, ids: Sequence[int]) -> list[str | None]:
+    """`token_texts` with None for the control tokens: a BOS, EOS or padding token is no
+    part of any word. Control tokens are the tokenizer's special tokens other than its
+    unknown token (it stands for a piece of the text: LLaMA's ``<unk>`` is how WikiText's
+    OOV marker tokenises), unless that one is also the BOS, EOS or padding token."""
+    control = set(tokenizer.all_special_ids)
+    if tokenizer.unk_token_id not in {tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id}:
+        control.discard(tokenizer.unk_token_id)
+    return [None if t in control else text for t, text in zip(ids, token_texts(tokenizer, ids), strict=True)]
+
+
+def word_ids(token_texts: Sequence[str | None]) -> list[int]:
+    """Index of the word each token belongs to, `NO_WORD` for a control token (None)
+    (`stages.common.words.token_words` over the concatenated texts)."""
+    spans: list[tuple[int, int] | None] = []
+    end = 0
+    for text in token_texts:
+        spans.append(None if text is None else (end, end + len(text)))
+        end += len(text or "")
+    return token_words("".join(t for t in token_texts if t is not None), spans)
 
 
 def segment_counts(
-    nll: Sequence[float], token_texts: Sequence[str], start: int, oov_token: str = ""
+    nll: Sequence[float], token_texts: Sequence[str | None], start: int, oov_token: str = ""
 ) -> PerplexityCounts:
     """Counts for one segment.
 
     Args:
         nll: NLL of predicting tokens ``start .. start + len(nll) - 1``.
-        token_texts: surface text of every token of the segment (context included).
+        token_texts: surface text of every token of the segment (context included; None
+            for a control token, `word_texts`). A predicted token in no word counts as a
+            subword only.
         start: index of the first predicted token (>= 1).
         oov_token: the corpus's OOV marker ("" = the corpus marks none).
     """
@@ -93,18 +111,18 @@ def segment_counts(
     for i, w in enumerate(words):
         spans.setdefault(w, []).append(i)
     counts = PerplexityCounts()
-    for span in spans.values():
+    for w, span in spans.items():
         predicted = [i for i in span if i >= start]
         if not predicted:
             continue
-        text = "".join(token_texts[i] for i in span).strip()
-        if oov_token and text == oov_token:
+        text = "".join(token_texts[i] or "" for i in span).strip()
+        if w != NO_WORD and oov_token and text == oov_token:
             counts.oov_words += 1
             continue
         total = sum(float(nll[i - start]) for i in predicted)
         counts.subword_nll += total
         counts.subwords += len(predicted)
-        if span[0] >= start:  # a whole word, beginning included
+        if w != NO_WORD and span[0] >= start:  # a whole word, beginning included
             counts.word_nll += total
             counts.words += 1
     return counts

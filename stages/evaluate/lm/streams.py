@@ -42,6 +42,28 @@ class ContextSetting:
         return f"{self.total_states}/{self.compressed_tokens}/{self.context_tokens}"
 
 
+def training_notes(trained_window: int, sample_tokens: int, settings: Sequence[ContextSetting],
+                   systems: Sequence[str], trained_baselines: bool) -> list[str]:
+    """What each table-1 row's model saw in training against what it is evaluated with:
+    one AR model (and, with ``trained_baselines``, one Compressive) trained at
+    ``trained_window`` (omega_r) serves every configuration, and a trained Full that read
+    whole ``sample_tokens``-token samples reads a sliding window of ``total_states`` here
+    (Nugget2D §5.1 trains one configuration)."""
+    notes: list[str] = []
+    trained = ("nugget2d", "compressive", "full") if trained_baselines else ("nugget2d",)
+    systems = [s for s in systems if s in trained]
+    compressing = [s for s in ("nugget2d", "compressive") if s in systems]
+    if compressing:
+        other = [s.label for s in settings if s.context_tokens != trained_window]
+        notes.append(f"{' and '.join(compressing)}: one model each, trained with omega_r = {trained_window} on "
+                     f"{sample_tokens}-token samples, for every configuration"
+                     + (f"; the {', '.join(other)} rows evaluate it at another omega_r" if other else ""))
+    if "full" in systems and any(s.total_states < sample_tokens for s in settings):
+        notes.append(f"full: trained attending to the whole {sample_tokens}-token sample, evaluated with a "
+                     f"sliding window of {' / '.join(str(s.total_states) for s in settings)} tokens")
+    return notes
+
+
 @contextmanager
 def windows(model: Any, setting: ContextSetting, threshold: float) -> Iterator[None]:
     """Apply ``setting`` (and Lambda) to ``model.config`` inside the block."""
