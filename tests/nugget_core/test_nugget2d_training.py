@@ -43,16 +43,20 @@ def test_objectives_train_what_the_paper_says(
 
 
 def test_autoencoding_overfits_at_ratio_0_2():
-    """4 documents of 20 tokens, 4 nuggets each; 100 Adam steps.
+    """4 documents of 20 tokens, 4 nuggets each; 100 Adam steps at lr 1e-2.
 
-    Measured (CPU, fp32): 5.32 -> 0.009 (x580); asserted: at least x20."""
+    Measured (CPU, fp32, one thread): 5.32 -> 0.007 (x760); asserted: the median of the last
+    10 losses at least x20 below the first. Adam at this scale spikes now and then (at lr 2e-2
+    the last step read 0.28 with one thread and 0.004 with two, same machine and seed, after
+    passing on earlier CI machines): a single step's loss is rounding luck, the last ten's
+    median is not."""
     torch.manual_seed(0)
     spec = TinyCausalSpec(hidden_size=64, intermediate_size=128, initializer_range=0.2)
     config = Nugget2DConfig(
         ratio=0.2, scorer_layer=1, lora_rank=8, lora_alpha=16, lora_target_modules=ALL_LINEAR
     )
     model = Nugget2DModel(build_tiny_causal_lm("llama", spec), config)
-    optimizer = torch.optim.Adam(set_objective(model, "autoencoding"), lr=2e-2)
+    optimizer = torch.optim.Adam(set_objective(model, "autoencoding"), lr=1e-2)
     doc = torch.randint(3, 64, (4, 20), generator=torch.Generator().manual_seed(0))
     mask = torch.ones_like(doc)
     losses = []
@@ -63,7 +67,7 @@ def test_autoencoding_overfits_at_ratio_0_2():
         optimizer.step()
         losses.append(out.loss.item())
     assert out.nugget_counts.tolist() == [4, 4, 4, 4]
-    assert losses[-1] < losses[0] / 20, losses[::10]
+    assert sorted(losses[-10:])[5] < losses[0] / 20, losses[::10]
 
 
 def test_save_load_round_trip(causal_factory, doc_batch, tmp_path):
