@@ -1,5 +1,5 @@
 """`SystemsOutput`: the contract shared by stages that train several systems in one
-output (``systems.json`` + ``systems/<name>/``)."""
+output (``systems.json`` + ``systems/<name>/``, each with its fit's ``trainer_state.json``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from stages.artifacts.base import Location, locate, records, write_json
+from stages.artifacts.trainer_state import TRAINER_STATE, TrainingSummary, read_summary
 from stages.framework.stage import Artifact
 
 
@@ -43,6 +44,12 @@ class SystemsOutput:
 
     def model_dir(self, record: dict[str, Any]) -> Path:
         return self.path / record["model_dir"]
+
+    def training(self) -> list[TrainingSummary]:
+        """Each system's (``<stage>/<system>``), from ``systems/<system>/trainer_state.json``."""
+        where = Location(self.STAGE, self.path)
+        return [read_summary(where, f"systems/{r['system']}/{TRAINER_STATE}", f"{self.STAGE}/{r['system']}")
+                for r in self.systems]
 
     def tokenizer_dir(self, record: dict[str, Any]) -> Path:
         """Where a system's tokenizer was saved (its model folder unless a subclass says)."""

@@ -1,7 +1,9 @@
 """Contracts of the training group's outputs: trained Nugget models (``train_nugget``,
 ``sweep_nugget``, ``train_baselines``), the Nugget LMs (``train_nugget_lm``), trained Nugget2D models (``train_nugget2d``,
 ``train_nugget2d_ft``, ``train_nugget2d_ar``) and the Full fine-tuned LM
-(``train_full_ft``), with the readers that load them."""
+(``train_full_ft``), with the readers that load them. Each output's ``training()`` gives
+one `TrainingSummary` per model it trained (dev loss before -> after, steps, tokens
+seen: `stages.artifacts.trainer_state`)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any, ClassVar
 from stages.artifacts.base import Location, field, locate, records, write_json
 from stages.artifacts.data import BaseLM
 from stages.artifacts.systems import SystemsOutput
+from stages.artifacts.trainer_state import TRAINER_STATE, TrainingSummary, read_summary, summary_of
 from stages.common.progress import progress_logger
 from stages.framework.stage import Artifact
 
@@ -26,8 +29,9 @@ META = "trained.json"  # what a single-model training stage records beside its m
 
 @dataclass(frozen=True)
 class TrainedNugget:
-    """``train_nugget``: ``model/`` (``NuggetModel.from_pretrained``) and ``trained.json``
-    (what it is: objective and the Nugget settings it was trained with)."""
+    """``train_nugget``: ``model/`` (``NuggetModel.from_pretrained``), ``trained.json``
+    (what it is: objective and the Nugget settings it was trained with) and
+    ``trainer_state.json``."""
 
     STAGE: ClassVar[str] = "train_nugget"
     DIR: ClassVar[str] = "model"
@@ -57,15 +61,21 @@ class TrainedNugget:
             dev_loss=field(where, META, meta, "dev_loss", (float, type(None)), default=None),
         )
 
+    def training(self) -> list[TrainingSummary]:
+        return [read_summary(Location(self.STAGE, self.model_dir.parent), TRAINER_STATE, self.STAGE)]
 
-SWEEP_FIELDS = ("trial", "objective", "ratio", "scorer_layer", "dev_loss", "final_train_loss", "steps", "model_dir")
+
+SWEEP_FIELDS = ("trial", "objective", "ratio", "scorer_layer", "dev_loss", "final_train_loss", "steps",
+                "initial_dev_loss", "exported_dev_loss", "dev_loss_n", "tokens_seen", "model_dir")
 
 
 @dataclass(frozen=True)
 class NuggetSweep:
     """``sweep_nugget``: ``results.json`` / ``results.csv`` (one record per trial, fields
-    `SWEEP_FIELDS`, ``model_dir`` relative to the output), ``best.json`` (lowest dev loss
-    per objective) and ``trials/<trial>/model/``."""
+    `SWEEP_FIELDS`, ``model_dir`` relative to the output; ``initial_dev_loss``,
+    ``exported_dev_loss``, ``dev_loss_n`` and ``tokens_seen`` as in its fit's trainer
+    state, read by `training`), ``best.json`` (lowest dev loss per objective) and
+    ``trials/<trial>/model/``."""
 
     STAGE: ClassVar[str] = "sweep_nugget"
     FILE: ClassVar[str] = "results.json"
@@ -101,6 +111,10 @@ class NuggetSweep:
 
     def model_dir(self, trial: dict[str, Any]) -> Path:
         return self.path / trial["model_dir"]
+
+    def training(self) -> list[TrainingSummary]:
+        where = Location(self.STAGE, self.path)
+        return [summary_of(where, self.FILE, r, f"{self.STAGE}/{r['trial']}", steps_key="steps") for r in self.trials]
 
 
 @dataclass(frozen=True)
@@ -177,7 +191,8 @@ class TrainedNugget2D:
     reuses (``autoencoding``, read by `scorer_source`); ``train_nugget2d_ae`` holds its
     autoencoders per ratio and ICAE models (objective ``icae``: `load` gives an
     `ICAEModel`). ``base_role`` names the
-    ``prepare_lm`` base LM (`BaseLM.ROLES`) a model was trained on, per model."""
+    ``prepare_lm`` base LM (`BaseLM.ROLES`) a model was trained on, per model. Each model
+    folder has its fit's ``trainer_state.json`` beside it (`training`)."""
 
     STAGE: ClassVar[str] = "train_nugget2d"
     DIR: ClassVar[str] = "nugget2d"
@@ -232,6 +247,14 @@ class TrainedNugget2D:
         return TrainedNugget2D(self.path.parent / record["dir"], record["objective"], "", float(record["ratio"]),
                                base_role=record.get("base_role", "lm"))
 
+    def training(self, stage: str = STAGE) -> list[TrainingSummary]:
+        """The main model's (``stage``) and every variant's (``<stage>/<name>``), in that order."""
+        out = self.path.parent
+        where = Location(stage, out)
+        return [read_summary(where, TRAINER_STATE, stage), *(
+            read_summary(where, (Path(r["dir"]).parent / TRAINER_STATE).as_posix(), f"{stage}/{name}")
+            for name, r in self.variants.items())]
+
     def at_ratio(self, ratio: float) -> TrainedNugget2D | None:
         """The model trained at ``ratio`` (this one, or a variant), or None."""
         if self.ratio is not None and math.isclose(self.ratio, ratio):
@@ -276,8 +299,8 @@ class TrainedNugget2D:
 
 @dataclass(frozen=True)
 class FullFinetunedLM:
-    """``train_full_ft``: ``lm_lora/`` (one peft adapter on the base LM + tokenizer) and
-    ``trained.json`` (its fine-tuning task)."""
+    """``train_full_ft``: ``lm_lora/`` (one peft adapter on the base LM + tokenizer),
+    ``trained.json`` (its fine-tuning task) and ``trainer_state.json``."""
 
     STAGE: ClassVar[str] = "train_full_ft"
     DIR: ClassVar[str] = "lm_lora"
@@ -296,6 +319,9 @@ class FullFinetunedLM:
         where = locate(source, cls.STAGE)
         meta = where.json(META)
         return cls(where.folder(cls.DIR), field(where, META, meta, "finetune_task", str))
+
+    def training(self) -> list[TrainingSummary]:
+        return [read_summary(Location(self.STAGE, self.path.parent), TRAINER_STATE, self.STAGE)]
 
     def load(self, base: BaseLM, config: Any, device: str = "cpu", precision: str = "fp32") -> Any:
         """The base LM with this adapter merged in, inside a fresh `Nugget2DModel` of

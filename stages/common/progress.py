@@ -9,6 +9,12 @@ The training loop's line (rank 0, every ``NUGGET_PROGRESS_SECONDS`` seconds, def
 :data:`PROGRESS_SECONDS`, and at the last step)::
 
     train_nugget r=0.1 l=3 step 120/200 loss 6.21 lr 3.0e-04 12.3k tok/s eta 40s
+
+and two lines on whether the fit learned: its dev loss before any update, and at the end
+the dev loss it started and ended with (a warning when the end is above the start)::
+
+    train_nugget r=0.1 l=3 dev loss before training 7.12 (n = 2.0k tokens)
+    train_nugget r=0.1 l=3 dev loss 7.12 -> 3.40 after 200 steps (1.6M tokens seen)
 """
 
 from __future__ import annotations
@@ -56,6 +62,24 @@ def train_progress_line(label: str, step: int, max_steps: int, loss: float, lr: 
     eta = "?" if eta_s is None else fmt_duration(eta_s)
     return (f"{label} step {step}/{max_steps} loss {loss:.2f} lr {lr:.1e} "
             f"{_si(tokens_per_s)} tok/s eta {eta}")
+
+
+def initial_dev_loss_line(label: str, dev_loss: float, n_tokens: int) -> str:
+    """The line of a fit's step-0 dev evaluation (before any update)."""
+    return f"{label} dev loss before training {dev_loss:.2f} (n = {_si(n_tokens)} tokens)"
+
+
+def dev_loss_rose(before: float, after: float) -> bool:
+    """Whether training left the dev loss above its untrained start (a non-finite end
+    counts): the fit made the model worse."""
+    return not after <= before
+
+
+def learning_line(label: str, before: float, after: float, steps: int, tokens_seen: int) -> str:
+    """The line of a fit's end: its dev loss before training and of the weights it exported."""
+    worse = ": above its untrained start" if dev_loss_rose(before, after) else ""
+    return (f"{label} dev loss {before:.2f} -> {after:.2f} after {steps} steps "
+            f"({_si(tokens_seen)} tokens seen){worse}")
 
 
 def progress_seconds() -> float:

@@ -12,7 +12,10 @@ section lists every paper setting this run does not follow and why
 (`stages.report.deviations`, checked against the run's config).
 
 Before the tables, "findings at this scale" checks each paper finding against the
-measured cells (`stages.report.findings`). Each table links the per-example outputs of
+measured cells (`stages.report.findings`), and a training section shows per trained
+model its dev loss before -> after training, steps and tokens seen, flagging (and
+logging) a model that training made worse (`stages.report.training`). Each table links
+the per-example outputs of
 the stage that measured it; figures are shown, with their captions, where their
 evaluation stored them (relative links: one copy of each file).
 
@@ -37,6 +40,7 @@ from stages.artifacts.evaluate import (
     SimilarityResults,
     metric_name,
 )
+from stages.artifacts.trainer_state import TrainingSummary
 from stages.common.render import csv_text, html_table, markdown
 from stages.framework.stage import Artifact, Stage, StageContext
 from stages.report.budgets import training_budgets
@@ -54,6 +58,7 @@ from stages.report.tables import (
     table4,
     token_table,
 )
+from stages.report.training import TRAINING_STAGES, log_worse, training_section, training_summaries
 
 
 @dataclass(frozen=True)
@@ -200,9 +205,10 @@ def _link(target: Path, base: Path) -> str:
 
 def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[str, str]]] | None,
            figures: Sequence[Figure] = (), differences: Sequence[Deviation] = (),
-           verdicts: Sequence[Verdict] = (), base: Path | None = None) -> tuple[str, str]:
+           verdicts: Sequence[Verdict] = (), base: Path | None = None,
+           training: Sequence[TrainingSummary] = ()) -> tuple[str, str]:
     """The report as markdown and HTML; links (per-example outputs, figures) are relative
-    to ``base``, the report's folder."""
+    to ``base``, the report's folder; ``training``: the trained models' summaries."""
     base = base or Path.cwd()
     md = [f"# {title}", "", "Measured values come from this pipeline run's artifacts; published values are the "
           "papers' (source under each title). Each measured number carries the n it stands on (examples, queries, "
@@ -221,6 +227,9 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
         rows = [(v.claim, v.source, v.verdict, v.evidence) for v in verdicts]
         md += [f"## {caption}", "", intro, "", markdown(headers, rows)]
         page += [f"<h2>{html.escape(caption)}</h2>", f"<p>{html.escape(intro)}</p>", html_table(headers, rows)]
+    section_md, section_html = training_section(training)
+    md += section_md
+    page += section_html
     for t in tables:
         links = [(_link(p, base), f"{p.parent.parent.name}/{p.name}") for p in t.examples]
         md += [f"## {t.heading}", "", f"*Source of published values:* {t.source}.", "",
@@ -265,7 +274,7 @@ class Report(Stage):
     description = "The papers' tables (measured vs published) as markdown and HTML."
     required_upstream = ("corpus_stats", "eval_similarity", "eval_reconstruction")
     optional_upstream = ("analyze_nuggets", "eval_lm", "eval_qa", "eval_summarization", "eval_nugget2d_ae",
-                         "eval_nugget_lm", "eval_re_restoration", "eval_re_retrieval")
+                         "eval_nugget_lm", "eval_re_restoration", "eval_re_retrieval", *TRAINING_STAGES)
     upstream = required_upstream
     parent_metrics = True  # its metrics (the headline numbers, the findings' counts) go to the parent run too
     # the sections after "eval": what the differences from the papers are checked against
@@ -289,7 +298,10 @@ class Report(Stage):
         corpus = corpus_table(ctx.inputs["corpus_stats"]) if "corpus_stats" in ctx.inputs else None
         differences = deviations(ctx.cfg)
         verdicts = judge(tables)
-        md, page = render(ctx.cfg("report").title, tables, corpus, figures, differences, verdicts, ctx.output_dir)
+        training = training_summaries(ctx.inputs)
+        worse = log_worse(training)
+        md, page = render(ctx.cfg("report").title, tables, corpus, figures, differences, verdicts, ctx.output_dir,
+                          training)
         (ctx.output_dir / "report.md").write_text(md)
         (ctx.output_dir / "report.html").write_text(page)
         (ctx.output_dir / "tables").mkdir()
@@ -298,4 +310,5 @@ class Report(Stage):
         for name in ("report.md", "report.html"):
             ctx.log_artifact(ctx.output_dir / name)
         ctx.log_metrics({"tables": len(tables), "measured_cells": sum(t.measured_count() for t in tables),
+                         "trained_models": len(training), "trained_models_worse": len(worse),
                          "paper_differences": len(differences), **counts(verdicts), **headline_metrics(tables)})

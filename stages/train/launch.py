@@ -169,13 +169,21 @@ def train_into_stage_output(ctx: Any, task: Any, job: Any, job_key: str, model_d
 def final_metrics(state: dict[str, Any], prefix: str = "") -> dict[str, float]:
     """A finished fit's summary as stage metrics (``<prefix>.`` + name when ``prefix``):
     ``final_train_loss`` (+ ``_n``: sequences in that step), ``best_dev_loss`` (+ ``_n``:
-    dev target tokens), ``steps`` and ``stopped_early`` (0 / 1)."""
+    dev target tokens), ``initial_dev_loss`` (step 0, before any update) and
+    ``exported_dev_loss`` (the weights the fit ended with; each + ``_n``), ``steps``,
+    ``tokens_seen`` and ``stopped_early`` (0 / 1)."""
+    n_dev = state.get("dev_loss_n", 0)
     metrics = {
         "final_train_loss": state["losses"][-1],
         "final_train_loss_n": state.get("train_loss_n", 0),
         "best_dev_loss": state["best_dev_loss"],
-        "best_dev_loss_n": state.get("dev_loss_n", 0),
+        "best_dev_loss_n": n_dev,
+        "initial_dev_loss": state["initial_dev_loss"],
+        "initial_dev_loss_n": n_dev,
+        "exported_dev_loss": state["exported_dev_loss"],
+        "exported_dev_loss_n": n_dev,
         "steps": state["step"],
+        "tokens_seen": state["tokens_seen"],
         "stopped_early": float(state["stopped_early"]),
     }
     return {f"{prefix}.{k}" if prefix else k: v for k, v in metrics.items()}

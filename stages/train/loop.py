@@ -19,12 +19,22 @@ holding several fits, e.g. ``train_baselines``' ``tsdae_ae.train_loss``). At ste
 ``train/lr``            every ``job.log_every`` steps: the learning rate of the step
 ``train/tokens_per_s``  every ``job.log_every`` steps: tokens (``task.n_tokens``, all
                         ranks) per second since the previous log
-``eval/dev_loss``       every ``job.eval_every`` steps and at the end, on the same step
-                        axis as ``train/loss`` (one chart holds both): token-weighted mean
-                        dev loss over all ranks
+``eval/dev_loss``       at step 0 (before any update: the untrained model's), every
+                        ``job.eval_every`` steps and at the last step (also when it is no
+                        multiple of ``eval_every``), on the same step axis as
+                        ``train/loss`` (one chart holds both): token-weighted mean dev loss
+                        over all ranks
 ``eval/dev_loss_n``     once, at step 0 (a constant, not a curve): the dev target tokens
                         each ``eval/dev_loss`` averages over
 ======================  =================================================================
+
+The step-0 evaluation is the fit's baseline, not a candidate of early stopping or of
+``best_dev`` (`TrainerState.initial_dev_loss`, outside ``dev_losses``); with the dev loss
+of the exported weights (``exported_dev_loss``) and the tokens seen it tells whether the
+fit learned (the report's training section, `stages.artifacts.trainer_state`). Rank 0
+logs it as a line (``... dev loss before training 7.12 (n = 512 tokens)``) and, at the
+end, ``... dev loss 7.12 -> 3.40 after 200 steps``, with a warning when the end is above
+the start.
 
 The ``train/`` and ``eval/`` prefixes group the charts in MLflow's UI. Rank 0 also logs a
 progress line through the ``nugget.train`` logger every few seconds and at the last step
@@ -37,7 +47,8 @@ Params, once per fresh run: ``train.world_size``, ``train.train_examples``,
 ``dev_loss`` at evaluations and checkpoints only (each report synchronises the workers).
 
 Resume is exact on CPU: a checkpoint holds the model, optimiser state, every rank's RNG
-state and the trainer state (step, early-stopping counters, loss history), and batches
+state and the trainer state (step, early-stopping counters, loss history, the step-0 dev
+loss and the tokens seen: a resumed fit neither recomputes nor loses them), and batches
 are a pure function of the step (:mod:`.batches`), so a run restarted from step ``s``
 produces the same losses as an uninterrupted run.
 
@@ -66,14 +77,21 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from stages.artifacts.trainer_state import TRAINER_STATE
 from stages.common.device import to_device
-from stages.common.progress import TrainProgress, progress_seconds
+from stages.common.progress import (
+    TrainProgress,
+    dev_loss_rose,
+    initial_dev_loss_line,
+    learning_line,
+    progress_seconds,
+)
 from stages.framework import quiet
 from stages.train.batches import BatchSchedule
 from stages.train.engine import make_engine
 from stages.train.storage import clear_storage, copy_tree
 
-STATE_FILE = "trainer_state.json"
+STATE_FILE = TRAINER_STATE
 BEST_FILE = "trainable.pt"  # the trainable parameters of a best-dev evaluation
 PROBE_FILE = "probe_logits.pt"
 TAG_FILE = "tag.txt"  # which model of a multi-model fit a checkpoint belongs to
@@ -92,6 +110,9 @@ class TrainerState:
     resumed_from_step: int = -1
     train_loss_n: int = 0  # sequences per optimiser step, all ranks (the n of each train loss)
     dev_loss_n: int = 0  # dev target tokens each dev loss averages over
+    initial_dev_loss: float | None = None  # at step 0, before any update (None until evaluated)
+    exported_dev_loss: float | None = None  # of the weights of exported_step (set at the end)
+    tokens_seen: int = 0  # tokens (task.n_tokens) of every step so far, all ranks
 
 
 def lr_at(step: int, job: Any) -> float:
@@ -288,6 +309,12 @@ def train_task(
     if keep_best:
         best_weights_uri(config, 0)  # a missing best_uri fails before training
     written: list[int] = []  # best steps this process wrote (dropped once a checkpoint names another)
+    if state.initial_dev_loss is None and state.step == 0:  # a resumed fit's state carries it
+        state.initial_dev_loss, state.dev_loss_n = evaluate(engine, task, dev, rank, world, job)
+        if metrics_out is not None:
+            metrics_out.add({"eval/dev_loss": state.initial_dev_loss, "eval/dev_loss_n": state.dev_loss_n}, 0)
+        if progress is not None:
+            progress.log.info(initial_dev_loss_line(progress.label, state.initial_dev_loss, state.dev_loss_n))
     tick, tokens = time.time(), 0.0
     while state.step < job.max_steps and not state.stopped_early:
         step = state.step
@@ -301,6 +328,7 @@ def train_task(
         mean_loss, n_tok = _all_reduce_sum([loss / world, sum(task.n_tokens(b) for b in micro)], device)
         state.losses.append(mean_loss)
         tokens += n_tok
+        state.tokens_seen += int(n_tok)
         state.step += 1
         if fail_at and state.step == fail_at and state.resumed_from_step < 0:
             raise RuntimeError(f"injected failure at step {fail_at} (fail_at_step)")
@@ -317,7 +345,6 @@ def train_task(
         last = state.step == job.max_steps
         metrics: dict[str, float] = {"step": state.step, "train_loss": mean_loss}
         if state.step % job.eval_every == 0 or last:
-            first_eval = state.dev_loss_n == 0  # a resumed state carries it: logged already
             dev_loss, state.dev_loss_n = evaluate(engine, task, dev, rank, world, job)
             if record_dev_loss(state, dev_loss, job.early_stopping_patience) and keep_best and rank == 0:
                 _keep_best(engine.module, best_weights_uri(config, state.step))
@@ -325,18 +352,18 @@ def train_task(
             metrics["dev_loss"] = dev_loss
             if metrics_out is not None:
                 metrics_out.add({"eval/dev_loss": dev_loss}, state.step)
-                if first_eval:
-                    metrics_out.add({"eval/dev_loss_n": state.dev_loss_n}, 0)
         if state.step % job.checkpoint_every == 0 or last or state.stopped_early:
             if metrics_out is not None:
                 metrics_out.flush()  # what a restart would not log again
             final = last or state.stopped_early
             state.exported_step = state.step
+            if final:  # both end on an evaluation of this step
+                state.exported_dev_loss = state.dev_losses[-1]
             if final and keep_best and state.best_step != state.step:
                 # the loop ends here: rank 0's model becomes the best evaluation's for the export
                 if math.isinf(state.best_dev_loss):
                     raise RuntimeError(f"export_model=best_dev: no dev loss was finite ({state.dev_losses})")
-                state.exported_step = state.best_step
+                state.exported_step, state.exported_dev_loss = state.best_step, state.best_dev_loss
                 if rank == 0:
                     _restore_best(engine.module, best_weights_uri(config, state.best_step))
             with tempfile.TemporaryDirectory() as tmp:
@@ -353,4 +380,8 @@ def train_task(
             ray.train.report(metrics)
     if metrics_out is not None:
         metrics_out.flush()
+    if progress is not None and state.initial_dev_loss is not None and state.exported_dev_loss is not None:
+        line = learning_line(progress.label, state.initial_dev_loss, state.exported_dev_loss, state.step,
+                             state.tokens_seen)
+        (progress.log.warning if dev_loss_rose(state.initial_dev_loss, state.exported_dev_loss) else progress.log.info)(line)
     return state

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stages.common.progress import dev_loss_rose
 from stages.framework.stage import StageContext
 from stages.train.loop import STATE_FILE
 
@@ -165,6 +166,12 @@ def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: Any, task:
                   f"- best dev loss: {state.get('best_dev_loss')}"
                   + (f" (n = {state['dev_loss_n']} target tokens)" if state.get("dev_loss_n") else ""),
                   f"- stopped early: {bool(state.get('stopped_early'))}"]
+        if state.get("initial_dev_loss") is not None and state.get("exported_dev_loss") is not None:
+            before, after = state["initial_dev_loss"], state["exported_dev_loss"]
+            lines += [f"- dev loss before training (step 0) -> of these weights: {before:.4f} -> {after:.4f}"
+                      + (" (above its untrained start: training made it worse)" if dev_loss_rose(before, after)
+                         else ""),
+                      f"- tokens seen in training: {state.get('tokens_seen', 0)} (inputs + targets, every worker)"]
     else:
         lines.append("- no trainer state beside this folder")
     lines += ["", "## How to load", "", "```python",

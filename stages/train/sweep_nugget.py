@@ -5,7 +5,8 @@ The grid is ``train.sweep`` (profile=paper: r in {0.05, 0.1, 0.15, 0.25}, l in
 trial trains with the shared Ray Train loop and is one MLflow run nested under this
 stage's run. Outputs: ``trials/<trial>/model/`` (loadable with
 ``NuggetModel.from_pretrained``), ``results.json`` / ``results.csv`` (one row per trial:
-trial, objective, ratio, scorer_layer, dev_loss, final_train_loss, steps, model_dir) and
+trial, objective, ratio, scorer_layer, dev_loss, final_train_loss, steps, the dev loss
+before training and of the exported weights, tokens seen, model_dir) and
 ``best.json`` (lowest dev loss per objective). Run alone with ``python pipelines/sweep.py``.
 """
 

@@ -22,6 +22,19 @@ def trial_name(objective: str, ratio: float, layer: int) -> str:
     return f"{objective}_r{ratio:g}_l{layer}"
 
 
+# what a trial reports to Tune and records in results.json (`NuggetSweep`): its trainer
+# state's summary, with the dev loss before training (step 0) and of the exported weights
+TRIAL_METRICS = ("dev_loss", "final_train_loss", "steps", "initial_dev_loss", "exported_dev_loss", "dev_loss_n",
+                 "tokens_seen")
+
+
+def trial_metrics(state: dict[str, Any]) -> dict[str, float]:
+    """A finished trial's `TRIAL_METRICS` from its trainer state (``dev_loss``: the best)."""
+    return {"dev_loss": state["best_dev_loss"], "final_train_loss": state["losses"][-1], "steps": state["step"],
+            "initial_dev_loss": state["initial_dev_loss"], "exported_dev_loss": state["exported_dev_loss"],
+            "dev_loss_n": state["dev_loss_n"], "tokens_seen": state["tokens_seen"]}
+
+
 def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
     """Train one grid point; returns its metrics (also reported to Tune)."""
     from ray import tune
@@ -44,10 +57,9 @@ def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
         checkpoint, state = fit(task, job, base["storage"], f"train-{name}", base["seed"], logger,
                                 download_to=tmp)
         copy_tree(str(checkpoint / "model"), f"{base['storage']}/trials/{name}/model")
-    metrics = {"dev_loss": state["best_dev_loss"], "final_train_loss": state["losses"][-1], "steps": state["step"]}
+    metrics = trial_metrics(state)
     if logger is not None:
-        logger.log_metrics({**metrics, "dev_loss_n": state.get("dev_loss_n", 0),
-                            "final_train_loss_n": state.get("train_loss_n", 0)})
+        logger.log_metrics({**metrics, "final_train_loss_n": state.get("train_loss_n", 0)})
         logger.end()
     tune.report(metrics)
     return metrics
@@ -83,6 +95,6 @@ def run_sweep(task: Any, job: Any, grid: Any, storage: str, seed: int, runs: Any
         rows.append({
             "trial": trial_name(c["objective"], c["ratio"], c["scorer_layer"]),
             "objective": c["objective"], "ratio": c["ratio"], "scorer_layer": c["scorer_layer"],
-            **{k: result.metrics[k] for k in ("dev_loss", "final_train_loss", "steps")},
+            **{k: result.metrics[k] for k in TRIAL_METRICS},
         })
     return sorted(rows, key=lambda r: (r["objective"], r["ratio"], r["scorer_layer"]))

@@ -1,11 +1,34 @@
 from __future__ import annotations
 
+import itertools
+import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from tests.framework.conftest import ray_local  # noqa: F401  (session Ray fixture)
 from tests.training.fixtures import make_mt_artifacts
+
+
+@pytest.fixture
+def checkpoints(monkeypatch, tmp_path):
+    """Ray Train's session faked for the loop run in-process (rank 0 of 1, no checkpoint to
+    resume): every reported checkpoint is kept, in order."""
+    import ray.train
+
+    kept: list[Path] = []
+    names = itertools.count()
+
+    def report(metrics, checkpoint=None):
+        if checkpoint is not None:
+            kept.append(Path(shutil.copytree(checkpoint.path, tmp_path / f"ckpt{next(names)}")))
+
+    monkeypatch.setattr(ray.train, "get_context", lambda: SimpleNamespace(get_world_rank=lambda: 0,
+                                                                           get_world_size=lambda: 1))
+    monkeypatch.setattr(ray.train, "get_checkpoint", lambda: None)
+    monkeypatch.setattr(ray.train, "report", report)
+    return kept
 
 
 @pytest.fixture(scope="module")

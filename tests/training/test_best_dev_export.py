@@ -4,9 +4,7 @@ after ``early_stopping_patience`` evaluations without improvement, and with
 
 from __future__ import annotations
 
-import itertools
 import json
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -68,24 +66,6 @@ def dev_loss_of(model_dir: Path) -> float:
     task = LineTask()
     with torch.no_grad():
         return task.build_model(model_dir)(**task.collate(task.load_split("dev"), -1, 0, False)).loss.item()
-
-
-@pytest.fixture
-def checkpoints(monkeypatch, tmp_path):
-    """Ray Train's session faked: every reported checkpoint is kept (in order)."""
-    import ray.train
-
-    kept: list[Path] = []
-    names = itertools.count()
-
-    def report(metrics, checkpoint=None):
-        if checkpoint is not None:
-            kept.append(Path(shutil.copytree(checkpoint.path, tmp_path / f"ckpt{next(names)}")))
-
-    monkeypatch.setattr(ray.train, "get_context", lambda: SimpleNamespace(get_world_rank=lambda: 0,
-                                                                           get_world_size=lambda: 1))
-    monkeypatch.setattr(ray.train, "report", report)
-    return kept
 
 
 def _fit(tmp_path: Path, name: str, export: str, checkpoint=None, fail_at: int = 0):

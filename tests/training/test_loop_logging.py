@@ -107,7 +107,7 @@ def test_short_run_logs_train_loss_every_step_with_dev_loss_n(fake_ray_train):
     assert len(set(logger.steps("train/loss"))) >= 12  # a readable curve: every step
     assert logger.steps("train/loss") == list(range(1, 13))  # each step once
     assert logger.steps("train/lr") == logger.steps("train/tokens_per_s") == list(range(1, 13))
-    assert logger.steps("eval/dev_loss") == [6, 12]  # the train loss's step axis
+    assert logger.steps("eval/dev_loss") == [0, 6, 12]  # the train loss's step axis, from before any update
     assert logger.steps("eval/dev_loss_n") == [0]  # a constant: once, not a curve
     assert {v for k, v, _ in logger.metrics if k == "eval/dev_loss_n"} == {4.0}  # 4 dev rows x 1 target
     assert logger.params["train.examples_per_step"] == 4 and "params.trainable" in logger.params
@@ -137,5 +137,7 @@ def test_rank0_prints_progress_lines_named_after_the_run(fake_ray_train, caplog,
     caplog.set_level(logging.INFO, logger="nugget.train")
     _run(RecordingRunLogger(), metric_prefix="tsdae_ae")
     lines = [r.getMessage() for r in caplog.records if r.name == "nugget.train"]
-    assert len(lines) == 1
-    assert lines[0].startswith("toy_stage r=0.1 tsdae_ae step 12/12 loss ") and " tok/s eta 0s" in lines[0]
+    assert len(lines) == 3
+    assert lines[0].startswith("toy_stage r=0.1 tsdae_ae dev loss before training ")  # step 0
+    assert lines[1].startswith("toy_stage r=0.1 tsdae_ae step 12/12 loss ") and " tok/s eta 0s" in lines[1]
+    assert lines[2].startswith("toy_stage r=0.1 tsdae_ae dev loss ") and " after 12 steps (48 tokens seen)" in lines[2]

@@ -27,7 +27,8 @@ def test_card_and_base_reference_hold_after_publishing(tmp_path):
     save_nugget2d(model, scratch / "nugget2d")
     (scratch / "trainer_state.json").write_text(json.dumps({"step": 3, "losses": [5.0, 4.5], "best_dev_loss": 4.4,
                                                             "train_loss_n": 2, "dev_loss_n": 40,
-                                                            "stopped_early": False}))
+                                                            "stopped_early": False, "initial_dev_loss": 7.1,
+                                                            "exported_dev_loss": 4.4, "tokens_seen": 96}))
     job = make_dataclass("Job", [("max_steps", int), ("lr", float)])(3, 1e-3)  # a train.* section
     document_models(ctx, job, {scratch / "nugget2d": SimpleNamespace(
         base_dir=str(base_dir), objective="autoregressive")}, ctx.config.get("model.lm"))
@@ -37,6 +38,9 @@ def test_card_and_base_reference_hold_after_publishing(tmp_path):
         assert section in card
     assert "load_nugget2d('<artifact root>/train_nugget2d_ar/k/nugget2d')" in card  # the published place
     assert "- `max_steps`: 3" in card and "final train loss: 4.5000 (n = 2 sequences)" in card
+    # whether training helped: the dev loss before any update and of these weights, the tokens seen
+    assert "- dev loss before training (step 0) -> of these weights: 7.1000 -> 4.4000\n" in card
+    assert "- tokens seen in training: 96 (inputs + targets, every worker)" in card
     assert "upstream `prepare_lm` (key `k1`)" in card
     assert "## nugget2d_config.json" in card and "- `scorer_layer`: 1" in card and "- `threshold`: None" in card
     assert ctx.logger.artifacts == ["models/nugget2d/"]

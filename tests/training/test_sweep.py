@@ -65,6 +65,11 @@ def test_sweep_two_by_two(ray_local, tmp_path):
     rows = sweep.trials
     assert len(rows) == 4 and all((sweep.model_dir(r) / "nugget_config.json").exists() for r in rows)
     assert all(r["steps"] == 6 for r in rows)  # train.sweep.max_steps overrides train.nugget's 9
+    # each trial records its dev loss before training (step 0) and after, and the tokens it saw
+    learned = sweep.training()
+    assert [s.model for s in learned] == [f"sweep_nugget/{r['trial']}" for r in rows]
+    assert all(s.steps == 6 and s.tokens_seen > 0 and s.dev_loss_n > 0 for s in learned)
+    assert all(t.data.metrics["initial_dev_loss"] > 0 for t in trials)
     best = json.loads((out / "best.json").read_text())["ae"]  # the file the stage publishes
     assert best == sweep.best()["ae"]
     assert best["dev_loss"] == min(r["dev_loss"] for r in rows)

@@ -92,7 +92,11 @@ def test_injected_failure_resumes_exactly_in_one_mlflow_run(ddp_run, mt_artifact
     history = tracker.client.get_metric_history(logger.run_id, "train/loss")
     assert {m.step for m in history} == {5, 10, 15, 20}  # every log_every=5 steps, across the restart
     dev = tracker.client.get_metric_history(logger.run_id, "eval/dev_loss")
-    assert {m.step for m in dev} == {10, 20}  # the train loss's step axis
+    assert {m.step for m in dev} == {0, 10, 20}  # the train loss's step axis, from before any update
+    # the step-0 value survives the restart (kept in the checkpointed trainer state)
+    assert [m.value for m in dev if m.step == 0] == [state["initial_dev_loss"]]
+    assert state["initial_dev_loss"] == uninterrupted["initial_dev_loss"]
+    assert state["tokens_seen"] == uninterrupted["tokens_seen"] > 0
     dev_n = tracker.client.get_metric_history(logger.run_id, "eval/dev_loss_n")
     assert {m.step for m in dev_n} == {0} and all(m.value > 0 for m in dev_n)  # a constant, logged once
 

@@ -125,4 +125,9 @@ def test_train_baselines_stage_writes_what_the_evaluations_read(ray_local, mt_ar
     assert not (Path(ctx.work_uri) / "baselines").exists()  # checkpoints dropped
     metrics = tracker.client.get_run(logger.run_id).data.metrics
     assert metrics["systems"] == 2 and metrics["chunk.steps"] == 4
-    assert sorted(m.step for m in tracker.client.get_metric_history(logger.run_id, "re_gating.eval/dev_loss")) == [4]
+    # the dev loss before any update (step 0) and at the end, in MLflow and in the output's contract
+    assert sorted(m.step for m in tracker.client.get_metric_history(logger.run_id, "re_gating.eval/dev_loss")) == [0, 4]
+    learned = {s.model: s for s in TrainedBaselines.read(ctx.output_dir).training()}
+    assert set(learned) == {"train_baselines/re_gating", "train_baselines/chunk"}
+    assert learned["train_baselines/chunk"].dev_loss_before == metrics["chunk.initial_dev_loss"]
+    assert all(s.steps == 4 and s.tokens_seen > 0 for s in learned.values())

@@ -1,0 +1,59 @@
+"""What every training output records about whether its models learned, in one shape.
+
+Each fit of the shared training loop (`stages.train.loop`) ends with a trainer state
+(``trainer_state.json`` beside the model it trained): among its fields the dev loss
+before any update (``initial_dev_loss``, step 0), the dev loss of the weights the fit
+exported (``exported_dev_loss``: the last step's, or with ``export_model=best_dev`` the
+best evaluation's), the steps taken (``step``), the dev target tokens each dev loss
+averages over (``dev_loss_n``) and the tokens its steps processed (``tokens_seen``,
+inputs + targets, every rank). A sweep trial records the same fields in its result
+record (``steps`` for ``step``). The training contracts (`stages.artifacts.train`,
+`stages.artifacts.restorable`) read them into a `TrainingSummary` per trained model;
+the report's training section shows them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from stages.artifacts.base import Location, field
+from stages.common.progress import dev_loss_rose
+
+TRAINER_STATE = "trainer_state.json"  # the loop's trainer state, beside each trained model
+
+
+@dataclass(frozen=True)
+class TrainingSummary:
+    """One trained model's learning, from its trainer state."""
+
+    model: str  # "<stage>", or "<stage>/<name>" for one of several models of a stage
+    steps: int
+    dev_loss_before: float  # at step 0, before any update
+    dev_loss_after: float  # of the weights the fit exported
+    dev_loss_n: int  # dev target tokens each dev loss averages over
+    tokens_seen: int  # inputs + targets of every step, all ranks
+
+    @property
+    def got_worse(self) -> bool:
+        """Training left the dev loss above its untrained start (a non-finite end counts)."""
+        return dev_loss_rose(self.dev_loss_before, self.dev_loss_after)
+
+
+def summary_of(where: Location, name: str, record: Any, model: str, steps_key: str = "step") -> TrainingSummary:
+    """The `TrainingSummary` of ``record`` (a trainer state, or a record with its fields;
+    ``steps_key`` names its step count) in file ``name`` of ``where``; a
+    `ContractError` naming the file and field when one is missing."""
+    return TrainingSummary(
+        model=model,
+        steps=field(where, name, record, steps_key, int),
+        dev_loss_before=field(where, name, record, "initial_dev_loss", float),
+        dev_loss_after=field(where, name, record, "exported_dev_loss", float),
+        dev_loss_n=field(where, name, record, "dev_loss_n", int),
+        tokens_seen=field(where, name, record, "tokens_seen", int),
+    )
+
+
+def read_summary(where: Location, name: str, model: str) -> TrainingSummary:
+    """The `TrainingSummary` of the trainer state file ``name`` (relative to ``where``)."""
+    return summary_of(where, name, where.json(name), model)

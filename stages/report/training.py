@@ -1,0 +1,89 @@
+"""The report's training section: did each trained model learn?
+
+Per model of every training stage in the run: its dev loss before any update (step 0)
+and of the weights its fit ended with, the steps and tokens it trained on, read through
+the training contracts (`stages.artifacts.trainer_state.TrainingSummary`). A model whose
+dev loss ended above its untrained start is flagged in the section and in the log (one
+line each): every number measured on it downstream comes from a model that training made
+worse.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping, Sequence
+
+from stages.artifacts.restorable import TrainedRestorable, TrainedRetrieval
+from stages.artifacts.train import (
+    FullFinetunedLM,
+    NuggetSweep,
+    TrainedBaselines,
+    TrainedNugget,
+    TrainedNugget2D,
+    TrainedNuggetLM,
+)
+from stages.artifacts.trainer_state import TrainingSummary
+from stages.common.progress import progress_logger
+from stages.common.render import html_table, markdown
+from stages.framework.stage import Artifact
+
+log = progress_logger("nugget.report")
+
+WORSE = "worse: dev loss ended above its start"
+CAPTION = "Training: dev loss before -> after"
+HEADERS = ["model", "steps", "tokens seen", "dev loss before (step 0)", "dev loss after", "dev tokens (n)", "flag"]
+INTRO = ("Each trained model's dev loss (mean negative log-likelihood per dev target token, over the n tokens "
+         "shown) before its first update (step 0) and of the weights its fit ended with (the last step's, or the "
+         "best evaluation's with export_model=best_dev), the optimiser steps and the tokens (inputs + targets, every "
+         f"worker) it trained on. '{WORSE}': training made the model worse than untrained, so what the tables "
+         "measure on it is no sign of the method.")
+
+
+def _nugget2d(stage: str) -> Callable[[Artifact], list[TrainingSummary]]:
+    return lambda art: TrainedNugget2D.read(art, stage).training(stage)
+
+
+# every training stage, in DAG order, and how its output lists its models' summaries
+READERS: dict[str, Callable[[Artifact], list[TrainingSummary]]] = {
+    "train_nugget": lambda art: TrainedNugget.read(art).training(),
+    "sweep_nugget": lambda art: NuggetSweep.read(art).training(),
+    "train_baselines": lambda art: TrainedBaselines.read(art).training(),
+    "train_nugget_lm": lambda art: TrainedNuggetLM.read(art).training(),
+    "train_nugget2d": _nugget2d("train_nugget2d"),
+    "train_nugget2d_ft": _nugget2d("train_nugget2d_ft"),
+    "train_nugget2d_ar": _nugget2d("train_nugget2d_ar"),
+    "train_nugget2d_ae": _nugget2d("train_nugget2d_ae"),
+    "train_full_ft": lambda art: FullFinetunedLM.read(art).training(),
+    "train_re": lambda art: TrainedRestorable.read(art).training(),
+    "train_re_retrieval": lambda art: TrainedRetrieval.read(art).training(),
+}
+TRAINING_STAGES = tuple(READERS)
+
+
+def training_summaries(inputs: Mapping[str, Artifact]) -> list[TrainingSummary]:
+    """The summary of every model trained by the training stages among ``inputs``."""
+    return [s for stage, read in READERS.items() if stage in inputs for s in read(inputs[stage])]
+
+
+def training_rows(summaries: Sequence[TrainingSummary]) -> list[tuple[str, ...]]:
+    """The section's rows (`HEADERS`), one per model."""
+    return [(s.model, str(s.steps), f"{s.tokens_seen:,}", f"{s.dev_loss_before:.3f}", f"{s.dev_loss_after:.3f}",
+             str(s.dev_loss_n), WORSE if s.got_worse else "") for s in summaries]
+
+
+def training_section(summaries: Sequence[TrainingSummary]) -> tuple[list[str], list[str]]:
+    """The section as (markdown lines, HTML parts); empty when no model was trained."""
+    if not summaries:
+        return [], []
+    rows = training_rows(summaries)
+    return ([f"## {CAPTION}", "", INTRO, "", markdown(HEADERS, rows)],
+            [f"<h2>{html.escape(CAPTION)}</h2>", f"<p>{html.escape(INTRO)}</p>", html_table(HEADERS, rows)])
+
+
+def log_worse(summaries: Sequence[TrainingSummary]) -> list[str]:
+    """One warning line per model whose dev loss ended above its start; the lines."""
+    lines = [f"report: {s.model}: dev loss {s.dev_loss_before:.3f} -> {s.dev_loss_after:.3f} after {s.steps} steps "
+             "(above its untrained start: training made it worse)" for s in summaries if s.got_worse]
+    for line in lines:
+        log.warning(line)
+    return lines
