@@ -24,7 +24,16 @@ from stages.common.degenerate import (
 from stages.common.intervals import hits_interval, share_interval, wilson
 from stages.evaluate.eval_qa import qa_flag
 from stages.evaluate.publish import publish
-from stages.report.findings import DEGENERATE, NOT_SHOWN, SHOWN, Cell, Comparison, Level, counts, judge
+from stages.report.findings import (
+    DEGENERATE,
+    NOT_SHOWN,
+    SHOWN,
+    Cell,
+    Comparison,
+    Level,
+    counts,
+    judge,
+)
 from stages.report.tables import FLAG_MARK, ReportTable, eval_table
 from tests.evaluation.fixtures import artifact, context
 
