@@ -70,7 +70,7 @@ def _segments(path, split: str, limit: int) -> list[tuple[list[int], list[int]]]
 def unigram_model(path, vocab_size: int) -> UnigramModel:
     """Token frequencies of the corpus's train segments (`stages.common.degenerate`): the
     context-free reference a system's perplexity on that corpus must beat."""
-    return UnigramModel.fit((r["distant"] + r["recent"] for r in _segments(path, "train", 0)), vocab_size)
+    return UnigramModel.fit((distant + recent for distant, recent in _segments(path, "train", 0)), vocab_size)
 
 
 def unigram_flag(metrics: dict[str, float], corpora: list[str]) -> str | None:

@@ -169,3 +169,19 @@ def test_constant_output_system_is_flagged_and_its_finding_not_shown(tmp_path, c
     clean.add("icae", {"bleu": 10.0}, "icae_0.1", n=8, se={"bleu": 1.0})
     clean.add("nugget2d", {"bleu": 90.0}, "nugget2d_0.1", n=8, se={"bleu": 1.0})
     assert judge([clean], [finding])[0].verdict == SHOWN and not clean.notes()
+
+
+def test_eval_lm_reference_is_the_unigram_model_of_the_train_segments(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from stages.evaluate.eval_lm import unigram_flag, unigram_model
+
+    path = tmp_path / "lm_wiki.parquet"
+    pq.write_table(pa.Table.from_pylist([{"split": "train", "distant": [0, 1], "recent": [1]},
+                                         {"split": "test", "distant": [2], "recent": [2, 2]}]), path)
+    model = unigram_model(path, vocab_size=3)
+    assert model.counts.tolist() == [1, 2, 0]  # the train segments only
+    metrics = {"wiki_subword_ppl": 9.0, "wiki_unigram_ppl": 4.0, "pile_subword_ppl": 3.0, "pile_unigram_ppl": 5.0}
+    assert unigram_flag(metrics, ["wiki", "pile"]) == "wiki subword PPL 9 above a unigram model of its training data (4)"
+    assert unigram_flag(metrics, ["pile"]) is None
