@@ -3,6 +3,7 @@ prepare_lm, build_lm, corpus_stats, build_nugget_lm; the RE study's data: `stage
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -265,6 +266,15 @@ class NuggetLMCorpus:
             where.file(f"{split}.parquet")
         return cls(where.path, field(where, "stats.json", stats, "source", str),
                    field(where, "stats.json", stats, "stand_in", str))
+
+    def token_ids(self, split: str) -> Iterator[Any]:
+        """The token ids of ``split``, a NumPy array per stored batch of articles (only the
+        ``ids`` column is read: the train split's unigram counts, `stages.common.degenerate`)."""
+        import pyarrow.parquet as pq
+
+        path = Location(self.STAGE, self.path).file(f"{split}.parquet")
+        for batch in pq.ParquetFile(path).iter_batches(columns=["ids"]):
+            yield batch.column(0).flatten().to_numpy(zero_copy_only=False)
 
     def documents(self, split: str, limit: int = 0) -> TokenDocuments:
         """The first ``limit`` (0 = all) documents of ``split``."""

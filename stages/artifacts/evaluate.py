@@ -2,8 +2,10 @@
 
 - `EvalTable`: the system x metric table of an evaluation (``eval_lm``, ``eval_qa``,
   ``eval_summarization``): per row the system's id, the published row it reproduces
-  (if any), n, the metrics, their standard errors where the stage has them, and a note
-  (e.g. why a system did not run). Written as ``table.md``, ``table.csv``, ``table.json``;
+  (if any), n, the metrics, their standard errors (means) or 95% intervals (proportions:
+  Wilson, `stages.common.intervals`) where the stage has them, a note (e.g. why a system
+  did not run) and the reason the system is uninformative (`stages.common.degenerate`; "":
+  it is not). Written as ``table.md``, ``table.csv``, ``table.json``;
   ``table.json`` is what `read` reads.
 - `SimilarityResults` (``eval_similarity``), `ReconstructionResults`
   (``eval_reconstruction``), `NuggetAnalysis` (``analyze_nuggets``): the Nugget
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from stages.artifacts.base import field, locate, records, write_json
+from stages.common.degenerate import LABEL
 from stages.common.render import csv_text, markdown
 from stages.framework.stage import Artifact
 
@@ -53,6 +56,18 @@ class TableRow:
     stderr: dict[str, float] = dc_field(default_factory=dict)  # standard error of a metric's mean
     note: str = ""  # e.g. the reason a system did not run
     paper_row: str = ""  # the row id of the published table this system reproduces ("" if none)
+    # 95% interval (low, high) of a proportion metric (Wilson): shown instead of 1.96 stderr
+    interval: dict[str, tuple[float, float]] = dc_field(default_factory=dict)
+    flag: str = ""  # why the system is uninformative (`stages.common.degenerate`); "" = it is not
+
+
+def _intervals(where: Any, f: str, r: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """A row's ``interval`` ({metric: [low, high]}) checked."""
+    raw = field(where, f, r, "interval", dict, default={})
+    for k, v in raw.items():
+        if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, int | float) for x in v)):
+            raise where.error(f, f"is malformed: interval {k!r} of system {r.get('system')!r} is {v!r}", "rows")
+    return {k: (float(v[0]), float(v[1])) for k, v in raw.items()}
 
 
 def _finite(value: Any) -> Any:
@@ -80,25 +95,33 @@ class EvalTable:
         if isinstance(value, float) and math.isnan(value):
             return "nan"
         text = col.fmt.format(value)
+        if col.key in row.interval:
+            low, high = row.interval[col.key]
+            return f"{text} [{col.fmt.format(low)}, {col.fmt.format(high)}]"
         se = row.stderr.get(col.key)
         return f"{text} ± {col.fmt.format(se)}" if se is not None and math.isfinite(se) else text
 
     def to_markdown(self) -> str:
         headers = ["system", "n", *[c.header for c in self.columns], "note"]
-        rows = [[r.system, "" if r.n is None else str(r.n), *[self._cell(r, c) for c in self.columns], r.note]
-                for r in self.rows]
+        rows = [[r.system, "" if r.n is None else str(r.n), *[self._cell(r, c) for c in self.columns],
+                 "; ".join(x for x in (r.note, f"{LABEL}: {r.flag}" if r.flag else "") if x)] for r in self.rows]
         body = [f"## {self.title}", "", markdown(headers, rows)]
         if any(r.stderr for r in self.rows):
             body.append("- x ± y: mean ± its standard error over the row's n examples.")
+        if any(r.interval for r in self.rows):
+            body.append("- x [a, b]: a proportion and its 95% Wilson interval over the row's n examples.")
         body += [f"- {n}" for n in self.notes]
         return "\n".join(body) + "\n"
 
     def to_csv(self) -> str:
         se_keys = [c.key for c in self.columns if any(c.key in r.stderr for r in self.rows)]
+        ci_keys = [c.key for c in self.columns if any(c.key in r.interval for r in self.rows)]
         headers = ["system", "paper_row", "n", *[c.key for c in self.columns], *[f"{k}_stderr" for k in se_keys],
-                   "note"]
+                   *[f"{k}_{end}" for k in ci_keys for end in ("low", "high")], "note", LABEL]
         rows = [[r.system, r.paper_row, r.n, *[r.metrics.get(c.key) for c in self.columns],
-                 *[r.stderr.get(k) for k in se_keys], r.note] for r in self.rows]
+                 *[r.stderr.get(k) for k in se_keys],
+                 *[r.interval[k][i] if k in r.interval else None for k in ci_keys for i in (0, 1)], r.note, r.flag]
+                for r in self.rows]
         return csv_text(headers, rows)
 
     def flat_metrics(self) -> dict[str, float]:
@@ -119,7 +142,8 @@ class EvalTable:
             "columns": [{"key": c.key, "header": c.header, "fmt": c.fmt} for c in self.columns],
             "rows": [{"system": r.system, "paper_row": r.paper_row, "n": r.n,
                       "metrics": {k: _finite(v) for k, v in r.metrics.items()},
-                      "stderr": {k: _finite(v) for k, v in r.stderr.items()}, "note": r.note}
+                      "stderr": {k: _finite(v) for k, v in r.stderr.items()}, "note": r.note,
+                      "interval": {k: list(v) for k, v in r.interval.items()}, "flag": r.flag}
                      for r in self.rows],
             "notes": list(self.notes),
             "stand_in": self.stand_in,
@@ -148,6 +172,8 @@ class EvalTable:
                 stderr=field(where, f, r, "stderr", dict, default={}),
                 note=field(where, f, r, "note", str, default=""),
                 paper_row=field(where, f, r, "paper_row", str, default=""),
+                interval=_intervals(where, f, r),
+                flag=field(where, f, r, "flag", str, default=""),
             ))
         return cls(field(where, f, raw, "title", str), columns, rows, field(where, f, raw, "notes", list, default=[]),
                    field(where, f, raw, "stand_in", str, default=""))
@@ -166,7 +192,7 @@ def _write_records(out: Path, stem: str, rows: list[dict[str, Any]], columns: Se
 
 
 SIMILARITY_COLUMNS = ("label", "mode", "objective", "ratio", "scorer_layer", "selector", "feedback", "task", "mrr",
-                      "vectors_per_doc", "n_tasks")
+                      "vectors_per_doc", "n_tasks", LABEL)
 
 
 @dataclass(frozen=True)
@@ -249,7 +275,7 @@ class WithFigures:
         return read_captions(self.path, self.STAGE, self.FIGURE_CAPTIONS)
 
 
-RECONSTRUCTION_COLUMNS = ("label", "kind", "objective", "ratio", "scorer_layer", "decoder", "bleu", "n_docs")
+RECONSTRUCTION_COLUMNS = ("label", "kind", "objective", "ratio", "scorer_layer", "decoder", "bleu", "n_docs", LABEL)
 
 
 @dataclass(frozen=True)

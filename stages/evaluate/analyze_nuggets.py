@@ -11,7 +11,9 @@ word and no figure or table shows a BPE marker.
 
 Output: `stages.artifacts.evaluate.NuggetAnalysis`:
 - ``token_frequency.png`` / ``token_frequency.json`` (fig. 5): the 6 most frequent nugget
-  tokens, their share among nuggets (AE, MT) vs in text, and the punctuation share;
+  tokens, their share among nuggets (AE, MT) vs in text, and the punctuation share; per
+  model ``uninformative``: why its selection ignores the document (the same nugget positions
+  in most documents, `selection_flag`), "" when it does not;
 - ``nuggets.html`` (fig. 6): sample documents, text shaded by score, nuggets in green;
 - ``probability_gain.png`` (fig. 7: gain vs token index for the paper's 3rd, 6th and 9th
   nuggets), ``nugget_positions.png`` (fig. 7's other curve: where in the document those
@@ -33,6 +35,7 @@ import torch
 
 from stages.artifacts.data import MtDocuments
 from stages.artifacts.evaluate import NuggetAnalysis
+from stages.common.degenerate import LABEL, constant_outputs
 from stages.common.languages import check_writes_its_input
 from stages.common.tokens import display_token, token_text
 from stages.evaluate.nugget.analysis import TokenStats, probability_gain
@@ -41,6 +44,7 @@ from stages.evaluate.nugget.highlight import highlight_document, highlight_page
 from stages.evaluate.nugget.plots import probability_gain as plot_gain
 from stages.evaluate.nugget.plots import token_frequencies
 from stages.evaluate.nugget.systems import System, collect_systems
+from stages.evaluate.publish import log_flags
 from stages.framework.stage import Stage, StageContext
 
 TOP_TOKENS = 6  # paper fig. 5
@@ -105,6 +109,13 @@ def figure_details(frequency: dict[str, dict[str, Any]], gain: dict[str, Any], c
         "probability_gain_relative.png": "; ".join(p for p in (lengths, skipped) if p) + ".",
         "nuggets.html": f"n = {highlighted_docs} documents of model {highlight_model}.",
     }
+
+
+def selection_flag(stats: TokenStats) -> str:
+    """Why a scorer's selection is uninformative (`stages.common.degenerate`): the same nugget
+    positions in most documents (it ignores what the document says); "" when it is not."""
+    flag = constant_outputs(stats.positions)
+    return f"nugget positions: {flag}" if flag else ""
 
 
 def pick(systems: list[System], objective: str, layer: int) -> System | None:
@@ -176,8 +187,10 @@ class AnalyzeNuggets(Stage):
                       "objective": systems[n].objective, "ratio": systems[n].ratio,
                       "scorer_layer": systems[n].scorer_layer, "label": systems[n].describe(),
                       "encoder_side": systems[n].encoder_side,
-                      "n_nuggets": sum(s.nuggets.values()), "n_tokens": sum(s.text.values())}
+                      "n_nuggets": sum(s.nuggets.values()), "n_tokens": sum(s.text.values()),
+                      LABEL: selection_flag(s)}
                   for n, s in stats.items()}
+        log_flags(ctx, {n: r[LABEL] for n, r in report.items() if r[LABEL]})
         token_frequencies(top, series, ctx.output_dir / "token_frequency.png")
         ctx.log_artifact(ctx.output_dir / "token_frequency.png")
         for n, r in report.items():

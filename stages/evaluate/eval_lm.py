@@ -16,7 +16,9 @@ or their own trained theta (``trained``: ``train_nugget2d_ar``'s variants of
 same number of distant states per layer and KV head.
 
 Reported per system and configuration: subword and word-level perplexity per corpus
-(`stages.evaluate.lm.perplexity`; the wiki corpus's OOV marker excluded), the realised
+(`stages.evaluate.lm.perplexity`; the wiki corpus's OOV marker excluded), that of a unigram
+model of the corpus's train segments on the same tokens (``<corpus>_unigram_ppl``: a row above
+it on some corpus is flagged uninformative, `stages.common.degenerate`), the realised
 nugget ratio, and the decoding cost: attended states per token, KV bytes held, wall
 time per token. Outputs: the `stages.artifacts.evaluate.EvalTable` (n = segments per row;
 each row's id and the table-1 row, ``<system>_<total states>``, it reproduces) and
@@ -37,6 +39,7 @@ from stages.artifacts.calibrate import CalibratedThreshold
 from stages.artifacts.data import LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
+from stages.common.degenerate import UnigramModel, above_unigram, combine
 from stages.common.progress import progress_logger
 from stages.evaluate.lm.perplexity import PerplexityCounts, segment_counts, word_texts
 from stages.evaluate.lm.presses import press_notes
@@ -56,11 +59,24 @@ COST = ("attended_states", "kv_bytes", "ms_per_token", "nugget_ratio")
 
 
 def _segments(path, split: str, limit: int) -> list[tuple[list[int], list[int]]]:
-    rows = [r for r in pq.read_table(path).to_pylist() if r["split"] == split and r["recent"]]
+    rows = [r for r in pq.read_table(path, columns=["split", "distant", "recent"]).to_pylist()
+            if r["split"] == split and r["recent"]]
     if not rows:
         raise ValueError(f"{path.name} has no segments in split {split!r}")
     rows = rows[:limit] if limit else rows
     return [(r["distant"], r["recent"]) for r in rows]
+
+
+def unigram_model(path, vocab_size: int) -> UnigramModel:
+    """Token frequencies of the corpus's train segments (`stages.common.degenerate`): the
+    context-free reference a system's perplexity on that corpus must beat."""
+    return UnigramModel.fit((distant + recent for distant, recent in _segments(path, "train", 0)), vocab_size)
+
+
+def unigram_flag(metrics: dict[str, float], corpora: list[str]) -> str | None:
+    """Why a row's perplexity is uninformative: above the unigram model's on some corpus."""
+    return combine(*(above_unigram(metrics[f"{c}_subword_ppl"], metrics[f"{c}_unigram_ppl"], f"{c} subword PPL")
+                     for c in corpora))
 
 
 def _columns(corpora: list[str]) -> list[Column]:
@@ -68,7 +84,8 @@ def _columns(corpora: list[str]) -> list[Column]:
             Column("compressed_tokens", "cmpr. tokens", "{:.0f}"),
             Column("context_tokens", "ctx. tokens", "{:.0f}")]
     for c in corpora:
-        cols += [Column(f"{c}_subword_ppl", f"{c} subword ppl"), Column(f"{c}_word_ppl", f"{c} word ppl")]
+        cols += [Column(f"{c}_subword_ppl", f"{c} subword ppl"), Column(f"{c}_word_ppl", f"{c} word ppl"),
+                 Column(f"{c}_unigram_ppl", f"{c} unigram subword ppl")]
     return cols + [Column("attended_states", "attended states/token", "{:.1f}"),
                    Column("kv_bytes", "KV bytes", "{:.0f}"),
                    Column("ms_per_token", "ms/token", "{:.1f}"),
@@ -114,6 +131,7 @@ class EvalLM(Stage):
                         "the realised nugget ratio column shows the effect", AR_STAGE, calibrated.scorer_stage)
         adapter, baselines = self.baseline_models(cfg, ctx, trained)
 
+        unigrams = {c: unigram_model(records.segments(c), len(tokenizer)) for c in cfg.corpora}
         counts: dict[tuple, PerplexityCounts] = defaultdict(PerplexityCounts)
         costs: dict[tuple, list[dict]] = defaultdict(list)
         examples = []
@@ -124,6 +142,8 @@ class EvalLM(Stage):
             for seg_id, (distant, recent) in enumerate(segments):
                 ids = distant + recent
                 texts = word_texts(tokenizer, ids)
+                counts["unigram", corpus].add(segment_counts(unigrams[corpus].token_nll(recent), texts,
+                                                             len(distant), oov))
                 for setting in settings:
                     with ExitStack() as scope:
                         for m in {id(m): m for m in (model, *baselines.values())}.values():
@@ -154,7 +174,8 @@ class EvalLM(Stage):
                     c = counts[(system, setting), corpus]
                     metrics |= {f"{corpus}_subword_ppl": c.subword_ppl, f"{corpus}_word_ppl": c.word_ppl,
                                 f"{corpus}_tokens": c.subwords, f"{corpus}_words": c.words,
-                                f"{corpus}_oov_words": c.oov_words}
+                                f"{corpus}_oov_words": c.oov_words,
+                                f"{corpus}_unigram_ppl": counts["unigram", corpus].subword_ppl}
                 runs = costs[(system, setting)]
                 for k in COST:
                     values = [r[k] for r in runs if not math.isnan(r[k])]
@@ -162,7 +183,8 @@ class EvalLM(Stage):
                         metrics[k] = sum(values) / len(values)
                 # Nugget2D table 1 rows are a system at a number of total states (e.g. nugget2d_128)
                 rows.append(TableRow(f"{system} {setting.label}", metrics, n=sum(len(v) for v in data.values()),
-                                     paper_row=f"{system}_{setting.total_states}"))
+                                     paper_row=f"{system}_{setting.total_states}",
+                                     flag=unigram_flag(metrics, cfg.corpora) or ""))
         notes = [
             f"Lambda = {threshold:.4f} from calibrate_threshold (r = {ratio:g}); "
             f"scorer {'matches' if same_scorer else 'DIFFERS from'} the calibrated one.",
@@ -175,6 +197,8 @@ class EvalLM(Stage):
                          "limit: StreamingLLM's sinks are the segment's first tokens)"),
             f"{sum(len(v) for v in data.values())} segments ({', '.join(f'{k}: {len(v)}' for k, v in data.items())}), "
             "scored on their recent tokens; costs are means over segments.",
+            "unigram PPL: add-one smoothed token frequencies of the corpus's train segments, on the same tokens; a "
+            "system above it on some corpus is flagged uninformative.",
             *training_notes(model.config.recent_window, max(len(d) + len(r) for v in data.values() for d, r in v),
                             settings, cfg.systems, cfg.baseline_adapter == "trained"),
         ]

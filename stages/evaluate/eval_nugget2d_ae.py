@@ -31,7 +31,8 @@ import torch
 from stages.artifacts.data import LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D
-from stages.common.intervals import share_se
+from stages.common.degenerate import generation_flags
+from stages.common.intervals import share_interval
 from stages.common.padding import pad
 from stages.common.progress import progress_logger
 from stages.common.records import batches
@@ -119,10 +120,10 @@ def token_rows(texts: list[list[str]], selected: list[list[bool]], top: int) -> 
         share = {"share_nuggets": 100 * sum(c for t, c in nuggets.items() if match(t)) / n_nuggets,
                  "share_text": 100 * sum(c for t, c in every.items() if match(t)) / n_text,
                  "n_share_nuggets": n_nuggets}  # the n of the nugget share (the row's n: tokens)
-        se = {"share_nuggets": share_se(share["share_nuggets"], n_nuggets),
-              "share_text": share_se(share["share_text"], n_text)}  # binomial
+        ci = {"share_nuggets": share_interval(share["share_nuggets"], n_nuggets),
+              "share_text": share_interval(share["share_text"], n_text)}  # Wilson
         return TableRow(label, share, n=n_text, note=f"{n_nuggets} nuggets among {n_text} tokens",
-                        paper_row=paper_row, stderr={k: v for k, v in se.items() if v is not None})
+                        paper_row=paper_row, interval={k: v for k, v in ci.items() if v is not None})
 
     keys = Counter()
     for t, c in nuggets.items():
@@ -175,7 +176,8 @@ class EvalNugget2DAE(Stage):
                          metrics[f"bleu_L{n}"], len(group), metrics[f"states_L{n}"])
             metrics["bleu"] = corpus_bleu(hyps, refs)
             kind, ratio = label.split(" r")
-            rows.append(TableRow(label, metrics, n=len(hyps), paper_row=f"{kind}_{ratio}"))
+            rows.append(TableRow(label, metrics, n=len(hyps), paper_row=f"{kind}_{ratio}",
+                                 flag=generation_flags(hyps) or ""))
             if source is trained:  # the main autoencoder: its nugget tokens (§4.3)
                 texts, selected = nugget_tokens(model, tokenizer, docs[: cfg.analysis_docs], cfg.batch_size)
                 token_table = token_rows(texts, selected, cfg.top_tokens)

@@ -17,8 +17,12 @@ out-of-vocabulary words (WikiText-103's ``<unk>``, the tokenizer's unknown token
 excluded from both sums ("we exclude all out-of-vocabulary tokens"). Subword perplexity
 over the same tokens is reported beside it.
 
+A system whose word perplexity at some h is above a unigram model's (add-one smoothed token
+frequencies of the train split, on the same tokens: ``unigram_ppl``) models the text worse
+than ignoring it and is flagged uninformative (`stages.common.degenerate`).
+
 Outputs: the `stages.artifacts.evaluate.EvalTable` (one row per system; ``ppl_h<h>``,
-``subword_ppl_h<h>``, ``n_ppl_h<h>`` = words scored; the row's n = words) and
+``subword_ppl_h<h>``, ``n_ppl_h<h>`` = words scored, ``unigram_ppl``; the row's n = words) and
 ``examples.jsonl`` (word perplexity per article, system and h).
 """
 
@@ -32,6 +36,7 @@ import torch
 from stages.artifacts.data import NuggetLMCorpus, TokenDocuments
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNuggetLM
+from stages.common.degenerate import UnigramModel, above_unigram, combine
 from stages.common.device import to_device
 from stages.common.records import batches
 from stages.evaluate.lm.perplexity import PerplexityCounts
@@ -75,6 +80,18 @@ def score(lm: Any, docs: TokenDocuments, lengths: list[int], segment: int, strid
     return tallies
 
 
+def unigram_counts(model: UnigramModel, docs: TokenDocuments, lengths: list[int]) -> PerplexityCounts:
+    """The perplexity sums of the unigram ``model`` on exactly the tokens `score` scores
+    (every token of each article's first ``lengths``, OOV words' tokens excluded)."""
+    total = PerplexityCounts()
+    for i, n in enumerate(lengths):
+        keep = ~docs.oov(i)[:n]
+        nll = model.nll(docs[i][:n][keep])
+        total.add(PerplexityCounts(subword_nll=nll, subwords=int(keep.sum()), word_nll=nll,
+                                   words=int((docs.word_start(i)[:n] & keep).sum())))
+    return total
+
+
 class EvalNuggetLM(Stage):
     name = "eval_nugget_lm"
     expected_seconds = 7  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
@@ -92,6 +109,7 @@ class EvalNuggetLM(Stage):
         docs = corpus.documents(cfg.split, cfg.max_docs)
         lengths = [min(n, cfg.max_doc_tokens) if cfg.max_doc_tokens else n for n in docs.lengths()]
         rows, examples = [], []
+        unigram: dict[int, PerplexityCounts] = {}  # per vocabulary size: the unigram model's sums
         for k, record in enumerate(trained.systems, 1):
             segment = record["segment_tokens"]
             if segment % cfg.stride:
@@ -116,16 +134,26 @@ class EvalNuggetLM(Stage):
                 print(f"[eval_nugget_lm] {k}/{len(trained.systems)} {record['system']} h={h}: word PPL "
                       f"{total.word_ppl:.2f}, subword PPL {total.subword_ppl:.2f} ({total.words} words, "
                       f"{len(lengths)} articles, {time.time() - tick:.1f}s)", flush=True)
+            vocab = len(trained.tokenizer(record))
+            if vocab not in unigram:  # the train split's token frequencies: the context-free reference
+                unigram[vocab] = unigram_counts(UnigramModel.fit(corpus.token_ids("train"), vocab), docs, lengths)
+            reference = unigram[vocab].word_ppl
+            metrics["unigram_ppl"] = reference
+            flag = combine(*(above_unigram(metrics[f"ppl_h{h}"], reference, f"word PPL at h={h}")
+                             for h in ([0] if record["memory"] == "none" else cfg.histories)))
             rows.append(TableRow(system=record["system"], metrics=metrics, n=total.words,
-                                 paper_row=record["paper_row"]))
+                                 paper_row=record["paper_row"], flag=flag or ""))
         histories = sorted({0, *cfg.histories})
         table = EvalTable(
             title="Nugget table 3: LM perplexity with h history segments (word level, OOV excluded)",
             columns=[Column(f"ppl_h{h}", f"PPL h={h}") for h in histories]
-            + [Column(f"subword_ppl_h{h}", f"subword PPL h={h}") for h in histories],
+            + [Column(f"subword_ppl_h{h}", f"subword PPL h={h}") for h in histories]
+            + [Column("unigram_ppl", "unigram word PPL")],
             rows=rows, stand_in=corpus.stand_in,
             notes=[f"{len(lengths)} {cfg.split} articles of build_nugget_lm ({sum(lengths)} tokens), windows of the "
                    f"systems' segment length scored every {cfg.stride} tokens",
-                   "word PPL: exp(token NLL summed over words / words), out-of-vocabulary words' tokens excluded"],
+                   "word PPL: exp(token NLL summed over words / words), out-of-vocabulary words' tokens excluded",
+                   "unigram word PPL: add-one smoothed token frequencies of build_nugget_lm's train split on the "
+                   "same tokens; a system above it at some h is flagged uninformative"],
         )
         publish(ctx, table, examples)

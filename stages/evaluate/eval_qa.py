@@ -15,19 +15,23 @@ many positions as Nugget2D keeps per layer (`stages.evaluate.lm.prompted`).
 Accuracy: the appendix-D normalised output contains the normalised answer
 (`stages.evaluate.lm.normalize`). Decoding cost per system: attended states per generated
 token, KV bytes, ms per decoding step, time before decoding. Outputs: the
-`stages.artifacts.evaluate.EvalTable` (accuracy with its standard error, n per row; each
-system's id and the table-3 row it reproduces) and ``examples.jsonl``.
+`stages.artifacts.evaluate.EvalTable` (accuracy with its Wilson 95% interval, n per row; each
+system's id and the table-3 row it reproduces; a system whose answers are constant, loops or
+empty, or that answers 0 of n where NoDoc also does, flagged uninformative: `qa_flag`) and
+``examples.jsonl``.
 """
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
 from nugget_core.nugget2d.prompts import PromptFormat, encode, encode_parts
 from stages.artifacts.data import LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D
-from stages.common.intervals import stderr
+from stages.common.degenerate import combine, generation_flags, zero_with_zero_baseline
+from stages.common.intervals import hits_interval
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import batches, read_records, stand_in_label
@@ -57,6 +61,13 @@ def paper_row(system: str, ratio: float | None = None) -> str:
     return system
 
 
+def qa_flag(system: str, outputs: dict[str, list[str]], hits: dict[str, int], n: int) -> str | None:
+    """Why ``system``'s answers are uninformative (`stages.common.degenerate`): constant, looping
+    or empty answers, or 0 of ``n`` correct where NoDoc (when it ran) also got 0."""
+    return combine(generation_flags(outputs[system]),
+                   zero_with_zero_baseline(hits[system], n, hits.get("nodoc"), "the no-document baseline"))
+
+
 class EvalQA(Stage):
     name = "eval_qa"
     expected_seconds = 113  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
@@ -79,6 +90,8 @@ class EvalQA(Stage):
 
         rows, examples = [], []
         trained_at: dict[str, float | None] = {}  # Nugget2D row -> ratio its model was trained at
+        hits: dict[str, int] = {}  # per system: questions answered correctly
+        outputs: dict[str, list[str]] = {}  # per system: its answers
 
         def score(system: str, gens, extra: dict[str, float] | None = None, per_example=None,
                   row_id: str = "") -> None:
@@ -86,9 +99,9 @@ class EvalQA(Stage):
             metrics = {"accuracy": 100 * statistics.fmean(correct),
                        "context_ratio": statistics.fmean(g.context_states / n for g, n in zip(gens, doc_tokens, strict=True)),
                        **mean_cost([g.cost for g in gens]), **(extra or {})}
-            se = stderr([100.0 * c for c in correct])
-            rows.append(TableRow(system, metrics, n=len(records), stderr={} if se is None else {"accuracy": se},
+            rows.append(TableRow(system, metrics, n=len(records), interval={"accuracy": hits_interval(correct)} if records else {},
                                  paper_row=row_id or paper_row(system)))
+            hits[system], outputs[system] = sum(correct), [g.text for g in gens]
             for i, (g, r, ok) in enumerate(zip(gens, records, correct, strict=True)):
                 examples.append({"id": r["id"], "system": system, "output": g.text, "answer": r["answer"],
                                  "correct": ok, "context_states": g.context_states, "doc_tokens": doc_tokens[i],
@@ -134,6 +147,7 @@ class EvalQA(Stage):
                     score(name, run_batches(name, at_r, tokenizer, docs, prompts, ratio=r,
                                             soft_prompt=soft, **common), row_id=paper_row("nugget2d", r))
                     del at_r  # a variant's weights are freed before the next system
+        rows = [replace(r, flag=flag) if (flag := qa_flag(r.system, outputs, hits, len(records))) else r for r in rows]
         label = stand_in_label(records)
         notes = [f"{len(records)} examples of split {cfg.split!r}" + (f"; stand-in: {label}" if label else "")
                  + f"; prompts laid out as {fmt.name} (appendix-C text)",

@@ -28,6 +28,7 @@ import torch
 
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.restorable import RestorationTexts, TrainedRestorable
+from stages.common.degenerate import generation_flags
 from stages.common.device import to_device
 from stages.common.intervals import means_and_errors
 from stages.common.padding import pad
@@ -69,13 +70,14 @@ def system_row(record: dict[str, Any], nll: list[float], counts: list[int], roug
                restored: list[str]) -> TableRow:
     """The table row of one system from its per-text results. ``distinct``: how many
     different texts it restored (not in the paper): a decoder that ignores the vector
-    restores every text to the same one."""
+    restores every text to the same one, and is flagged uninformative
+    (`stages.common.degenerate.generation_flags`: constant, looping or empty restorations)."""
     tokens = sum(counts)
     means, errors = means_and_errors({t: [r[t] for r in rouge] for t in ROUGE_TYPES})
     metrics: dict[str, float | None] = {"ppl": math.exp(sum(nll) / tokens), "n_ppl": tokens, **means,
                                         "distinct": len(set(restored))}
     return TableRow(system=record["system"], metrics=metrics, n=len(rouge), paper_row=record["paper_row"],
-                    stderr=errors)
+                    stderr=errors, flag=generation_flags(restored) or "")
 
 
 class EvalRERestoration(Stage):

@@ -28,8 +28,9 @@ import torch
 
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.restorable import Passage, RetrievalData, TrainedRetrieval
+from stages.common.degenerate import constant_outputs
 from stages.common.device import to_device
-from stages.common.intervals import means_and_errors
+from stages.common.intervals import hits_interval, means_and_errors
 from stages.common.padding import pad
 from stages.common.records import batches
 from stages.evaluate.publish import publish
@@ -117,13 +118,20 @@ def first_hits(top: torch.Tensor, tests: list[dict[str, Any]], data: RetrievalDa
     return ranks
 
 
-def retrieval_row(record: dict[str, Any], ranks: list[int], passages: int, ks: list[int]) -> TableRow:
-    per_query = {f"r@{k}": [100.0 * (0 < r <= k) for r in ranks] for k in ks if k < passages}  # k >= all: 100
-    per_query["mrr"] = [100.0 / r if r else 0.0 for r in ranks]
-    means, errors = means_and_errors(per_query)
-    metrics: dict[str, float | None] = {**means, "passages": passages}
+def retrieval_row(record: dict[str, Any], ranks: list[int], passages: int, ks: list[int],
+                  top1: list[int] | None = None) -> TableRow:
+    """One bi-encoder's row: R@k (a share of queries: Wilson 95% interval) of each k below the
+    passages, MRR (a mean of reciprocal ranks: standard error); flagged uninformative when its
+    first-ranked passage (``top1``, per query) is (nearly) constant (`stages.common.degenerate`)."""
+    hits = {f"r@{k}": [0 < r <= k for r in ranks] for k in ks if k < passages}  # k >= all: 100
+    means, errors = means_and_errors({"mrr": [100.0 / r if r else 0.0 for r in ranks]})
+    metrics: dict[str, float | None] = {**{k: 100.0 * sum(h) / len(h) for k, h in hits.items()}, **means,
+                                        "passages": passages}
+    intervals = {k: ci for k, h in hits.items() if (ci := hits_interval(h)) is not None}
+    flag = constant_outputs(top1) if top1 is not None else None
     return TableRow(system=record["system"], metrics=metrics, n=len(ranks), paper_row=record["paper_row"],
-                    stderr=errors)
+                    stderr=errors, interval=intervals,
+                    flag=f"first-ranked passage: {flag}" if flag else "")
 
 
 class EvalRERetrieval(Stage):
@@ -153,7 +161,7 @@ class EvalRERetrieval(Stage):
                              batch_size=cfg.batch_size, device=ctx.device)
             top, passages = search(queries, data.passage_lines(), encode, k_max)
             ranks = first_hits(top, tests, data)
-            row = retrieval_row(record, ranks, passages, list(cfg.recall_at))
+            row = retrieval_row(record, ranks, passages, list(cfg.recall_at), top[:, 0].tolist())
             rows.append(row)
             examples += [{"system": record["system"], "query": t["id"], "first_hit_rank": r}
                          for t, r in zip(tests, ranks, strict=True)]

@@ -11,7 +11,9 @@ translation for MT (sacrebleu's "zh" tokenizer for Chinese). The Nugget ablation
 
 Output: `stages.artifacts.evaluate.ReconstructionResults` (``reconstruction.json`` /
 ``.csv`` / ``.md``, ``bleu_vs_ratio.png``: fig. 4, baselines at r = 0, its caption
-in ``figures.json``) and ``samples.jsonl`` (a few decoded texts per system).
+in ``figures.json``; per system ``uninformative``: why its decoded texts are constant, loops or
+empty, `stages.common.degenerate`, "" when they are not) and ``samples.jsonl`` (a few decoded texts
+per system).
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ import pyarrow.parquet as pq
 
 from stages.artifacts.data import MtDocuments
 from stages.artifacts.evaluate import ReconstructionResults
+from stages.common.degenerate import LABEL, generation_flags
 from stages.common.records import write_jsonl
 from stages.evaluate.nugget.encoders import load_system
 from stages.evaluate.nugget.metrics import bleu_tokenizer, corpus_bleu
 from stages.evaluate.nugget.plots import bleu_vs_ratio
 from stages.evaluate.nugget.similarity import metric_name
 from stages.evaluate.nugget.systems import System, collect_systems, to_record
+from stages.evaluate.publish import log_flags
 from stages.framework.stage import Stage, StageContext
 
 SAMPLES_PER_SYSTEM = 3
@@ -62,7 +66,7 @@ class EvalReconstruction(Stage):
         if not docs["source"]:
             raise ValueError("build_mt_docs dev split is empty: nothing to reconstruct")
         systems = reconstruction_systems(collect_systems(ctx.inputs))
-        rows, samples, metrics = [], [], {}
+        rows, samples, metrics, flags = [], [], {}, {}
         for n, system in enumerate(systems, 1):
             tick = time.time()
             loaded = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype"))
@@ -72,7 +76,8 @@ class EvalReconstruction(Stage):
             tokenize = bleu_tokenizer(refs)
             bleu = corpus_bleu(hyps, refs, tokenize=tokenize)
             rows.append({**to_record(system), "bleu": bleu, "n_docs": len(refs), "bleu_tokenize": tokenize,
-                         "label": system.describe()})
+                         "label": system.describe(), LABEL: generation_flags(hyps) or ""})
+            flags |= {system.name: rows[-1][LABEL]} if rows[-1][LABEL] else {}
             samples += [{"system": system.name, "reference": r, "decoded": h}
                         for r, h in list(zip(refs, hyps, strict=True))[:SAMPLES_PER_SYSTEM]]
             metrics[metric_name("bleu", system.name)] = bleu
@@ -91,3 +96,4 @@ class EvalReconstruction(Stage):
         for path in (figure, captions):
             ctx.log_artifact(path)
         ctx.log_metrics(metrics)
+        log_flags(ctx, flags)

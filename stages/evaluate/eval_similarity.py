@@ -11,8 +11,9 @@ in, read as a plain encoder; ``colbart_from`` in the output says which).
 Data: the ``build_pi`` / ``build_rr`` artifacts, or the authors' released nugget-data
 folders given by ``eval.pi_data_dir`` / ``eval.rr_data_dir``; ``eval.max_tasks`` caps
 the tasks (first N). Output: `stages.artifacts.evaluate.SimilarityResults`
-(``similarity.json`` / ``.csv`` / ``.md``); every MRR is also
-an MLflow metric ``mrr.<task>.<system>``.
+(``similarity.json`` / ``.csv`` / ``.md``; a row's ``uninformative`` says why the system's
+candidate rankings are (nearly) the same for every task, `stages.common.degenerate`, "" when
+they are not); every MRR is also an MLflow metric ``mrr.<task>.<system>``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from stages.artifacts.data import SimilarityDataset
 from stages.artifacts.evaluate import SimilarityResults
+from stages.common.degenerate import LABEL, constant_outputs
 from stages.common.intervals import stderr
 from stages.common.records import write_jsonl
 from stages.evaluate.nugget.encoders import load_system
@@ -33,6 +35,7 @@ from stages.evaluate.nugget.similarity import (
     task_reciprocal_ranks,
 )
 from stages.evaluate.nugget.systems import System, collect_systems, to_record
+from stages.evaluate.publish import log_flags
 from stages.framework.stage import Stage, StageContext
 
 
@@ -79,21 +82,25 @@ class EvalSimilarity(Stage):
         systems = collect_systems(ctx.inputs)
         colbart = colbart_source(systems, ctx.cfg("model.seq2seq"))
         jobs = [(s, s.kind) for s in systems] + ([(colbart, "colbart")] if colbart else [])
-        rows, metrics, ranks = [], {}, []
+        rows, metrics, ranks, flags = [], {}, [], {}
         for n, (system, mode) in enumerate(jobs, 1):
             loaded = load_system(system, mode, ctx.device, ctx.cfg("eval.dtype"))
             for task, (tasks, docs, origin) in datasets.items():
                 tick = time.time()
                 ids = needed_docs(tasks)
                 vecs = dict(zip(ids, loaded.vectors([docs[i] for i in ids], ctx.cfg("eval.batch_size")), strict=True))
-                per_task = task_reciprocal_ranks(vecs, tasks, multi=mode != "bottleneck")
+                per_task, rankings = task_reciprocal_ranks(vecs, tasks, multi=mode != "bottleneck")
                 value = sum(per_task) / len(per_task)  # MRR x 100
                 label = "ColBART" if mode == "colbart" else system.name
+                flag = constant_outputs(rankings)
                 rows.append({
                     **to_record(system), "mode": mode, "label": label, "task": task, "mrr": value,
                     "mrr_se": stderr(per_task), "n_tasks": len(tasks), "data": origin,
                     "vectors_per_doc": sum(len(v) for v in vecs.values()) / len(vecs),
+                    LABEL: f"candidate ranking: {flag}" if flag else "",
                 })
+                if flag:
+                    flags[f"{label} {task}"] = rows[-1][LABEL]
                 ranks += [{"system": label, "task": task, "query": t.query, "answer": t.candidates[t.answer],
                            "reciprocal_rank_x100": rr} for t, rr in zip(tasks, per_task, strict=True)]
                 metrics[metric_name("mrr", task, label)] = value
@@ -105,3 +112,4 @@ class EvalSimilarity(Stage):
         write_jsonl(ctx.output_dir / SimilarityResults.EXAMPLES, ranks)
         ctx.log_artifact(ctx.output_dir / SimilarityResults.EXAMPLES)
         ctx.log_metrics(metrics)
+        log_flags(ctx, flags)

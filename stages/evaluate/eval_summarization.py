@@ -15,7 +15,8 @@ The two fine-tuning stages tokenise the records as this stage does
 (`stages.common.prompts`). ROUGE-1/2/L F1 x 100 with stemming
 (`stages.evaluate.lm.rouge`), and the decoding cost per system (`stages.evaluate.lm.cost`).
 Outputs: the `stages.artifacts.evaluate.EvalTable` (ROUGE with standard errors, n per
-row, each system's table-4 row) and ``examples.jsonl``. On
+row, each system's table-4 row; a system whose summaries are constant, loops or empty flagged
+uninformative, `stages.common.degenerate`) and ``examples.jsonl``. On
 profile=tiny the data is a labelled stand-in (lead sentence of a real news article as
 the summary of the rest).
 """
@@ -28,6 +29,7 @@ from nugget_core.nugget2d.prompts import PromptFormat
 from stages.artifacts.data import BaseLM, LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D
+from stages.common.degenerate import generation_flags
 from stages.common.intervals import stderr
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
@@ -87,7 +89,8 @@ class EvalSummarization(Stage):
             errors = {t: se for t in ROUGE_TYPES if (se := stderr([s[t] for s in per])) is not None}
             rows.append(TableRow(system if ratio is None else f"{system} {1 / ratio:g}x", metrics, n=len(records),
                                  stderr=errors, paper_row=system if ratio is None else
-                                 f"{'nugget2d' if press is None else press}_{1 / ratio:g}x"))
+                                 f"{'nugget2d' if press is None else press}_{1 / ratio:g}x",
+                                 flag=generation_flags([g.text for g in gens]) or ""))
             for g, r, scores in zip(gens, records, per, strict=True):
                 examples.append({"id": r["id"], "system": system, "output": g.text, "reference": r["answer"],
                                  **scores, "context_states": g.context_states, **g.cost.as_dict()})

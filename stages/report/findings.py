@@ -17,7 +17,14 @@ hand:
   do not overlap (a `Level`: every value reaches the level);
 - ``not shown``: they point the other way, the difference is within the intervals, or a
   cell has no interval: a point estimate cannot tell a difference from noise, so the
-  report does not claim it (the evidence says when the direction matched).
+  report does not claim it (the evidence says when the direction matched);
+- ``not shown (degenerate model)``: a cell it stands on was measured on a system its
+  evaluation flagged uninformative (`stages.common.degenerate`: constant outputs, repetition
+  loops or empty generations, perplexity above a unigram model, 0 of n beside a baseline at
+  0), whatever the numbers: they measure no method. The evidence names the flag.
+
+A proportion's interval is Wilson's (`stages.common.intervals`), so an extreme (0 of n, n
+of n) never has a zero-width interval that makes a difference look certain.
 """
 
 from __future__ import annotations
@@ -25,10 +32,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from stages.common.degenerate import LABEL
 from stages.report.re_tables import TABLE9, restoration_table_id
 from stages.report.tables import MeasuredValue, ReportTable
 
 SHOWN, NOT_SHOWN, NOT_MEASURABLE = "shown", "not shown", "not measurable"
+DEGENERATE = "not shown (degenerate model)"
 
 
 @dataclass(frozen=True)
@@ -77,12 +86,14 @@ class Comparison:
         a, b = pairs[0]  # the first same-budget pair the table lists for the two published rows
         both = a.label == b.label  # two columns of one row: the columns tell the sides apart
         evidence = f"{a.describe(both)} vs {b.describe(both)}"
+        if a.flag or b.flag:
+            return Verdict(self.id, self.claim, self.source, DEGENERATE, evidence + _flags(a, b))
         if a.value >= b.value:
             return Verdict(self.id, self.claim, self.source, NOT_SHOWN, evidence)
-        if a.half_width is None or b.half_width is None:
+        if a.high is None or b.low is None:
             return Verdict(self.id, self.claim, self.source, NOT_SHOWN,
                            evidence + " (the paper's direction, but without an interval: not told from noise)")
-        if a.value + a.half_width >= b.value - b.half_width:
+        if a.high >= b.low:
             return Verdict(self.id, self.claim, self.source, NOT_SHOWN, evidence + " (difference within the 95% intervals)")
         return Verdict(self.id, self.claim, self.source, SHOWN, evidence)
 
@@ -105,9 +116,16 @@ class Level:
                            f"absent from this run: {self.cell.table} {self.cell.row} {self.cell.column}")
         lowest = min(values, key=lambda v: v.value)
         reached = lowest.value > self.at_least if self.strict else lowest.value >= self.at_least
-        return Verdict(self.id, self.claim, self.source, SHOWN if reached else NOT_SHOWN,
-                       f"lowest of {len(values)}: {lowest.describe()}; needs {'>' if self.strict else '>='} "
-                       f"{self.at_least:g}")
+        evidence = f"lowest of {len(values)}: {lowest.describe()}; needs {'>' if self.strict else '>='} {self.at_least:g}"
+        if any(v.flag for v in values):
+            return Verdict(self.id, self.claim, self.source, DEGENERATE, evidence + _flags(*values))
+        return Verdict(self.id, self.claim, self.source, SHOWN if reached else NOT_SHOWN, evidence)
+
+
+def _flags(*values: MeasuredValue) -> str:
+    """What the evidence of a finding on uninformative systems adds: each flag."""
+    flagged = {v.label: v.flag for v in values if v.flag}
+    return " (" + "; ".join(f"{label} is {LABEL}: {flag}" for label, flag in flagged.items()) + ")"
 
 
 Finding = Comparison | Level
@@ -190,6 +208,9 @@ def judge(tables: Sequence[ReportTable], findings: Sequence[Finding] = FINDINGS)
 
 
 def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
-    """``{"findings_shown": ..., "findings_not_shown": ..., "findings_not_measurable": ...}``."""
-    return {f"findings_{v.replace(' ', '_')}": sum(x.verdict == v for x in verdicts)
-            for v in (SHOWN, NOT_SHOWN, NOT_MEASURABLE)}
+    """``{"findings_shown": ..., "findings_not_shown": ..., "findings_not_measurable": ...,
+    "findings_degenerate": ...}``: ``findings_not_shown`` counts the degenerate ones too."""
+    out = {f"findings_{v.replace(' ', '_')}": sum(x.verdict == v for x in verdicts)
+           for v in (SHOWN, NOT_SHOWN, NOT_MEASURABLE)}
+    degenerate = sum(x.verdict == DEGENERATE for x in verdicts)
+    return {**out, "findings_not_shown": out["findings_not_shown"] + degenerate, "findings_degenerate": degenerate}

@@ -45,9 +45,10 @@ from stages.common.render import csv_text, html_table, markdown
 from stages.framework.stage import Artifact, Stage, StageContext
 from stages.report.budgets import training_budgets
 from stages.report.deviations import Deviation, deviations
-from stages.report.findings import Verdict, counts, judge
+from stages.report.findings import DEGENERATE, Verdict, counts, judge
 from stages.report.re_tables import re_tables
 from stages.report.tables import (
+    FLAG_MARK,
     ReportTable,
     bleu_table,
     eval_table,
@@ -212,9 +213,11 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
     base = base or Path.cwd()
     md = [f"# {title}", "", "Measured values come from this pipeline run's artifacts; published values are the "
           "papers' (source under each title). Each measured number carries the n it stands on (examples, queries, "
-          "documents or tokens) and, where the evaluation gave a standard error, its 95% interval (± 1.96 se); a "
-          "title names the data that stood in for the paper's. 'not run in this profile': no stage of this run "
-          "measured the cell.", ""]
+          "documents or tokens) and, where the evaluation gave one, its 95% interval: ± 1.96 se for a mean over "
+          "examples, [low, high] (Wilson) for a proportion; a title names the data that stood in for the paper's. "
+          f"'not run in this profile': no stage of this run measured the cell. '{FLAG_MARK}': the system is "
+          "uninformative (constant or looping outputs, perplexity above a unigram model, 0 of n beside a baseline "
+          "at 0; the table's notes say why): its number is no result.", ""]
     page = [f"<html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>",
             f"<h1>{html.escape(title)}</h1>"]
     if verdicts:
@@ -222,6 +225,7 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
         intro = ("Each paper finding checked against this run's cells below (stages.report.findings): 'shown' when "
                  "the measured numbers point the paper's way and their 95% intervals do not overlap; 'not shown' "
                  "otherwise, also when a number has no interval (a point estimate is not told from noise); "
+                 f"'{DEGENERATE}' when a cell it stands on is flagged {FLAG_MARK}; "
                  "'not measurable' when a cell it needs was not measured.")
         headers = ["finding", "paper", "verdict", "evidence (this run)"]
         rows = [(v.claim, v.source, v.verdict, v.evidence) for v in verdicts]
@@ -236,6 +240,9 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
                f"*Measured:* {t.context}.", "", markdown(t.headers(), t.cells())]
         page += [f"<h2>{html.escape(t.heading)}</h2>", f"<p><i>Source of published values:</i> {html.escape(t.source)}.<br>",
                  f"<i>Measured:</i> {html.escape(t.context)}.</p>", html_table(t.headers(), t.cells())]
+        if t.notes():
+            md += ["", "*Notes:*", "", *[f"- {n}" for n in t.notes()]]
+            page.append("<p><i>Notes:</i></p><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in t.notes()) + "</ul>")
         if links:
             md += ["", "*Per-example outputs:* " + ", ".join(f"[{text}]({href})" for href, text in links)]
             page.append("<p><i>Per-example outputs:</i> " + ", ".join(

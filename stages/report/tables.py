@@ -28,12 +28,14 @@ from stages.artifacts.evaluate import (
     SimilarityResults,
     TableRow,
 )
-from stages.common.intervals import share_se
+from stages.common.degenerate import LABEL
+from stages.common.intervals import Z95, share_interval
 from stages.common.tokens import display_token
 from stages.framework.stage import Artifact
 from stages.report.published import PUBLISHED, SOURCES, published
 
 NOT_IN_PAPER = "not in paper"
+FLAG_MARK = f"[{LABEL}]"  # beside a number measured on an uninformative system; the table's notes say why
 
 
 def seq2seq_base(model: Any) -> str:
@@ -43,13 +45,20 @@ def seq2seq_base(model: Any) -> str:
     return f"random-init tiny BART (d={model.tiny.d_model}, {model.tiny.layers}+{model.tiny.layers} layers)"
 
 
-def measured_cell(value: Any, n: int | None, half_width: float | None = None) -> str:
-    """A measured number as the report shows it: the value, its 95% interval where the
-    evaluation gave a standard error, and the n it stands on."""
+def measured_cell(value: Any, n: int | None, half_width: float | None = None,
+                  bounds: tuple[float, float] | None = None, flag: str = "") -> str:
+    """A measured number as the report shows it: the value, its 95% interval (``bounds``:
+    an asymmetric one, e.g. Wilson's of a proportion, as [low, high]; else ± ``half_width``
+    where the evaluation gave a standard error), the n it stands on, and `FLAG_MARK` when the
+    system is uninformative (``flag``: why, `stages.common.degenerate`)."""
     if not isinstance(value, int | float) or isinstance(value, bool):
         return str(value)
-    text = f"{value:.2f}" + (f" ± {half_width:.2f}" if half_width is not None and math.isfinite(half_width) else "")
-    return f"{text} (n={n})" if n is not None else text
+    if bounds is not None:
+        text = f"{value:.2f} [{bounds[0]:.2f}, {bounds[1]:.2f}]"
+    else:
+        text = f"{value:.2f}" + (f" ± {half_width:.2f}" if half_width is not None and math.isfinite(half_width) else "")
+    text = f"{text} (n={n})" if n is not None else text
+    return f"{text} {FLAG_MARK}" if flag else text
 
 
 @dataclass(frozen=True)
@@ -64,11 +73,27 @@ class MeasuredValue:
     # what bounded the training of the system measured (`stages.report.budgets`): a finding compares two
     # values of equal budget only; "" where the table's systems share one (or none was trained here)
     budget: str = ""
+    bounds: tuple[float, float] | None = None  # an asymmetric 95% interval (a proportion's Wilson interval)
+    flag: str = ""  # why the system is uninformative (`stages.common.degenerate`); "" = it is not
+
+    @property
+    def low(self) -> float | None:
+        """The 95% interval's lower end (None: no interval)."""
+        if self.bounds is not None:
+            return self.bounds[0]
+        return None if self.half_width is None else self.value - self.half_width
+
+    @property
+    def high(self) -> float | None:
+        """The 95% interval's upper end (None: no interval)."""
+        if self.bounds is not None:
+            return self.bounds[1]
+        return None if self.half_width is None else self.value + self.half_width
 
     def describe(self, with_column: bool = False) -> str:
         """The value with its system's label (and its column: two cells of one row)."""
         label = f"{self.label} [{self.column}]" if with_column else self.label
-        return f"{label} {measured_cell(self.value, self.n, self.half_width)}"
+        return f"{label} {measured_cell(self.value, self.n, self.half_width, self.bounds, self.flag)}"
 
 
 @dataclass
@@ -105,26 +130,33 @@ class ReportTable:
 
     def add(self, label: str, measured: dict[str, Any], row_id: str | None = None,
             n: dict[str, int | None] | int | None = None, se: dict[str, float] | None = None,
-            budget: str = "") -> None:
+            budget: str = "", bounds: dict[str, tuple[float, float] | None] | None = None, flag: str = "") -> None:
         """A row: ``measured`` per column (None: not run), ``n`` (per column, or one for
         the row) the examples / tasks / tokens behind each number, ``se`` standard errors
-        (shown as the 95% interval, 1.96 se), ``budget`` the training budget of the system
-        (`MeasuredValue.budget`)."""
+        (shown as the 95% interval, 1.96 se), ``bounds`` asymmetric 95% intervals (a proportion's
+        Wilson interval; they take the place of ``se``), ``budget`` the training budget of the system
+        (`MeasuredValue.budget`), ``flag`` why the system is uninformative ("": it is not; shown
+        beside its numbers and in the table's notes)."""
         pub = {c: published(self.paper_table, row_id, c) if row_id else None for c in self.columns}
         ns = n if isinstance(n, dict) else dict.fromkeys(self.columns, n)
-        se = se or {}
+        se, bounds = se or {}, bounds or {}
+        cells: dict[str, Any] = {}
         for c in self.columns:
             value = measured.get(c)
+            half = Z95 * se[c] if se.get(c) is not None and bounds.get(c) is None else None
             if isinstance(value, int | float) and not isinstance(value, bool):
-                half = 1.96 * se[c] if se.get(c) is not None else None
-                self.numbers.append((row_id, c, MeasuredValue(label, float(value), ns.get(c), half, c, budget)))
-        self.rows.append((
-            label,
-            {c: NOT_RUN if measured.get(c) is None else
-             measured_cell(measured[c], ns.get(c), 1.96 * se[c] if se.get(c) is not None else None)
-             for c in self.columns},
-            {c: NOT_IN_PAPER if pub[c] is None else pub[c] for c in self.columns},
-        ))
+                self.numbers.append((row_id, c, MeasuredValue(label, float(value), ns.get(c), half, c, budget,
+                                                              bounds.get(c), flag)))
+            cells[c] = NOT_RUN if value is None else measured_cell(value, ns.get(c), half, bounds.get(c), flag)
+        self.rows.append((label, cells, {c: NOT_IN_PAPER if pub[c] is None else pub[c] for c in self.columns}))
+
+    def notes(self) -> list[str]:
+        """The table's notes: per reason a system was flagged uninformative, the rows it flags."""
+        rows: dict[str, dict[str, None]] = {}
+        for _, _, v in self.numbers:
+            if v.flag:
+                rows.setdefault(v.flag, {})[v.label] = None
+        return [f"{FLAG_MARK} {', '.join(labels)}: {reason}" for reason, labels in rows.items()]
 
     def headers(self) -> list[str]:
         return ["system"] + [f"{c} {kind}" for c in self.columns for kind in ("measured", "published")]
@@ -208,7 +240,8 @@ class _SimilarityTable(ReportTable):
         """One system's MRR per task (``system``: its rows; none: not run), with standard errors."""
         source = system[0].get("source", "") if system and system[0]["mode"] != "colbart" else ""
         self.add(label, {r["task"]: r["mrr"] for r in system}, row_id, dict(self.task_n),
-                 {r["task"]: r["mrr_se"] for r in system if r.get("mrr_se") is not None}, self.budgets.get(source, ""))
+                 {r["task"]: r["mrr_se"] for r in system if r.get("mrr_se") is not None}, self.budgets.get(source, ""),
+                 flag="; ".join(f"{r['task'].upper()}: {r[LABEL]}" for r in system if r.get(LABEL)))
 
     def state_budgets(self, rows: list[dict[str, Any]]) -> None:
         """The context names the budget of each training stage behind the table's systems."""
@@ -298,16 +331,18 @@ def bleu_table(rec: ReconstructionResults | None, context: str, stand_in: str = 
     for r in rows:
         claimed = (r["kind"] == "nugget" and r["objective"] == "ae" and r["ratio"] >= 0.1
                    and r.get("scorer_layer") == layer)
-        t.add(r["label"], {"bleu": r["bleu"]}, "ae_r>=0.1" if claimed else None, n=r.get("n_docs"))
+        t.add(r["label"], {"bleu": r["bleu"]}, "ae_r>=0.1" if claimed else None, n=r.get("n_docs"),
+              flag=r.get(LABEL) or "")
     if not rows:
         t.add(f"Nugget AE r >= 0.1 (l = {layer})", {}, "ae_r>=0.1")
     return t
 
 
 def _share_row(t: ReportTable, label: str, shares: dict[str, float], n: dict[str, int | None],
-               row_id: str | None = None) -> None:
-    """A row of token shares (%) with their n and binomial 95% intervals."""
-    t.add(label, shares, row_id, n=n, se={c: share_se(v, n.get(c)) for c, v in shares.items()})
+               row_id: str | None = None, flag: str = "") -> None:
+    """A row of token shares (%) with their n and Wilson 95% intervals."""
+    t.add(label, shares, row_id, n=n, bounds={c: share_interval(v, n.get(c)) for c, v in shares.items()
+                                              if math.isfinite(v)}, flag=flag)
 
 
 def token_table(analysis: NuggetAnalysis | None, context: str, stand_in: str = "",
@@ -323,16 +358,17 @@ def token_table(analysis: NuggetAnalysis | None, context: str, stand_in: str = "
             continue  # another language: `multilingual_token_table`
         n = {"share_nuggets": stats.get("n_nuggets"), "share_text": stats.get("n_tokens")}
         described = stats["objective"] == "ae" and _close(stats.get("ratio"), 0.1) and stats.get("scorer_layer") == layer
+        flag = stats.get(LABEL) or ""
         _share_row(t, f"'the' ({stats['label']})", {"share_nuggets": stats["the_share_nuggets"],
                                                     "share_text": stats["the_share_text"]}, n,
-                   "the_ae" if described else None)
+                   "the_ae" if described else None, flag)
         _share_row(t, f"punctuation ({stats['label']})", {"share_nuggets": stats["punctuation_share_nuggets"],
-                                                          "share_text": stats["punctuation_share_text"]}, n)
+                                                          "share_text": stats["punctuation_share_text"]}, n, flag=flag)
         # 'the' has its row above (the same word, so the same shares): not a second time as a top token
         top = [(token, nug, text) for token, nug, text in stats["top"] if display_token(token) != "the"]
         for token, nug, text in top[:3]:
             _share_row(t, f"{display_token(token)!r} ({stats['label']}, top nugget token)",
-                       {"share_nuggets": nug, "share_text": text}, n)
+                       {"share_nuggets": nug, "share_text": text}, n, flag=flag)
     if not freq:
         t.add("'the' (AE)", {}, "the_ae")
     return t
@@ -372,7 +408,8 @@ def add_eval_row(t: ReportTable, label: str, row: TableRow, columns: dict[str, s
         measured = dict.fromkeys(columns, row.note if row.note.startswith(NOT_RUN) else f"not run: {row.note}")
     measured |= unmeasurable or {}
     t.add(label, measured, row_id, n={c: row.metrics.get(f"n_{key}", row.n) for c, key in columns.items()},
-          se={c: row.stderr[key] for c, key in columns.items() if key in row.stderr})
+          se={c: row.stderr[key] for c, key in columns.items() if key in row.stderr},
+          bounds={c: row.interval[key] for c, key in columns.items() if key in row.interval}, flag=row.flag)
 
 
 def eval_table(table_id: str, title: str, art: Artifact | None, columns: dict[str, str],

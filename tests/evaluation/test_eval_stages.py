@@ -27,8 +27,13 @@ def test_similarity_covers_every_system(evaluated):
     colbart = next(r for r in out.rows if r["mode"] == "colbart")
     nugget = next(r for r in out.rows if r["label"] == "sweep:mt-r0.1-l0" and r["task"] == colbart["task"])
     assert colbart["vectors_per_doc"] > nugget["vectors_per_doc"]  # all states vs ~10%
-    assert len(ctx.logger.metrics) == 2 * 14 and "similarity.csv" in ctx.logger.artifacts  # each MRR + its _n
-    assert all(ctx.logger.metrics[f"{k}_n"] > 0 for k in ctx.logger.metrics if not k.endswith("_n"))
+    mrr = {k: v for k, v in ctx.logger.metrics.items() if k.startswith("mrr.")}
+    assert len(mrr) == 2 * 14 and "similarity.csv" in ctx.logger.artifacts  # each MRR + its _n
+    assert all(mrr[f"{k}_n"] > 0 for k in mrr if not k.endswith("_n"))
+    # the systems whose candidate rankings are (nearly) the same for every task, counted and flagged
+    flagged = {(r["label"], r["task"]) for r in out.rows if r["uninformative"]}
+    assert ctx.logger.metrics["uninformative_systems"] == len(flagged)
+    assert all(r["uninformative"].startswith("candidate ranking: ") for r in out.rows if r["uninformative"])
 
 
 def test_reconstruction_bleu_and_figure(evaluated):

@@ -4,7 +4,8 @@ every finding must come out "shown" where the papers' numbers allow it.
 
 The papers print no standard errors. Where a metric is bounded the test gives each number the
 largest standard error its value allows (so an interval the paper's own numbers certainly fit in):
-a share (accuracy, R@k, a token's share) is binomial; a mean of per-example values in [lo, hi]
+a share (accuracy, R@k, a token's share) gets its binomial (Wilson) interval, as the evaluations
+compute it (`stages.common.intervals`); a mean of per-example values in [lo, hi]
 has variance at most (hi - mean)(mean - lo) (Bhatia-Davis). Perplexities are unbounded: no
 interval, so their findings cannot be "shown" (the report never claims a point estimate).
 The n of each number is the papers' own where they give it (Nugget table 1: 1024 queries per task;
@@ -27,6 +28,7 @@ from stages.artifacts.evaluate import (
     SimilarityResults,
     TableRow,
 )
+from stages.common.intervals import share_interval
 from stages.config import load_config
 from stages.framework.stage import Artifact
 from stages.report.budgets import training_budgets
@@ -48,10 +50,6 @@ FIG5_DOCS, FIG5_LENGTH = 128, 128  # Nugget fig. 5: "128 documents of lengths up
 def bounded_se(mean: float, n: int, lo: float = 0.0, hi: float = 100.0) -> float:
     """The largest standard error of a mean of ``n`` values in [lo, hi] (Bhatia-Davis)."""
     return math.sqrt(max((hi - mean) * (mean - lo), 0.0) / n)
-
-
-def share_se(percent: float, n: int) -> float:
-    return 100.0 * math.sqrt(percent / 100 * (1 - percent / 100) / n)
 
 
 def _mrr_rows(label: str, values: dict[str, float], **system) -> list[dict]:
@@ -129,7 +127,7 @@ def evaluation_outputs(root) -> dict[str, Artifact]:
         TableRow(row_id, {keys[c]: v for c, v in cells.items()} | {"n_pile_subword_ppl": PILE_TOKENS},
                  n=WIKITEXT_TEST_WORDS, paper_row=row_id) for row_id, cells in PUBLISHED["nugget2d_table1"].items()])
     out["eval_qa"] = _eval_table(root, "eval_qa", [
-        TableRow(row_id, cells, n=SQUAD_DEV, stderr={"accuracy": share_se(cells["accuracy"], SQUAD_DEV)},
+        TableRow(row_id, cells, n=SQUAD_DEV, interval={"accuracy": share_interval(cells["accuracy"], SQUAD_DEV)},
                  paper_row=row_id) for row_id, cells in PUBLISHED["nugget2d_table3"].items()])
     out["eval_summarization"] = _eval_table(root, "eval_summarization", [
         TableRow(row_id, cells, n=CNNDM_TEST, stderr={c: bounded_se(v, CNNDM_TEST) for c, v in cells.items()},
@@ -142,7 +140,7 @@ def evaluation_outputs(root) -> dict[str, Artifact]:
         for row_id, cells in PUBLISHED["re_table8"].items()])
     out["eval_re_retrieval"] = _eval_table(root, "eval_re_retrieval", [
         TableRow(row_id, dict(cells), n=NQ_TEST, paper_row=row_id,
-                 stderr={c: share_se(v, NQ_TEST) for c, v in cells.items()})
+                 interval={c: share_interval(v, NQ_TEST) for c, v in cells.items()})
         for row_id, cells in PUBLISHED["re_table9"].items()])
     return out
 

@@ -143,7 +143,15 @@ def test_eval_nugget_lm_fills_table_3_and_the_report(trained_lm, tmp_path):
     report = eval_table("nugget_table3", "T3", artifact("eval_nugget_lm", tmp_path / "eval"),
                         {f"h={h}": f"ppl_h{h}" for h in (0, 1, 2, 4, 8)}, "ctx")
     cells = {row[0]: row for row in report.cells()}
-    assert cells["transformer"][1].endswith(f"(n={rows['transformer'].n})") and cells["transformer"][2] == 31.46
+    # a system above the unigram model of the train split (the fixture's barely trained LMs) is flagged
+    for row in table.rows:
+        above = any(v > row.metrics["unigram_ppl"] for k, v in row.metrics.items() if k.startswith("ppl_h"))
+        assert bool(row.flag) == above, (row.system, row.metrics, row.flag)
+        measured = [c for c in cells[row.system][1::2] if c != "not run in this profile"]
+        assert measured and all(c.endswith(" [uninformative]") == above for c in measured)
+    assert len({r.metrics["unigram_ppl"] for r in table.rows}) == 1  # one reference for one tokenizer
+    assert cells["transformer"][1].removesuffix(" [uninformative]").endswith(f"(n={rows['transformer'].n})")
+    assert cells["transformer"][2] == 31.46
     assert cells["nugget_r0.05"][3] != "not run in this profile" and cells["nugget_r0.05"][7] == "not run in this profile"
     assert cells["nugget_r0.05"][4] == 29.88  # h=1, published
     assert "synthetic test articles" in report.heading

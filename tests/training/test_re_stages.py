@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from stages.artifacts.restorable import TrainedRestorable, TrainedRetrieval
+from stages.common.intervals import share_interval
 from tests.evaluation.fixtures import _nugget, artifact, context
 from tests.training.fixtures import WORDS, make_docs, make_mt_artifacts
 
@@ -179,7 +180,7 @@ def test_retrieval_stages_train_bi_encoders_and_search_all_passages(trained_re, 
         assert row.metrics["passages"] == 24
         assert set(row.metrics) == {"r@1", "r@5", "mrr", "passages"}  # R@100 > 24 passages: not measured
         assert row.metrics["r@1"] <= row.metrics["r@5"] and 0 <= row.metrics["mrr"] <= 100
-        assert set(row.stderr) == {"r@1", "r@5", "mrr"}
+        assert set(row.stderr) == {"mrr"} and set(row.interval) == {"r@1", "r@5"}  # recall: a share (Wilson)
 
 
 def test_search_is_exact_across_chunks():
@@ -203,6 +204,13 @@ def test_dpr_hit_rule_matches_answer_words():
     assert has_answer("born in 1889 in Paris", ["Paris", "Lyon"]) and not has_answer("Parisian life", ["Paris"])
     row = retrieval_row({"system": "s", "paper_row": "grad|1|0"}, [1, 2, 0, 4], 50, [1, 5, 100])
     assert row.metrics == {"r@1": 25.0, "r@5": 75.0, "mrr": 43.75, "passages": 50}
+    # recall@k is a share of queries: its Wilson interval (never ± 0 at 0 or n of n); MRR a mean: its standard error
+    assert row.interval["r@1"] == pytest.approx(share_interval(25.0, 4)) and set(row.stderr) == {"mrr"}
+    assert retrieval_row({"system": "s", "paper_row": "p"}, [0, 0, 0], 50, [1]).interval["r@1"][1] > 0
+    assert row.flag == ""
+    # the same first-ranked passage for most queries: uninformative
+    same = retrieval_row({"system": "s", "paper_row": "p"}, [1, 0, 0, 0], 50, [1], top1=[7, 7, 7, 3])
+    assert same.flag == "first-ranked passage: constant output: 7 for 3 of 4 inputs"
 
 
 def test_dpr_hit_rule_keeps_punctuation_and_accents_as_dpr_tokenises():

@@ -31,10 +31,12 @@ def is_punctuation(token: str) -> bool:
 class TokenStats:
     nuggets: Counter = field(default_factory=Counter)
     text: Counter = field(default_factory=Counter)
+    positions: list[tuple[int, ...]] = field(default_factory=list)  # per document: its nuggets' token indices
 
     def add(self, tokens: list[str], selected: list[bool]) -> None:
         self.text.update(tokens)
         self.nuggets.update(t for t, s in zip(tokens, selected, strict=True) if s)
+        self.positions.append(tuple(i for i, s in enumerate(selected) if s))
 
     def share(self, counter: Counter, token: str) -> float:
         return 100.0 * counter[token] / max(sum(counter.values()), 1)

@@ -42,10 +42,15 @@ def score_tasks(vectors: dict[str, torch.Tensor], tasks: list[Task], multi: bool
     return rankings
 
 
-def task_reciprocal_ranks(vectors: dict[str, torch.Tensor], tasks: list[Task], multi: bool) -> list[float]:
-    """Reciprocal rank x 100 of each task's answer (their mean is the MRR); per task, so
-    the evaluation can publish them and the MRR's standard error."""
-    return [100.0 * reciprocal_rank(s, a) for s, a in score_tasks(vectors, tasks, multi)]
+def task_reciprocal_ranks(vectors: dict[str, torch.Tensor], tasks: list[Task], multi: bool
+                          ) -> tuple[list[float], list[tuple[int, ...]]]:
+    """Reciprocal rank x 100 of each task's answer (their mean is the MRR; per task, so
+    the evaluation can publish them and the MRR's standard error), and each task's ranking
+    (candidate indices by descending score, ties in candidate order): a system whose
+    rankings are (nearly) all the same ignores its input (`stages.common.degenerate`)."""
+    scored = score_tasks(vectors, tasks, multi)
+    rankings = [tuple(sorted(range(len(s)), key=lambda i, s=s: -s[i])) for s, _ in scored]
+    return [100.0 * reciprocal_rank(s, a) for s, a in scored], rankings
 
 
 def metric_name(*parts: str) -> str:
