@@ -47,6 +47,26 @@ class RecordingLogger:
         self.tables[artifact_file] = data
 
 
+def listed_deviations(overrides: list[str]) -> list[Any]:
+    """The report's differences from the papers (`stages.report.deviations`) for the config of
+    ``overrides``."""
+    return deviations_of(load_config(overrides))
+
+
+def deviations_of(cfg: Any) -> list[Any]:
+    """The report's differences from the papers for a loaded config, read as a stage reads its
+    config: a dotted section key -> the section."""
+    from stages.report.deviations import deviations
+
+    def get(key: str) -> Any:
+        value = cfg
+        for part in key.split("."):
+            value = getattr(value, part)
+        return value
+
+    return deviations(get)
+
+
 def artifact(stage: str, path: Path, config: dict[str, Any] | None = None) -> Artifact:
     return Artifact(stage, f"key-{stage}", str(path), path, {"config": config or {}})
 

@@ -23,7 +23,7 @@ from stages.report.findings import FINDINGS, NOT_SHOWN, SHOWN, Cell, Comparison,
 from stages.report.published import PUBLISHED
 from stages.report.report import Report
 from stages.report.tables import NOT_IN_PAPER, ReportTable
-from tests.evaluation.fixtures import artifact, context
+from tests.evaluation.fixtures import artifact, context, listed_deviations
 
 # a measured number: value, its 95% interval (± 1.96 se of a mean, [low, high] of a proportion), n, and the
 # mark of an uninformative system (the fixtures' untrained models decode constant texts)
@@ -118,20 +118,12 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
 
 
 def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
-    from stages.config import load_config
-    from stages.report.deviations import ALWAYS, TABLE1_BUDGETS, TABLE1_FULL, deviations
+    from stages.report.deviations import ALWAYS, TABLE1_BUDGETS, TABLE1_FULL
 
     def found(overrides: list[str]) -> set[str]:
-        cfg = load_config(["profile=paper", *overrides])
-
-        def get(key: str):
-            value = cfg
-            for part in key.split("."):
-                value = getattr(value, part)
-            return value
-
         # the RE sentence splitter is listed in every profile (test_the_re_sentence_splitter_is_always_listed)
-        return {d.setting for d in deviations(get)} - {d.setting for d in ALWAYS} - {"data.re.sentence_splitter"}
+        return {d.setting for d in listed_deviations(["profile=paper", *overrides])} - {
+            d.setting for d in ALWAYS} - {"data.re.sentence_splitter"}
 
     # what stays is a reading of the paper: the AR scorer's autoencoder runs on the AR model's base LM,
     # and ICAE is trained here rather than quoted
@@ -185,19 +177,8 @@ def test_paper_profile_lists_only_what_the_code_does_not_reproduce():
 def test_the_re_sentence_splitter_is_always_listed():
     """NLTK's English Punkt parameters are data that is not downloaded: Punkt trained here (or
     the rule-based splitter) is a difference in every profile, named with what it learned from."""
-    from stages.config import load_config
-    from stages.report.deviations import deviations
-
     def listed(overrides: list[str]) -> str:
-        cfg = load_config(overrides)
-
-        def get(key: str):
-            value = cfg
-            for part in key.split("."):
-                value = getattr(value, part)
-            return value
-
-        (entry,) = [d for d in deviations(get) if d.setting == "data.re.sentence_splitter"]
+        (entry,) = [d for d in listed_deviations(overrides) if d.setting == "data.re.sentence_splitter"]
         assert "NLTK's pretrained English parameters" in entry.paper
         return entry.here
 

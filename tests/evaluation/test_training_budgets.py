@@ -7,25 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from stages.config import load_config
-from stages.report.deviations import deviations
+from tests.evaluation.fixtures import deviations_of
 
 
 def _paper(overrides: list[str]) -> Any:
     return load_config(["profile=paper", *overrides])
 
 
-def _deviations(cfg: Any) -> list[Any]:
-    def get(key: str) -> Any:
-        value = cfg
-        for part in key.split("."):
-            value = getattr(value, part)
-        return value
-
-    return deviations(get)
-
-
 def _settings(cfg: Any) -> set[str]:
-    return {d.setting for d in _deviations(cfg)}
+    return {d.setting for d in deviations_of(cfg)}
 
 
 def test_retrieval_deviation_compares_negatives_per_query_not_batch_size():
@@ -46,7 +36,7 @@ def test_retrieval_deviation_compares_negatives_per_query_not_batch_size():
 
 
 def _budget(cfg: Any) -> str:
-    (row,) = [d for d in _deviations(cfg) if d.setting.startswith("training budgets of Nugget tables 2 / 4")]
+    (row,) = [d for d in deviations_of(cfg) if d.setting.startswith("training budgets of Nugget tables 2 / 4")]
     return row.here
 
 

@@ -4,20 +4,11 @@ encoder embedding (§4.2)."""
 
 from __future__ import annotations
 
-from stages.config import load_config
-from stages.report.deviations import deviations
+from tests.evaluation.fixtures import listed_deviations
 
 
 def _settings(overrides: list[str]) -> set[str]:
-    cfg = load_config(["profile=paper", *overrides])
-
-    def get(key: str):
-        value = cfg
-        for part in key.split("."):
-            value = getattr(value, part)
-        return value
-
-    return {d.setting for d in deviations(get)}
+    return {d.setting for d in listed_deviations(["profile=paper", *overrides])}
 
 
 def test_coupled_l2_adam_in_a_nugget2d_job_is_listed():

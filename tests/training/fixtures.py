@@ -7,6 +7,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import torch
+from torch import nn
+
+from stages.config import load_config
+from stages.train.task import TaskBase
 
 WORDS = "the cat dog sat ran on mat rug red blue big small a one two and it was".split()
 
@@ -55,3 +60,32 @@ def make_mbart50_tokenizer(directory: Path, src_lang: str = "en_XX", tgt_lang: s
     vocab = [("<unk>", 0.0), ("<s>", 0.0), ("</s>", 0.0)] + [(p, -1.0) for p in pieces]
     MBart50Tokenizer(vocab=vocab, src_lang=src_lang, tgt_lang=tgt_lang).save_pretrained(directory)
     return directory
+
+
+def nugget_job(**overrides):
+    """tiny's ``train.nugget`` job with ``overrides`` set (an engine's or the loop's input)."""
+    job = load_config([]).train.nugget
+    for k, v in overrides.items():
+        setattr(job, k, v)
+    return job
+
+
+class ScalarRowsTask(TaskBase):
+    """What the loop tests' toy tasks share: rows are floats, a batch ``{"x": [rows]}`` counts
+    one token per row, the model is a 2-parameter module saved as ``weights_file``."""
+
+    find_unused_parameters = False
+    weights_file = "toy.pt"
+
+    def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return batch["x"].shape[0]
+
+    def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        return batch["x"].shape[0]
+
+    def parameter_counts(self, model: nn.Module) -> dict[str, int]:
+        return {"params.trainable": 2, "params.frozen": 0}
+
+    def export(self, model: nn.Module, directory: Path) -> None:
+        directory.mkdir(parents=True)
+        torch.save(model.state_dict(), directory / self.weights_file)

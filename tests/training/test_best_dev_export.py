@@ -14,7 +14,7 @@ from torch import nn
 
 from stages.config.train import TrainJob
 from stages.train.loop import BEST_FILE, STATE_FILE, train_task
-from stages.train.task import TaskBase
+from tests.training.fixtures import ScalarRowsTask
 
 
 class Line(nn.Module):
@@ -32,8 +32,8 @@ class Line(nn.Module):
         return SimpleNamespace(loss=((out - y) ** 2).mean(), logits=out[:, None, None])
 
 
-class LineTask(TaskBase):
-    find_unused_parameters = False
+class LineTask(ScalarRowsTask):
+    weights_file = "line.pt"
 
     def load_split(self, split: str) -> list[float]:
         return [i / 8 for i in range(1, 17 if split == "train" else 5)]
@@ -47,19 +47,6 @@ class LineTask(TaskBase):
     def collate(self, rows: list[float], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
         x = torch.tensor(rows)
         return {"x": x, "y": 2 * x if train else x}
-
-    def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
-        return batch["x"].shape[0]
-
-    def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
-        return batch["x"].shape[0]
-
-    def parameter_counts(self, model: nn.Module) -> dict[str, int]:
-        return {"params.trainable": 2, "params.frozen": 0}
-
-    def export(self, model: nn.Module, directory: Path) -> None:
-        directory.mkdir(parents=True)
-        torch.save(model.state_dict(), directory / "line.pt")
 
 
 def dev_loss_of(model_dir: Path) -> float:

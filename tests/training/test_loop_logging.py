@@ -17,7 +17,8 @@ from torch import nn
 from stages.config.train import TrainJob
 from stages.framework.tracking import MetricBuffer
 from stages.train.loop import train_loop_per_worker
-from stages.train.task import TaskBase, TrainingTask, protocol_mismatches
+from stages.train.task import TrainingTask, protocol_mismatches
+from tests.training.fixtures import ScalarRowsTask
 
 
 class Toy(nn.Module):
@@ -30,8 +31,7 @@ class Toy(nn.Module):
         return SimpleNamespace(loss=((out[:, 0] - 2 * x) ** 2).mean(), logits=out[:, None])
 
 
-class ToyTask(TaskBase):
-    find_unused_parameters = False
+class ToyTask(ScalarRowsTask):
 
     def load_split(self, split: str) -> list[float]:
         return [i / 10 for i in range(16 if split == "train" else 4)]
@@ -42,19 +42,6 @@ class ToyTask(TaskBase):
 
     def collate(self, rows: list[float], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
         return {"x": torch.tensor(rows)}
-
-    def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
-        return batch["x"].shape[0]
-
-    def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
-        return batch["x"].shape[0]
-
-    def parameter_counts(self, model: nn.Module) -> dict[str, int]:
-        return {"params.trainable": 2, "params.frozen": 0}
-
-    def export(self, model: nn.Module, directory: Path) -> None:
-        directory.mkdir(parents=True)
-        torch.save(model.state_dict(), directory / "toy.pt")
 
 
 class RecordingRunLogger:

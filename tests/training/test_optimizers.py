@@ -15,22 +15,16 @@ import torch
 
 from stages.config import load_config
 from stages.train.engine import OPTIMIZERS, DDPEngine, deepspeed_config, optimizer_of
+from tests.training.fixtures import nugget_job
 
 REPO = Path(__file__).resolve().parents[2]
 CPU = torch.device("cpu")
 
 
-def _job(**overrides):
-    job = load_config([]).train.nugget
-    for k, v in overrides.items():
-        setattr(job, k, v)
-    return job
-
-
 @pytest.mark.parametrize(("name", "torch_class", "decoupled"),
                          [("adam", torch.optim.Adam, False), ("adamw", torch.optim.AdamW, True)])
 def test_both_backends_map_the_value_alike(name, torch_class, decoupled):
-    job = _job(optimizer=name, weight_decay=0.1)
+    job = nugget_job(optimizer=name, weight_decay=0.1)
     engine = DDPEngine(torch.nn.Linear(3, 2), job, find_unused=False, device=CPU)
     assert type(engine.optimizer) is torch_class
     params = deepspeed_config(job)["optimizer"]["params"]
@@ -45,7 +39,7 @@ def test_an_unknown_optimizer_is_refused():
     with pytest.raises(ConfigError, match=r"train.nugget.optimizer: value 'sgd'"):
         load_config(["train.nugget.optimizer=sgd"])
     with pytest.raises(ValueError, match=r"optimizer: value 'sgd'"):
-        optimizer_of(_job(optimizer="sgd"))
+        optimizer_of(nugget_job(optimizer="sgd"))
     assert set(OPTIMIZERS) == {"adam", "adamw"}
 
 

@@ -10,15 +10,9 @@ import torch
 from stages.common.device import autocast
 from stages.config import load_config
 from stages.train.engine import DDPEngine, deepspeed_config
+from tests.training.fixtures import nugget_job
 
 CPU = torch.device("cpu")
-
-
-def _job(**overrides):
-    job = load_config([]).train.nugget
-    for k, v in overrides.items():
-        setattr(job, k, v)
-    return job
 
 
 class Regressor(torch.nn.Module):
@@ -54,7 +48,7 @@ def _grad_norms(engine: DDPEngine) -> list[float]:
 def test_ddp_bf16_is_autocast_with_fp32_weights_on_cpu():
     torch.manual_seed(0)
     model = Regressor()
-    engine = DDPEngine(model, _job(precision="bf16", lr=1e-2), find_unused=False, device=CPU)
+    engine = DDPEngine(model, nugget_job(precision="bf16", lr=1e-2), find_unused=False, device=CPU)
     batch = {"x": torch.randn(16, 8), "y": torch.randn(16, 1)}
     losses = [engine.train_step([batch], 1e-2, _loss) for _ in range(20)]
     assert model.seen[0] is torch.bfloat16  # the forward ran in bf16
@@ -66,7 +60,7 @@ def test_ddp_bf16_is_autocast_with_fp32_weights_on_cpu():
 
 def test_fp32_runs_without_autocast():
     model = Regressor()
-    engine = DDPEngine(model, _job(precision="fp32"), find_unused=False, device=CPU)
+    engine = DDPEngine(model, nugget_job(precision="fp32"), find_unused=False, device=CPU)
     engine.train_step([{"x": torch.randn(4, 8), "y": torch.randn(4, 1)}], 1e-3, _loss)
     assert model.seen == [torch.float32]
 
@@ -75,7 +69,7 @@ def test_fp32_runs_without_autocast():
 def test_max_grad_norm_clips_before_the_step(max_norm):
     torch.manual_seed(0)
     model = Regressor()
-    engine = DDPEngine(model, _job(max_grad_norm=max_norm), find_unused=False, device=CPU)
+    engine = DDPEngine(model, nugget_job(max_grad_norm=max_norm), find_unused=False, device=CPU)
     norms = _grad_norms(engine)
     engine.train_step([{"x": 10 * torch.randn(16, 8), "y": torch.randn(16, 1)}], 1e-3, _loss)
     if max_norm is None:
@@ -84,12 +78,12 @@ def test_max_grad_norm_clips_before_the_step(max_norm):
         assert norms[0] == pytest.approx(max_norm, rel=1e-3)
 
 
-def test_deepspeed_config_follows_the_job():
-    config = deepspeed_config(_job(precision="bf16", max_grad_norm=1.0, batch_size=4, grad_accum=2))
+def test_deepspeed_config_follows_thenugget_job():
+    config = deepspeed_config(nugget_job(precision="bf16", max_grad_norm=1.0, batch_size=4, grad_accum=2))
     assert config["bf16"] == {"enabled": True} and config["gradient_clipping"] == 1.0
     assert config["zero_optimization"]["stage"] == 2
     assert config["train_micro_batch_size_per_gpu"] == 4 and config["gradient_accumulation_steps"] == 2
-    plain = deepspeed_config(_job())
+    plain = deepspeed_config(nugget_job())
     assert plain["bf16"] == {"enabled": False} and plain["gradient_clipping"] == 0.0
 
 
