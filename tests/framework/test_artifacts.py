@@ -139,7 +139,8 @@ def test_eval_table_round_trip_and_rendering(tmp_path):
     md = (tmp_path / "table.md").read_text()
     assert "| nugget2d 5x | 4 | 50.00 ± 12.50 | 1024 |" in md and "| full | 4 | nan |" in md
     csv = (tmp_path / "table.csv").read_text().splitlines()
-    assert csv[0] == "system,paper_row,n,accuracy,kv_bytes,accuracy_stderr,note"
+    # a flagged system's reason is its own column ("" when informative: stages.common.degenerate)
+    assert csv[0] == "system,paper_row,n,accuracy,kv_bytes,accuracy_stderr,note,uninformative"
     assert table.flat_metrics() == {"nugget2d 5x/accuracy": 50.0, "nugget2d 5x/kv_bytes": 1024.0}
     assert not any(math.isnan(v) for v in table.flat_metrics().values())
     with pytest.raises(KeyError, match="no system 'x'"):
