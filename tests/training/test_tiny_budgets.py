@@ -1,5 +1,5 @@
 """profile=tiny's short Nugget2D runs must be long enough to improve on their untrained start
-(issue 33, item 4: the smoke run may not end with a dev loss above its untrained start).
+(a smoke run may not end with a dev loss above its untrained start).
 
 Adam moves each weight by about lr per step, so the lr summed over a run ("travel") bounds
 how far a model can get from its initialisation; these tests hold each job to the travel it
