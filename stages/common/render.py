@@ -37,6 +37,13 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return f"<table border='1' cellpadding='3'><tr>{head}</tr>{body}</table>"
 
 
+def section(caption: str, intro: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]
+            ) -> tuple[list[str], list[str]]:
+    """A captioned table with an introductory paragraph, as (markdown lines, HTML parts)."""
+    return ([f"## {caption}", "", intro, "", markdown(headers, rows)],
+            [f"<h2>{html.escape(caption)}</h2>", f"<p>{html.escape(intro)}</p>", html_table(headers, rows)])
+
+
 def csv_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf)

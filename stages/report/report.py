@@ -41,7 +41,7 @@ from stages.artifacts.evaluate import (
     metric_name,
 )
 from stages.artifacts.trainer_state import TrainingSummary
-from stages.common.render import csv_text, html_table, markdown
+from stages.common.render import csv_text, html_table, markdown, section
 from stages.framework.stage import Artifact, Stage, StageContext
 from stages.report.budgets import training_budgets
 from stages.report.deviations import Deviation, deviations
@@ -229,11 +229,12 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
                  "'not measurable' when a cell it needs was not measured.")
         headers = ["finding", "paper", "verdict", "evidence (this run)"]
         rows = [(v.claim, v.source, v.verdict, v.evidence) for v in verdicts]
-        md += [f"## {caption}", "", intro, "", markdown(headers, rows)]
-        page += [f"<h2>{html.escape(caption)}</h2>", f"<p>{html.escape(intro)}</p>", html_table(headers, rows)]
-    section_md, section_html = training_section(training)
-    md += section_md
-    page += section_html
+        findings_md, findings_html = section(caption, intro, headers, rows)
+        md += findings_md
+        page += findings_html
+    training_md, training_html = training_section(training)
+    md += training_md
+    page += training_html
     for t in tables:
         links = [(_link(p, base), f"{p.parent.parent.name}/{p.name}") for p in t.examples]
         md += [f"## {t.heading}", "", f"*Source of published values:* {t.source}.", "",

@@ -10,7 +10,6 @@ worse.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Mapping, Sequence
 
 from stages.artifacts.restorable import TrainedRestorable, TrainedRetrieval
@@ -24,7 +23,7 @@ from stages.artifacts.train import (
 )
 from stages.artifacts.trainer_state import TrainingSummary
 from stages.common.progress import progress_logger
-from stages.common.render import html_table, markdown
+from stages.common.render import section
 from stages.framework.stage import Artifact
 
 log = progress_logger("nugget.report")
@@ -75,9 +74,7 @@ def training_section(summaries: Sequence[TrainingSummary]) -> tuple[list[str], l
     """The section as (markdown lines, HTML parts); empty when no model was trained."""
     if not summaries:
         return [], []
-    rows = training_rows(summaries)
-    return ([f"## {CAPTION}", "", INTRO, "", markdown(HEADERS, rows)],
-            [f"<h2>{html.escape(CAPTION)}</h2>", f"<p>{html.escape(INTRO)}</p>", html_table(HEADERS, rows)])
+    return section(CAPTION, INTRO, HEADERS, training_rows(summaries))
 
 
 def log_worse(summaries: Sequence[TrainingSummary]) -> list[str]:
