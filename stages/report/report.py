@@ -47,6 +47,7 @@ from stages.report.budgets import training_budgets
 from stages.report.deviations import Deviation, deviations
 from stages.report.findings import DEGENERATE, Verdict, counts, judge
 from stages.report.re_tables import re_tables
+from stages.report.similarity_tables import table2, table4
 from stages.report.tables import (
     FLAG_MARK,
     ReportTable,
@@ -55,8 +56,6 @@ from stages.report.tables import (
     kv_states,
     multilingual_token_table,
     seq2seq_base,
-    table2,
-    table4,
     token_table,
 )
 from stages.report.training import TRAINING_STAGES, log_worse, training_section, training_summaries

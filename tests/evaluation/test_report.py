@@ -374,7 +374,7 @@ def _sim_rows(label: str, mrr: float, **system) -> list[dict]:
 def test_table4_reference_is_nugget_mt_never_colbart():
     """With no pretrained encoder, ColBART is read from the MT Nugget model with the lowest dev loss:
     its rows carry that model's fields (baseline nugget_mt) but are no row of table 4."""
-    from stages.report.tables import table4
+    from stages.report.similarity_tables import table4
 
     nugget_mt = dict(mode="nugget", kind="nugget", source="train_baselines", objective="mt", ratio=0.1,
                      scorer_layer=3, baseline="nugget_mt")
