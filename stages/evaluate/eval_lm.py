@@ -30,7 +30,9 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from contextlib import ExitStack
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -67,10 +69,39 @@ def _segments(path, split: str, limit: int) -> list[tuple[list[int], list[int]]]
     return [(r["distant"], r["recent"]) for r in rows]
 
 
+def _train_tokens(path) -> Iterator[Any]:
+    """The token ids of a segments file's train segments, NumPy arrays read batch by batch
+    (a paper-scale train split is never held as Python lists)."""
+    import pyarrow.compute as pc
+
+    for batch in pq.ParquetFile(path).iter_batches(columns=["split", "distant", "recent"]):
+        train = pc.equal(batch.column(0), "train")
+        for column in (batch.column(1), batch.column(2)):
+            yield pc.filter(column, train).flatten().to_numpy(zero_copy_only=False)
+
+
 def unigram_model(path, vocab_size: int) -> UnigramModel:
     """Token frequencies of the corpus's train segments (`stages.common.degenerate`): the
-    context-free reference a system's perplexity on that corpus must beat."""
-    return UnigramModel.fit((distant + recent for distant, recent in _segments(path, "train", 0)), vocab_size)
+    context-free reference a system's perplexity on that corpus must beat (no train
+    segments: an empty model, ``total`` 0)."""
+    return UnigramModel.fit(_train_tokens(path), vocab_size)
+
+
+def unigram_models(paths: dict[str, Any], vocab_size: int) -> tuple[dict[str, UnigramModel], list[str]]:
+    """Per corpus (``paths``: its segments file) the unigram reference, and a note per corpus
+    that has no train split (the paper's WikiText: build_lm writes its validation / test
+    articles only): its reference pools the train segments of the corpora that have one,
+    the text the LMs trained on (the Pile)."""
+    own = {corpus: unigram_model(path, vocab_size) for corpus, path in paths.items()}
+    trained = [c for c, m in own.items() if m.total]
+    if not trained:
+        raise ValueError(f"eval_lm: none of eval.lm.corpora {list(paths)} has train segments in build_lm's output: "
+                         "no unigram reference to flag an uninformative perplexity against")
+    pooled = UnigramModel(sum(own[c].counts for c in trained), sum(own[c].total for c in trained))
+    missing = [c for c in paths if not own[c].total]
+    notes = [f"{c} has no train split: its unigram reference is the train segments of {', '.join(trained)}"
+             for c in missing]
+    return {c: own[c] if own[c].total else pooled for c in paths}, notes
 
 
 def unigram_flag(metrics: dict[str, float], corpora: list[str]) -> str | None:
@@ -131,7 +162,7 @@ class EvalLM(Stage):
                         "the realised nugget ratio column shows the effect", AR_STAGE, calibrated.scorer_stage)
         adapter, baselines = self.baseline_models(cfg, ctx, trained)
 
-        unigrams = {c: unigram_model(records.segments(c), len(tokenizer)) for c in cfg.corpora}
+        unigrams, unigram_notes = unigram_models({c: records.segments(c) for c in cfg.corpora}, len(tokenizer))
         counts: dict[tuple, PerplexityCounts] = defaultdict(PerplexityCounts)
         costs: dict[tuple, list[dict]] = defaultdict(list)
         examples = []
@@ -199,6 +230,7 @@ class EvalLM(Stage):
             "scored on their recent tokens; costs are means over segments.",
             "unigram PPL: add-one smoothed token frequencies of the corpus's train segments, on the same tokens; a "
             "system above it on some corpus is flagged uninformative.",
+            *unigram_notes,
             *training_notes(model.config.recent_window, max(len(d) + len(r) for v in data.values() for d, r in v),
                             settings, cfg.systems, cfg.baseline_adapter == "trained"),
         ]

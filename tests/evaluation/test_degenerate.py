@@ -175,13 +175,26 @@ def test_eval_lm_reference_is_the_unigram_model_of_the_train_segments(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from stages.evaluate.eval_lm import unigram_flag, unigram_model
+    from stages.evaluate.eval_lm import unigram_flag, unigram_model, unigram_models
 
     path = tmp_path / "lm_wiki.parquet"
     pq.write_table(pa.Table.from_pylist([{"split": "train", "distant": [0, 1], "recent": [1]},
                                          {"split": "test", "distant": [2], "recent": [2, 2]}]), path)
     model = unigram_model(path, vocab_size=3)
     assert model.counts.tolist() == [1, 2, 0]  # the train segments only
+    # a corpus without train segments (the paper's WikiText: validation / test only) takes the others' train
+    # segments, and says so; no corpus with train segments: refused
+    pile = tmp_path / "lm_pile.parquet"
+    pq.write_table(pa.Table.from_pylist([{"split": "train", "distant": [2], "recent": [2, 0]}]), pile)
+    test_only = tmp_path / "lm_test_only.parquet"
+    pq.write_table(pa.Table.from_pylist([{"split": "test", "distant": [0], "recent": [1]}]), test_only)
+    models, notes = unigram_models({"wiki": test_only, "pile": pile}, vocab_size=3)
+    assert models["wiki"].counts.tolist() == models["pile"].counts.tolist() == [1, 0, 2]
+    assert notes == ["wiki has no train split: its unigram reference is the train segments of pile"]
+    models, notes = unigram_models({"wiki": path, "pile": pile}, vocab_size=3)
+    assert models["wiki"].counts.tolist() == [1, 2, 0] and not notes
+    with pytest.raises(ValueError, match="none of eval.lm.corpora"):
+        unigram_models({"wiki": test_only}, vocab_size=3)
     metrics = {"wiki_subword_ppl": 9.0, "wiki_unigram_ppl": 4.0, "pile_subword_ppl": 3.0, "pile_unigram_ppl": 5.0}
     assert unigram_flag(metrics, ["wiki", "pile"]) == "wiki subword PPL 9 above a unigram model of its training data (4)"
     assert unigram_flag(metrics, ["pile"]) is None
