@@ -14,16 +14,20 @@ config (``data.re.sentence_splitter``, ``data.re.punkt_train_documents``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
-
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer, PunktTrainer
+from typing import TYPE_CHECKING, Any
 
 from stages.data.text import normalise
+
+if TYPE_CHECKING:  # nltk is imported where Punkt runs: importing it costs ~0.9 s, and every
+    # process that loads the stage registry would pay it
+    from nltk.tokenize.punkt import PunktParameters
 
 
 def train_punkt(texts: Iterable[str]) -> PunktParameters:
     """Punkt's parameters learned from ``texts`` (raw, line breaks kept: a paragraph's
     first word is a known sentence start), NLTK's trainer with its default settings."""
+    from nltk.tokenize.punkt import PunktTrainer
+
     trainer = PunktTrainer()
     for text in texts:
         trainer.train(text, finalize=False)
@@ -36,6 +40,8 @@ class PunktSplitter:
     whitespace collapsed (`stages.data.text.normalise`); [] for text with nothing visible."""
 
     def __init__(self, params: PunktParameters):
+        from nltk.tokenize.punkt import PunktSentenceTokenizer
+
         self.params = params
         self._tokenizer = PunktSentenceTokenizer(params)
 
