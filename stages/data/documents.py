@@ -102,5 +102,7 @@ def build_documents(
     ]
     over = [i for i, d in enumerate(docs) if max(d.n_left, d.n_right) > limit]
     if over:  # cannot happen by construction; fail loudly rather than write it
-        raise AssertionError(f"{len(over)} documents exceed {limit} subwords, e.g. #{over[0]}")
+        d = docs[over[0]]
+        raise AssertionError(f"{len(over)} documents exceed {limit} subwords, e.g. #{over[0]} ({d.n_left} / "
+                             f"{d.n_right} subwords, truncated={d.truncated}: {d.left[:120]!r} / {d.right[:120]!r})")
     return DocumentSet(docs, len(flat), repacked=repacked, **totals)

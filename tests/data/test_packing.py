@@ -112,3 +112,16 @@ def test_wmt19_dev_is_the_published_dev_split(ray_local, bpe_dir, tmp_path):
     with pytest.raises(ConfigError, match=r"must name the split with '\{split\}'"):
         load_config(["data.mt.source=wmt19", "data.mt.dev_split=validation", "data.mt.dev_fraction=0",
                      "data.mt.local_files=/data/wmt.parquet"])
+
+
+def test_a_repacked_lone_unit_over_the_exact_limit_is_marked_truncated():
+    # the approximate per-unit counts put both units within 4, the exact joined count of the
+    # two is 9 and unit 1 alone counts 5: re-packing leaves unit 1 alone, still over the limit,
+    # so it must be cut when written (it was written whole and failed the final check)
+    from stages.data.packing import PackedDoc, enforce_limit
+
+    exact = {(0,): 4, (1,): 5, (0, 1): 9}
+    docs, repacked = enforce_limit([PackedDoc([0, 1], [0, 1])], [9], [9],
+                                   lambda u: exact[tuple(u)], lambda u: exact[tuple(u)], 4)
+    assert repacked == 1
+    assert [(d.left, d.truncated) for d in docs] == [([0], False), ([1], True)]
