@@ -212,6 +212,10 @@ class EvalSection:
     )
     rr_data_dir: str = spec("", help="Same for RR; empty = build_rr's output.")
     analysis_docs: int = spec(128, help="Documents for nugget token statistics (paper fig. 5: 128).", ge=1)
+    nugget_split: str = spec(
+        "dev", help="Split of build_mt_docs that eval_reconstruction (fig. 4) and analyze_nuggets (figs. 5-8) read: "
+        "dev as the paper (WMT19's dev set); test where a profile's settings were chosen on dev (profile=small).",
+        choices=("dev", "test"))
     highlight_docs: int = spec(4, help="Documents shown on the highlighted-nuggets page (fig. 6).", ge=1)
     probe_docs: int = spec(64, help="Documents of the probability-gain probe (figs. 7-8).", ge=1)
     baselines: BaselinesSection = spec(BaselinesSection(), help="Baseline systems (train_baselines stage).")

@@ -2,7 +2,7 @@
 
 Models: the AE Nugget model with the ratio closest to 0.1 (the paper's setting) among
 the sweep's and ``train_nugget``'s learned-selector models, and likewise an MT model for
-the token statistics when one exists. Data: the dev split of ``build_mt_docs``. For
+the token statistics when one exists. Data: the ``eval.nugget_split`` split of ``build_mt_docs`` (dev, as the paper). For
 appendix D (nugget tokens in other languages), ``train_baselines``' Nugget models that
 encode the corpus's other language (``nugget_ae_tgtlang``, ``nugget_mt_tgtlang``) get the
 same token statistics on that side of the dev split. Every token is counted as the word it
@@ -136,12 +136,12 @@ class AnalyzeNuggets(Stage):
     optional_upstream = ("sweep_nugget", "train_baselines")
     upstream = required_upstream
     config_keys = ("eval.analysis_docs", "eval.highlight_docs", "eval.probe_docs", "eval.batch_size", "eval.dtype",
-                   "nugget.scorer_layer")
+                   "nugget.scorer_layer", "eval.nugget_split")
     uses_device = True
 
     def run(self, ctx: StageContext) -> None:
-        dev = MtDocuments.read(ctx.inputs["build_mt_docs"]).split("dev")
-        sides = pq.read_table(dev, columns=["source", "target"]).to_pydict()
+        split = MtDocuments.read(ctx.inputs["build_mt_docs"]).split(ctx.cfg("eval.nugget_split"))
+        sides = pq.read_table(split, columns=["source", "target"]).to_pydict()
         texts, n_docs = sides["source"], ctx.cfg("eval.analysis_docs")
         systems = collect_systems(ctx.inputs)
         layer = ctx.cfg("nugget.scorer_layer")

@@ -2,7 +2,7 @@
 
 For every Nugget model of the sweep (each objective x ratio x scorer layer) and of
 ``train_nugget``, and every single-vector baseline (TSDAE, RE cross / gating), decode
-the first ``eval.max_examples`` dev documents of ``build_mt_docs`` from their encoding
+the first ``eval.max_examples`` documents of ``build_mt_docs``'s ``eval.nugget_split`` split (dev, as the paper) from their encoding
 with beam search (``eval.beam_size``, 5 as in the paper; up to the longest reference +
 ``eval.reconstruction_extra_tokens`` new tokens, so whole documents can be written) and score micro-averaged corpus
 BLEU (sacrebleu) against the objective's target: the input document for AE, the
@@ -55,16 +55,17 @@ class EvalReconstruction(Stage):
     optional_upstream = ("sweep_nugget",)
     upstream = required_upstream
     config_keys = ("eval.beam_size", "eval.reconstruction_extra_tokens", "eval.max_examples", "eval.batch_size",
-                   "eval.dtype")
+                   "eval.dtype", "eval.nugget_split")
     uses_device = True
 
     def run(self, ctx: StageContext) -> None:
-        dev = MtDocuments.read(ctx.inputs["build_mt_docs"]).split("dev")
-        table = pq.read_table(dev, columns=["source", "target"]).to_pydict()
+        split = ctx.cfg("eval.nugget_split")
+        table = pq.read_table(MtDocuments.read(ctx.inputs["build_mt_docs"]).split(split),
+                              columns=["source", "target"]).to_pydict()
         cap = ctx.cfg("eval.max_examples")
         docs = {k: (v[:cap] if cap else v) for k, v in table.items()}
         if not docs["source"]:
-            raise ValueError("build_mt_docs dev split is empty: nothing to reconstruct")
+            raise ValueError(f"build_mt_docs split {split!r} (eval.nugget_split) is empty: nothing to reconstruct")
         systems = reconstruction_systems(collect_systems(ctx.inputs))
         rows, samples, metrics, flags = [], [], {}, {}
         for n, system in enumerate(systems, 1):
@@ -84,14 +85,14 @@ class EvalReconstruction(Stage):
             metrics[metric_name("bleu", system.name) + "_n"] = len(refs)  # corpus BLEU over n documents
             print(f"[eval_reconstruction] {n}/{len(systems)} {system.name}: BLEU {bleu:.2f} "
                   f"({len(refs)} docs, beam {ctx.cfg('eval.beam_size')}, {time.time() - tick:.1f}s)", flush=True)
-        written = ReconstructionResults(rows, "dev", ctx.cfg("eval.beam_size")).write(ctx.output_dir)
+        written = ReconstructionResults(rows, split, ctx.cfg("eval.beam_size")).write(ctx.output_dir)
         write_jsonl(ctx.output_dir / ReconstructionResults.EXAMPLES, samples)
         for path in written[1:]:
             ctx.log_artifact(path)
         figure = ctx.output_dir / ReconstructionResults.FIGURES[0]
         bleu_vs_ratio(rows, figure)
         captions = ReconstructionResults.write_captions(ctx.output_dir, {figure.name: (
-            f"n = {len(docs['source'])} documents per system, {len(systems)} systems, "
+            f"n = {len(docs['source'])} {split} documents per system, {len(systems)} systems, "
             f"beam {ctx.cfg('eval.beam_size')}.")})
         for path in (figure, captions):
             ctx.log_artifact(path)

@@ -158,7 +158,8 @@ def _tables(ctx: StageContext) -> list[ReportTable]:
     rec: ReconstructionResults | None = _read(ctx, ReconstructionResults)
     data_sim = "; ".join(sorted({f"{r['task'].upper()}: {r['n_tasks']} tasks from {r['data']}" for r in sim.rows})) if sim else ""
     data_rec = (f"first {rec.rows[0]['n_docs']} {rec.split} documents of build_mt_docs, beam {rec.beam_size}"
-                if rec and rec.rows else "build_mt_docs dev split")
+                if rec and rec.rows else f"build_mt_docs {ctx.cfg('eval').nugget_split} split")
+    analysed = f"{ctx.cfg('eval').nugget_split} documents of build_mt_docs"
     lm = ctx.cfg("model.lm")
     lm_ctx = f"profile {ctx.cfg('profile')}; base LM: {lm.name_or_path or lm.source} (keep_layers={lm.keep_layers})"
     lengths = ctx.cfg("eval").autoencoding.lengths
@@ -169,9 +170,9 @@ def _tables(ctx: StageContext) -> list[ReportTable]:
     return [
         bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec), mt_stand_in, layer),
         token_table(_read(ctx, NuggetAnalysis),
-                    _context(ctx, "analyze_nuggets", "dev documents of build_mt_docs"), mt_stand_in, layer),
-        multilingual_token_table(_read(ctx, NuggetAnalysis), _context(ctx, "analyze_nuggets", "dev documents of "
-                                 "build_mt_docs, each language's side"), languages, mt_stand_in),
+                    _context(ctx, "analyze_nuggets", analysed), mt_stand_in, layer),
+        multilingual_token_table(_read(ctx, NuggetAnalysis), _context(ctx, "analyze_nuggets", f"{analysed}, each language's side"),
+                                 languages, mt_stand_in),
         table2(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR"), budgets, layer),
         eval_table("nugget_table3", "Nugget table 3: Nugget LM word-level perplexity with h history segments",
                    ctx.inputs.get("eval_nugget_lm"),

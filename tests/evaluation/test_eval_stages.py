@@ -118,6 +118,29 @@ def test_reconstruction_decodes_whole_documents(tmp_path, monkeypatch):
         assert limit == max(len(ids) for ids in tokenizer(refs)["input_ids"]) + 3
 
 
+def test_reconstruction_reads_the_configured_split(tmp_path, monkeypatch):
+    """eval.nugget_split=test: the documents decoded and scored are the test split's (a profile whose
+    settings were chosen on dev never scores them on dev), and the results say so."""
+    import pyarrow.parquet as pq
+
+    from stages.evaluate.nugget.encoders import LoadedSystem
+
+    decoded: list[list[str]] = []
+
+    def spy(self, texts, batch_size, num_beams, max_new_tokens):
+        decoded.append(list(texts))
+        return list(texts)
+
+    monkeypatch.setattr(LoadedSystem, "decode", spy)
+    inputs = make_eval_inputs(tmp_path / "inputs")
+    ctx = context(EvalReconstruction, inputs, tmp_path / "out", ["eval.max_examples=3", "eval.nugget_split=test"])
+    EvalReconstruction().run(ctx)
+    test = pq.read_table(inputs["build_mt_docs"].path / "test.parquet").to_pydict()["source"][:3]
+    dev = pq.read_table(inputs["build_mt_docs"].path / "dev.parquet").to_pydict()["source"][:3]
+    assert decoded and all(texts == test for texts in decoded) and test != dev
+    assert ReconstructionResults.read(ctx.output_dir).split == "test"
+
+
 def test_tokens_of_another_language_read_as_text():
     from stages.evaluate.analyze_nuggets import readable_token
     from tests.lm_eval.fixtures import make_tokenizer
