@@ -213,7 +213,8 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
     md = [f"# {title}", "", "Measured values come from this pipeline run's artifacts; published values are the "
           "papers' (source under each title). Each measured number carries the n it stands on (examples, queries, "
           "documents or tokens) and, where the evaluation gave one, its 95% interval: ± 1.96 se for a mean over "
-          "examples, [low, high] (Wilson) for a proportion; a title names the data that stood in for the paper's. "
+          "examples, [low, high] for a proportion (Wilson) and for a corpus BLEU or a perplexity (bootstrap over "
+          "documents / segments); a title names the data that stood in for the paper's. "
           f"'not run in this profile': no stage of this run measured the cell. '{FLAG_MARK}': the system is "
           "uninformative (constant or looping outputs, perplexity above a unigram model, 0 of n beside a baseline "
           "at 0; the table's notes say why): its number is no result.", ""]

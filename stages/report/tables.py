@@ -134,9 +134,9 @@ class ReportTable:
         """A row: ``measured`` per column (None: not run), ``n`` (per column, or one for
         the row) the examples / tasks / tokens behind each number, ``se`` standard errors
         (shown as the 95% interval, 1.96 se), ``bounds`` asymmetric 95% intervals (a proportion's
-        Wilson interval; they take the place of ``se``), ``budget`` the training budget of the system
-        (`MeasuredValue.budget`), ``flag`` why the system is uninformative ("": it is not; shown
-        beside its numbers and in the table's notes)."""
+        Wilson interval, a corpus BLEU's or a perplexity's bootstrap one; they take the place of ``se``),
+        ``budget`` the training budget of the system (`MeasuredValue.budget`), ``flag`` why the system is
+        uninformative ("": it is not; shown beside its numbers and in the table's notes)."""
         pub = {c: published(self.paper_table, row_id, c) if row_id else None for c in self.columns}
         ns = n if isinstance(n, dict) else dict.fromkeys(self.columns, n)
         se, bounds = se or {}, bounds or {}
@@ -191,15 +191,17 @@ def same_ratio(a: float | None, b: float) -> bool:
 def bleu_table(rec: ReconstructionResults | None, context: str, stand_in: str = "",
                layer: int = PAPER_SCORER_LAYER) -> ReportTable:
     """Nugget figure 4's claim: the AE models of r >= 0.1 at the default scorer layer ``layer`` (the paper's
-    l = 3) beside "> 99"; every other model without a published row."""
+    l = 3) beside "> 99"; every other model without a published row. Each BLEU with its 95% bootstrap
+    interval where the evaluation gave one."""
     t = ReportTable("nugget_fig4", "Nugget figure 4: BLEU of texts decoded from nuggets vs ratio r", context, ["bleu"],
                     stand_in=stand_in)
     rows = sorted(rec.rows if rec else [], key=lambda r: (r["kind"], r["objective"], r.get("scorer_layer") or 0, r.get("ratio") or 0))
     for r in rows:
         claimed = (r["kind"] == "nugget" and r["objective"] == "ae" and r["ratio"] >= 0.1
                    and r.get("scorer_layer") == layer)
+        bounds = (r["bleu_low"], r["bleu_high"]) if "bleu_low" in r and "bleu_high" in r else None
         t.add(r["label"], {"bleu": r["bleu"]}, "ae_r>=0.1" if claimed else None, n=r.get("n_docs"),
-              flag=r.get(LABEL) or "")
+              bounds={"bleu": bounds}, flag=r.get(LABEL) or "")
     if not rows:
         t.add(f"Nugget AE r >= 0.1 (l = {layer})", {}, "ae_r>=0.1")
     return t
