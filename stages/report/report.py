@@ -167,7 +167,7 @@ def _tables(ctx: StageContext) -> list[ReportTable]:
     languages = {"source": f"source language ({mt.src_lang})", "target": f"target language ({mt.tgt_lang})"}
     budgets, layer = training_budgets(ctx.cfg), ctx.cfg("nugget").scorer_layer
     return [
-        bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec), mt_stand_in, layer),
+        bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec), mt_stand_in, layer, budgets),
         token_table(_read(ctx, NuggetAnalysis),
                     _context(ctx, "analyze_nuggets", "dev documents of build_mt_docs"), mt_stand_in, layer),
         multilingual_token_table(_read(ctx, NuggetAnalysis), _context(ctx, "analyze_nuggets", "dev documents of "
