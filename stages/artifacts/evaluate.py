@@ -56,7 +56,8 @@ class TableRow:
     stderr: dict[str, float] = dc_field(default_factory=dict)  # standard error of a metric's mean
     note: str = ""  # e.g. the reason a system did not run
     paper_row: str = ""  # the row id of the published table this system reproduces ("" if none)
-    # 95% interval (low, high) of a proportion metric (Wilson): shown instead of 1.96 stderr
+    # 95% interval (low, high) of a metric that is no mean of per-example values (`stages.common.intervals`):
+    # a proportion's Wilson interval, a corpus BLEU's or a perplexity's bootstrap one; shown instead of 1.96 stderr
     interval: dict[str, tuple[float, float]] = dc_field(default_factory=dict)
     flag: str = ""  # why the system is uninformative (`stages.common.degenerate`); "" = it is not
 
@@ -109,7 +110,9 @@ class EvalTable:
         if any(r.stderr for r in self.rows):
             body.append("- x ± y: mean ± its standard error over the row's n examples.")
         if any(r.interval for r in self.rows):
-            body.append("- x [a, b]: a proportion and its 95% Wilson interval over the row's n examples.")
+            body.append("- x [a, b]: the value and its 95% interval: Wilson's for a proportion of the row's n "
+                        "examples, a bootstrap percentile interval over documents / segments for a corpus BLEU or a "
+                        "perplexity.")
         body += [f"- {n}" for n in self.notes]
         return "\n".join(body) + "\n"
 
@@ -125,10 +128,14 @@ class EvalTable:
         return csv_text(headers, rows)
 
     def flat_metrics(self) -> dict[str, float]:
-        """Every finite number as ``<system>/<metric>`` (MLflow metric names: a character
+        """Every finite number as ``<system>/<metric>``, the ends of its 95% interval (where the row
+        has one) beside it as ``<system>/<metric>_low`` / ``_high`` (MLflow metric names: a character
         MLflow refuses, e.g. of a token row's text, is written ``_x<hex>_``)."""
-        return {metric_name(f"{r.system}/{k}"): float(v) for r in self.rows for k, v in r.metrics.items()
-                if v is not None and math.isfinite(v)}
+        values = {metric_name(f"{r.system}/{k}"): float(v) for r in self.rows for k, v in r.metrics.items()
+                  if v is not None and math.isfinite(v)}
+        ends = {metric_name(f"{r.system}/{k}_{end}"): float(x) for r in self.rows for k, bounds in r.interval.items()
+                for end, x in zip(("low", "high"), bounds, strict=True) if math.isfinite(x)}
+        return values | ends
 
     # -- the contract --------------------------------------------------------------
     def write(self, out: Path) -> list[Path]:
@@ -275,13 +282,15 @@ class WithFigures:
         return read_captions(self.path, self.STAGE, self.FIGURE_CAPTIONS)
 
 
-RECONSTRUCTION_COLUMNS = ("label", "kind", "objective", "ratio", "scorer_layer", "decoder", "bleu", "n_docs", LABEL)
+RECONSTRUCTION_COLUMNS = ("label", "kind", "objective", "ratio", "scorer_layer", "decoder", "bleu", "bleu_low",
+                          "bleu_high", "n_docs", LABEL)
 
 
 @dataclass(frozen=True)
 class ReconstructionResults(WithFigures):
     """``eval_reconstruction``: ``reconstruction.json`` (``rows``: one record per system with
-    ``label``, ``kind``, ``objective``, ``ratio``, ``bleu``, ``n_docs``; ``split``,
+    ``label``, ``kind``, ``objective``, ``ratio``, ``bleu``, ``n_docs``, from two documents on the
+    ends of its 95% bootstrap interval ``bleu_low`` / ``bleu_high``; ``split``,
     ``beam_size``), ``.csv`` / ``.md``, the figure ``bleu_vs_ratio.png`` with its caption in
     ``figures.json`` and ``samples.jsonl``."""
 

@@ -16,7 +16,8 @@ or their own trained theta (``trained``: ``train_nugget2d_ar``'s variants of
 same number of distant states per layer and KV head.
 
 Reported per system and configuration: subword and word-level perplexity per corpus
-(`stages.evaluate.lm.perplexity`; the wiki corpus's OOV marker excluded), that of a unigram
+(`stages.evaluate.lm.perplexity`; the wiki corpus's OOV marker excluded) with its 95% bootstrap
+interval over the corpus's segments (the row's ``interval``), that of a unigram
 model of the corpus's train segments on the same tokens (``<corpus>_unigram_ppl``: a row above
 it on some corpus is flagged uninformative, `stages.common.degenerate`), the realised
 nugget ratio, and the decoding cost: attended states per token, KV bytes held, wall
@@ -43,7 +44,12 @@ from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
 from stages.common.degenerate import UnigramModel, above_unigram, combine
 from stages.common.progress import progress_logger
-from stages.evaluate.lm.perplexity import PerplexityCounts, segment_counts, word_texts
+from stages.evaluate.lm.perplexity import (
+    PerplexityCounts,
+    perplexity_intervals,
+    segment_counts,
+    word_texts,
+)
 from stages.evaluate.lm.presses import press_notes
 from stages.evaluate.lm.streams import (
     ContextSetting,
@@ -163,7 +169,7 @@ class EvalLM(Stage):
         adapter, baselines = self.baseline_models(cfg, ctx, trained)
 
         unigrams, unigram_notes = unigram_models({c: records.segments(c) for c in cfg.corpora}, len(tokenizer))
-        counts: dict[tuple, PerplexityCounts] = defaultdict(PerplexityCounts)
+        counts: dict[tuple, list[PerplexityCounts]] = defaultdict(list)  # per segment: the intervals resample them
         costs: dict[tuple, list[dict]] = defaultdict(list)
         examples = []
         total = len(settings) * len(cfg.systems) * sum(len(v) for v in data.values())
@@ -173,7 +179,7 @@ class EvalLM(Stage):
             for seg_id, (distant, recent) in enumerate(segments):
                 ids = distant + recent
                 texts = word_texts(tokenizer, ids)
-                counts["unigram", corpus].add(segment_counts(unigrams[corpus].token_nll(recent), texts,
+                counts["unigram", corpus].append(segment_counts(unigrams[corpus].token_nll(recent), texts,
                                                              len(distant), oov))
                 for setting in settings:
                     with ExitStack() as scope:
@@ -185,7 +191,7 @@ class EvalLM(Stage):
                             run = run_segment(stream, ids, len(distant))
                             seg = segment_counts(run.nll, texts, len(distant), oov)
                             key = (system, setting)
-                            counts[key, corpus].add(seg)
+                            counts[key, corpus].append(seg)
                             costs[key].append({k: getattr(run, k) for k in COST})
                             examples.append({"corpus": corpus, "segment": seg_id, "system": system,
                                              "context": setting.label, "subword_ppl": seg.subword_ppl,
@@ -201,12 +207,15 @@ class EvalLM(Stage):
                 metrics = {"total_states": setting.total_states,
                            "compressed_tokens": 0 if system == "full" else setting.compressed_tokens,
                            "context_tokens": setting.total_states if system == "full" else setting.context_tokens}
+                interval: dict[str, tuple[float, float]] = {}
                 for corpus in cfg.corpora:
-                    c = counts[(system, setting), corpus]
+                    segments = counts[(system, setting), corpus]
+                    c = PerplexityCounts.total(segments)
+                    interval |= {f"{corpus}_{k}": v for k, v in perplexity_intervals(segments).items()}
                     metrics |= {f"{corpus}_subword_ppl": c.subword_ppl, f"{corpus}_word_ppl": c.word_ppl,
                                 f"{corpus}_tokens": c.subwords, f"{corpus}_words": c.words,
                                 f"{corpus}_oov_words": c.oov_words,
-                                f"{corpus}_unigram_ppl": counts["unigram", corpus].subword_ppl}
+                                f"{corpus}_unigram_ppl": PerplexityCounts.total(counts["unigram", corpus]).subword_ppl}
                 runs = costs[(system, setting)]
                 for k in COST:
                     values = [r[k] for r in runs if not math.isnan(r[k])]
@@ -214,7 +223,7 @@ class EvalLM(Stage):
                         metrics[k] = sum(values) / len(values)
                 # Nugget2D table 1 rows are a system at a number of total states (e.g. nugget2d_128)
                 rows.append(TableRow(f"{system} {setting.label}", metrics, n=sum(len(v) for v in data.values()),
-                                     paper_row=f"{system}_{setting.total_states}",
+                                     paper_row=f"{system}_{setting.total_states}", interval=interval,
                                      flag=unigram_flag(metrics, cfg.corpora) or ""))
         notes = [
             f"Lambda = {threshold:.4f} from calibrate_threshold (r = {ratio:g}); "
@@ -227,7 +236,8 @@ class EvalLM(Stage):
                          "total - context states among every token before the context window (no compressed-token "
                          "limit: StreamingLLM's sinks are the segment's first tokens)"),
             f"{sum(len(v) for v in data.values())} segments ({', '.join(f'{k}: {len(v)}' for k, v in data.items())}), "
-            "scored on their recent tokens; costs are means over segments.",
+            "scored on their recent tokens; costs are means over segments; a perplexity's [low, high]: its 95% "
+            "bootstrap interval over the corpus's segments.",
             "unigram PPL: add-one smoothed token frequencies of the corpus's train segments, on the same tokens; a "
             "system above it on some corpus is flagged uninformative.",
             *unigram_notes,

@@ -16,7 +16,8 @@ and of all tokens for punctuation, line breaks and the most frequent nugget toke
 ``nuggets.md`` shows ``highlight_docs`` documents with their nuggets marked (appendix B).
 
 Outputs: the `stages.artifacts.evaluate.EvalTable` (reconstruction rows: ``bleu``,
-``bleu_L<L>``, ``states_L<L>`` with their documents ``n_bleu_L<L>``, n = all documents;
+``bleu_L<L>`` with their 95% bootstrap intervals over documents (``interval``), ``states_L<L>`` with
+their documents ``n_bleu_L<L>``, n = all documents;
 token rows: ``share_nuggets`` (its n: ``n_share_nuggets``, the nuggets),
 ``share_text``, n = tokens), ``examples.jsonl`` (decoded texts) and ``nuggets.md``.
 """
@@ -39,7 +40,7 @@ from stages.common.records import batches
 from stages.evaluate.lm.perplexity import token_texts
 from stages.evaluate.lm.prompted import eos_and_pad
 from stages.evaluate.nugget.analysis import is_punctuation
-from stages.evaluate.nugget.metrics import corpus_bleu
+from stages.evaluate.nugget.metrics import corpus_bleu_interval
 from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
 
@@ -160,12 +161,14 @@ class EvalNugget2DAE(Stage):
             eos, pad_id = eos_and_pad(tokenizer)  # as the QA / summarisation decoding reads them
             is_icae = source.objective == TrainedNugget2D.ICAE
             metrics: dict[str, float] = {}
+            interval: dict[str, tuple[float, float]] = {}  # each BLEU's 95% bootstrap interval over documents
             hyps, refs = [], []
             for n, group in by_length.items():
                 outputs, kept = reconstruct(model, is_icae, group, cfg.batch_size, cfg.extra_tokens, eos, pad_id)
                 decoded = [tokenizer.decode(o, skip_special_tokens=True) for o in outputs]
                 references = [tokenizer.decode(d, skip_special_tokens=True) for d in group]
-                metrics[f"bleu_L{n}"] = corpus_bleu(decoded, references)
+                metrics[f"bleu_L{n}"], bounds = corpus_bleu_interval(decoded, references)
+                interval |= {f"bleu_L{n}": bounds} if bounds else {}
                 metrics[f"states_L{n}"] = sum(kept) / len(kept)
                 metrics[f"n_bleu_L{n}"] = metrics[f"n_states_L{n}"] = len(group)  # the documents behind them
                 hyps += decoded
@@ -174,10 +177,11 @@ class EvalNugget2DAE(Stage):
                              for d, r, k in zip(decoded, references, kept, strict=True)]
                 log.info("eval_nugget2d_ae: %s L=%d BLEU %.2f (%d documents, %.1f states)", label, n,
                          metrics[f"bleu_L{n}"], len(group), metrics[f"states_L{n}"])
-            metrics["bleu"] = corpus_bleu(hyps, refs)
+            metrics["bleu"], bounds = corpus_bleu_interval(hyps, refs)
+            interval |= {"bleu": bounds} if bounds else {}
             kind, ratio = label.split(" r")
             rows.append(TableRow(label, metrics, n=len(hyps), paper_row=f"{kind}_{ratio}",
-                                 flag=generation_flags(hyps) or ""))
+                                 flag=generation_flags(hyps) or "", interval=interval))
             if source is trained:  # the main autoencoder: its nugget tokens (§4.3)
                 texts, selected = nugget_tokens(model, tokenizer, docs[: cfg.analysis_docs], cfg.batch_size)
                 token_table = token_rows(texts, selected, cfg.top_tokens)
@@ -196,7 +200,8 @@ class EvalNugget2DAE(Stage):
         notes = [f"Documents: the first L tokens of build_lm's {cfg.split!r} continuation windows (its wiki and pile "
                  "documents; the paper: the Pile) holding L "
                  f"({counts}); greedy decoding after the soft prompt, up to L + {cfg.extra_tokens} tokens or EOS; "
-                 "corpus BLEU (sacrebleu 13a) against the documents.",
+                 "corpus BLEU (sacrebleu 13a) against the documents, [low, high]: its 95% bootstrap interval over "
+                 "the documents.",
                  "nugget2d: ceil(r L) nuggets per layer; icae: its fixed memory slots (ceil(r x the longest training "
                  "document)), re-encoded by theta before decoding; states/layer: KV positions the decoder reads.",
                  f"Token rows: the main autoencoder (r = {trained.ratio:g}) on {min(cfg.analysis_docs, len(docs))} "

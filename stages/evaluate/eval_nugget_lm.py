@@ -21,8 +21,11 @@ A system whose word perplexity at some h is above a unigram model's (add-one smo
 frequencies of the train split, on the same tokens: ``unigram_ppl``) models the text worse
 than ignoring it and is flagged uninformative (`stages.common.degenerate`).
 
+Each perplexity has its 95% bootstrap interval over the articles (`stages.evaluate.lm.perplexity`).
+
 Outputs: the `stages.artifacts.evaluate.EvalTable` (one row per system; ``ppl_h<h>``,
-``subword_ppl_h<h>``, ``n_ppl_h<h>`` = words scored, ``unigram_ppl``; the row's n = words) and
+``subword_ppl_h<h>`` with their ``interval``, ``n_ppl_h<h>`` = words scored, ``unigram_ppl``; the row's
+n = words) and
 ``examples.jsonl`` (word perplexity per article, system and h).
 """
 
@@ -39,7 +42,7 @@ from stages.artifacts.train import TrainedNuggetLM
 from stages.common.degenerate import UnigramModel, above_unigram, combine
 from stages.common.device import to_device
 from stages.common.records import batches
-from stages.evaluate.lm.perplexity import PerplexityCounts
+from stages.evaluate.lm.perplexity import PerplexityCounts, perplexity_intervals
 from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
 
@@ -119,14 +122,16 @@ class EvalNuggetLM(Stage):
             wrap = SpecialTokens.of(trained.tokenizer(record))
             start_id, pad_id = trained.decoder_token_ids(record)
             metrics: dict[str, float] = {}
+            interval: dict[str, tuple[float, float]] = {}
             total = PerplexityCounts()
             for h in [0] if record["memory"] == "none" else cfg.histories:
                 tick = time.time()
                 per_doc = score(lm, docs, lengths, segment, cfg.stride, h, cfg.batch_size,
                                 wrap, start_id, pad_id)
-                total = PerplexityCounts()
-                for t in per_doc:
-                    total.add(t)
+                total = PerplexityCounts.total(per_doc)
+                # their 95% intervals: bootstrap over the articles (`perplexity_intervals`)
+                column = {"word_ppl": f"ppl_h{h}", "subword_ppl": f"subword_ppl_h{h}"}
+                interval |= {column[k]: v for k, v in perplexity_intervals(per_doc).items()}
                 metrics.update({f"ppl_h{h}": total.word_ppl, f"subword_ppl_h{h}": total.subword_ppl,
                                 f"n_ppl_h{h}": total.words, f"oov_words_h{h}": total.oov_words})
                 examples += [{"system": record["system"], "h": h, "article": i, "words": t.words,
@@ -142,7 +147,7 @@ class EvalNuggetLM(Stage):
             flag = combine(*(above_unigram(metrics[f"ppl_h{h}"], reference, f"word PPL at h={h}")
                              for h in ([0] if record["memory"] == "none" else cfg.histories)))
             rows.append(TableRow(system=record["system"], metrics=metrics, n=total.words,
-                                 paper_row=record["paper_row"], flag=flag or ""))
+                                 paper_row=record["paper_row"], flag=flag or "", interval=interval))
         histories = sorted({0, *cfg.histories})
         table = EvalTable(
             title="Nugget table 3: LM perplexity with h history segments (word level, OOV excluded)",
@@ -152,7 +157,8 @@ class EvalNuggetLM(Stage):
             rows=rows, stand_in=corpus.stand_in,
             notes=[f"{len(lengths)} {cfg.split} articles of build_nugget_lm ({sum(lengths)} tokens), windows of the "
                    f"systems' segment length scored every {cfg.stride} tokens",
-                   "word PPL: exp(token NLL summed over words / words), out-of-vocabulary words' tokens excluded",
+                   "word PPL: exp(token NLL summed over words / words), out-of-vocabulary words' tokens excluded; "
+                   "[low, high]: its 95% bootstrap interval over the articles",
                    "unigram word PPL: add-one smoothed token frequencies of build_nugget_lm's train split on the "
                    "same tokens; a system above it at some h is flagged uninformative"],
         )

@@ -6,7 +6,8 @@ the first ``eval.max_examples`` documents of ``build_mt_docs``'s ``eval.nugget_s
 with beam search (``eval.beam_size``, 5 as in the paper; up to the longest reference +
 ``eval.reconstruction_extra_tokens`` new tokens, so whole documents can be written) and score micro-averaged corpus
 BLEU (sacrebleu) against the objective's target: the input document for AE, the
-translation for MT (sacrebleu's "zh" tokenizer for Chinese). The Nugget ablations of
+translation for MT (sacrebleu's "zh" tokenizer for Chinese), with its 95% bootstrap interval over the
+documents (``bleu_low`` / ``bleu_high``, `corpus_bleu_interval`). The Nugget ablations of
 ``train_baselines`` are similarity systems only (table 4) and are skipped here.
 
 Output: `stages.artifacts.evaluate.ReconstructionResults` (``reconstruction.json`` /
@@ -27,7 +28,7 @@ from stages.artifacts.evaluate import ReconstructionResults
 from stages.common.degenerate import LABEL, generation_flags
 from stages.common.records import write_jsonl
 from stages.evaluate.nugget.encoders import load_system
-from stages.evaluate.nugget.metrics import bleu_tokenizer, corpus_bleu
+from stages.evaluate.nugget.metrics import bleu_tokenizer, corpus_bleu_interval
 from stages.evaluate.nugget.plots import bleu_vs_ratio
 from stages.evaluate.nugget.similarity import metric_name
 from stages.evaluate.nugget.systems import System, collect_systems, to_record
@@ -75,15 +76,18 @@ class EvalReconstruction(Stage):
             hyps = loaded.decode(docs["source"], ctx.cfg("eval.batch_size"), ctx.cfg("eval.beam_size"),
                                  decode_limit(loaded.tokenizer, refs, ctx.cfg("eval.reconstruction_extra_tokens")))
             tokenize = bleu_tokenizer(refs)
-            bleu = corpus_bleu(hyps, refs, tokenize=tokenize)
-            rows.append({**to_record(system), "bleu": bleu, "n_docs": len(refs), "bleu_tokenize": tokenize,
+            bleu, bounds = corpus_bleu_interval(hyps, refs, tokenize=tokenize)
+            ends = dict(zip(("bleu_low", "bleu_high"), bounds, strict=True)) if bounds else {}
+            rows.append({**to_record(system), "bleu": bleu, **ends, "n_docs": len(refs), "bleu_tokenize": tokenize,
                          "label": system.describe(), LABEL: generation_flags(hyps) or ""})
             flags |= {system.name: rows[-1][LABEL]} if rows[-1][LABEL] else {}
             samples += [{"system": system.name, "reference": r, "decoded": h}
                         for r, h in list(zip(refs, hyps, strict=True))[:SAMPLES_PER_SYSTEM]]
             metrics[metric_name("bleu", system.name)] = bleu
             metrics[metric_name("bleu", system.name) + "_n"] = len(refs)  # corpus BLEU over n documents
-            print(f"[eval_reconstruction] {n}/{len(systems)} {system.name}: BLEU {bleu:.2f} "
+            metrics |= {metric_name("bleu", system.name) + end[4:]: x for end, x in ends.items()}  # its 95% interval
+            interval = f" [{bounds[0]:.2f}, {bounds[1]:.2f}]" if bounds else ""
+            print(f"[eval_reconstruction] {n}/{len(systems)} {system.name}: BLEU {bleu:.2f}{interval} "
                   f"({len(refs)} docs, beam {ctx.cfg('eval.beam_size')}, {time.time() - tick:.1f}s)", flush=True)
         written = ReconstructionResults(rows, split, ctx.cfg("eval.beam_size")).write(ctx.output_dir)
         write_jsonl(ctx.output_dir / ReconstructionResults.EXAMPLES, samples)

@@ -168,7 +168,7 @@ def _tables(ctx: StageContext) -> list[ReportTable]:
     languages = {"source": f"source language ({mt.src_lang})", "target": f"target language ({mt.tgt_lang})"}
     budgets, layer = training_budgets(ctx.cfg), ctx.cfg("nugget").scorer_layer
     return [
-        bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec), mt_stand_in, layer),
+        bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec), mt_stand_in, layer, budgets),
         token_table(_read(ctx, NuggetAnalysis),
                     _context(ctx, "analyze_nuggets", analysed), mt_stand_in, layer),
         multilingual_token_table(_read(ctx, NuggetAnalysis), _context(ctx, "analyze_nuggets", f"{analysed}, each language's side"),
@@ -214,7 +214,8 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
     md = [f"# {title}", "", "Measured values come from this pipeline run's artifacts; published values are the "
           "papers' (source under each title). Each measured number carries the n it stands on (examples, queries, "
           "documents or tokens) and, where the evaluation gave one, its 95% interval: ± 1.96 se for a mean over "
-          "examples, [low, high] (Wilson) for a proportion; a title names the data that stood in for the paper's. "
+          "examples, [low, high] for a proportion (Wilson) and for a corpus BLEU or a perplexity (bootstrap over "
+          "documents / segments); a title names the data that stood in for the paper's. "
           f"'not run in this profile': no stage of this run measured the cell. '{FLAG_MARK}': the system is "
           "uninformative (constant or looping outputs, perplexity above a unigram model, 0 of n beside a baseline "
           "at 0; the table's notes say why): its number is no result.", ""]

@@ -112,6 +112,9 @@ class ReportTable:
     examples: list[Path] = field(default_factory=list)  # per-example output files of the measuring stage
     # (published row id or None, column, the number): what `values` serves the findings
     numbers: list[tuple[str | None, str, MeasuredValue]] = field(default_factory=list)
+    # (another id, column, the number): ids a finding also addresses a measured row by, no published row
+    # (fig. 4's AE models at the lowest / highest ratio of their budget, `bleu_table`)
+    aliases: list[tuple[str, str, MeasuredValue]] = field(default_factory=list)
     # the published table (`PUBLISHED`, `SOURCES`) of its published column, when it is not ``id``: one paper
     # table shown as several report tables (RE table 8, one per sentence count)
     published_as: str = ""
@@ -130,13 +133,15 @@ class ReportTable:
 
     def add(self, label: str, measured: dict[str, Any], row_id: str | None = None,
             n: dict[str, int | None] | int | None = None, se: dict[str, float] | None = None,
-            budget: str = "", bounds: dict[str, tuple[float, float] | None] | None = None, flag: str = "") -> None:
+            budget: str = "", bounds: dict[str, tuple[float, float] | None] | None = None, flag: str = "",
+            also: tuple[str, ...] = ()) -> None:
         """A row: ``measured`` per column (None: not run), ``n`` (per column, or one for
         the row) the examples / tasks / tokens behind each number, ``se`` standard errors
         (shown as the 95% interval, 1.96 se), ``bounds`` asymmetric 95% intervals (a proportion's
-        Wilson interval; they take the place of ``se``), ``budget`` the training budget of the system
-        (`MeasuredValue.budget`), ``flag`` why the system is uninformative ("": it is not; shown
-        beside its numbers and in the table's notes)."""
+        Wilson interval, a corpus BLEU's or a perplexity's bootstrap one; they take the place of ``se``),
+        ``budget`` the training budget of the system (`MeasuredValue.budget`), ``flag`` why the system is
+        uninformative ("": it is not; shown beside its numbers and in the table's notes), ``also`` further
+        ids the findings address the row by (`aliases`)."""
         pub = {c: published(self.paper_table, row_id, c) if row_id else None for c in self.columns}
         ns = n if isinstance(n, dict) else dict.fromkeys(self.columns, n)
         se, bounds = se or {}, bounds or {}
@@ -145,8 +150,9 @@ class ReportTable:
             value = measured.get(c)
             half = Z95 * se[c] if se.get(c) is not None and bounds.get(c) is None else None
             if isinstance(value, int | float) and not isinstance(value, bool):
-                self.numbers.append((row_id, c, MeasuredValue(label, float(value), ns.get(c), half, c, budget,
-                                                              bounds.get(c), flag)))
+                number = MeasuredValue(label, float(value), ns.get(c), half, c, budget, bounds.get(c), flag)
+                self.numbers.append((row_id, c, number))
+                self.aliases += [(alias, c, number) for alias in also]
             cells[c] = NOT_RUN if value is None else measured_cell(value, ns.get(c), half, bounds.get(c), flag)
         self.rows.append((label, cells, {c: NOT_IN_PAPER if pub[c] is None else pub[c] for c in self.columns}))
 
@@ -168,8 +174,9 @@ class ReportTable:
         return sum(1 for _, m, _ in self.rows for v in m.values() if v != NOT_RUN)
 
     def values(self, row_id: str, column: str) -> list[MeasuredValue]:
-        """The measured numbers of the rows reproducing published row ``row_id``, in table order."""
-        return [v for r, c, v in self.numbers if r == row_id and c == column]
+        """The measured numbers of the rows reproducing published row ``row_id`` (or addressed by it,
+        `aliases`), in table order."""
+        return [v for r, c, v in (*self.numbers, *self.aliases) if r == row_id and c == column]
 
     def problems(self) -> list[str]:
         """Measured numbers shown without the n they stand on: a table the report refuses
@@ -188,18 +195,48 @@ def same_ratio(a: float | None, b: float) -> bool:
     return a is not None and abs(a - b) < 1e-9
 
 
+# fig. 4's trend (BLEU rises with r): per training budget, the AE models of its lowest and of its highest ratio
+LOWEST_RATIO_AE, HIGHEST_RATIO_AE = "ae_lowest_r", "ae_highest_r"
+
+
+def _ratio_ends(rows: list[dict[str, Any]], layer: int, budgets: dict[str, str]) -> dict[int, str]:
+    """{index of a row: `LOWEST_RATIO_AE` / `HIGHEST_RATIO_AE`}: among the AE Nugget models (learned selector,
+    with feedback) at the default scorer layer ``layer`` (fig. 4's lines), per training budget (``budgets``: training stage -> budget) with
+    two ratios or more, those of its lowest and of its highest ratio, so a finding compares two models of
+    one budget (the sweep's trials, train_nugget's model where its budget is theirs)."""
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        if (r["kind"] == "nugget" and r["objective"] == "ae" and r.get("scorer_layer") == layer
+                and r.get("selector", "topk") == "topk" and r.get("feedback", True)):
+            groups.setdefault(budgets.get(r.get("source", ""), ""), []).append(i)
+    ends: dict[int, str] = {}
+    for members in groups.values():
+        ratios = [rows[i]["ratio"] for i in members]
+        if max(ratios) > min(ratios):
+            ends |= {i: LOWEST_RATIO_AE for i in members if rows[i]["ratio"] == min(ratios)}
+            ends |= {i: HIGHEST_RATIO_AE for i in members if rows[i]["ratio"] == max(ratios)}
+    return ends
+
+
 def bleu_table(rec: ReconstructionResults | None, context: str, stand_in: str = "",
-               layer: int = PAPER_SCORER_LAYER) -> ReportTable:
+               layer: int = PAPER_SCORER_LAYER, budgets: dict[str, str] | None = None) -> ReportTable:
     """Nugget figure 4's claim: the AE models of r >= 0.1 at the default scorer layer ``layer`` (the paper's
-    l = 3) beside "> 99"; every other model without a published row."""
+    l = 3) beside "> 99"; every other model without a published row. Each BLEU with its 95% bootstrap
+    interval where the evaluation gave one; each model with the training budget of its stage (``budgets``:
+    stage -> `stages.report.budgets`), and the AE models at the lowest / highest ratio of a budget also
+    addressed as `LOWEST_RATIO_AE` / `HIGHEST_RATIO_AE` (`_ratio_ends`: the finding that BLEU rises with r)."""
     t = ReportTable("nugget_fig4", "Nugget figure 4: BLEU of texts decoded from nuggets vs ratio r", context, ["bleu"],
                     stand_in=stand_in)
+    budgets = budgets or {}
     rows = sorted(rec.rows if rec else [], key=lambda r: (r["kind"], r["objective"], r.get("scorer_layer") or 0, r.get("ratio") or 0))
-    for r in rows:
+    ends = _ratio_ends(rows, layer, budgets)
+    for i, r in enumerate(rows):
         claimed = (r["kind"] == "nugget" and r["objective"] == "ae" and r["ratio"] >= 0.1
                    and r.get("scorer_layer") == layer)
+        bounds = (r["bleu_low"], r["bleu_high"]) if "bleu_low" in r and "bleu_high" in r else None
         t.add(r["label"], {"bleu": r["bleu"]}, "ae_r>=0.1" if claimed else None, n=r.get("n_docs"),
-              flag=r.get(LABEL) or "")
+              budget=budgets.get(r.get("source", ""), ""), bounds={"bleu": bounds}, flag=r.get(LABEL) or "",
+              also=(ends[i],) if i in ends else ())
     if not rows:
         t.add(f"Nugget AE r >= 0.1 (l = {layer})", {}, "ae_r>=0.1")
     return t

@@ -43,6 +43,12 @@ def test_reconstruction_bleu_and_figure(evaluated):
         "sweep:ae-r0.1-l1", "sweep:ae-r0.25-l1", "sweep:mt-r0.1-l1", "sweep:mt-r0.1-l0", "train_nugget",
         "baseline:re_gating"}
     assert all(0 <= r["bleu"] <= 100 and r["n_docs"] == 4 for r in out.rows)
+    # each corpus BLEU with its 95% bootstrap interval over the 4 documents, logged beside it with its n
+    assert all(0 <= r["bleu_low"] <= r["bleu"] <= r["bleu_high"] <= 100 for r in out.rows)
+    for r in out.rows:
+        name = f"bleu.{r['name'].replace(':', '_')}"
+        logged = [ctx.logger.metrics[name + end] for end in ("_low", "", "_high", "_n")]
+        assert logged == [r["bleu_low"], r["bleu"], r["bleu_high"], 4]
     assert out.beam_size == 5
     (png,) = out.figures()
     assert png.read_bytes()[:4] == b"\x89PNG"

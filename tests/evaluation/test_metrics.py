@@ -9,7 +9,14 @@ import sys
 import pytest
 import torch
 
-from stages.evaluate.nugget.metrics import corpus_bleu, cosine, mean_maxsim, mrr, reciprocal_rank
+from stages.evaluate.nugget.metrics import (
+    corpus_bleu,
+    corpus_bleu_interval,
+    cosine,
+    mean_maxsim,
+    mrr,
+    reciprocal_rank,
+)
 
 
 def test_mean_maxsim_on_hand_computed_vectors():
@@ -79,6 +86,23 @@ def test_bleu_equals_sacrebleu_cli(tmp_path):
     sentence_mean = sum(sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(HYPS, REFS, strict=True)) / len(HYPS)
     assert ours != pytest.approx(sentence_mean, abs=0.5)
     assert corpus_bleu(REFS, REFS) == pytest.approx(100.0)
+
+
+def test_bleu_interval_is_a_bootstrap_around_sacrebleus_corpus_bleu():
+    """The point estimate is sacrebleu's corpus BLEU (from the summed per-document statistics); its
+    bootstrap interval over documents holds it, narrows as documents are added, is the same on every call
+    (seeded), and is none for one document (its resamples are all itself)."""
+    import sacrebleu
+
+    for hyps, refs, tokenize in ((HYPS, REFS, "13a"), (["我们 今天 去 公园", "他 很 高兴"], ["我们 明天 去 公园", "他 很 生气"], "zh")):
+        value, (low, high) = corpus_bleu_interval(hyps, refs, tokenize)
+        assert value == sacrebleu.corpus_bleu(hyps, [refs], tokenize=tokenize).score == corpus_bleu(hyps, refs, tokenize)
+        assert low <= value <= high and low < high
+    few = corpus_bleu_interval(HYPS, REFS)[1]
+    many = corpus_bleu_interval(HYPS * 10, REFS * 10)[1]
+    assert few[1] - few[0] > 2 * (many[1] - many[0]) > 0
+    assert corpus_bleu_interval(HYPS, REFS) == corpus_bleu_interval(HYPS, REFS)
+    assert corpus_bleu_interval(HYPS[:1], REFS[:1]) == (corpus_bleu(HYPS[:1], REFS[:1]), None)
 
 
 def test_the_share_counts_every_tokenizer_spelling():

@@ -366,6 +366,47 @@ def test_paper_bound_is_strict():
         assert judge([t], [finding])[0].verdict == verdict
 
 
+def _fig4_rows(low: tuple[float, float, float], high: tuple[float, float, float], flag: str = "") -> list[dict]:
+    """eval_reconstruction's records: the sweep's AE models at r = 0.05 / 0.1 / 0.25 (``low`` / ``high``: BLEU,
+    interval low, high of the lowest / highest ratio), train_nugget's at a higher ratio of another budget, and
+    models off fig. 4's AE line (MT, another scorer layer) at the extremes."""
+    def row(label: str, ratio: float, bleu: tuple[float, float, float], source: str = "sweep_nugget", **over) -> dict:
+        return {"label": label, "kind": "nugget", "objective": "ae", "scorer_layer": 2, "ratio": ratio,
+                "source": source, "n_docs": 8, "bleu": bleu[0], "bleu_low": bleu[1], "bleu_high": bleu[2], **over}
+    return [row("AE r=0.05", 0.05, low, uninformative=flag), row("AE r=0.1", 0.1, (30.0, 20.0, 40.0)),
+            row("AE r=0.25", 0.25, high), row("AE r=0.5 [train_nugget]", 0.5, (99.0, 98.0, 100.0), "train_nugget"),
+            row("MT r=0.01", 0.01, (1.0, 0.5, 1.5), objective="mt"), row("AE r=0.9 l=3", 0.9, (1.0, 0.5, 1.5),
+                                                                          scorer_layer=3)]
+
+
+def test_fig4_finding_compares_the_lowest_and_highest_ratio_of_one_budget():
+    """Nugget fig. 4: AE BLEU rises with r. The finding sets the sweep's lowest-ratio AE model against its
+    highest (train_nugget's larger ratio is another budget), at the default scorer layer, on their bootstrap
+    intervals."""
+    from stages.artifacts.evaluate import ReconstructionResults
+    from stages.report.findings import DEGENERATE
+    from stages.report.tables import bleu_table
+
+    finding = next(f for f in FINDINGS if f.id == "nugget_ae_bleu_rises_with_ratio")
+    budgets = {"sweep_nugget": "50 steps", "train_nugget": "200 steps"}
+
+    def judged(rows: list[dict]):
+        table = bleu_table(ReconstructionResults(rows, "dev", 5), "ctx", layer=2, budgets=budgets)
+        return table, judge([table], [finding])[0]
+
+    table, shown = judged(_fig4_rows((10.0, 5.0, 15.0), (60.0, 50.0, 70.0)))
+    assert shown.verdict == SHOWN
+    assert shown.evidence == "AE r=0.05 10.00 [5.00, 15.00] (n=8) vs AE r=0.25 60.00 [50.00, 70.00] (n=8)"
+    assert dict((label, m["bleu"]) for label, m, _ in table.rows)["AE r=0.25"] == "60.00 [50.00, 70.00] (n=8)"
+    _, overlap = judged(_fig4_rows((10.0, 5.0, 55.0), (60.0, 50.0, 70.0)))
+    assert (overlap.verdict, overlap.evidence.endswith("(difference within the 95% intervals)")) == (NOT_SHOWN, True)
+    _, flagged = judged(_fig4_rows((10.0, 5.0, 15.0), (60.0, 50.0, 70.0), flag="constant outputs"))
+    assert flagged.verdict == DEGENERATE and "AE r=0.05 is uninformative: constant outputs" in flagged.evidence
+    # one ratio per budget: nothing to compare
+    _, alone = judged([r for r in _fig4_rows((10.0, 5.0, 15.0), (60.0, 50.0, 70.0)) if r["ratio"] in (0.1, 0.5)])
+    assert alone.verdict == "not measurable"
+
+
 def _sim_rows(label: str, mrr: float, **system) -> list[dict]:
     return [{"label": label, "task": task, "mrr": mrr, "mrr_se": 1.0, "n_tasks": 6, "data": "fixture",
              "selector": "topk", "feedback": True, "baseline": None, **system} for task in ("pi", "rr")]

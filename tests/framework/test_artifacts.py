@@ -143,6 +143,10 @@ def test_eval_table_round_trip_and_rendering(tmp_path):
     assert csv[0] == "system,paper_row,n,accuracy,kv_bytes,accuracy_stderr,note,uninformative"
     assert table.flat_metrics() == {"nugget2d 5x/accuracy": 50.0, "nugget2d 5x/kv_bytes": 1024.0}
     assert not any(math.isnan(v) for v in table.flat_metrics().values())
+    # a 95% interval's ends are logged beside the value
+    bounded = EvalTable("LM", [Column("ppl", "PPL")], [TableRow("full", {"ppl": 9.0}, n=4, interval={"ppl": (8.0, 11.0)})])
+    assert bounded.flat_metrics() == {"full/ppl": 9.0, "full/ppl_low": 8.0, "full/ppl_high": 11.0}
+    assert "| full | 4 | 9.00 [8.00, 11.00] |" in bounded.to_markdown()
     with pytest.raises(KeyError, match="no system 'x'"):
         back.row("x")
     with pytest.raises(ValueError, match="duplicate system"):

@@ -9,6 +9,7 @@ import pytest
 from stages.data.tokens import word_flags
 from stages.evaluate.lm.perplexity import (
     PerplexityCounts,
+    perplexity_intervals,
     segment_counts,
     token_texts,
     word_ids,
@@ -69,6 +70,25 @@ def test_counts_add_up_over_segments():
     total.add(a)
     total.add(b)
     assert total.subword_ppl == pytest.approx(math.exp(2.0))
+
+
+def test_perplexity_intervals_resample_segments():
+    """A corpus perplexity exp(sum NLL / sum count) with its bootstrap interval over segments: it holds
+    the corpus's perplexity, narrows with more segments, and a perplexity without words has none."""
+    segments = [PerplexityCounts(subword_nll=nll, subwords=n, word_nll=nll, words=w)
+                for nll, n, w in ((10.0, 8, 4), (30.0, 10, 5), (4.0, 6, 3), (20.0, 9, 6))]
+    total = PerplexityCounts.total(segments)
+    assert total.subword_ppl == pytest.approx(math.exp(64.0 / 33)) and total.word_ppl == pytest.approx(math.exp(64.0 / 18))
+    few = perplexity_intervals(segments)
+    for metric, value in (("subword_ppl", total.subword_ppl), ("word_ppl", total.word_ppl)):
+        low, high = few[metric]
+        assert low < value < high
+        many = perplexity_intervals(segments * 10)[metric]
+        assert many[0] > low and many[1] < high
+    # the segments' own perplexities bound every resample's
+    assert few["subword_ppl"][0] >= math.exp(4.0 / 6) and few["subword_ppl"][1] <= math.exp(3.0)
+    assert set(perplexity_intervals([PerplexityCounts(1.0, 2), PerplexityCounts(2.0, 2)])) == {"subword_ppl"}  # no word
+    assert perplexity_intervals(segments[:1]) == {}
 
 
 def test_misaligned_nll_is_rejected():

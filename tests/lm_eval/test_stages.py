@@ -182,6 +182,10 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
     # the presses fill the same budget: 3 distant states + the 3-token window
     assert float(lm["streaming_llm 6/10/3"]["attended_states"]) == float(lm["key_norm 6/10/3"]["attended_states"]) == 6.0
     assert all(float(r["wiki_subword_ppl"]) > 1 and float(r["pile_word_ppl"]) > 1 for r in lm.values())
+    # every perplexity with its 95% bootstrap interval over the corpus's 2 segments
+    for row in EvalTable.read(out["eval_lm"]).rows:
+        for k in ("wiki_subword_ppl", "wiki_word_ppl", "pile_subword_ppl", "pile_word_ppl"):
+            assert row.interval[k][0] <= row.metrics[k] <= row.interval[k][1], (row.system, k)
     lm_notes = EvalTable.read(out["eval_lm"]).notes
     assert f"Lambda = {threshold.threshold:.4f}" in lm_notes[0] and "matches" in lm_notes[0]
     assert "their own LoRA theta, trained by train_nugget2d_ar" in lm_notes[1]
@@ -224,6 +228,7 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
     assert "nugget2d_ft 10x/rougeL" in runs["eval_summarization"].data.metrics
     assert runs["train_full_ft"].data.metrics["steps"] == 4 and "best_dev_loss" in runs["train_nugget2d_ft"].data.metrics
     assert runs["eval_lm"].data.tags["lambda_scorer_match"] == "True"
+    assert {"full 6/10/3/wiki_subword_ppl_low", "full 6/10/3/wiki_subword_ppl_high"} <= set(runs["eval_lm"].data.metrics)
 
 
 def test_merged_full_ft_lm_reproduces_the_training_logits(pipeline_run):
@@ -353,11 +358,14 @@ def test_autoencoding_study_compares_nugget2d_with_fixed_icae_memory(pipeline_ru
     assert shares and all(0 <= float(r["share_nuggets"]) <= 100 for r in shares)
     rows = EvalTable.read(out["eval_nugget2d_ae"]).rows
     assert {r.system: r.n for r in rows}["nugget2d r0.25"] == 6  # 2 documents x 3 lengths
+    for row in (r for r in rows if r.system in ("nugget2d r0.25", "icae r0.25")):  # each BLEU: its 95% bootstrap interval
+        assert set(row.interval) == {"bleu", "bleu_L8", "bleu_L16", "bleu_L24"}
+        assert all(low <= row.metrics[k] <= high for k, (low, high) in row.interval.items())
     assert "[[" in (out["eval_nugget2d_ae"] / "nuggets.md").read_text()
     examples = [json.loads(x) for x in (out["eval_nugget2d_ae"] / "examples.jsonl").read_text().splitlines()]
     assert len(examples) == 2 * 3 * 2
     _, runs = runs_of_latest_pipeline(root)
-    assert "icae r0.25/bleu" in runs["eval_nugget2d_ae"].data.metrics
+    assert {"icae r0.25/bleu", "icae r0.25/bleu_low", "icae r0.25/bleu_high"} <= set(runs["eval_nugget2d_ae"].data.metrics)
     assert any(k.startswith("icae_r0.25") for k in runs["train_nugget2d_ae"].data.metrics)  # the variant's own
 
 

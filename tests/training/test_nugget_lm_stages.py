@@ -138,7 +138,11 @@ def test_eval_nugget_lm_fills_table_3_and_the_report(trained_lm, tmp_path):
     for row in table.rows:
         assert all(math.isfinite(v) and v > 1 for k, v in row.metrics.items() if "ppl" in k and not k.startswith("n_"))
         assert row.n > 0
+        # each perplexity with its 95% bootstrap interval over the articles
+        assert set(row.interval) == {k for k in row.metrics if k.startswith(("ppl_h", "subword_ppl_h"))}
+        assert all(low <= row.metrics[k] <= high for k, (low, high) in row.interval.items())
     assert ctx.logger.metrics["nugget_r0.1/ppl_h2"] == rows["nugget_0.1"].metrics["ppl_h2"]
+    assert ctx.logger.metrics["nugget_r0.1/ppl_h2_low"] == rows["nugget_0.1"].interval["ppl_h2"][0]
     assert ctx.logger.metrics["nugget_r0.1/n"] == rows["nugget_0.1"].n
     report = eval_table("nugget_table3", "T3", artifact("eval_nugget_lm", tmp_path / "eval"),
                         {f"h={h}": f"ppl_h{h}" for h in (0, 1, 2, 4, 8)}, "ctx")

@@ -16,6 +16,9 @@ of the word NLL, so a sequence's first word counts only when a BOS precedes it. 
 equal to the corpus's out-of-vocabulary marker (WikiText's ``<unk>``), with the
 whitespace before them, are excluded from both perplexities (Merity et al., 2016
 convention).
+
+A corpus perplexity is no mean of per-segment values: its 95% interval is the bootstrap one over
+the units summed (segments, articles; `perplexity_intervals`, `stages.common.intervals`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stages.common.intervals import perplexity_interval
 from stages.common.words import NO_WORD, token_words
 
 
@@ -43,6 +47,14 @@ class PerplexityCounts:
         for name in ("subword_nll", "subwords", "word_nll", "words", "oov_words"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
+    @classmethod
+    def total(cls, units: Sequence[PerplexityCounts]) -> PerplexityCounts:
+        """The sums over ``units`` (segments, articles)."""
+        out = cls()
+        for unit in units:
+            out.add(unit)
+        return out
+
     @property
     def subword_ppl(self) -> float:
         return math.exp(self.subword_nll / self.subwords) if self.subwords else math.nan
@@ -50,6 +62,16 @@ class PerplexityCounts:
     @property
     def word_ppl(self) -> float:
         return math.exp(self.word_nll / self.words) if self.words else math.nan
+
+
+def perplexity_intervals(units: Sequence[PerplexityCounts]) -> dict[str, tuple[float, float]]:
+    """The 95% bootstrap intervals over ``units`` (segments, articles: resampled with replacement,
+    exp(summed NLL / summed count) of each resample) of the subword (``subword_ppl``) and the word
+    perplexity (``word_ppl``) of their `PerplexityCounts.total`; a perplexity without one (fewer
+    than two units, no word) is left out."""
+    out = {"subword_ppl": perplexity_interval([u.subword_nll for u in units], [u.subwords for u in units]),
+           "word_ppl": perplexity_interval([u.word_nll for u in units], [u.words for u in units])}
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def token_texts(tokenizer: Any, ids: Sequence[int]) -> list[str]:

@@ -1,4 +1,5 @@
-"""Metrics of the Nugget evaluations: corpus BLEU, cosine, mean-MaxSim and MRR.
+"""Metrics of the Nugget evaluations: corpus BLEU (with its 95% bootstrap interval), cosine,
+mean-MaxSim and MRR.
 
 Pure functions on plain tensors / lists so that tests can check them against hand
 computations and against the ``sacrebleu`` command line.
@@ -9,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+
+from stages.common.intervals import bootstrap_interval
 
 
 def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], tokenize: str = "13a") -> float:
@@ -22,6 +25,44 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], tokenize: 
     if not hypotheses:
         raise ValueError("corpus BLEU of an empty corpus is undefined")
     return float(sacrebleu.corpus_bleu(list(hypotheses), [list(references)], tokenize=tokenize).score)
+
+
+def bleu_statistics(hypotheses: Sequence[str], references: Sequence[str], tokenize: str = "13a") -> list[list[int]]:
+    """Per document, the sufficient statistics of sacrebleu's corpus BLEU (summed over the
+    corpus they give it, `bleu_of_statistics`): hypothesis and reference length, then the
+    matched and the hypothesis n-grams of each order (1-4); each document tokenised once."""
+    from sacrebleu.metrics import BLEU
+
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    # effective_order only changes how a score is computed from the statistics (not used here): set so that
+    # sentence_score does not warn once per document
+    metric = BLEU(tokenize=tokenize, effective_order=True)
+    return [[s.sys_len, s.ref_len, *s.counts, *s.totals]
+            for s in (metric.sentence_score(h, [r]) for h, r in zip(hypotheses, references, strict=True))]
+
+
+def bleu_of_statistics(sums: Sequence[float]) -> float:
+    """Corpus BLEU (0-100, sacrebleu's exp smoothing, as `corpus_bleu`) from `bleu_statistics` summed
+    over documents."""
+    from sacrebleu.metrics import BLEU
+
+    order = (len(sums) - 2) // 2
+    counts = [int(v) for v in sums]
+    return float(BLEU.compute_bleu(counts[2 : 2 + order], counts[2 + order :], counts[0], counts[1],
+                                   smooth_method="exp", max_ngram_order=order).score)
+
+
+def corpus_bleu_interval(hypotheses: Sequence[str], references: Sequence[str], tokenize: str = "13a"
+                         ) -> tuple[float, tuple[float, float] | None]:
+    """`corpus_bleu` and its 95% bootstrap interval over documents (Koehn 2004: documents drawn
+    with replacement, corpus BLEU of each resample from its summed `bleu_statistics`;
+    `stages.common.intervals.bootstrap_interval`; None for one document)."""
+    if not hypotheses:
+        raise ValueError("corpus BLEU of an empty corpus is undefined")
+    stats = bleu_statistics(hypotheses, references, tokenize)
+    return bleu_of_statistics([sum(column) for column in zip(*stats, strict=True)]), \
+        bootstrap_interval(stats, bleu_of_statistics)
 
 
 def bleu_tokenizer(references: Sequence[str]) -> str:
