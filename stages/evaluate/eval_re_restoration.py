@@ -61,7 +61,9 @@ def restore(model: Any, tokenizer: Any, texts: list[str], limit: int, batch_size
         nll += token_nll.sum(dim=1).tolist()
         counts += labels.ne(-100).sum(dim=1).tolist()
         longest = max(len(targets[i]) for i in chunk)
-        out = model.generate(ids, mask, num_beams=beams, max_new_tokens=longest + extra_tokens)
+        # never past the truncation of its training texts (positions - 1): the longest reference + the margin
+        # ran off the decoder's position table on one-sentence texts near the limit (profile=small, 128 positions)
+        out = model.generate(ids, mask, num_beams=beams, max_new_tokens=min(longest + extra_tokens, limit))
         restored += tokenizer.batch_decode(out, skip_special_tokens=True)
     return nll, counts, [" ".join(t.split()) for t in restored]
 

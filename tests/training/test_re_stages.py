@@ -342,3 +342,29 @@ def test_retrieval_towers_train_whole_also_from_a_frozen_encoder_and_on_resume(r
     resumed = task.build_model(tmp_path / "out")
     assert all(p.requires_grad for p in resumed.parameters())  # the saved config still says frozen
     assert all((a == b).all() for a, b in zip(model.state_dict().values(), resumed.state_dict().values(), strict=True))
+
+
+def test_restoration_never_decodes_past_the_training_truncation():
+    """The longest reference + eval.re.extra_tokens is capped at the texts' truncation (positions - 1):
+    beyond it a BART decoder runs off its position table (IndexError on profile=small's 128 positions)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from stages.evaluate.eval_re_restoration import restore
+    from tests.lm_eval.fixtures import make_tokenizer
+
+    asked: list[int] = []
+
+    class Fake:
+        def __call__(self, input_ids, attention_mask, labels):
+            return SimpleNamespace(logits=torch.zeros(*labels.shape, len(tok)))
+
+        def generate(self, ids, mask, num_beams, max_new_tokens):
+            asked.append(max_new_tokens)
+            return ids
+
+    tok = make_tokenizer()
+    restore(Fake(), tok, ["a long sentence " * 20, "short"], 12, 2, 1, 8, torch.device("cpu"))
+    restore(Fake(), tok, ["tiny", "short"], 12, 2, 1, 2, torch.device("cpu"))
+    assert asked[0] == 12 and asked[1] < 12
