@@ -104,7 +104,7 @@ def test_overrides_and_group_swap_win_in_order():
         ("nugget.scorer_layer=9", "nugget.scorer_layer: value 9 exceeds model.seq2seq.tiny.layers=4"),
         ("train.nugget2d_ft.objective=continuation", "train.nugget2d_ft.objective: must be 'finetune'"),
         ("train.full_ft.finetune_task=qa", "train.full_ft.finetune_task: value 'qa'; eval_summarization needs"),
-        ("model=nope", "model='nope' is not an option; available: ['gpu1', 'paper', 'tiny']"),
+        ("model=nope", "model='nope' is not an option; available: ['gpu1', 'paper', 'small', 'tiny']"),
         ("profile=huge", "profile='huge' is not an option"),
         ("no_equals_sign", "override 'no_equals_sign' is not of the form key=value"),
     ],
@@ -249,7 +249,7 @@ def test_bad_model_and_moved_keys_name_the_full_key(override, expected):
     assert expected in str(err.value)
 
 
-@pytest.mark.parametrize("profile", ["tiny", "paper"])
+@pytest.mark.parametrize("profile", ["tiny", "small", "paper"])
 def test_moved_sections_load_in_both_profiles(profile):
     """train.baselines (was eval.baselines.train) and calibrate.threshold (was
     eval.calibration): set by conf/ in both profiles, overridable, read by their stages."""
@@ -257,7 +257,7 @@ def test_moved_sections_load_in_both_profiles(profile):
     from stages.registry import DAG
 
     cfg = load_config([f"profile={profile}"])
-    expected = {"tiny": (1e-3, 50, 64), "paper": (5e-5, 200000, 1024)}[profile]  # paper: train.nugget's rule
+    expected = {"tiny": (1e-3, 50, 64), "small": (2e-3, 150, 64), "paper": (5e-5, 200000, 1024)}[profile]  # paper: train.nugget's rule
     assert (cfg.train.baselines.lr, cfg.train.baselines.max_steps, cfg.calibrate.threshold.sample_docs) == \
         pytest.approx(expected)
     assert cfg.eval.baselines.systems  # the choice of systems stays with the evaluations
@@ -321,3 +321,14 @@ def test_list_fields_get_bounds_per_element_and_unique():
     assert "train.nugget_lm.histories: [1, 0, 1] repeats a value" in text
     assert "train.nugget_lm.ratios: value 1.5 must be <= 1.0" in text
     assert "eval.nugget_lm.histories: [2, 2] repeats a value" in text
+
+
+def test_small_profile_scores_rows_its_settings_were_not_chosen_on():
+    """profile=small's settings were chosen on dev data: its Nugget tables read the test split, its
+    Nugget2D tasks the test split, and its sweep trains AE models at the default scorer layer at two
+    ratios (the fig. 4 finding compares them)."""
+    cfg = load_config(["profile=small"])
+    assert cfg.eval.nugget_split == "test"
+    assert {cfg.eval.qa.split, cfg.eval.summarization.split, cfg.eval.autoencoding.split, cfg.eval.lm.split} == {"test"}
+    assert cfg.nugget.scorer_layer in cfg.train.sweep.scorer_layers and len(cfg.train.sweep.ratios) >= 2
+    assert cfg.train.nugget.export_model == "best_dev"
