@@ -56,6 +56,12 @@ def _checked(cfg: Config) -> list[Deviation]:
             f"trained beside Nugget2D with the same data, job and loss; ceil(r x {ae.max_doc_tokens}) slots per "
             "ratio, re-encoded by theta (nugget_core/nugget2d/icae.py)"))
 
+    if cfg("eval").nugget_split != "dev":
+        out.append(Deviation(
+            "eval.nugget_split", "fig. 4's reconstruction BLEU and figs. 5-8's analyses on the dev set (WMT19's, "
+            "Nugget §5.1-5.3)", f"build_mt_docs' {cfg('eval').nugget_split} split: this profile's settings were "
+            "chosen on the dev split, so its tables score documents no setting was chosen on"))
+
     for name in ("nugget", "nugget2d"):
         method = cfg(name)
         if method.residual != "direct":

@@ -461,3 +461,13 @@ def test_nugget2d_table1_says_which_budgets_compare(tmp_path):
     rows = {label: m["wikitext_subword"] for label, m, _ in t.rows}
     assert rows["Nugget2D 12/40/8 (the paper has no row at 12 states)"] == "20.00 (n=4)"
     assert rows["nugget2d_64"] == "not run at 64 states (this run measured 12 states)"
+
+
+def test_a_nugget_split_other_than_dev_is_listed():
+    """Fig. 4 / 5 on test (profile=small, whose settings were chosen on dev) is a difference from the
+    paper's dev set; dev (every other profile) is not."""
+    from tests.evaluation.fixtures import listed_deviations
+
+    assert "eval.nugget_split" in {d.setting for d in listed_deviations(["profile=small"])}
+    assert "eval.nugget_split" not in {d.setting for d in listed_deviations(["profile=tiny"])}
+    assert "eval.nugget_split" not in {d.setting for d in listed_deviations(["profile=paper"])}
