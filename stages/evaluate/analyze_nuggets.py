@@ -5,7 +5,7 @@ the sweep's and ``train_nugget``'s learned-selector models, and likewise an MT m
 the token statistics when one exists. Data: the ``eval.nugget_split`` split of ``build_mt_docs`` (dev, as the paper). For
 appendix D (nugget tokens in other languages), ``train_baselines``' Nugget models that
 encode the corpus's other language (``nugget_ae_tgtlang``, ``nugget_mt_tgtlang``) get the
-same token statistics on that side of the dev split. Every token is counted as the word it
+same token statistics on that side of the split. Every token is counted as the word it
 spells (`readable_token`), so a token and its word-initial variant ('the', 'Ġthe') are one
 word and no figure or table shows a BPE marker.
 
