@@ -79,16 +79,21 @@ class GatingLayer(nn.Module):
         key_value_states: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
         past_key_values: Any = None,
+        cache: Any = None,
         **kwargs: Any,
     ) -> tuple[torch.Tensor, None]:
         """``key_value_states [batch, 1, d_repr]`` carries the single vector; the mask of
         one always-present key is irrelevant. With ``past_key_values`` (an HF
         `EncoderDecoderCache`, or the cross-attention `Cache` itself) the running sum of
-        earlier positions is read from and written back to the cache (see module doc)."""
+        earlier positions is read from and written back to the cache (see module doc).
+        ``cache`` is the same cache under the name transformers >= 5.24 passes to attention
+        modules (it renamed ``past_key_values``; with only the old name read, cached decoding ran
+        without the running sum)."""
         if key_value_states is None or key_value_states.shape[1] != 1:
             shape = None if key_value_states is None else tuple(key_value_states.shape)
             raise ValueError(f"the gating layer reads exactly one vector per sequence, got {shape}")
-        cache = getattr(past_key_values, "cross_attention_cache", past_key_values)
+        given = cache if cache is not None else past_key_values
+        cache = getattr(given, "cross_attention_cache", given)
         if cache is None:
             return self.gate(hidden_states, key_value_states[:, 0])[0], None
         if self.layer_idx is None:

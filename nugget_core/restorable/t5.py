@@ -37,12 +37,14 @@ class T5GatingSublayer(nn.Module):
         attention_mask: torch.Tensor | None = None,
         position_bias: torch.Tensor | None = None,
         past_key_values: Any = None,
+        cache: Any = None,
         **kwargs: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None, None]:
         """``(LayerNorm(h + dropout(G(h))), position_bias, None)``; T5Block hands the
         position bias on to the next block's cross sublayer, which ignores it too. The
         running sum of incremental decoding lives in ``past_key_values`` (see `GatingLayer`)."""
-        gated, _ = self.gating(hidden_states, key_value_states=key_value_states, past_key_values=past_key_values)
+        gated, _ = self.gating(hidden_states, key_value_states=key_value_states, past_key_values=past_key_values,
+                               cache=cache)  # transformers >= 5.24's name of the same cache
         return self.layer_norm(hidden_states + self.dropout(gated)), position_bias, None
 
 
