@@ -40,7 +40,7 @@ from stages.common.records import batches
 from stages.evaluate.lm.perplexity import token_texts
 from stages.evaluate.lm.prompted import eos_and_pad
 from stages.evaluate.nugget.analysis import is_punctuation
-from stages.evaluate.nugget.metrics import corpus_bleu_interval
+from stages.evaluate.nugget.metrics import bleu_and_interval, bleu_statistics
 from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
 
@@ -162,22 +162,24 @@ class EvalNugget2DAE(Stage):
             is_icae = source.objective == TrainedNugget2D.ICAE
             metrics: dict[str, float] = {}
             interval: dict[str, tuple[float, float]] = {}  # each BLEU's 95% bootstrap interval over documents
-            hyps, refs = [], []
+            hyps: list[str] = []
+            stats: list[list[int]] = []  # per document of every length: its BLEU statistics, tokenised once
             for n, group in by_length.items():
                 outputs, kept = reconstruct(model, is_icae, group, cfg.batch_size, cfg.extra_tokens, eos, pad_id)
                 decoded = [tokenizer.decode(o, skip_special_tokens=True) for o in outputs]
                 references = [tokenizer.decode(d, skip_special_tokens=True) for d in group]
-                metrics[f"bleu_L{n}"], bounds = corpus_bleu_interval(decoded, references)
+                group_stats = bleu_statistics(decoded, references)
+                stats += group_stats
+                metrics[f"bleu_L{n}"], bounds = bleu_and_interval(group_stats)
                 interval |= {f"bleu_L{n}": bounds} if bounds else {}
                 metrics[f"states_L{n}"] = sum(kept) / len(kept)
                 metrics[f"n_bleu_L{n}"] = metrics[f"n_states_L{n}"] = len(group)  # the documents behind them
                 hyps += decoded
-                refs += references
                 examples += [{"system": label, "length": n, "states": k, "reference": r, "output": d}
                              for d, r, k in zip(decoded, references, kept, strict=True)]
                 log.info("eval_nugget2d_ae: %s L=%d BLEU %.2f (%d documents, %.1f states)", label, n,
                          metrics[f"bleu_L{n}"], len(group), metrics[f"states_L{n}"])
-            metrics["bleu"], bounds = corpus_bleu_interval(hyps, refs)
+            metrics["bleu"], bounds = bleu_and_interval(stats)
             interval |= {"bleu": bounds} if bounds else {}
             kind, ratio = label.split(" r")
             rows.append(TableRow(label, metrics, n=len(hyps), paper_row=f"{kind}_{ratio}",

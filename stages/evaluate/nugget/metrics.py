@@ -53,16 +53,20 @@ def bleu_of_statistics(sums: Sequence[float]) -> float:
                                    smooth_method="exp", max_ngram_order=order).score)
 
 
-def corpus_bleu_interval(hypotheses: Sequence[str], references: Sequence[str], tokenize: str = "13a"
-                         ) -> tuple[float, tuple[float, float] | None]:
-    """`corpus_bleu` and its 95% bootstrap interval over documents (Koehn 2004: documents drawn
-    with replacement, corpus BLEU of each resample from its summed `bleu_statistics`;
-    `stages.common.intervals.bootstrap_interval`; None for one document)."""
-    if not hypotheses:
+def bleu_and_interval(stats: Sequence[Sequence[int]]) -> tuple[float, tuple[float, float] | None]:
+    """Corpus BLEU of the documents whose `bleu_statistics` are ``stats`` and its 95% bootstrap
+    interval over them (Koehn 2004: documents drawn with replacement, corpus BLEU of each resample
+    from its summed statistics; `stages.common.intervals.bootstrap_interval`; None for one document)."""
+    if not stats:
         raise ValueError("corpus BLEU of an empty corpus is undefined")
-    stats = bleu_statistics(hypotheses, references, tokenize)
     return bleu_of_statistics([sum(column) for column in zip(*stats, strict=True)]), \
         bootstrap_interval(stats, bleu_of_statistics)
+
+
+def corpus_bleu_interval(hypotheses: Sequence[str], references: Sequence[str], tokenize: str = "13a"
+                         ) -> tuple[float, tuple[float, float] | None]:
+    """`corpus_bleu` and its 95% bootstrap interval over documents (`bleu_and_interval`)."""
+    return bleu_and_interval(bleu_statistics(hypotheses, references, tokenize))
 
 
 def bleu_tokenizer(references: Sequence[str]) -> str:
