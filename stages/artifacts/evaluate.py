@@ -341,12 +341,12 @@ class NuggetAnalysis(WithFigures):
     FIGURE_CAPTIONS: ClassVar[dict[str, str]] = {
         "token_frequency.png": "Nugget fig. 5: the 6 most frequent nugget tokens of the first (AE) model, and their "
                                "share (%) among the nuggets of each model encoding English (AE, MT) and in the "
-                               "text, on the source side of build_mt_docs' eval.nugget_split split (dev, as the paper); a token and its word-initial "
-                               "variant (the same word after a space) count as one word.",
+                               "text, on the source side of build_mt_docs' eval.nugget_split split (dev, as the "
+                               "paper); a token and its word-initial variant (the same word after a space) count as one word.",
         "probability_gain.png": "Nugget fig. 7: mean probability gain p(y_i | y_<i, z_j) - p(y_i | y_<i) (eq. 9, "
                                 "teacher-forced AE decoding that sees only nugget j) at each token index i of the "
-                                "document, for the 3rd, 6th and 9th nuggets in text order; build_mt_docs eval.nugget_split "
-                                "documents.",
+                                "document, for the 3rd, 6th and 9th nuggets in text order; documents of "
+                                "build_mt_docs' eval.nugget_split split.",
         "nugget_positions.png": "Nugget fig. 7 (positions): share of the documents whose 3rd, 6th or 9th nugget "
                                 "sits at each token index; the documents of probability_gain.png.",
         "probability_gain_relative.png": "Nugget fig. 8: mean probability gain (eq. 9) at each token index relative "

@@ -2,12 +2,13 @@
 
 For every Nugget model of the sweep (each objective x ratio x scorer layer) and of
 ``train_nugget``, and every single-vector baseline (TSDAE, RE cross / gating), decode
-the first ``eval.max_examples`` documents of ``build_mt_docs``'s ``eval.nugget_split`` split (dev, as the paper) from their encoding
-with beam search (``eval.beam_size``, 5 as in the paper; up to the longest reference +
-``eval.reconstruction_extra_tokens`` new tokens, so whole documents can be written) and score micro-averaged corpus
-BLEU (sacrebleu) against the objective's target: the input document for AE, the
-translation for MT (sacrebleu's "zh" tokenizer for Chinese), with its 95% bootstrap interval over the
-documents (``bleu_low`` / ``bleu_high``, `corpus_bleu_interval`). The Nugget ablations of
+the first ``eval.max_examples`` documents of ``build_mt_docs``'s ``eval.nugget_split`` split
+(dev, as the paper) from their encoding with beam search (``eval.beam_size``, 5 as in the
+paper; up to the longest reference + ``eval.reconstruction_extra_tokens`` new tokens, so whole
+documents can be written) and score micro-averaged corpus BLEU (sacrebleu) against the
+objective's target: the input document for AE, the translation for MT (sacrebleu's "zh"
+tokenizer for Chinese), with its 95% bootstrap interval over the documents (``bleu_low`` /
+``bleu_high``, `corpus_bleu_interval`). The Nugget ablations of
 ``train_baselines`` are similarity systems only (table 4) and are skipped here.
 
 Output: `stages.artifacts.evaluate.ReconstructionResults` (``reconstruction.json`` /

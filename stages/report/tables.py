@@ -201,8 +201,8 @@ LOWEST_RATIO_AE, HIGHEST_RATIO_AE = "ae_lowest_r", "ae_highest_r"
 
 def _ratio_ends(rows: list[dict[str, Any]], layer: int, budgets: dict[str, str]) -> dict[int, str]:
     """{index of a row: `LOWEST_RATIO_AE` / `HIGHEST_RATIO_AE`}: among the AE Nugget models (learned selector,
-    with feedback) at the default scorer layer ``layer`` (fig. 4's lines), per training budget (``budgets``: training stage -> budget) with
-    two ratios or more, those of its lowest and of its highest ratio, so a finding compares two models of
+    with feedback) at the default scorer layer ``layer`` (fig. 4's lines), per training budget
+    (``budgets``: training stage -> budget) with two ratios or more, those of its lowest and of its highest ratio, so a finding compares two models of
     one budget (the sweep's trials, train_nugget's model where its budget is theirs)."""
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
