@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -15,3 +17,13 @@ from tests.gpu_support import skip_gpu_tests_without_cuda  # noqa: E402  (after 
 
 def pytest_collection_modifyitems(config, items) -> None:
     skip_gpu_tests_without_cuda(items)
+
+
+@pytest.fixture(scope="session")
+def paper_inputs(tmp_path_factory):
+    """Every external input of profile=paper as local files (`tests.rehearsal.inputs`),
+    written once per session: ``(root, overrides)``."""
+    from tests.rehearsal.inputs import PaperInputs, ensure_paper_inputs
+
+    root = tmp_path_factory.mktemp("paper") / "inputs"
+    return PaperInputs(root, ensure_paper_inputs(root))
