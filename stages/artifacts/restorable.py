@@ -4,7 +4,8 @@ models (``train_re``) and bi-encoders (``train_re_retrieval``), with their reade
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import csv
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
@@ -163,15 +164,28 @@ class RetrievalData:
 
     def passage_lines(self) -> Iterator[Passage]:
         """Every passage, streamed (DPR's file: ``id, text, title`` with a header line). The
-        title stays apart: the towers read it (`Passage.encoded`), DPR's hit rule does not."""
-        with self.passages.open(encoding="utf-8") as lines:
-            for n, line in enumerate(lines):
-                parts = line.rstrip("\n").split("\t")
-                if n == 0 and parts[0] == "id":
+        title stays apart: the towers read it (`Passage.encoded`), DPR's hit rule does not.
+        Read as DPR reads it, tab-separated CSV: ``psgs_w100.tsv`` quotes every text
+        (``"Aaron Aaron ( or ; ""Ahärôn"") is ..."``), and the quotes are not the text's."""
+        with self.passages.open(encoding="utf-8", newline="") as lines:
+            for n, parts in enumerate(csv.reader(lines, delimiter="\t")):
+                if n == 0 and parts and parts[0] == "id":
                     continue  # DPR's header
                 if len(parts) < 2 or not parts[1]:
                     raise ValueError(f"{self.passages}:{n + 1}: not 'id<TAB>text[<TAB>title]'")
                 yield Passage(parts[0], parts[1], parts[2] if len(parts) > 2 else "")
+
+    @classmethod
+    def write_passages(cls, output_dir: Path, passages: Iterable[tuple[str, str]]) -> int:
+        """``passages.tsv`` of (id, text) pairs in the CSV quoting `passage_lines` reads (a
+        text that starts with a quote stays whole); returns how many."""
+        n = 0
+        with open(output_dir / cls.PASSAGES, "w", encoding="utf-8", newline="") as fh:
+            writer = csv.writer(fh, delimiter="\t", lineterminator="\n")
+            for pid, text in passages:
+                writer.writerow([pid, " ".join(text.split())])
+                n += 1
+        return n
 
 
 @dataclass(frozen=True)

@@ -110,8 +110,7 @@ class BuildRERetrieval(Stage):
         if cfg.source == "rr_tasks":
             rr = SimilarityDataset.read(ctx.inputs["build_rr"], "build_rr")
             train, dev, test, passages = rr_splits(rr, ctx.cfg("data.seed"), cfg.train_fraction, cfg.dev_fraction)
-            with open(out / RetrievalData.PASSAGES, "w", encoding="utf-8") as fh:
-                fh.writelines(f"{pid}\t{' '.join(text.split())}\n" for pid, text in passages.items())
+            RetrievalData.write_passages(out, passages.items())
             counts = {"train": write_jsonl(out / "train.jsonl", train), "dev": write_jsonl(out / "dev.jsonl", dev),
                       "test": write_jsonl(out / "test.jsonl", test), "passages": len(passages)}
             stand_in = (f"build_rr tasks ({rr.path.name}): {counts['test']} held-out queries retrieving from the "

@@ -156,3 +156,16 @@ def test_dpr_files_read_by_build_re_retrieval(data):
     assert all(passages[q["positive_ctxs"][0]["passage_id"]] == q["positive_ctxs"][0]["text"] for q in raw)
     tests = dpr_test(cfg.nq_test_file)
     assert len(tests) == 30 and all(any(t["answers"][0] in p for p in passages.values()) for t in tests)
+
+
+def test_dpr_passages_read_as_dpr_reads_them(data):
+    from pathlib import Path
+
+    from stages.artifacts.restorable import RetrievalData
+
+    cfg = data.re_retrieval
+    found = RetrievalData(Path(cfg.passages_file).parent, "dpr_nq", "", "answer", Path(cfg.passages_file), {})
+    passages = {p.id: p.text for p in found.passage_lines()}
+    assert len(passages) == 240 and not any(t.startswith('"') for t in passages.values())
+    for q in json.loads(Path(cfg.nq_train_file).read_text(encoding="utf-8")):
+        assert passages[q["positive_ctxs"][0]["passage_id"]] == q["positive_ctxs"][0]["text"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stages.artifacts.restorable import TrainedRestorable, TrainedRetrieval
+from stages.artifacts.restorable import RetrievalData, TrainedRestorable, TrainedRetrieval
 from stages.common.intervals import share_interval
 from tests.evaluation.fixtures import _nugget, artifact, context
 from tests.training.fixtures import WORDS, make_docs, make_mt_artifacts
@@ -132,7 +132,6 @@ def test_eval_re_restoration_scores_every_system(trained_re, tmp_path):
 
 
 def test_build_re_retrieval_splits_the_rr_tasks_by_query(re_inputs, tmp_path):
-    from stages.artifacts.restorable import RetrievalData
     from stages.data.build_re_retrieval import BuildRERetrieval, heldout
 
     root, inputs = re_inputs
@@ -280,7 +279,6 @@ def test_restoration_task_starts_from_a_local_pretrained_t5(re_inputs, tmp_path)
 
 def test_build_re_retrieval_reads_dprs_natural_questions_files(tmp_path):
     """source=dpr_nq (profile=paper): DPR's biencoder json, qas csv and passages tsv, in place."""
-    from stages.artifacts.restorable import RetrievalData
     from stages.data.build_re_retrieval import BuildRERetrieval
     from stages.evaluate.eval_re_retrieval import first_hits
 
@@ -368,3 +366,16 @@ def test_restoration_never_decodes_past_the_training_truncation():
     restore(Fake(), tok, ["a long sentence " * 20, "short"], 12, 2, 1, 8, torch.device("cpu"))
     restore(Fake(), tok, ["tiny", "short"], 12, 2, 1, 2, torch.device("cpu"))
     assert asked[0] == 12 and asked[1] < 12
+
+
+def test_passages_round_trip_in_dpr_quoting(tmp_path):
+    # DPR's psgs_w100.tsv quotes every text ("" inside): the quotes are not the passage's
+    (tmp_path / "psgs.tsv").write_text('id\ttext\ttitle\n1\t"Aaron ( or ; ""Aharon"") is a prophet"\tAaron\n')
+    dpr = RetrievalData(tmp_path, "dpr_nq", "", "answer", tmp_path / "psgs.tsv", {})
+    assert list(dpr.passage_lines()) == [("1", 'Aaron ( or ; "Aharon") is a prophet', "Aaron")]
+    # the stand-in's own file: a text that opens with a quote stays one passage
+    texts = [("R0", '"Quoted" opening, then\ttabbed text'), ("R1", 'plain "inner" quotes')]
+    assert RetrievalData.write_passages(tmp_path, texts) == 2
+    stand_in = RetrievalData(tmp_path, "rr_tasks", "", "id", tmp_path / RetrievalData.PASSAGES, {})
+    assert [(p.id, p.text) for p in stand_in.passage_lines()] == [
+        ("R0", '"Quoted" opening, then tabbed text'), ("R1", 'plain "inner" quotes')]
