@@ -6,6 +6,9 @@
 #   make gpu-test [GPU_PYTHON=python]          the `gpu` tests, in an environment with CUDA torch
 #   make cluster-test                          the `cluster` test: 3 Ray nodes, S3 (moto) and an MLflow
 #                                              server on 127.0.0.1, a cut of the DAG (~10 min; not in make test)
+#   make rehearse PROFILE=paper|gpu1 [ARGS=]   that GPU profile's whole DAG on CPU at rehearsal sizes,
+#                                              on local fixtures; fails unless every stage ran, no
+#                                              traceback, every report table measured (docs/rehearsal.md)
 #   make mlflow-ui                             MLflow UI on http://127.0.0.1:5000
 #   make ray-stop                              stop the local Ray head started by `make run`
 
@@ -49,7 +52,7 @@ endif
 RAY_ENV    := PATH=$(BIN):$$PATH RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 \
               RAY_TRAIN_ENABLE_PREEMPTION_WATCHER=0
 
-.PHONY: install run test cluster-test gpu-test sources mlflow-ui ray-start ray-stop lint clean-artifacts
+.PHONY: install run test rehearse cluster-test gpu-test sources mlflow-ui ray-start ray-stop lint clean-artifacts
 
 install: $(STAMP)
 
@@ -104,6 +107,11 @@ run: $(STAMP) sources ray-start
 # pyproject's addopts deselect the `cluster` marker; this target selects it
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# a private local Ray (stopped at the end), not the head of `make run`: a rehearsal leaves nothing running
+PROFILE ?= paper
+rehearse: $(STAMP) sources
+	$(RAY_ENV) $(PY) -m tests.rehearsal.run --profile $(PROFILE) $(ARGS)
 
 cluster-test: $(STAMP)
 	$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)

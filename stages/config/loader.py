@@ -9,8 +9,10 @@ Layout of ``conf/`` (Hydra-style groups, without Hydra):
 
 Overrides are ``key=value`` strings (OmegaConf dotlist). ``profile=NAME`` picks the
 profile; ``<group>=OPTION`` (e.g. ``model=mbart50``) swaps a group option; anything
-else (``nugget.ratio=0.1``) sets a value. Merge order, later wins: schema defaults,
-group options, profile body, overrides. Every error names the source and the full key.
+else (``nugget.ratio=0.1``) sets a value. ``rehearsal=true`` adds
+``conf/rehearsal/<profile>.yaml``, the profile at rehearsal sizes
+(:mod:`stages.config.rehearsal`). Merge order, later wins: schema defaults, group options,
+profile body, rehearsal overlay, overrides. Every error names the source and the full key.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from stages.config import validate
+from stages.config.rehearsal import non_size_differences
 from stages.config.schema import PipelineConfig
 from stages.config.validate import ConfigError
 
@@ -68,7 +71,7 @@ def _split_overrides(overrides: list[str]) -> tuple[dict[str, str], list[str]]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"command line: override {item!r} is not of the form key=value")
-        if key == "profile" or key in GROUPS:
+        if key in ("profile", "rehearsal") or key in GROUPS:
             selections[key] = value
         else:
             values.append(item)
@@ -110,6 +113,29 @@ def _section(node: DictConfig, group: str) -> DictConfig:
     return OmegaConf.create({group: node})
 
 
+def _rehearsal(selections: dict[str, str]) -> bool:
+    value = selections.pop("rehearsal", "false").strip().lower()
+    if value not in ("true", "false"):
+        raise ConfigError(f"command line: rehearsal={value!r}: true or false")
+    return value == "true"
+
+
+def _build(layers: list[tuple[str, Any]]) -> DictConfig:
+    """The schema with every layer merged in order, resolved (not yet an object)."""
+    try:  # one merge (each merge deep-copies the whole config) ...
+        cfg = OmegaConf.merge(OmegaConf.structured(PipelineConfig), *(node for _, node in layers))
+    except OmegaConfBaseException:  # ... and layer by layer only to name the one that fails
+        cfg = OmegaConf.structured(PipelineConfig)
+        for origin, node in layers:
+            cfg = _merge(cfg, node, origin)
+    try:
+        OmegaConf.resolve(cfg)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "?"
+        raise ConfigError(f"{key}: {str(exc).splitlines()[0]}") from exc
+    return cfg
+
+
 def load_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR) -> PipelineConfig:
     """Resolve, type-check and range-check the configuration.
 
@@ -118,6 +144,7 @@ def load_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR) -
     """
     selections, values = _split_overrides(list(overrides or []))
     profile = selections.pop("profile", DEFAULT_PROFILE)
+    rehearsal = _rehearsal(selections)
     profile_path = _group_file(conf_dir, "profile", profile, "command line")
     profile_cfg = _read_yaml(profile_path)
 
@@ -136,17 +163,22 @@ def load_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR) -
             path = _group_file(conf_dir, group, choices[group], origin)
             layers.append((str(path), _section(_read_yaml(path), group)))
     layers.append((str(profile_path), profile_cfg))
-    layers.append(("command line", _parse_overrides(values)))
+    command_line = ("command line", _parse_overrides(values))
 
-    try:  # one merge (each merge deep-copies the whole config) ...
-        cfg = OmegaConf.merge(OmegaConf.structured(PipelineConfig), *(node for _, node in layers))
-    except OmegaConfBaseException:  # ... and layer by layer only to name the one that fails
-        cfg = OmegaConf.structured(PipelineConfig)
-        for origin, node in layers:
-            cfg = _merge(cfg, node, origin)
+    if rehearsal:
+        overlay_path = _group_file(conf_dir, "rehearsal", profile, "command line (rehearsal=true)")
+        overlay = ("rehearsal", {"rehearsal": True})
+        cfg = _build([*layers, (str(overlay_path), _read_yaml(overlay_path)), overlay, command_line])
+        # the rehearsal runs the profile's code paths: any change beyond sizes is refused here
+        plain = OmegaConf.to_container(_build([*layers, command_line]))
+        changed = non_size_differences(plain, OmegaConf.to_container(cfg))
+        if changed:
+            raise ConfigError(f"{overlay_path}: a rehearsal changes sizes only (stages/config/rehearsal.py); "
+                              "it changes " + "; ".join(changed))
+    else:
+        cfg = _build([*layers, command_line])
 
     try:
-        OmegaConf.resolve(cfg)
         obj = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", None) or "?"

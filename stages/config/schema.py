@@ -183,6 +183,8 @@ class PromptSection:
 @dataclass
 class PipelineConfig:
     profile: str = spec("tiny", help="Profile file under conf/profile/ that selected the groups.")
+    rehearsal: bool = spec(False, help="The profile at rehearsal sizes (conf/rehearsal/<profile>.yaml): its DAG "
+                           "and code paths on CPU in minutes, every number meaningless (docs/rehearsal.md).")
     run: RunSection = spec(RunSection(), help="Where and how the pipeline runs.")
     nugget: NuggetSection = spec(NuggetSection(), help="Nugget hyperparameters.")
     nugget2d: Nugget2DSection = spec(Nugget2DSection(), help="Nugget2D hyperparameters.")

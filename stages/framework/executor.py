@@ -184,8 +184,10 @@ def past_seconds(store: ArtifactStore, names: list[str]) -> dict[str, float]:
 
 
 def _fail(p: PlannedStage, child: RunLogger, text: str, result: PipelineResult, prefix: str) -> StageOutcome:
-    child.log_text(text, "error.txt")
     child.set_tags({"error": text.strip().splitlines()[-1][:500]})
+    # the config a failure can come from: the sections the stage reads (its cache key's)
+    text = f"{text.rstrip()}\n(stage {p.name} reads config: {', '.join(p.stage.config_keys) or 'none'})\n"
+    child.log_text(text, "error.txt")
     child.end("FAILED")
     outcome = StageOutcome(p.name, p.key, "failed", run_id=child.run_id, error=text)
     result.outcomes.append(outcome)

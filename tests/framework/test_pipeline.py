@@ -159,9 +159,11 @@ def test_parent_run_has_description_and_headline_metrics(ray_local, root, base_a
     assert parent.data.metrics["headline/documents"] == len(LEE_DOCS)
 
 
-def test_stage_after_a_failure_gets_a_killed_run_saying_why(ray_local, root, sources, base_args):
+def test_stage_after_a_failure_gets_a_killed_run_saying_why(ray_local, root, sources, base_args, capsys):
     (sources / "CRASH").write_text("")
     assert main_full(base_args, dag=Dag([Source, Fragile, AfterFragile])) == 1
+    # the failure names the stage and the config it reads (where a rehearsal's fix goes)
+    assert "(stage fragile reads config: report.title)" in capsys.readouterr().err
     _, children = runs_of_latest_pipeline(root)
     assert children["fragile"].info.status == "FAILED"
     after = children["after_fragile"]
