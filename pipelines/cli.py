@@ -1,13 +1,17 @@
 """Command-line entry points shared by ``pipelines/full.py`` and ``pipelines/stage.py``.
 
-Order of work: parse arguments -> load and validate the config (errors exit 2 before
-anything starts) -> plan (cache keys, hits) -> print the plan -> preflight (the artifact
-root, tracking server and sources the run needs: `stages.framework.preflight`; also on
-``--dry-run``) -> stop here for ``--dry-run`` -> connect to Ray -> execute -> print where
-the results are.
-Exit codes: 0 success, 1 a stage failed, 2 bad config or arguments (a bad artifact root
-or tracking URI included), 3 a required upstream output or input (the offline sources)
-is missing. A store or tracking failure while setting up is one line, not a traceback.
+Order of work: parse arguments -> load the config (a value of the wrong type exits 2 at
+once) -> preflight, collecting every problem before reporting any
+(`stages.framework.plan_checks`: the config's range and relation errors, every missing
+input of the planned stages, the planned stages' own config checks, the artifact root,
+tracking server and sources the run needs) -> plan (cache keys, hits; only when the config
+holds and every input is there) -> print the plan -> report the problems and stop, or stop
+here for ``--dry-run`` -> connect to Ray -> execute -> print where the results are.
+Exit codes (`EXIT_HELP`): 0 success (``--dry-run``: nothing stops the run), 1 a stage
+failed, 2 bad config or arguments (a bad artifact root or tracking URI, an impossible
+relation between settings, included), 3 a required upstream output or input (a path a
+stage reads, the offline sources) is missing and the config is otherwise fine. A store or
+tracking failure while setting up is one line, not a traceback.
 
 Quiet by default (`stages.framework.quiet`): stage tasks and Ray Train workers hide
 library progress bars and per-report INFO lines; ``--verbose`` shows everything (it sets
@@ -20,19 +24,32 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from stages.config import ConfigError, PipelineConfig, load_config
 from stages.config.uris import shown
+from stages.config.validate import errors as config_errors
 from stages.framework import quiet
-from stages.framework.dag import Dag, DagError, MissingInputError, PlannedStage
+from stages.framework.dag import Dag, MissingInputError, PlannedStage
 from stages.framework.executor import PipelineError, PipelineResult, execute
-from stages.framework.preflight import exit_code, preflight, setup_errors
+from stages.framework.plan_checks import CheckedRun, check_run, report
+from stages.framework.preflight import MISSING, Problem, setup_errors
 from stages.framework.store import ArtifactStore
 from stages.framework.tracking import Tracker, default_tracking_uri
 
 REPO = Path(__file__).resolve().parents[1]
 EXIT_FAILED, EXIT_CONFIG, EXIT_MISSING = 1, 2, 3
+EXIT_HELP = """exit codes:
+  0  done (--dry-run: the plan holds, nothing would stop the run)
+  1  a stage failed
+  2  bad configuration or arguments: a value out of range, settings whose relation cannot
+     hold, a bad artifact root or tracking URI, an unknown stage
+  3  missing inputs (and no configuration problem): a path, glob or offline hub model a
+     planned stage reads, the offline sources, or an upstream output pipelines.stage needs
+
+Before Ray starts (and on --dry-run) every problem is collected and reported at once: the
+config errors, then every missing input with its config field, value and reading stages."""
 log = logging.getLogger("nugget.pipeline")
 
 
@@ -117,23 +134,16 @@ def tracker_for(cfg: PipelineConfig, store: ArtifactStore) -> Tracker:
     return Tracker(uri, cfg.run.experiment, artifact_location=f"{store.root_uri}/mlflow-artifacts")
 
 
-def stage_config_errors(cfg: PipelineConfig, plan: list[PlannedStage]) -> list[str]:
-    """`Stage.config_errors` of every stage the plan will run."""
-    from stages.framework.keys import stage_sections
-
-    return [f"{p.name}: {e}" for p in plan if p.will_run
-            for e in p.stage.config_errors(stage_sections(p.stage, cfg))]
-
-
-def run_plan(cfg: PipelineConfig, plan: list[PlannedStage], entry: str, dry_run: bool) -> int:
-    store = ArtifactStore(cfg.run.artifact_root)
+def run_plan(cfg: PipelineConfig, checked: CheckedRun, entry: str, dry_run: bool) -> int:
+    """Print the plan, report the problems preflight found (and stop) or, unless
+    ``dry_run``, execute the plan."""
+    if checked.plan is None or checked.store is None:
+        print("plan: not computed (cache keys fingerprint the inputs and hold only for a valid config)")
+        return report(checked.problems)
+    plan, store = checked.plan, checked.store
     print_plan(plan, store)
-    errors = stage_config_errors(cfg, plan)
-    if errors:
-        return _fail(EXIT_CONFIG, "config:\n  " + "\n  ".join(errors))
-    problems = preflight(cfg, store, [p.stage for p in plan if p.will_run])
-    if problems:
-        return _fail(exit_code(problems), "\n".join(p.message for p in problems))
+    if checked.problems:
+        return report(checked.problems)
     if dry_run:
         return 0
     try:
@@ -153,11 +163,14 @@ def run_plan(cfg: PipelineConfig, plan: list[PlannedStage], entry: str, dry_run:
     return 0
 
 
-def _load(overrides: list[str]) -> PipelineConfig | int:
+def _load(overrides: list[str]) -> tuple[PipelineConfig, list[str]] | int:
+    """The config and its range and relation errors (reported with the rest of the
+    preflight), or exit 2 for one that does not even type-check."""
     try:
-        return load_config(overrides)
+        cfg = load_config(overrides, check=False)
     except ConfigError as exc:
         return _fail(EXIT_CONFIG, f"config: {exc}")
+    return cfg, config_errors(cfg)
 
 
 def default_dag() -> Dag:
@@ -171,26 +184,34 @@ def main_full(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     """``python pipelines/full.py [--dry-run] [key=value ...]``: run the whole DAG."""
     graph = dag or default_dag()
 
-    parser = argparse.ArgumentParser(prog="python pipelines/full.py", description=main_full.__doc__)
+    parser = argparse.ArgumentParser(prog="python pipelines/full.py", description=main_full.__doc__,
+                                     epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. nugget.ratio=0.25")
-    parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="the preflight: print the plan, or every problem that would stop the run, and stop")
     _add_verbose(parser)
     args = parser.parse_intermixed_args(argv)
     _setup_logging()
     _set_verbosity(args.verbose)
-    cfg = _load(args.overrides)
-    if isinstance(cfg, int):
-        return cfg
+    loaded = _load(args.overrides)
+    if isinstance(loaded, int):
+        return loaded
+    cfg, errors = loaded
+    checked = _checked(cfg, lambda: check_run(graph, cfg, errors, cfg.run.targets or None))
+    if isinstance(checked, int):
+        return checked
+    return run_plan(cfg, checked, "full", args.dry_run)
+
+
+def _checked(cfg: PipelineConfig, check: Callable[[], CheckedRun]) -> CheckedRun | int:
+    """``check()``, or exit 2 naming the root when the store cannot be read (credentials,
+    network, a file as root), or 3 when an input vanished between its check and its key."""
     try:
-        store = ArtifactStore(cfg.run.artifact_root)
-        plan = graph.plan(cfg, store, targets=cfg.run.targets or None)
-    except MissingInputError as exc:  # a path a stage reads is not there: a missing input
+        return check()
+    except MissingInputError as exc:
         return _fail(EXIT_MISSING, str(exc))
-    except DagError as exc:
-        return _fail(EXIT_CONFIG, f"run.targets: {exc}")
-    except setup_errors() as exc:  # the store cannot be read (credentials, network, a file as root)
+    except setup_errors() as exc:
         return _setup_failure(f"run.artifact_root={shown(cfg.run.artifact_root)}", exc)
-    return run_plan(cfg, plan, "full", args.dry_run)
 
 
 def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
@@ -198,11 +219,13 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     stage on the cached outputs of its upstream stages."""
     graph = dag or default_dag()
 
-    parser = argparse.ArgumentParser(prog="python -m pipelines.stage", description=main_stage.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m pipelines.stage", description=main_stage.__doc__,
+                                     epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", nargs="?", help="stage to run (see --list)")
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. nugget.ratio=0.25")
     parser.add_argument("--force", action="store_true", help="recompute even if cached")
-    parser.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="the preflight: print the plan, or every problem that would stop the run, and stop")
     parser.add_argument("--list", action="store_true", help="list stages and dependencies")
     _add_verbose(parser)
     args = parser.parse_intermixed_args(argv)
@@ -217,21 +240,19 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
         return _fail(EXIT_CONFIG, f"the first argument must be a stage name, got {args.name!r}")
     _setup_logging()
     _set_verbosity(args.verbose)
-    cfg = _load(args.overrides)
-    if isinstance(cfg, int):
-        return cfg
-    try:
-        store = ArtifactStore(cfg.run.artifact_root)
-        plan = graph.plan(cfg, store, targets=[args.name], force=[args.name] if args.force else [])
-    except MissingInputError as exc:
-        return _fail(EXIT_MISSING, str(exc))
-    except DagError as exc:
-        return _fail(EXIT_CONFIG, str(exc))
-    except setup_errors() as exc:  # the store cannot be read (credentials, network, a file as root)
-        return _setup_failure(f"run.artifact_root={shown(cfg.run.artifact_root)}", exc)
-    missing = [p for p in plan if p.name != args.name and not p.hit]
-    if missing:
-        print_plan(plan, store)
+    loaded = _load(args.overrides)
+    if isinstance(loaded, int):
+        return loaded
+    cfg, errors = loaded
+    checked = _checked(cfg, lambda: check_run(graph, cfg, errors, [args.name], force=[args.name] if args.force else [],
+                                              only=args.name, targets_key=""))
+    if isinstance(checked, int):
+        return checked
+    if checked.plan is None or checked.store is None:
+        return run_plan(cfg, checked, f"stage:{args.name}", args.dry_run)
+    missing = [p for p in checked.plan if p.name != args.name and not p.hit]
+    if missing:  # the plan shows them; the target alone runs
+        print_plan(checked.plan, checked.store)
         over = " ".join(args.overrides)
         lines = [
             f"upstream stage {p.name!r} has no cached output for this config (key {p.key}); "
@@ -239,6 +260,6 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
             for p in missing
         ]
         lines.append(f"or run everything it needs: python pipelines/full.py run.targets=[{args.name}] {over}".rstrip())
-        return _fail(EXIT_MISSING, "\n".join(lines))
-    target = [p for p in plan if p.name == args.name]
-    return run_plan(cfg, target, f"stage:{args.name}", args.dry_run)
+        return report([*checked.problems, Problem(MISSING, "\n".join(lines))])
+    target = [p for p in checked.plan if p.name == args.name]
+    return run_plan(cfg, CheckedRun(target, checked.store, checked.problems), f"stage:{args.name}", args.dry_run)

@@ -58,7 +58,7 @@ def _config_json(name_or_path: str) -> tuple[dict[str, Any], str] | None:
     if local.is_dir():
         path: Path | None = local / "config.json"
     else:
-        path = _cached_hub_config(name_or_path)
+        path = cached_hub_config(name_or_path)
     if path is None or not path.is_file():
         return None
     try:
@@ -70,7 +70,7 @@ def _config_json(name_or_path: str) -> tuple[dict[str, Any], str] | None:
     return content, str(path)
 
 
-def _cached_hub_config(name: str) -> Path | None:
+def cached_hub_config(name: str) -> Path | None:
     """config.json of hub model ``name`` if the local Hugging Face cache holds it (no
     network access: this runs at every config load)."""
     if name.count("/") > 1 or name.startswith((".", "/", "~")):

@@ -25,6 +25,7 @@ from stages.config.depth import lm_depth_errors, seq2seq_depth_errors
 from stages.config.derive import section_of
 from stages.config.evaluation import EvalSection, ReportSection
 from stages.config.lm_splits import lm_split_errors
+from stages.config.relations import relation_errors
 from stages.config.train import TrainSection
 from stages.config.uris import run_uri_errors
 from stages.config.validate import spec
@@ -247,6 +248,7 @@ class PipelineConfig:
                 )
         found += self._nugget_lm_errors()
         found += lm_split_errors(self)  # build_lm's splits against the settings reading them
+        found += relation_errors(self)  # budgets and splits across sections (stages.config.relations)
         # layer indices against the models' depth, read without loading them (stages.config.depth)
         found += seq2seq_depth_errors(self.model.seq2seq, {"nugget.scorer_layer": [self.nugget.scorer_layer],
                                                            "train.sweep.scorer_layers": self.train.sweep.scorer_layers})

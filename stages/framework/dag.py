@@ -5,7 +5,9 @@ its cache key and whether a completed output already exists (hit) or it must run
 (miss / forced). Planning touches only the config, the artifact store and the stat (and,
 for small files, the bytes) of the inputs stages read by path
 (:mod:`stages.framework.external`): it needs no Ray and no MLflow, so ``--dry-run`` is
-instant, and config errors and missing input paths surface first.
+instant, and config errors and missing input paths surface first. Every declared input of
+the planned stages is checked before the first key is computed, so a plan refused for
+missing inputs names all of them, not the first one met.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from stages.config.schema import PipelineConfig
-from stages.framework.external import ExternalInputError
-from stages.framework.keys import cache_key
+from stages.framework.external import MissingInput, missing_inputs
+from stages.framework.keys import cache_key, stage_sections
 from stages.framework.stage import Stage
 from stages.framework.store import ArtifactStore
 
@@ -25,8 +27,14 @@ class DagError(ValueError):
 
 
 class MissingInputError(DagError):
-    """A path a planned stage reads (a config field it declares as an external input)
-    does not exist: the message names the stage, the field and the path."""
+    """Paths planned stages read (config fields they declare as external inputs) are not
+    there: ``missing`` holds every one, the message a line each naming the field, the
+    value and the stages that read it."""
+
+    def __init__(self, missing: list[MissingInput]) -> None:
+        self.missing = missing
+        noun = "input is" if len(missing) == 1 else "inputs are"
+        super().__init__(f"{len(missing)} {noun} missing:\n  " + "\n  ".join(m.line() for m in missing))
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,11 @@ class Dag:
                 stack.extend(self.get(name).upstream)
         return [n for n in self.order if n in needed]
 
+    def missing_inputs(self, cfg: PipelineConfig, names: Iterable[str]) -> list[MissingInput]:
+        """Every declared external input of stages ``names`` that cannot be read
+        (`stages.framework.external.missing_inputs`)."""
+        return missing_inputs((self.stages[n], stage_sections(self.stages[n], cfg)) for n in names)
+
     def plan(
         self,
         cfg: PipelineConfig,
@@ -103,17 +116,19 @@ class Dag:
         targets: Iterable[str] | None = None,
         force: Iterable[str] = (),
     ) -> list[PlannedStage]:
+        """The plan of ``targets`` (default: every stage) and their upstreams; raises
+        `MissingInputError` naming every input of them that is not there."""
         names = self.closure(targets or self.order)
+        missing = self.missing_inputs(cfg, names)
+        if missing:
+            raise MissingInputError(missing)
         forced = set(force)
         keys: dict[str, str] = {}
         planned: list[PlannedStage] = []
         for name in names:
             stage = self.stages[name]
             ups = {u: keys[u] for u in stage.upstream}
-            try:
-                keys[name] = cache_key(stage, cfg, ups)
-            except ExternalInputError as exc:
-                raise MissingInputError(str(exc)) from exc
+            keys[name] = cache_key(stage, cfg, ups)
             hit = store.is_complete(name, keys[name])
             planned.append(PlannedStage(stage, keys[name], ups, hit, name in forced))
         return planned

@@ -25,12 +25,19 @@ also takes a fingerprint of the content of every such input the stage declares
 A model field (`Stage.external_models`) whose value is not a local path, such as
 ``facebook/bart-large``, is a hub id: the config section already keys it by the id, and
 hub repositories are taken as immutable enough (a revision, where a config field holds
-one, is keyed as any config value). A declared path that does not exist, a glob that
-matches nothing, or a model value that looks like a path but is not there raises
-`ExternalInputError` at planning, naming the stage, the field and the path. A missing
-offline source is not an error here: its fingerprint says ``absent``, so the stage plans
-as a miss, and the run reports the source with the command that fetches it
-(`stages.framework.preflight`, `stages.sources.registry`).
+one, is keyed as any config value).
+
+What is missing is found before any key is computed: `missing_inputs` checks every
+declared input of the stages to plan and returns them all at once (a path that does not
+exist, a glob that matches nothing, a model value that looks like a path but is not there,
+and, when the hub is switched off by ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``, a hub id
+the local Hugging Face cache does not hold), each with the config field, the value and the
+stages that read it (`stages.framework.dag.Dag.plan` refuses to plan then, and the CLI
+reports them with everything else that would stop the run: `stages.framework.plan_checks`).
+`input_fingerprint` still raises `ExternalInputError` for a path that is not there, for
+callers that key one stage alone. A missing offline source is not an error here: its
+fingerprint says ``absent``, so the stage plans as a miss, and the run reports the source
+with the command that fetches it (`stages.framework.preflight`, `stages.sources.registry`).
 """
 
 from __future__ import annotations
@@ -39,11 +46,13 @@ import glob
 import hashlib
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from stages.config.depth import cached_hub_config
 from stages.framework.resources import section_value
 from stages.sources.registry import DebianPackages, get
 
@@ -51,6 +60,8 @@ SMALL_FILE_BYTES = 1 << 20  # smaller files are hashed; larger ones keyed by siz
 ABSENT = "absent"  # the fingerprint of an offline source that is not fetched
 # what `from_pretrained` would take for a hub repository: "name" or "owner/name"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+# the switches that keep huggingface_hub / transformers off the network (either suffices)
+OFFLINE_SWITCHES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
 class ExternalInputError(FileNotFoundError):
@@ -124,27 +135,82 @@ def is_hub_id(value: str) -> bool:
     return not Path(value).expanduser().exists() and bool(HUB_ID.match(value)) and ".." not in value
 
 
-def _missing(stage: str, field: str, value: str, what: str) -> ExternalInputError:
-    return ExternalInputError(
-        f"stage {stage!r} reads {field}={value!r}, which {what} (a path its cache key fingerprints); "
-        f"fix the path or the config field {field}"
-    )
+def offline_switch() -> str:
+    """``NAME=value`` of the switch (`OFFLINE_SWITCHES`, read as huggingface_hub reads
+    them: 1 / true / yes / on) that tells the hub libraries not to download; '' if none."""
+    for name in OFFLINE_SWITCHES:
+        value = os.environ.get(name, "").strip()
+        if value.upper() in ("1", "TRUE", "YES", "ON"):
+            return f"{name}={value}"
+    return ""
+
+
+def _is_glob(value: str) -> bool:
+    return glob.has_magic(value) or "{split}" in value
+
+
+def input_problem(value: str, model: bool = False) -> str | None:
+    """What is wrong with the input a config field names, as words following the value
+    ("does not exist", "matches no file", ...); None when it can be read. A hub id
+    (``model`` fields only) is a problem only when the hub is switched off
+    (`offline_switch`) and the local Hugging Face cache does not hold its config.json."""
+    if model and is_hub_id(value):
+        switch = offline_switch()
+        if switch and cached_hub_config(value) is None:
+            return f"is a hub id the local Hugging Face cache does not hold, and {switch} forbids downloading it"
+        return None
+    if _is_glob(value):
+        return None if _glob_matches(value) else "matches no file"
+    return None if Path(value).expanduser().exists() else "does not exist"
 
 
 def input_fingerprint(stage: str, field: str, value: str, model: bool = False) -> str | None:
     """The fingerprint of the path in config field ``field`` of ``stage``; None for a hub
-    id (``model`` fields only). Raises `ExternalInputError` if nothing is there."""
+    id (``model`` fields only: the config keys it). Raises `ExternalInputError` if nothing
+    is there."""
     if model and is_hub_id(value):
         return None
-    if glob.has_magic(value) or "{split}" in value:
-        matches = _glob_matches(value)
-        if not matches:
-            raise _missing(stage, field, value, "matches no file")
-        return fingerprint({f"{m}/{rel}": p for m in matches for rel, p in _files(Path(m))})
-    path = Path(value).expanduser()
-    if not path.exists():
-        raise _missing(stage, field, value, "does not exist")
-    return path_fingerprint(path)
+    what = input_problem(value)
+    if what:
+        raise ExternalInputError(f"stage {stage!r} reads {field}={value!r}, which {what} (a path its cache key "
+                                 f"fingerprints); fix the path or the config field {field}")
+    if _is_glob(value):
+        return fingerprint({f"{m}/{rel}": p for m in _glob_matches(value) for rel, p in _files(Path(m))})
+    return path_fingerprint(Path(value).expanduser())
+
+
+@dataclass(frozen=True)
+class MissingInput:
+    """A declared external input that cannot be read: its config field, the value there,
+    what is wrong (`input_problem`) and every planned stage that reads it."""
+
+    field: str
+    value: str
+    what: str
+    stages: tuple[str, ...]
+
+    def line(self) -> str:
+        """One line of a report: ``field=value what (read by stage, ...)``."""
+        return f"{self.field}={self.value!r} {self.what} (read by {', '.join(self.stages)})"
+
+
+def missing_inputs(stages: Iterable[tuple[type, Mapping[str, Any]]]) -> list[MissingInput]:
+    """Every declared input (`Stage.external_paths`, `Stage.external_models`) of
+    ``stages`` (each a stage class with its declared config sections) that cannot be read,
+    once per field and value, in the order first read. Empty fields are not read."""
+    problems: dict[tuple[str, str], str | None] = {}  # (field, value) -> input_problem, each checked once
+    readers: dict[tuple[str, str], list[str]] = {}
+    for stage_cls, sections in stages:
+        for fields, model in ((stage_cls.external_paths, False), (stage_cls.external_models, True)):
+            for field in fields:
+                value = section_value(sections, field)
+                if value:
+                    key = (field, str(value))
+                    if key not in problems:
+                        problems[key] = input_problem(key[1], model=model)
+                    readers.setdefault(key, []).append(stage_cls.name)
+    return [MissingInput(field, value, what, tuple(readers[field, value]))
+            for (field, value), what in problems.items() if what is not None]
 
 
 def source_fingerprint(sources_dir: Path, name: str) -> str:

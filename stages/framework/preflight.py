@@ -6,8 +6,9 @@ does not answer after 256 s of HTTP retries, an unknown tracking URI scheme with
 about the model registry, a missing offline-sources folder once Ray had started (31 s).
 Each check here costs at most a file write or one short HTTP request, names the config
 key and the value, and says what to do. `preflight` returns every problem found; the CLI
-prints them and exits with the largest problem's code (`CONFIG`: 2, `MISSING`: 3), so a
-``--dry-run`` runs them too.
+reports them with the config errors and missing inputs (`stages.framework.plan_checks`)
+and exits with `exit_code` (`CONFIG`: 2 before `MISSING`: 3), so a ``--dry-run`` runs
+them too.
 
 - ``run.artifact_root`` (local): its folder, or the closest existing parent, accepts a file.
 - ``run.tracking_uri``: a sqlite file in a writable folder; an ``http(s)`` server answers
@@ -40,11 +41,13 @@ SOURCES_FETCH = "make sources"
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing that would make the run fail: the exit code and a message naming the
-    config key and its value."""
+    """One thing that would make the run fail: the exit code, a message naming the
+    config key and its value, and the heading it is listed under in a report of many
+    (`stages.framework.plan_checks.report`; '' = a message of its own)."""
 
     code: int
     message: str
+    heading: str = ""
 
 
 # -- artifact root -------------------------------------------------------------------------

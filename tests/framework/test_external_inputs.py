@@ -145,8 +145,10 @@ def test_a_missing_path_fails_at_planning_naming_the_field_and_the_path(tmp_path
     cfg = load_config([*settings, f"run.sources_dir={tmp_path / 'sources'}"])
     with pytest.raises(MissingInputError) as err:
         Dag([stage]).plan(cfg, ArtifactStore(str(tmp_path / "root")))
-    assert f"stage {stage.name!r} reads {field}={value!r}, which {what}" in str(err.value)
-    assert isinstance(err.value.__cause__, ExternalInputError)
+    assert f"{field}={value!r} {what} (read by {stage.name})" in str(err.value)
+    assert [(m.field, m.value, m.stages) for m in err.value.missing] == [(field, value, (stage.name,))]
+    with pytest.raises(ExternalInputError, match=f"stage {stage.name!r} reads {field}="):  # keyed alone
+        external_inputs(stage, cfg)
 
 
 def test_fingerprints_of_files_are_cached_per_process(tmp_path):
