@@ -10,7 +10,7 @@ Layouts (paths relative to the inputs directory):
   `` = = Section = = \\n``, ``""`` between blocks; ``<unk>`` in v1);
 - ``squad/plain_text/{train,validation}-00000-of-00001.parquet``: HF ``squad``;
 - ``cnn_dailymail/3.0.0/{train,validation,test}-*.parquet``: HF ``cnn_dailymail``;
-- ``pile/train/00.jsonl``: the Pile's ``{"text", "meta": {"pile_set_name"}}`` lines;
+- ``pile/train/00.jsonl.zst``: the Pile's ``{"text", "meta": {"pile_set_name"}}`` lines;
 - ``c4/realnewslike/c4-{train,validation}.0000k-of-0000n.json.gz``: allenai/c4's files;
 - ``parabank/parabank-1.0-small-diverse.tsv``: ParaBank v1 (score, sentence, paraphrases);
 - ``dpr/retriever/{nq-train,nq-dev}.json``, ``dpr/retriever/qas/nq-test.csv``,
@@ -135,15 +135,27 @@ PILE_SETS = ["Pile-CC", "Wikipedia (en)", "PubMed Abstracts", "FreeLaw", "StackE
 
 
 def write_pile(d: Path) -> list[str]:
-    """A Pile train file: long documents (several 832-token LM segments each)."""
+    """A Pile train file as monology/pile-uncopyrighted publishes them (``train/00.jsonl.zst``,
+    zstandard-compressed JSON lines): long documents (several 832-token LM segments each)."""
+    import zstandard
+
     gen = TextGen(800)
-    path = d / "pile/train/00.jsonl"
+    path = d / "pile/train/00.jsonl.zst"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
-        for i in range(16):
-            text = "\n\n".join(gen.paragraph(6) for _ in range(22))
-            fh.write(json.dumps({"text": text, "meta": {"pile_set_name": PILE_SETS[i % len(PILE_SETS)]}}) + "\n")
-    return [f"data.lm.pile_files={d}/pile/train/*.jsonl"]
+    lines = []
+    for i in range(16):
+        text = "\n\n".join(gen.paragraph(6) for _ in range(22))
+        lines.append(json.dumps({"text": text, "meta": {"pile_set_name": PILE_SETS[i % len(PILE_SETS)]}}) + "\n")
+    path.write_bytes(zstandard.ZstdCompressor().compress("".join(lines).encode("utf-8")))
+    return [f"data.lm.pile_files={d}/pile/train/*.jsonl.zst"]
+
+
+def read_pile(d: Path) -> list[dict]:
+    """The rows `write_pile` wrote."""
+    import zstandard
+
+    raw = zstandard.ZstdDecompressor().stream_reader((d / "pile/train/00.jsonl.zst").open("rb")).read()
+    return [json.loads(line) for line in raw.decode("utf-8").splitlines()]
 
 
 def write_c4_realnewslike(d: Path) -> list[str]:
@@ -246,7 +258,6 @@ def corpus_texts(d: Path) -> dict[str, list[str]]:
             zh.append(row["zh"])
     for path in sorted((d / "wikitext/wikitext-103-v1").glob("*.parquet")):
         en += [t for t in pq.read_table(path).column("text").to_pylist() if t.strip()]
-    with (d / "pile/train/00.jsonl").open(encoding="utf-8") as fh:
-        en += [json.loads(line)["text"] for line in fh]
+    en += [row["text"] for row in read_pile(d)]
     en += (d / "parabank/parabank-1.0-small-diverse.tsv").read_text(encoding="utf-8").splitlines()
     return {"en": en, "zh": zh}

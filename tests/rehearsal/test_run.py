@@ -1,0 +1,39 @@
+"""The rehearsal's verdict on a report (`tests.rehearsal.run`): every table present with a
+measured cell; and the stage lines it counts."""
+
+from __future__ import annotations
+
+import csv
+
+from tests.rehearsal.run import STAGE_LINE, TABLES, unrendered_tables
+
+
+def _table(folder, name: str, rows: list[dict]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f"{name}.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_every_table_needs_a_measured_cell(tmp_path):
+    measured = [{"system": "a", "bleu measured": "not run in this profile", "bleu published": "30.1"},
+                {"system": "b", "bleu measured": "0.12 (n=4)", "bleu published": "31.0"}]
+    for name in TABLES:
+        _table(tmp_path / "tables", name, measured)
+    assert unrendered_tables(tmp_path) == []
+
+    _table(tmp_path / "tables", "nugget_fig4", [measured[0]])  # only the published value
+    (tmp_path / "tables" / "re_table9.csv").unlink()
+    problems = unrendered_tables(tmp_path)
+    assert len(problems) == 2
+    assert problems[0].startswith("nugget_fig4: no measured cell")
+    assert problems[1].startswith("re_table9: no re_table9.csv")
+
+
+def test_stage_lines_count_run_cached_and_reused_stages():
+    log = ("[ 1/33 12s eta 19m11s] tokenizer              done   in 4s -> /x\n"
+           "[ 2/33 0s eta ?] build_re_data          cached key=a3b9\n"
+           "[ 3/33 0s eta ?] train_re               reused the output a concurrent run published -> /y\n"
+           "[ 4/33 0s eta ?] eval_qa                start  miss key=b8\n")
+    assert dict(STAGE_LINE.findall(log)) == {"tokenizer": "done", "build_re_data": "cached", "train_re": "reused"}
