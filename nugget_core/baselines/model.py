@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_model, save_model
+from safetensors.torch import load_model
 from torch import nn
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from ..adaptors import get_adaptor
 from ..restorable.gating import GatingLayer
+from ..weights import save_weights
 from .config import BottleneckConfig, DecoderKind
 
 WEIGHTS_NAME = "bottleneck.safetensors"
@@ -130,7 +131,7 @@ class BottleneckModel(nn.Module):
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self.base_model.config.save_pretrained(directory)
-        save_model(self.base_model, str(directory / WEIGHTS_NAME))
+        save_weights(self.base_model, str(directory / WEIGHTS_NAME))
         self.config.save(directory)
 
     @classmethod

@@ -22,12 +22,13 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_model, save_model
+from safetensors.torch import load_model
 from torch import nn
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from ..params import decoder_side_parameters, freeze
+from ..weights import save_weights
 from .config import DecoderKind, RestorableConfig
 from .decoders import DecoderSide, config_token_id
 from .encoder import RestorableEncoder, extra_encoder_layers
@@ -114,7 +115,7 @@ class RestorableModel(nn.Module):
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self.base_model.config.save_pretrained(directory)
-        save_model(self, str(directory / WEIGHTS_NAME))
+        save_weights(self, str(directory / WEIGHTS_NAME))
         self.config.save(directory)
 
     @classmethod
