@@ -30,7 +30,7 @@ from pathlib import Path
 from stages.config import ConfigError, PipelineConfig, load_config
 from stages.config.uris import shown
 from stages.config.validate import errors as config_errors
-from stages.framework import quiet
+from stages.framework import private_ray, quiet
 from stages.framework.dag import Dag, MissingInputError, PlannedStage
 from stages.framework.executor import PipelineError, PipelineResult, execute
 from stages.framework.plan_checks import CheckedRun, check_run, report
@@ -103,6 +103,7 @@ def connect_ray(cfg: PipelineConfig) -> None:
         include_dashboard=False,
         runtime_env={"env_vars": {"PYTHONPATH": path, **quiet.runtime_env_vars(quiet.is_verbose())}},
     )
+    private_ray.mark()
     # this process now owns a Ray: if it is killed, the reaper stops what Ray leaves behind
     from stages.framework.reaper import start_reaper
 

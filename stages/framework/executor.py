@@ -40,7 +40,7 @@ from typing import Any
 from stages.common.progress import fmt_duration
 from stages.config.loader import to_yaml
 from stages.config.schema import PipelineConfig
-from stages.framework import quiet
+from stages.framework import private_ray, quiet
 from stages.framework.dag import PlannedStage, critical_path
 from stages.framework.devices import task_options, with_device
 from stages.framework.eta import StageProgress
@@ -266,7 +266,8 @@ def _schedule(cfg: PipelineConfig, plan: list[PlannedStage], store: ArtifactStor
 
     order = {p.name: i for i, p in enumerate(plan)}
     progress = StageProgress(plan, estimate, priority, ledger.capacity.get("CPU", 1.0))
-    task_env = {"runtime_env": {"env_vars": quiet.runtime_env_vars(quiet.is_verbose())}}
+    task_env = {"runtime_env": {"env_vars": {**quiet.runtime_env_vars(quiet.is_verbose()),
+                                             **private_ray.runtime_env_vars()}}}
     planned = {p.name for p in plan}
     # upstream stages outside the plan (a single-stage rerun) were verified complete
     done: set[str] = {u for p in plan for u in p.upstream_keys if u not in planned}

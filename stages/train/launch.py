@@ -26,6 +26,7 @@ from stages.framework import quiet
 from stages.framework.resources import cluster_capacity, shortfall, worker_demand
 from stages.train.loop import PROBE_FILE, STATE_FILE, train_loop_per_worker
 from stages.train.model_card import document_models
+from stages.train.ray_trainer import torch_trainer
 from stages.train.sequence import DONE, finished_uri, train_sequence_per_worker
 from stages.train.storage import clear_storage, exists
 
@@ -55,11 +56,11 @@ def check_task(task: Any, job: Any) -> None:
 def _run(train_fn: Any, loop_config: dict[str, Any], job: Any, storage: str, name: str) -> Any:
     """One ``TorchTrainer`` fit of ``train_fn`` with ``job``'s workers; its `Result`."""
     import ray.train
-    from ray.train.torch import TorchConfig, TorchTrainer
+    from ray.train.torch import TorchConfig
 
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.2")
     os.environ.setdefault("RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S", WORKER_GROUP_START_TIMEOUT_S)
-    trainer = TorchTrainer(
+    trainer = torch_trainer(
         train_fn,
         train_loop_config=loop_config,
         torch_config=TorchConfig(backend="nccl" if job.use_gpu else "gloo"),
