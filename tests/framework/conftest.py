@@ -38,3 +38,15 @@ def root(tmp_path: Path) -> Path:
 @pytest.fixture
 def base_args(root: Path, sources: Path) -> list[str]:
     return [f"run.artifact_root={root}", f"run.sources_dir={sources}"]
+
+
+@pytest.fixture
+def no_ray(monkeypatch):
+    """Fail the test if the CLI gets past its preflight, as far as starting Ray or executing."""
+    from pipelines import cli
+
+    def started(*_args, **_kwargs):
+        raise AssertionError("the CLI went past the preflight: the bad input was not refused before Ray")
+
+    monkeypatch.setattr(cli, "connect_ray", started)
+    monkeypatch.setattr(cli, "execute", started)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines import cli
 from pipelines.cli import main_full
 from stages.config import load_config
 from stages.config.validate import errors
@@ -16,15 +15,6 @@ from stages.framework import external
 from stages.registry import DAG
 
 BUILT_HERE = ("eval.pi_data_dir", "eval.rr_data_dir")  # empty = build_pi / build_rr's output, not an input
-
-
-@pytest.fixture
-def no_ray(monkeypatch):
-    def started(*_args, **_kwargs):
-        raise AssertionError("the CLI went past the preflight")
-
-    monkeypatch.setattr(cli, "connect_ray", started)
-    monkeypatch.setattr(cli, "execute", started)
 
 
 def _places(tmp_path, sources) -> list[str]:
