@@ -15,6 +15,7 @@ overrides, so an interrupted write is never taken for a finished one (it is redo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import sys
 import time
@@ -66,7 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", required=True, type=Path, help="where to write the inputs (reused when finished)")
     args = parser.parse_args(argv)
     tick = time.time()
-    overrides = ensure_paper_inputs(args.dir)
+    # stdout holds the overrides only (`$(python -m tests.rehearsal.inputs --dir D)`): what the
+    # libraries print while the models are written (DeepSpeed's accelerator line) goes to stderr
+    with contextlib.redirect_stdout(sys.stderr):
+        overrides = ensure_paper_inputs(args.dir)
     print("\n".join(overrides))
     print(f"paper inputs in {args.dir.resolve()} ({time.time() - tick:.1f}s)", file=sys.stderr)
     return 0

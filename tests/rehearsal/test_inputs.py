@@ -45,6 +45,18 @@ def test_the_command_reuses_a_finished_directory_only(paper_inputs, tmp_path, ca
     assert not (half / "stale").exists() and (half / COMPLETE).read_text() == "a=b\n"
 
 
+def test_the_command_prints_only_overrides_while_writing(tmp_path, capsys, monkeypatch):
+    def noisy(root):  # a library printing while the models are written (DeepSpeed's accelerator line)
+        print("[2026-11-24 14:44:11] [WARNING] Setting accelerator to CPU.")
+        root.mkdir()
+        return ["a=b"]
+
+    monkeypatch.setattr("tests.rehearsal.inputs.write_paper_inputs", noisy)
+    assert main(["--dir", str(tmp_path / "fresh")]) == 0  # `$(python -m tests.rehearsal.inputs ...)` reads stdout
+    out = capsys.readouterr()
+    assert out.out.splitlines() == ["a=b"] and "Setting accelerator" in out.err
+
+
 def test_mbart50_folder_loads_and_codes_languages(paper_inputs):
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
