@@ -11,12 +11,26 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # before any `i
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+# every tensor on a declared device (stages.common.device_guard): pipeline stages and training
+# workers started by any test (Ray workers and subprocesses inherit this), and each test's own
+# thread (the fixture below)
+os.environ.setdefault("NUGGET_DEVICE_GUARD", "1")
 
 from tests.gpu_support import skip_gpu_tests_without_cuda  # noqa: E402  (after the env settings)
 
 
 def pytest_collection_modifyitems(config, items) -> None:
     skip_gpu_tests_without_cuda(items)
+
+
+@pytest.fixture(autouse=True)
+def device_guard():
+    """Each test body under the device guard (where NUGGET_DEVICE_GUARD is set): project code
+    that makes a tensor without naming its device raises `DeviceDisciplineError`."""
+    from stages.common import device_guard
+
+    with device_guard.from_env() as guard:
+        yield guard
 
 
 @pytest.fixture(scope="session")

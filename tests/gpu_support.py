@@ -1,5 +1,7 @@
 """The ``gpu`` marker: tests that need CUDA are skipped, with the reason, where torch sees
-no GPU (CI, laptops); `make gpu-test` runs exactly them on a CUDA machine."""
+no GPU (CI, laptops); `make gpu-test` runs exactly them on a CUDA machine. The tests under
+tests/gpu/ take a ``device`` parameter: ``cuda`` carries the marker, ``cpu`` runs the same
+code path in `make test` under the device guard (`stages.common.device_guard`)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ def cuda_reason() -> str | None:
 
 
 def skip_gpu_tests_without_cuda(items: list[Any]) -> None:
-    gpu_items = [item for item in items if "gpu" in item.keywords]
+    # the marker, not the keyword: every test under tests/gpu/ has the keyword "gpu" (its
+    # package's name), and their CPU parameters run everywhere
+    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
     if not gpu_items:
         return
     reason = cuda_reason()

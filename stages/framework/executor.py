@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stages.common import device_guard_switch
 from stages.common.progress import fmt_duration
 from stages.config.loader import to_yaml
 from stages.config.schema import PipelineConfig
@@ -267,7 +268,8 @@ def _schedule(cfg: PipelineConfig, plan: list[PlannedStage], store: ArtifactStor
     order = {p.name: i for i, p in enumerate(plan)}
     progress = StageProgress(plan, estimate, priority, ledger.capacity.get("CPU", 1.0))
     task_env = {"runtime_env": {"env_vars": {**quiet.runtime_env_vars(quiet.is_verbose()),
-                                             **private_ray.runtime_env_vars()}}}
+                                             **private_ray.runtime_env_vars(),
+                                             **device_guard_switch.runtime_env_vars()}}}
     planned = {p.name for p in plan}
     # upstream stages outside the plan (a single-stage rerun) were verified complete
     done: set[str] = {u for p in plan for u in p.upstream_keys if u not in planned}

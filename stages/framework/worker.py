@@ -74,7 +74,10 @@ def run_one(
         )
         start = time.time()
         try:
-            stage_cls().run(ctx)
+            from stages.common import device_guard  # torch: only where a stage runs
+
+            with device_guard.from_env():  # NUGGET_DEVICE_GUARD=1: every tensor on a declared device
+                stage_cls().run(ctx)
             seconds = time.time() - start
             manifest = {
                 "stage": stage_name,

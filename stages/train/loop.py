@@ -78,6 +78,7 @@ import torch
 import torch.distributed as dist
 
 from stages.artifacts.trainer_state import TRAINER_STATE
+from stages.common import device_guard
 from stages.common.device import to_device
 from stages.common.progress import (
     TrainProgress,
@@ -254,6 +255,12 @@ def train_task(
     probe logits) before that checkpoint is reported. ``tag`` is written into every checkpoint
     (``TAG_FILE``) so that a fit training several models in turn knows whose it is.
     """
+    with device_guard.from_env():  # NUGGET_DEVICE_GUARD=1: every tensor on a declared device
+        return _train(task, config, checkpoint, on_final, tag)
+
+
+def _train(task: Any, config: dict[str, Any], checkpoint: Any, on_final: Callable[[Path], None] | None,
+           tag: str) -> TrainerState:
     import ray.train
 
     quiet.apply()  # this worker's libraries: NUGGET_VERBOSE from the job's runtime env

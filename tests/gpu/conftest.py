@@ -1,4 +1,15 @@
-"""The shared fixtures the GPU tests reuse from the CPU suites."""
+"""The GPU tests' shared fixtures. Each test runs twice: on ``cuda`` (marked ``gpu``: `make
+gpu-test`, skipped without a GPU) and on ``cpu`` in `make test`, where the device guard
+(`stages.common.device_guard`, on for the whole suite) fails any tensor that project code
+makes without naming its device: the bug class that only shows once the model is on a GPU."""
+
+import pytest
 
 from tests.framework.conftest import ray_local  # noqa: F401  (session Ray, sees the GPUs)
 from tests.training.conftest import mt_artifacts  # noqa: F401
+
+
+@pytest.fixture(params=[pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=pytest.mark.gpu)])
+def device(request) -> str:
+    """Where the test puts its models: ``cuda`` (marked ``gpu``) or ``cpu`` (guarded)."""
+    return request.param

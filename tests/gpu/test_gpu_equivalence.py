@@ -1,5 +1,6 @@
-"""On CUDA: with every token selected (r = 1), Nugget's and Nugget2D's outputs equal the
-plain Hugging Face model's, in fp32 and bf16 weights, eager and sdpa attention."""
+"""With every token selected (r = 1), Nugget's and Nugget2D's outputs equal the plain
+Hugging Face model's, in fp32 and bf16 weights, eager and sdpa attention: on a GPU, and the
+same code path on the CPU under the device guard."""
 
 from __future__ import annotations
 
@@ -17,65 +18,64 @@ from tests.nugget_core.conftest import (
 from tests.nugget_core.test_nugget2d_compressor import _vanilla_continuation_logits
 from tests.nugget_core.test_nugget_residual import _identity_all_tokens
 
-pytestmark = pytest.mark.gpu
-CUDA = torch.device("cuda")
 TOLERANCE = {torch.float32: {"atol": 1e-4, "rtol": 1e-4}, torch.bfloat16: {"atol": 2e-2, "rtol": 2e-2}}
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
-def test_nugget2d_all_tokens_selected_is_the_plain_lm_on_cuda(impl, dtype):
+def test_nugget2d_all_tokens_selected_is_the_plain_lm(device, impl, dtype):
     from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel
 
-    base = make_causal_lm("llama", impl).to(CUDA, dtype)
-    batch = to_device(make_doc_batch(), CUDA)
+    base = make_causal_lm("llama", impl).to(device, dtype)
+    batch = to_device(make_doc_batch(), device)
     with torch.no_grad():
         reference = _vanilla_continuation_logits(base, batch)
-        model = Nugget2DModel(base, Nugget2DConfig(ratio=1.0, scorer_layer=1, lora_rank=4)).to(CUDA, dtype)
+        model = Nugget2DModel(base, Nugget2DConfig(ratio=1.0, scorer_layer=1, lora_rank=4)).to(device, dtype)
         out = model(**batch)
-    assert out.logits.device.type == "cuda" and out.nugget_counts.tolist() == [12, 8]
+    assert out.logits.device.type == device and out.nugget_counts.tolist() == [12, 8]
     for b in range(2):
         n = int(batch["prompt_mask"][b].sum() + batch["answer_mask"][b].sum())
         torch.testing.assert_close(out.logits[b, :n].float(), reference[b].float(), **TOLERANCE[dtype])
 
 
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
-def test_nugget_all_tokens_selected_is_the_plain_bart_on_cuda(impl):
-    model = make_model("bart", impl).to(CUDA)
-    batch = to_device(make_batch(model), CUDA)
+def test_nugget_all_tokens_selected_is_the_plain_bart(device, impl):
+    model = make_model("bart", impl).to(device)
+    batch = to_device(make_batch(model), device)
     expected = model(**batch).logits
     nugget_model = _identity_all_tokens(model)
     torch.testing.assert_close(nugget_model(**batch).logits, expected, **TOLERANCE[torch.float32])
 
 
-def test_nugget2d_scorer_gets_gradients_on_cuda_in_bf16_autocast():
+def test_nugget2d_scorer_gets_gradients_in_bf16_autocast(device):
     from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel
     from nugget_core.nugget2d.objectives import objective_loss, set_objective
     from stages.common.device import autocast
 
-    model = Nugget2DModel(make_causal_lm(), Nugget2DConfig(ratio=0.5, scorer_layer=1, lora_rank=4)).to(CUDA)
+    model = Nugget2DModel(make_causal_lm(), Nugget2DConfig(ratio=0.5, scorer_layer=1, lora_rank=4)).to(device)
     set_objective(model, "continuation")
-    with autocast(CUDA, "bf16"):
-        out = objective_loss(model, "continuation", to_device(make_doc_batch(), CUDA))
+    with autocast(device, "bf16"):
+        out = objective_loss(model, "continuation", to_device(make_doc_batch(), device))
     out.loss.backward()
     assert torch.isfinite(out.loss)
     assert any(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in model.scorer.parameters())
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_nugget2d_joint_pass_equals_two_passes_on_cuda(dtype):
+def test_nugget2d_joint_pass_equals_two_passes(device, dtype):
     """The joint training pass (a float mask with gradient over document + decoder keys:
-    sdpa's memory-efficient kernel on a GPU) gives the two-pass loss and gradients."""
+    sdpa's memory-efficient kernel on a GPU, the math kernel on the CPU) gives the two-pass
+    loss and gradients."""
     from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel
     from nugget_core.nugget2d.config import TrainingPass
     from nugget_core.nugget2d.objectives import set_objective
     from tests.nugget_core.test_nugget2d_joint import loss_and_grads
 
     model = randomize_nugget2d(Nugget2DModel(make_causal_lm(), Nugget2DConfig(ratio=0.4, scorer_layer=1, lora_rank=4)))
-    model = model.to(CUDA, dtype)
+    model = model.to(device, dtype)
     model.train()
     set_objective(model, "finetune")
-    batch = to_device(make_doc_batch(), CUDA)
+    batch = to_device(make_doc_batch(), device)
     two, two_grads = loss_and_grads(model, "finetune", batch, TrainingPass.TWO_PASS)
     joint, joint_grads = loss_and_grads(model, "finetune", batch, TrainingPass.JOINT)
     torch.testing.assert_close(joint.loss.float(), two.loss.float(), **TOLERANCE[dtype])

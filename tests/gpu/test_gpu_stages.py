@@ -1,5 +1,6 @@
 """Evaluation and calibration stages on a GPU (``ctx.device="cuda:0"``) give the CPU run's
-results on the same tiny artifacts: quality numbers within float tolerance (timings aside)."""
+results on the same tiny artifacts: quality numbers within float tolerance (timings aside).
+With ``device=cpu`` the same stages run a second time on the CPU, under the device guard."""
 
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ from stages.evaluate.eval_summarization import EvalSummarization
 from tests.evaluation.fixtures import SMALL, artifact, context, make_eval_inputs
 from tests.lm_eval.test_stages import ARGS, _published, pipeline_run  # noqa: F401  (module fixture)
 
-pytestmark = [pytest.mark.gpu, pytest.mark.ray, pytest.mark.slow]
-GPU = "cuda:0"
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
 TIMING = ("ms_per_token", "encode_ms", "ms")  # wall-clock columns differ by design
+
+
+def _place(device: str) -> str:
+    return "cuda:0" if device == "cuda" else device
 
 
 def _on(device: str, stage_cls, inputs, out, overrides):
@@ -37,18 +41,18 @@ def _lm_inputs(root, stage_cls) -> dict:
     return {u: artifact(u, _published(root, u)) for u in stage_cls.upstream}
 
 
-def test_calibration_on_gpu_matches_cpu(pipeline_run, tmp_path):  # noqa: F811
+def test_calibration_on_gpu_matches_cpu(pipeline_run, tmp_path, device):  # noqa: F811
     root, out = pipeline_run
-    _on(GPU, CalibrateThreshold, _lm_inputs(root, CalibrateThreshold), tmp_path / "gpu", ARGS)
+    _on(_place(device), CalibrateThreshold, _lm_inputs(root, CalibrateThreshold), tmp_path / "gpu", ARGS)
     gpu, cpu = CalibratedThreshold.read(tmp_path / "gpu"), CalibratedThreshold.read(out["calibrate_threshold"])
     assert gpu.threshold == pytest.approx(cpu.threshold, abs=1e-4)
     assert gpu.metrics["sample_ratio"] == pytest.approx(cpu.metrics["sample_ratio"], abs=0.02)
 
 
 @pytest.mark.parametrize("stage_cls", [EvalLM, EvalQA, EvalSummarization])
-def test_nugget2d_evaluations_on_gpu_match_cpu(pipeline_run, tmp_path, stage_cls):  # noqa: F811
+def test_nugget2d_evaluations_on_gpu_match_cpu(pipeline_run, tmp_path, stage_cls, device):  # noqa: F811
     root, out = pipeline_run
-    _on(GPU, stage_cls, _lm_inputs(root, stage_cls), tmp_path / "gpu", ARGS)
+    _on(_place(device), stage_cls, _lm_inputs(root, stage_cls), tmp_path / "gpu", ARGS)
     gpu, cpu = _quality(EvalTable.read(tmp_path / "gpu")), _quality(EvalTable.read(out[stage_cls.name]))
     assert gpu.keys() == cpu.keys()
     for system, metrics in cpu.items():
@@ -60,10 +64,10 @@ def test_nugget2d_evaluations_on_gpu_match_cpu(pipeline_run, tmp_path, stage_cls
 
 
 @pytest.mark.parametrize("stage_cls", [EvalSimilarity, EvalReconstruction])
-def test_nugget_evaluations_on_gpu_match_cpu(tmp_path, stage_cls):
+def test_nugget_evaluations_on_gpu_match_cpu(tmp_path, stage_cls, device):
     inputs = make_eval_inputs(tmp_path / "inputs")
     cpu = _on("cpu", stage_cls, inputs, tmp_path / "cpu", SMALL)
-    gpu = _on(GPU, stage_cls, inputs, tmp_path / "gpu", SMALL)
+    gpu = _on(_place(device), stage_cls, inputs, tmp_path / "gpu", SMALL)
     scored = {k: v for k, v in cpu.metrics.items() if "seconds" not in k}
     assert scored and all(k in gpu.metrics for k in scored)
     for name, value in scored.items():

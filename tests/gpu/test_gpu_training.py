@@ -1,6 +1,7 @@
 """Training on one GPU through Ray Train, per backend and precision: the loss falls, the
 model and batches are on the GPU, and the exported model reloads on the CPU to the logits
-the worker saved (within bf16 tolerance)."""
+the worker saved (within bf16 tolerance). With ``device=cpu``: the same fits on the CPU,
+the workers under the device guard."""
 
 from __future__ import annotations
 
@@ -14,17 +15,17 @@ from tests.training.conftest import TINY
 from tests.training.test_train_nugget import _task
 from tests.training.test_train_nugget2d import lm_artifacts  # noqa: F401  (module fixture)
 
-pytestmark = [pytest.mark.gpu, pytest.mark.ray]
+pytestmark = [pytest.mark.ray]
 
 CASES = [("ddp", "fp32", 1e-3), ("ddp", "bf16", 5e-2), ("deepspeed", "bf16", 5e-2)]
 
 
 @pytest.mark.parametrize(("backend", "precision", "tolerance"), CASES)
-def test_nugget_trains_on_one_gpu(ray_local, mt_artifacts, tmp_path, backend, precision, tolerance):
+def test_nugget_trains_on_one_gpu(ray_local, mt_artifacts, tmp_path, backend, precision, tolerance, device):
     from nugget_core import NuggetModel
 
     data, tok = mt_artifacts
-    cfg = load_config([*TINY, "train.nugget.num_workers=1", "train.nugget.use_gpu=true",
+    cfg = load_config([*TINY, "train.nugget.num_workers=1", f"train.nugget.use_gpu={str(device == 'cuda').lower()}",
                        f"train.nugget.backend={backend}", f"train.nugget.precision={precision}",
                        "train.nugget.max_grad_norm=1.0"])
     checkpoint, state = fit(_task(cfg, data, tok), cfg.train.nugget, str(tmp_path), backend, seed=0,
@@ -43,7 +44,7 @@ def test_nugget_trains_on_one_gpu(ray_local, mt_artifacts, tmp_path, backend, pr
         assert list((checkpoint / "ds").glob("*optim_states.pt"))
 
 
-def test_nugget2d_trains_on_one_gpu_in_bf16(ray_local, lm_artifacts, tmp_path):  # noqa: F811
+def test_nugget2d_trains_on_one_gpu_in_bf16(ray_local, lm_artifacts, tmp_path, device):  # noqa: F811
     """The Nugget2D compressor objective (peft adapters, float masks, the scorer residual)
     under DDP bf16 autocast on a GPU; the export reloads on the CPU."""
     from nugget_core.nugget2d import load_nugget2d
@@ -53,7 +54,7 @@ def test_nugget2d_trains_on_one_gpu_in_bf16(ray_local, lm_artifacts, tmp_path): 
     base, data = lm_artifacts
     job = "train.nugget2d"
     cfg = load_config(["nugget2d.ratio=0.25", "nugget2d.scorer_layer=1", "nugget2d.lora_rank=4",
-                       "nugget2d.recent_window=6", f"{job}.num_workers=1", f"{job}.use_gpu=true",
+                       "nugget2d.recent_window=6", f"{job}.num_workers=1", f"{job}.use_gpu={str(device == 'cuda').lower()}",
                        f"{job}.precision=bf16", f"{job}.max_grad_norm=1.0", f"{job}.max_steps=12",
                        f"{job}.batch_size=4", f"{job}.lr=5e-3", f"{job}.eval_every=12",
                        f"{job}.checkpoint_every=12", f"{job}.warmup_steps=0"])

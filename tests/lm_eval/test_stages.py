@@ -155,7 +155,7 @@ def _published(root, stage: str):
     return done
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: tests/gpu/test_gpu_stages.py reads the same run
 def pipeline_run(ray_local, tmp_path_factory):  # noqa: F811
     tmp_path = tmp_path_factory.mktemp("lm_eval_dag")
     root = tmp_path / "artifacts"

@@ -67,8 +67,9 @@ def latest_report(root: Path) -> Path:
 def _pipeline(profile: str, root: Path, inputs: list[str], extra: list[str], log: Path) -> tuple[int, str]:
     """Run the pipeline, its output to the console and to ``log``; (exit status, output)."""
     # as `make run`'s head: no preemption watcher on one node (pipelines.cli binds Ray to 127.0.0.1 itself)
+    # and every stage and training worker under the device guard (stages.common.device_guard)
     env = {**os.environ, "NUGGET_ARTIFACT_ROOT": str(root), "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0",
-           "PYTHONUNBUFFERED": "1"}
+           "PYTHONUNBUFFERED": "1", "NUGGET_DEVICE_GUARD": "1"}
     # where it runs and records, not what: on both sides of the rehearsal's size-only check
     command = [sys.executable, str(REPO / "pipelines" / "full.py"), f"profile={profile}", "rehearsal=true",
                f"run.artifact_root={root}", f"run.tracking_uri=sqlite:///{root}/mlflow.db", *inputs, *extra]
