@@ -26,7 +26,14 @@ one context is encoded and replicated) and reports tokens/s at that batch.
     python benchmarks/nugget2d_decode.py --device cuda --shape llama2-7b \
         --contexts 4096 32768 --max-batch                              # one H100
 
-Writes benchmarks/results/nugget2d_decode_<device>[_serving].json and .md.
+Beside every measured time its roofline (`benchmarks.roofline`): the bytes one step reads
+(the weights once, plus the KV it attends to) over the device's memory bandwidth, and the
+measured / roofline ratio; for serving, the roofline tokens/s at the batch found and the
+measured share of it. The bandwidth comes from the device table, or ``--bandwidth-gbs``
+(which also gives a CPU run its roofline); otherwise it is reported as unknown.
+``--max-seconds`` caps the run (`benchmarks.run_options`).
+
+Writes <--results-dir, default benchmarks/results>/nugget2d_decode_<device>[_serving].json and .md.
 """
 
 from __future__ import annotations
@@ -49,6 +56,15 @@ import transformers  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
+from benchmarks.roofline import (  # noqa: E402
+    DecoderShape,
+    Peaks,
+    decode_kv_tokens,
+    decode_step_bytes,
+    fmt_ratio,
+    ratio,
+)
+from benchmarks.run_options import Deadline, add_run_options, peaks_of  # noqa: E402
 from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel  # noqa: E402
 from nugget_core.nugget2d.context import CompressedContext  # noqa: E402
 from nugget_core.nugget2d.generation import generate_from_context  # noqa: E402
@@ -56,8 +72,11 @@ from nugget_core.nugget2d.kv import LayerKV  # noqa: E402
 from nugget_core.nugget2d.reference_generation import reference_generate_from_context  # noqa: E402
 from stages.common.device import synchronize  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results"
 PROMPT = 8
+SYSTEMS = ("hf_generate", "hf_generate_wrapped", "reference", "nugget2d", "full_static")
+#: the systems decoding from the nuggets (the rest attend to the whole context)
+FROM_NUGGETS = ("reference", "nugget2d")
+SERVING_STEPS = (4, 16)  # the batch search's subtracted and timed steps
 SHAPES = {
     # the CPU proxy: small enough for one thread, deep enough for per-layer overheads to show
     "tiny-8l": dict(hidden_size=256, intermediate_size=688, num_hidden_layers=8,
@@ -157,9 +176,10 @@ def replicate(ctx: CompressedContext, batch: int) -> CompressedContext:
 
 
 def max_batch(model: Nugget2DModel, ctx: CompressedContext, prompt: torch.Tensor,
-              adapter: str | None, steps: int, limit: int, device: torch.device) -> dict:
+              adapter: str | None, limit: int, device: torch.device, deadline: Deadline) -> dict:
     """Largest batch (doubling, then bisection) whose replicated context and decode fit;
-    tokens/s there."""
+    tokens/s there. Past the deadline no further batch is tried (``stopped_early``)."""
+    base, steps = SERVING_STEPS
 
     def fits(batch: int) -> float | None:
         try:
@@ -167,7 +187,7 @@ def max_batch(model: Nugget2DModel, ctx: CompressedContext, prompt: torch.Tensor
                 big = replicate(ctx, batch)
                 generate_from_context(model, big, prompt.expand(batch, -1), max_new_tokens=n,
                                       adapter=adapter, consume_context=True)
-            t = per_token(run, 4, steps, device, repeats=1)
+            t = per_token(run, base, steps, device, repeats=1)
             return batch / t
         except torch.OutOfMemoryError:
             return None
@@ -176,14 +196,21 @@ def max_batch(model: Nugget2DModel, ctx: CompressedContext, prompt: torch.Tensor
 
     good, good_tps, bad = 0, 0.0, None
     batch = 1
+    stopped = None
     while batch <= limit:
+        if deadline.expired():
+            stopped = deadline.reason.replace("it started", f"batch {batch}")
+            break
         tps = fits(batch)
         print(f"    batch {batch}: {'OOM' if tps is None else f'{tps:.0f} tokens/s'}", flush=True)
         if tps is None:
             bad = batch
             break
         good, good_tps, batch = batch, tps, batch * 2
-    while bad is not None and bad - good > 1:
+    while bad is not None and bad - good > 1 and stopped is None:
+        if deadline.expired():
+            stopped = deadline.reason.replace("it started", f"batch {(good + bad) // 2}")
+            break
         mid = (good + bad) // 2
         tps = fits(mid)
         print(f"    batch {mid}: {'OOM' if tps is None else f'{tps:.0f} tokens/s'}", flush=True)
@@ -191,7 +218,8 @@ def max_batch(model: Nugget2DModel, ctx: CompressedContext, prompt: torch.Tensor
             bad = mid
         else:
             good, good_tps = mid, tps
-    return {"max_batch": good, "tokens_per_s": good_tps, "first_oom": bad, "limit": limit}
+    return {"max_batch": good, "tokens_per_s": good_tps, "first_oom": bad, "limit": limit,
+            "stopped_early": stopped}
 
 
 def main() -> None:
@@ -211,13 +239,21 @@ def main() -> None:
     parser.add_argument("--skip-latency", action="store_true",
                         help="only the --max-batch search (the latency table is left out)")
     parser.add_argument("--batch-limit", type=int, default=256)
+    add_run_options(parser)
     args = parser.parse_args()
+    deadline = Deadline(args.max_seconds)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: torch sees no CUDA device")
+    if args.max_batch and device.type != "cuda":
+        raise SystemExit("--max-batch measures GPU memory: use --device cuda")
     torch.set_num_threads(args.threads)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[
         args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
+    device_name = (torch.cuda.get_device_name(device) if device.type == "cuda"
+                   else f"{platform.machine()} {os.cpu_count()} cpus, {args.threads} thread(s)")
+    peaks = peaks_of(args, device_name)
+    shape = DecoderShape.from_config(SHAPES[args.shape])
     max_len = max(args.contexts) + PROMPT + args.base + args.steps + 64
     lm = build_lm(args.shape, device, dtype, max_len)
     vocab = lm.config.vocab_size
@@ -226,8 +262,17 @@ def main() -> None:
     prompt = torch.randint(100, vocab, (1, PROMPT), generator=gen).to(device)
     rows: dict[int, dict] = {n: {"context": n} for n in args.contexts}
 
-    def measure(name: str, n: int, fn: Callable[[int], object]) -> None:
+    def roofline_s(attended: int, base: int, steps: int, batch: int = 1) -> float | None:
+        """Least seconds per decode step reading ``attended`` cached tokens (+ generated)."""
+        kv = decode_kv_tokens(attended, base, steps)
+        return peaks.seconds_for_bytes(decode_step_bytes(shape, kv, dtype.itemsize, batch))
+
+    def measure(name: str, n: int, fn: Callable[[int], object], attended: int) -> None:
         row = rows[n]
+        if deadline.expired():
+            row[f"{name}_skipped"] = deadline.reason
+            print(f"  n={n} {name}: {deadline.reason}", flush=True)
+            return
         with torch.no_grad():
             sec = per_token(fn, args.base, args.steps, device, args.repeats)
             row[f"{name}_ms"] = 1000 * sec
@@ -235,8 +280,12 @@ def main() -> None:
                 row[f"{name}_ops"] = ops_per_token(fn, args.base, args.steps)
             else:
                 row[f"{name}_busy"] = gpu_kernel_seconds(fn, args.base, args.steps, device) / sec
-        print(f"  n={n} {name}: " + ", ".join(f"{k[len(name) + 1:]}={v:.3g}"
-              for k, v in row.items() if k.startswith(name + "_")), flush=True)
+        roof = roofline_s(attended, args.base, args.steps)
+        row[f"{name}_roofline_ms"] = None if roof is None else 1000 * roof
+        row[f"{name}_over_roofline"] = ratio(sec, roof)
+        print(f"  n={n} {name}: " + ", ".join(
+            f"{k[len(name) + 1:]}={'unknown' if v is None else f'{v:.3g}'}"
+            for k, v in row.items() if k.startswith(name + "_")), flush=True)
 
     def hf(n: int) -> Callable[[int], object]:
         ids = torch.cat([docs[n], prompt], dim=1)
@@ -244,7 +293,7 @@ def main() -> None:
 
     latency = [] if args.skip_latency else args.contexts
     for n in latency:  # the plain LM, before peft touches it
-        measure("hf_generate", n, hf(n))
+        measure("hf_generate", n, hf(n), n + PROMPT)
     model = Nugget2DModel(lm, Nugget2DConfig(ratio=args.ratio, scorer_layer=3, lora_rank=32)).eval()
     with torch.no_grad():
         for p in model.peft.parameters():
@@ -252,7 +301,11 @@ def main() -> None:
                 p.normal_(std=0.01)  # lora_B != 0: theta really is merged, not a no-op
     for n in latency:
         with torch.no_grad(), model.merged_adapter(None):
-            measure("hf_generate_wrapped", n, hf(n))
+            measure("hf_generate_wrapped", n, hf(n), n + PROMPT)
+        if deadline.expired():  # not even the encoding: every later system is skipped
+            for name in SYSTEMS[2:]:
+                measure(name, n, lambda s: None, 0)
+            continue
         with torch.no_grad():
             nug = model.compress(docs[n], ratio=args.ratio)
             full = model.encode_full(docs[n])
@@ -263,20 +316,24 @@ def main() -> None:
 
         if not args.skip_reference:
             measure("reference", n, lambda s, c=nug: reference_generate_from_context(
-                model, c, prompt, max_new_tokens=s))
-        measure("nugget2d", n, static(nug, "decoder"))
-        measure("full_static", n, static(full, None))
+                model, c, prompt, max_new_tokens=s), nug.kv.length + PROMPT)
+        measure("nugget2d", n, static(nug, "decoder"), nug.kv.length + PROMPT)
+        measure("full_static", n, static(full, None), n + PROMPT)
         row = rows[n]
-        row["nugget2d_over_hf"] = row["nugget2d_ms"] / row["hf_generate_ms"]
-        if device.type == "cpu":
-            row["nugget2d_ops_over_hf"] = row["nugget2d_ops"] / row["hf_generate_ops"]
+        for other in ("hf_generate", "full_static"):
+            if "nugget2d_ms" in row and f"{other}_ms" in row:
+                row[f"nugget2d_over_{other}"] = row["nugget2d_ms"] / row[f"{other}_ms"]
+                if device.type == "cpu":
+                    row[f"nugget2d_ops_over_{other}"] = row["nugget2d_ops"] / row[f"{other}_ops"]
         del nug, full  # the serving search below encodes afresh
     serving = {}
     if args.max_batch:
-        if device.type != "cuda":
-            raise SystemExit("--max-batch measures GPU memory: use --device cuda")
         n = max(args.contexts)
+        base, steps = SERVING_STEPS
         for name in ("full_static", "nugget2d"):
+            if deadline.expired():
+                serving[name] = {"skipped": deadline.reason}
+                continue
             torch.cuda.empty_cache()
             with torch.no_grad():  # only this system's one encoded row is held
                 if name == "full_static":
@@ -284,64 +341,90 @@ def main() -> None:
                 else:
                     ctx, adapter = model.compress(docs[n], ratio=args.ratio), "decoder"
                 print(f"  max batch at n={n}, {name}", flush=True)
-                serving[name] = max_batch(model, ctx, prompt, adapter, 16, args.batch_limit, device)
+                found = max_batch(model, ctx, prompt, adapter, args.batch_limit, device, deadline)
+            attended = ctx.kv.length + PROMPT
             del ctx
+            roof = roofline_s(attended, base, steps, found["max_batch"]) if found["max_batch"] else None
+            found["roofline_tokens_per_s"] = None if roof is None else found["max_batch"] / roof
+            found["share_of_roofline"] = ratio(found["tokens_per_s"], found["roofline_tokens_per_s"])
+            serving[name] = found
         serving["context"] = n
         serving["held_besides_the_batch"] = (
             "weights; one encoded row of the system (the replicated source); while decoding "
             "with theta merged, one extra copy of the LoRA-targeted weights (attention "
             "projections)")
-    write(args, device, dtype, lm, list(rows.values()), serving)
+    write(args, device, device_name, dtype, lm, peaks, list(rows.values()), serving)
 
 
-def write(args, device, dtype, lm, rows, serving) -> None:
+def cell(value: float | None, pattern: str) -> str:
+    return "unknown" if value is None else pattern.format(value)
+
+
+def write(args, device, device_name, dtype, lm, peaks: Peaks, rows, serving) -> None:
     meta = {
         "shape": args.shape, "layers": lm.config.num_hidden_layers, "hidden": lm.config.hidden_size,
-        "dtype": str(dtype).removeprefix("torch."), "device": device.type,
-        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda"
-        else f"{platform.machine()} {os.cpu_count()} cpus, {args.threads} thread(s)",
+        "dtype": str(dtype).removeprefix("torch."), "device": device.type, "device_name": device_name,
         "ratio": args.ratio, "prompt": PROMPT, "base_steps": args.base, "timed_steps": args.steps,
         "repeats": args.repeats, "torch": torch.__version__, "transformers": transformers.__version__,
+        "bandwidth_gbs": peaks.bandwidth_gbs, "peaks_source": peaks.source,
+        "max_seconds": args.max_seconds,
         "command": " ".join(["python benchmarks/nugget2d_decode.py", *sys.argv[1:]]),
     }
-    out = RESULTS / f"nugget2d_decode_{device.type}{'_serving' if args.skip_latency else ''}"
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = args.results_dir / f"nugget2d_decode_{device.type}{'_serving' if args.skip_latency else ''}"
+    args.results_dir.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows, "serving": serving}, indent=2) + "\n")
-    rows = [r for r in rows if "nugget2d_ms" in r]
-    systems = [s for s in ("hf_generate", "hf_generate_wrapped", "reference", "nugget2d", "full_static")
-               if rows and f"{s}_ms" in rows[0]]
-    extra = "ops" if device.type == "cpu" else "busy"
-    lines = [] if not rows else [
+    extra = "aten ops" if device.type == "cpu" else "GPU busy"
+    key = "ops" if device.type == "cpu" else "busy"
+    fmt = (lambda v: f"{v:.0f}") if key == "ops" else (lambda v: f"{100 * v:.0f}%")
+    bandwidth = cell(peaks.bandwidth_gbs, "{:.0f} GB/s")
+    lines = [] if args.skip_latency else [
         f"# Nugget2D (r={args.ratio}) decode vs the plain LM: {args.shape} shape "
         f"({meta['layers']} layers, d={meta['hidden']}), random {meta['dtype']} weights, "
-        f"{meta['device_name']}, batch 1, prompt {PROMPT}",
+        f"{device_name}, batch 1, prompt {PROMPT}",
         "",
         f"Steady-state per generated token over {args.steps} steps (t({args.base}+{args.steps}) - "
         f"t({args.base}), best of {args.repeats}); torch {meta['torch']}, transformers "
         f"{meta['transformers']}. `{meta['command']}`",
         "",
-        "| context | nuggets | " + " | ".join(f"{s} ms" for s in systems) + " | "
-        + " | ".join(f"{s} {extra}" for s in systems) + " | nugget2d / hf_generate ms |",
-        "|" + "---:|" * (3 + 2 * len(systems)),
+        f"Roofline: bytes one step reads (weights once + the KV it attends to, "
+        f"`benchmarks/roofline.py`) / {bandwidth} ({peaks.source}).",
+        "",
+        f"| context | nuggets | system | ms per token | roofline ms | ms / roofline | {extra} per token |",
+        "|---:|---:|---|---:|---:|---:|---:|",
     ]
-    fmt = (lambda v: f"{v:.0f}") if extra == "ops" else (lambda v: f"{100 * v:.0f}%")
-    for r in rows:
-        lines.append(
-            f"| {r['context']} | {r['nuggets']} | " + " | ".join(f"{r[f'{s}_ms']:.2f}" for s in systems)
-            + " | " + " | ".join(fmt(r[f"{s}_{extra}"]) for s in systems)
-            + f" | {r['nugget2d_over_hf']:.2f}x |"
-        )
-    if extra == "ops" and rows:
-        lines += ["", "aten ops per token, nugget2d / hf_generate: "
-                  + ", ".join(f"n={r['context']}: {r['nugget2d_ops_over_hf']:.3f}x" for r in rows)]
+    for r in [] if args.skip_latency else rows:
+        for s in SYSTEMS:
+            if f"{s}_skipped" in r:
+                lines.append(f"| {r['context']} | {r.get('nuggets', '')} | {s} | {r[f'{s}_skipped']} | | | |")
+            elif f"{s}_ms" in r:
+                lines.append(
+                    f"| {r['context']} | {r.get('nuggets', '')} | {s} | {r[f'{s}_ms']:.2f} "
+                    f"| {cell(r[f'{s}_roofline_ms'], '{:.2f}')} | {fmt_ratio(r[f'{s}_over_roofline'])} "
+                    f"| {fmt(r[f'{s}_{key}'])} |")
+    for r in [] if args.skip_latency else rows:
+        ratios = [f"{what} {r[f'nugget2d_over_{other}']:.2f}x"
+                  + (f" (aten ops {r[f'nugget2d_ops_over_{other}']:.3f}x)" if key == "ops" else "")
+                  for other, what in (("hf_generate", "vs hf_generate"), ("full_static", "vs full_static"))
+                  if f"nugget2d_over_{other}" in r]
+        if ratios:
+            lines.append(f"\nn={r['context']}: nugget2d ms per token " + ", ".join(ratios) + "  ")
     if serving:
-        lines += ["", f"## Serving at {serving['context']} tokens of context, {meta['device_name']} "
-                  f"(batch search, 16 steps)", "", f"Held besides the batch's KV: {serving['held_besides_the_batch']}.", "",
-                  "| system | max batch | first OOM | tokens/s at max batch |", "|---|---:|---:|---:|"]
+        lines += ["", f"## Serving at {serving['context']} tokens of context, {device_name} "
+                  f"(batch search, {SERVING_STEPS[1]} steps)", "",
+                  f"Held besides the batch's KV: {serving['held_besides_the_batch']}. Roofline: "
+                  f"batch / (weights once + batch x one row's KV, per step) at {bandwidth}.", "",
+                  "| system | max batch | first OOM | tokens/s at max batch | roofline tokens/s "
+                  "| share of roofline | note |", "|---|---:|---:|---:|---:|---:|---|"]
         for name in ("full_static", "nugget2d"):
             s = serving[name]
+            if "skipped" in s:
+                lines.append(f"| {name} | | | | | | {s['skipped']} |")
+                continue
             oom = s["first_oom"] or f"none <= {s['limit']}"
-            lines.append(f"| {name} | {s['max_batch']} | {oom} | {s['tokens_per_s']:.0f} |")
+            lines.append(f"| {name} | {s['max_batch']} | {oom} | {s['tokens_per_s']:.0f} "
+                         f"| {cell(s['roofline_tokens_per_s'], '{:.0f}')} "
+                         f"| {cell(s['share_of_roofline'], '{:.0%}')} "
+                         f"| {s['stopped_early'] or ''} |")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
