@@ -225,7 +225,7 @@ def mark_nugget_seq2seq(directory: str | Path) -> None:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no safetensors weights to mark (save with safe_serialization)")
     tensors = load_file(str(path))
-    tensors[NUGGET_MARKER_KEY] = torch.ones(1)
+    tensors[NUGGET_MARKER_KEY] = torch.ones(1, device="cpu")  # beside the loaded (host) weights
     save_file(tensors, str(path), metadata={"format": "pt"})
 
 

@@ -118,23 +118,23 @@ def collate_windows(
     if history < 0:
         raise ValueError(f"history={history!r} must be >= 0")
     width = max(w.end - w.start for w in batch)
-    dec = torch.full((len(batch), width), pad_id, dtype=torch.long)
-    labels = torch.full((len(batch), width), -100, dtype=torch.long)
+    dec = torch.full((len(batch), width), pad_id, dtype=torch.long, device="cpu")  # a host batch
+    labels = torch.full((len(batch), width), -100, dtype=torch.long, device="cpu")
     segments: list[list[list[int]]] = []
     for i, w in enumerate(batch):
         tokens = list(docs[w.doc][w.start : w.end])
-        dec[i, : len(tokens)] = torch.tensor([decoder_start_id, *tokens[:-1]])
+        dec[i, : len(tokens)] = torch.tensor([decoder_start_id, *tokens[:-1]], device="cpu")
         skip = w.score_from - w.start
-        labels[i, skip : len(tokens)] = torch.tensor(tokens[skip:])
+        labels[i, skip : len(tokens)] = torch.tensor(tokens[skip:], device="cpu")
         segments.append([wrap_segment(list(docs[w.doc][lo:hi])) for lo, hi in history_spans(w.start, segment, history)])
     out = {"decoder_input_ids": dec, "labels": labels}
     if history:
         longest = max((len(s) for row in segments for s in row), default=1)
-        ids = torch.full((len(batch), history, longest), pad_id, dtype=torch.long)
+        ids = torch.full((len(batch), history, longest), pad_id, dtype=torch.long, device="cpu")
         mask = torch.zeros_like(ids)
         for i, row in enumerate(segments):
             for j, seg in enumerate(row, start=history - len(row)):
-                ids[i, j, : len(seg)] = torch.tensor(seg)
+                ids[i, j, : len(seg)] = torch.tensor(seg, device="cpu")
                 mask[i, j, : len(seg)] = 1
         out.update(history_ids=ids, history_mask=mask)
     return out

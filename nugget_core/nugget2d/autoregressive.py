@@ -50,9 +50,9 @@ class ARWindows:
         return cls(c.recent_window, c.distant_window, c.max_nuggets, c.scorer_context)
 
 
-def sliding_window_mask(n: int, window: int, dtype: torch.dtype) -> torch.Tensor:
-    """``[1, 1, n, n]`` float mask: token i sees j in ``(i - window, i]``."""
-    i = torch.arange(n)
+def sliding_window_mask(n: int, window: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``[1, 1, n, n]`` float mask on ``device``: token i sees j in ``(i - window, i]``."""
+    i = torch.arange(n, device=device)
     visible = (i[None, :] <= i[:, None]) & (i[None, :] > i[:, None] - window)
     return nugget_attention_mask(visible[None], dtype)
 
@@ -86,7 +86,7 @@ class AROutput:
 
 def ar_scores(model: Nugget2DModel, input_ids: torch.Tensor, window: int) -> torch.Tensor:
     """Scores ``[batch, T]`` with the frozen scorer LM restricted to ``window`` tokens."""
-    mask = sliding_window_mask(input_ids.shape[1], window, model.dtype).to(input_ids.device)
+    mask = sliding_window_mask(input_ids.shape[1], window, model.dtype, input_ids.device)
     features = model.features(input_ids, mask.expand(input_ids.shape[0], -1, -1, -1))
     return model.scorer.score(features.to(model.dtype), torch.ones_like(input_ids))
 

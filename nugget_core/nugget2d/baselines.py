@@ -109,7 +109,8 @@ class FullStream(WindowStream):
         if not self.reencode:
             self.step(token_id)
             return
-        self.tokens = (self.tokens + [int(torch.as_tensor(token_id).reshape(-1)[0])])[-self.window :]
+        token = token_id if isinstance(token_id, int) else int(token_id.reshape(-1)[0])
+        self.tokens = (self.tokens + [token])[-self.window :]
         self.position += 1
 
     @torch.no_grad()

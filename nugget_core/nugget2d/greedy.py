@@ -29,4 +29,4 @@ class GreedyStepper:
             if token == eos_token_id:
                 break
             logits = self.step(token)
-        return torch.tensor(out, dtype=torch.long)
+        return torch.tensor(out, dtype=torch.long, device=prompt_ids.device)

@@ -245,7 +245,7 @@ class Nugget2DModel(nn.Module):
         real token (causal attention gives the others no view of it)."""
         lengths = attention_mask.ne(0).sum(dim=1)
         last = torch.zeros_like(attention_mask, dtype=torch.bool)
-        last[torch.arange(len(lengths)), (lengths - 1).clamp(min=0)] = True
+        last[torch.arange(len(lengths), device=lengths.device), (lengths - 1).clamp(min=0)] = True
         forced = scores.detach().masked_fill(last, float("inf"))
         return self._selector(forced, attention_mask, ratio or self.config.ratio)
 

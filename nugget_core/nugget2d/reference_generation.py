@@ -38,7 +38,7 @@ def reference_generate_from_context(
     embeds, token_mask = pack_prompt(model, batch, prompt_ids, prompt_mask, soft_prompt)
     logits, cache = model.decoder_pass(context, embeds, token_mask, adapter=adapter)
     n_real = token_mask.sum(dim=1)
-    last = logits[torch.arange(batch), n_real - 1]
+    last = logits[torch.arange(batch, device=device), n_real - 1]
     keys_real = torch.cat([context.mask.bool(), token_mask.bool()], dim=1)
     positions = context.lengths + n_real
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
