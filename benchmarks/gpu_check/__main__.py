@@ -53,9 +53,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         print((out / "summary.md").read_text())
         return 0
     call = get_call(args.call)
+    parts = call.parts
+    if args.only:
+        names = args.only.split(",")
+        unknown = sorted(set(names) - {p.name for p in parts})
+        if unknown:
+            raise SystemExit(f"gpu-check: call {call.number} has no part {unknown}; its parts: {[p.name for p in parts]}")
+        parts = tuple(p for p in parts if p.name in names)
     env = RunEnvironment.for_mode("device", work=Path(args.work) if args.work else None)
     shutil.rmtree(env.work, ignore_errors=True)
-    CallRunner(call, env, env.work).run()
+    CallRunner(call, env, env.work, parts=parts).run()
     summary = render_call(env.work)
     write_results(env.work, out, call.number, summary)
     print(summary)
@@ -125,6 +132,7 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument("--all", action="store_true", help="every part of every call, nothing installed (own machine)")
     p.add_argument("--out", required=True, help="--call: where the returned files go ($OUT); --all: the results folder")
     p.add_argument("--work", help="--call: the call's working folder (default /tmp/gpu-check/call)")
+    p.add_argument("--only", help="--call: these parts only (comma-separated names), e.g. to rerun one")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("collect", help="unpack returned files into benchmarks/results/gpu/<date>/ + summary.md")
     p.add_argument("folder")

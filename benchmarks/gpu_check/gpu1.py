@@ -63,6 +63,9 @@ def overrides(standin: Path, sources: Path, artifacts: Path) -> list[str]:
 
 def _write(out: Path, log: StageLog, sampler: Sampler | None, stopped: str, finished: bool) -> None:
     rows = log.table(sampler.samples if sampler else [])
+    if finished:  # the pipeline has exited: a stage it never ended was cut off
+        for row in rows:
+            row["status"] = "cut off" if row["status"] == "running" else row["status"]
     notes = NOTES if sampler else [*NOTES, "no GPU memory reader (pynvml / nvidia-smi): no peaks"]
     data = {"stages": rows, "finished": finished, "stopped": stopped, "notes": notes}
     (out / "stages.json").write_text(json.dumps(data, indent=2) + "\n")

@@ -102,7 +102,9 @@ def render_call(call_dir: Path) -> str:
     env = _load(call_dir / "gpu-info" / "env.json")
     title = f"## Call {status.get('call', '?')}: {status.get('title', '')}"
     where = ", ".join(str(env[k]) for k in ("device_name", "torch", "transformers") if env.get(k)) or "device unknown"
-    lines = [title, "", f"{status.get('started_utc', '?')} UTC, mode {status.get('mode', '?')}, {where}; "
+    if env and not env.get("cuda_available"):
+        where += " (torch saw NO CUDA device)"
+    lines = [title, "", f"started {status.get('started_utc', '?')}, mode {status.get('mode', '?')}, {where}; "
              f"budget {status.get('budget_s', '?')} s" + ("" if status.get("finished") else ", NOT FINISHED"), ""]
     lines += parts_table(status) + [""]
     tests = pytest_lines(call_dir)
