@@ -8,9 +8,10 @@ import argparse
 import json
 import shutil
 import sys
+import traceback
 from pathlib import Path
 
-from benchmarks.gpu_check.calls import CALLS, CARRIES, get_call
+from benchmarks.gpu_check.calls import CALLS, CARRIES, get_call, select_parts
 from benchmarks.gpu_check.environment import REPO, RunEnvironment
 
 SIZES = REPO / Path(CARRIES[0]).parent / "sizes.json"
@@ -48,24 +49,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         for call in CALLS:
             env = RunEnvironment.for_mode("all", work=out / f"call{call.number}")
             shutil.rmtree(env.work, ignore_errors=True)
-            CallRunner(call, env, env.work, parts=tuple(p for p in call.parts if not p.install)).run()
+            CallRunner(call, env, env.work, parts=select_parts(call, installed=True)).run()
         (out / "summary.md").write_text(render_all(out))
         print((out / "summary.md").read_text())
         return 0
     call = get_call(args.call)
-    parts = call.parts
-    if args.only:
-        names = args.only.split(",")
-        unknown = sorted(set(names) - {p.name for p in parts})
-        if unknown:
-            raise SystemExit(f"gpu-check: call {call.number} has no part {unknown}; its parts: {[p.name for p in parts]}")
-        parts = tuple(p for p in parts if p.name in names)
+    parts = select_parts(call, args.only.split(",") if args.only else None)
     env = RunEnvironment.for_mode("device", work=Path(args.work) if args.work else None)
     shutil.rmtree(env.work, ignore_errors=True)
-    CallRunner(call, env, env.work, parts=parts).run()
-    summary = render_call(env.work)
-    write_results(env.work, out, call.number, summary)
-    print(summary)
+    env.work.mkdir(parents=True)
+    try:
+        CallRunner(call, env, env.work, parts=parts).run()
+    except BaseException:  # the runner's own failure: still return what the call has so far
+        (env.work / "gpu-check-error.log").write_text(traceback.format_exc())
+        raise
+    finally:
+        summary = render_call(env.work)
+        write_results(env.work, out, call.number, summary)
+        print(summary)
     return 0
 
 

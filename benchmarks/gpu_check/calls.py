@@ -82,3 +82,13 @@ def get_call(number: int) -> Call:
         if call.number == number:
             return call
     raise SystemExit(f"gpu-check: no call {number}; the calls are {[c.number for c in CALLS]}")
+
+
+def select_parts(call: Call, only: list[str] | None = None, installed: bool = False) -> tuple[Part, ...]:
+    """The parts to run: ``only`` these names (to rerun one); without the installs where
+    everything is ``installed`` already (``run --all`` on a user's own machine)."""
+    unknown = sorted(set(only or []) - {p.name for p in call.parts})
+    if unknown:
+        raise SystemExit(f"gpu-check: call {call.number} has no part {unknown}; its parts: "
+                         f"{[p.name for p in call.parts]}")
+    return tuple(p for p in call.parts if (not only or p.name in only) and not (installed and p.install))

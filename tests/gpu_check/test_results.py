@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import tarfile
 
+import pytest
+
 from benchmarks.gpu_check.collect import collect
 from benchmarks.gpu_check.limits import RETURN_FILE_BYTES, RETURN_FILES, RETURN_NAME
 from benchmarks.gpu_check.results import cut_middle, write_results
@@ -96,3 +98,24 @@ def test_collect_unpacks_into_the_date_folder_and_summarises_every_call(tmp_path
     assert (root / "call1" / "pytest-gpu" / "junit.xml").read_text() == JUNIT
     summary = (root / "summary.md").read_text()
     assert "## Call 1" in summary and "## Call 2" in summary and summary == render_all(root)
+
+
+def test_run_returns_its_files_even_for_a_part_that_fails(tmp_path):
+    from benchmarks.gpu_check.__main__ import main
+
+    out, work = tmp_path / "OUT", tmp_path / "work"
+    assert main(["run", "--call", "2", "--only", "gpu-info", "--out", str(out), "--work", str(work)]) == 0
+    assert sorted(f.name for f in out.iterdir()) == ["call2-results.tar.gz", "call2-summary.md"]
+    status = json.loads((work / "status.json").read_text())
+    assert [p["part"] for p in status["parts"]] == ["gpu-info"] and status["finished"]
+    assert "| gpu-info |" in (out / "call2-summary.md").read_text()
+
+
+def test_parts_are_selected_by_name_and_installs_left_out_where_installed():
+    from benchmarks.gpu_check.calls import CALL3, select_parts
+
+    assert [p.name for p in select_parts(CALL3, ["standin"])] == ["standin"]
+    assert "install-carry3" not in [p.name for p in select_parts(CALL3, installed=True)]
+    assert [p.name for p in select_parts(CALL3)] == [p.name for p in CALL3.parts]
+    with pytest.raises(SystemExit, match="no part"):
+        select_parts(CALL3, ["nope"])
