@@ -4,6 +4,13 @@
 #                                              (ARGS="--verbose": the libraries' bars and INFO lines too)
 #   make test [PYTEST_ARGS="-k cache"]         the test suite (CPU, hermetic)
 #   make gpu-test [GPU_PYTHON=python]          the `gpu` tests, in an environment with CUDA torch
+#   make gpu-check [GPU_PYTHON=python]         on a CUDA machine, everything a GPU is lent for: the GPU benchmarks,
+#                                              the `gpu` tests, a short profile=gpu1 of every stage, within
+#                                              ~25 min, into benchmarks/results/gpu/<UTC date>/ (DRY_RUN=1: the plan)
+#   make gpu-check-plan                        the lent GPU machine's three back-to-back calls: command, carry,
+#                                              timeout each, checked against the machine's limits
+#   make gpu-check-pack [GPU_WHEELS=dir]       the folders those calls carry (.gpu-check/carry1..3): the wheels
+#                                              the GPU image lacks, the gpu1 sources, the SmolLM2 stand-in
 #   make cluster-test                          the `cluster` test: 3 Ray nodes, S3 (moto) and an MLflow
 #                                              server on 127.0.0.1, a cut of the DAG (~10 min; not in make test)
 #   make rehearse PROFILE=paper|gpu1 [ARGS=]   that GPU profile's whole DAG on CPU at rehearsal sizes,
@@ -23,6 +30,12 @@ PYTEST_ARGS ?=
 # gpu-test runs in an environment that has CUDA torch and the project installed (README
 # "GPU"), never in $(VENV): its CPU-pinned torch sees no GPU
 GPU_PYTHON ?= python3
+# refuses to start where torch sees no GPU (gpu-test, gpu-check)
+NEED_CUDA   = $(GPU_PYTHON) -c 'import sys, torch; torch.cuda.is_available() or sys.exit("$@: torch " + torch.__version__ + " in " + sys.executable + " sees no CUDA device (set GPU_PYTHON)")'
+GPU_CHECK_OUT ?= benchmarks/results/gpu/$(shell date -u +%Y-%m-%d)
+# wheels pack takes (a cache: what it lacks is downloaded into it for the GPU image's Python)
+GPU_WHEELS ?= .gpu-check/wheels
+DRY_RUN    ?=
 RAY_PORT   ?= 6379
 DASH_PORT  ?= 8265
 MLFLOW_PORT ?= 5000
@@ -52,7 +65,7 @@ endif
 RAY_ENV    := PATH=$(BIN):$$PATH RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 \
               RAY_TRAIN_ENABLE_PREEMPTION_WATCHER=0
 
-.PHONY: install run test rehearse cluster-test gpu-test sources mlflow-ui ray-start ray-stop lint clean-artifacts
+.PHONY: install run test rehearse cluster-test gpu-test gpu-check gpu-check-plan gpu-check-pack sources mlflow-ui ray-start ray-stop lint clean-artifacts
 
 install: $(STAMP)
 
@@ -117,8 +130,23 @@ cluster-test: $(STAMP)
 	$(PY) -m pytest -m cluster tests/cluster $(PYTEST_ARGS)
 
 gpu-test:
-	@$(GPU_PYTHON) -c 'import sys, torch; torch.cuda.is_available() or sys.exit("gpu-test: torch " + torch.__version__ + " in " + sys.executable + " sees no CUDA device (set GPU_PYTHON)")'
+	@$(NEED_CUDA)
 	$(GPU_PYTHON) -m pytest -m gpu $(PYTEST_ARGS)
+
+# benchmarks/gpu_check: every part a subprocess within its time limit; one failing never stops the rest
+ifeq ($(DRY_RUN),1)
+gpu-check: gpu-check-plan
+else
+gpu-check:
+	@$(NEED_CUDA)
+	$(GPU_PYTHON) -m benchmarks.gpu_check run --all --out $(GPU_CHECK_OUT)
+endif
+
+gpu-check-plan:
+	$(PYTHON) -m benchmarks.gpu_check plan
+
+gpu-check-pack: $(STAMP) sources
+	$(PY) -m benchmarks.gpu_check pack --wheels $(GPU_WHEELS) --download --sources $(NUGGET_SOURCES_DIR)
 
 mlflow-ui: $(STAMP)
 	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false $(BIN)/mlflow ui \

@@ -1,0 +1,35 @@
+"""The machine a call ran on (``env.json``): GPU, driver, Python and library versions."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import json
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+LIBRARIES = ("torch", "transformers", "peft", "ray", "mlflow", "deepspeed", "omegaconf", "datasets")
+
+
+def gpu_info(out: Path) -> int:
+    import torch
+
+    info: dict[str, object] = {"python": sys.version.split()[0], "platform": platform.platform(),
+                               "cuda_available": torch.cuda.is_available(), "torch_cuda": torch.version.cuda}
+    for lib in LIBRARIES:
+        try:
+            info[lib] = md.version(lib)
+        except md.PackageNotFoundError:
+            info[lib] = None
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        info.update(device_name=props.name, device_count=torch.cuda.device_count(),
+                    memory_gib=round(props.total_memory / 2**30, 1), capability=f"{props.major}.{props.minor}")
+    if shutil.which("nvidia-smi"):
+        info["nvidia_smi"] = subprocess.run(["nvidia-smi"], capture_output=True, text=True, timeout=30).stdout
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "env.json").write_text(json.dumps(info, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in info.items() if k != "nvidia_smi"}, indent=2))
+    return 0 if info["cuda_available"] else 1

@@ -1,0 +1,144 @@
+"""Which wheels a GPU image without this project's stack needs, and where they come from.
+
+Needed = the runtime dependency closure of this project (``[project].dependencies`` of
+pyproject.toml with their extras, followed through each installed distribution's
+``Requires-Dist`` and markers, in the project's venv) minus what the image already has.
+Dev and cluster-test tools (pytest plugins aside, which the image has: moto, cfn-lint,
+s3fs, boto3, ruff...) are outside that closure, so they are never carried. Each wheel is
+taken from a wheel folder (a cache; ``--download`` fills what it lacks with ``pip
+download`` for the image's Python and platform, or ``pip wheel`` for sdist-only packages).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+IMAGE_PACKAGES = Path(__file__).with_name("image_packages.txt")
+# in the closure, never imported by anything that runs on the GPU machine
+NOT_CARRIED = {"py-spy": "a sampling profiler binary that Ray's dashboard calls on demand only",
+               "nugget-pipeline": "this project: it travels as source"}
+# parts of the Ray wheel this project never loads (Java workers, RLlib, Serve, Ray's LLM
+# library, the dashboard's JavaScript build): 79 MB -> ~40 MB
+RAY_DROP = ("ray/jars/", "ray/rllib/", "ray/serve/", "ray/llm/", "ray/dashboard/client/build/")
+IMAGE_PYTHON = "3.12"
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_5_x86_64",
+             "manylinux1_x86_64")
+
+# run in the project's venv: {normalised name: version} of the runtime closure
+CLOSURE_SCRIPT = r"""
+import importlib.metadata as md, json, re, sys, tomllib
+from packaging.requirements import Requirement
+norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
+todo = [Requirement(r) for r in tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]]
+extras, found = {}, {}
+while todo:
+    req = todo.pop()
+    name = norm(req.name)
+    if name in extras and set(req.extras) <= extras[name]:
+        continue
+    extras.setdefault(name, set()).update(req.extras)
+    try:
+        dist = md.distribution(req.name)
+    except md.PackageNotFoundError:
+        found[name] = None
+        continue
+    found[name] = dist.version
+    envs = [{"extra": e} for e in (extras[name] or {""})]
+    for text in dist.requires or []:
+        sub = Requirement(text)
+        if sub.marker is None or any(sub.marker.evaluate(e) for e in envs):
+            todo.append(sub)
+print(json.dumps(found))
+"""
+
+
+def norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def runtime_closure(python: str, pyproject: Path) -> dict[str, str | None]:
+    """{name: installed version (None: not installed)} of the project's runtime closure."""
+    out = subprocess.run([python, "-c", CLOSURE_SCRIPT, str(pyproject)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"gpu-check pack: could not read the dependency closure with {python}:\n{out.stderr}")
+    return json.loads(out.stdout)
+
+
+def image_packages(path: Path = IMAGE_PACKAGES) -> set[str]:
+    lines = (line.split("==")[0].strip() for line in path.read_text().splitlines())
+    return {norm(line) for line in lines if line and not line.startswith("#")}
+
+
+def needed(closure: dict[str, str | None], image: set[str]) -> dict[str, str]:
+    """The closure's distributions the image lacks, less those never carried."""
+    missing = sorted(n for n, v in closure.items() if v is None and n not in image and n not in NOT_CARRIED)
+    if missing:
+        raise SystemExit(f"gpu-check pack: {missing} are runtime dependencies not installed in the venv: "
+                         "make install first")
+    return {n: v for n, v in closure.items() if n not in image and n not in NOT_CARRIED and v is not None}
+
+
+def wheel_name_version(wheel: Path) -> tuple[str, str]:
+    name, version = wheel.name.split("-")[:2]
+    return norm(name), version
+
+
+def find_wheel(folder: Path, name: str, version: str) -> Path | None:
+    for wheel in sorted(folder.glob("*.whl")):
+        if wheel_name_version(wheel) == (name, version):
+            return wheel
+    return None
+
+
+def download(name: str, version: str, dest: Path, python: str) -> None:
+    """A wheel of ``name==version`` for the image's Python and platform into ``dest``."""
+    pin = f"{name}=={version}"
+    platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+           "--python-version", IMAGE_PYTHON, "--implementation", "cp", *platforms, "-d", str(dest), pin]
+    if subprocess.run(cmd, capture_output=True).returncode != 0:  # sdist only: a wheel built here
+        subprocess.run([python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dest),
+                        pin], check=True, env={**os.environ, "DS_BUILD_OPS": "0"})
+
+
+def copy_wheel(src: Path, dest_dir: Path) -> Path:
+    """``src`` into ``dest_dir``; Ray's wheel without `RAY_DROP` (and its RECORD lines)."""
+    dest = dest_dir / src.name
+    if wheel_name_version(src)[0] != "ray":
+        shutil.copy2(src, dest)
+        return dest
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            if info.filename.startswith(RAY_DROP):
+                continue
+            data = zin.read(info)
+            if info.filename.endswith(".dist-info/RECORD"):
+                kept = [line for line in data.decode().splitlines() if not line.startswith(RAY_DROP)]
+                data = ("\n".join(kept) + "\n").encode()
+            zout.writestr(info, data)
+    return dest
+
+
+def top_level(wheel: Path) -> set[str]:
+    """Import names a wheel installs at the top of a site folder (``foo`` for foo/ and foo.py)."""
+    names = set()
+    with zipfile.ZipFile(wheel) as z:
+        for member in z.namelist():
+            first = member.split("/")[0]
+            if first.endswith(".dist-info"):
+                continue
+            if first.endswith(".data"):  # purelib / platlib land at the top as well
+                parts = member.split("/")
+                if len(parts) > 3 and parts[1] in ("purelib", "platlib"):
+                    first = parts[2]
+                else:
+                    continue
+            names.add(first.removesuffix(".py").split(".")[0] if first.endswith((".py", ".so")) else first)
+    return names
