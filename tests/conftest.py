@@ -1,6 +1,7 @@
 """Suite-wide settings: hermetic (no hub look-ups), CPU only, local Ray on loopback."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +32,31 @@ def device_guard():
 
     with device_guard.from_env() as guard:
         yield guard
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """One local Ray for the session (2 CPUs, loopback, repo importable by workers)."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(
+            address="local",  # never attach to a head the developer has running
+            num_cpus=2,
+            include_dashboard=False,
+            runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}},
+        )
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def pipeline_run(ray_local, tmp_path_factory):
+    """The Nugget2D DAG of tests/lm_eval on tiny fakes, run once per session (its tests and
+    the GPU stage tests read it): ``(artifact root, {stage: published folder})``."""
+    from tests.lm_eval.test_stages import run_lm_eval_dag
+
+    return run_lm_eval_dag(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

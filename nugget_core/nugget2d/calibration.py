@@ -31,7 +31,7 @@ def calibration_scores(
         n = int(mask.ne(0).sum())
         if n:
             out.append(ar_scores(model, row[None, :n], window)[0].float())
-    return torch.cat(out) if out else torch.zeros(0)
+    return torch.cat(out) if out else torch.zeros(0, device=input_ids.device)
 
 
 def realised_ratio(scores: torch.Tensor, threshold: float) -> float:

@@ -52,8 +52,8 @@ def window_counts(nll: torch.Tensor, starts: Any, oov: Any) -> PerplexityCounts:
     (``[k]`` bool arrays: the tokens' word-start and out-of-vocabulary flags). Word and
     subword NLL are the same sum (over the in-vocabulary tokens), divided by words or
     by tokens."""
-    keep = torch.as_tensor(~oov)
-    starts_t = torch.as_tensor(starts)
+    keep = torch.as_tensor(~oov, device=nll.device)
+    starts_t = torch.as_tensor(starts, device=nll.device)
     total = float(nll[keep].sum())
     return PerplexityCounts(subword_nll=total, subwords=int(keep.sum()), word_nll=total,
                             words=int((starts_t & keep).sum()), oov_words=int((starts_t & ~keep).sum()))

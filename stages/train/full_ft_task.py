@@ -70,7 +70,7 @@ class FullFinetuneTask(BaseLMTask):
         ids, mask = pad(sequences, self.pad_id())
         labels = torch.full_like(ids, IGNORE)
         for i, (row, seq) in enumerate(zip(rows, sequences, strict=True)):
-            labels[i, len(seq) - len(row["answer"]) : len(seq)] = torch.tensor(row["answer"])
+            labels[i, len(seq) - len(row["answer"]) : len(seq)] = torch.tensor(row["answer"], device="cpu")
         return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
     @staticmethod

@@ -240,7 +240,7 @@ class _SegmentsTask(Nugget2DTaskBase):
     def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
         """``input_ids [B, T]`` and ``predict_last [1]`` (tokens at the end to predict)."""
         ids, _ = pad([r["ids"] for r in rows], self.pad_id())
-        return {"input_ids": ids, "predict_last": torch.tensor([rows[0]["predict"]])}
+        return {"input_ids": ids, "predict_last": torch.tensor([rows[0]["predict"]], device="cpu")}
 
     def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
         return int(batch["predict_last"][0]) * batch["input_ids"].shape[0]

@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.framework.conftest import ray_local  # noqa: F401 - the session Ray fixture
-
 
 @pytest.fixture(scope="session")
 def bpe_dir(tmp_path_factory):

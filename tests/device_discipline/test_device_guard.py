@@ -65,14 +65,15 @@ def test_the_guard_is_off_without_the_environment_switch(monkeypatch):
 
 
 def test_a_planted_tensor_in_a_stage_hot_path_fails_the_stage(monkeypatch, tmp_path):
-    """eval_similarity scores every task through ``score_tasks``: planting ``torch.zeros(4)``
-    there (as code of its module) fails the stage under the guard."""
+    """eval_similarity ranks every task's candidates through ``task_reciprocal_ranks``:
+    planting ``torch.zeros(4)`` there (as code of its module) fails the stage under the guard."""
     from stages.evaluate import eval_similarity
     from stages.evaluate.eval_similarity import EvalSimilarity
     from tests.evaluation.fixtures import SMALL, context, make_eval_inputs
 
     inputs = make_eval_inputs(tmp_path / "inputs")
-    monkeypatch.setattr(eval_similarity, "score_tasks", planted(eval_similarity.score_tasks, STAGE_FILE))
+    monkeypatch.setattr(eval_similarity, "task_reciprocal_ranks",
+                        planted(eval_similarity.task_reciprocal_ranks, STAGE_FILE))
     ctx = context(EvalSimilarity, inputs, tmp_path / "out", SMALL)
     with pytest.raises(DeviceDisciplineError, match=f"similarity.py:{PLANTED_LINE}"):
         EvalSimilarity().run(ctx)
@@ -92,5 +93,5 @@ def test_a_planted_tensor_in_a_training_worker_fails_the_fit(ray_local, mt_artif
     task = _task(cfg, data, tok)
     task.collate = planted(task.collate, REPO / "stages" / "train" / "nugget_task.py")
     with pytest.raises(Exception, match="DeviceDisciplineError") as caught:
-        fit(task, cfg.train.nugget, str(tmp_path), "planted", seed=0)
+        fit(task, cfg.train.nugget, str(tmp_path), "planted", seed=0, download_to=tmp_path / "final")
     assert f"nugget_task.py:{PLANTED_LINE}" in str(caught.value)

@@ -9,22 +9,6 @@ from tests.framework.fixtures import make_fake_sources
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="session")
-def ray_local():
-    """One local Ray for the session (2 CPUs, loopback, repo importable by workers)."""
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(
-            address="local",  # never attach to a head the developer has running
-            num_cpus=2,
-            include_dashboard=False,
-            runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}},
-        )
-    yield ray
-    ray.shutdown()
-
-
 @pytest.fixture
 def sources(tmp_path: Path) -> Path:
     return make_fake_sources(tmp_path / "sources")

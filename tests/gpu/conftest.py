@@ -5,7 +5,6 @@ makes without naming its device: the bug class that only shows once the model is
 
 import pytest
 
-from tests.framework.conftest import ray_local  # noqa: F401  (session Ray, sees the GPUs)
 from tests.training.conftest import mt_artifacts  # noqa: F401
 
 

@@ -15,7 +15,7 @@ from stages.evaluate.eval_reconstruction import EvalReconstruction
 from stages.evaluate.eval_similarity import EvalSimilarity
 from stages.evaluate.eval_summarization import EvalSummarization
 from tests.evaluation.fixtures import SMALL, artifact, context, make_eval_inputs
-from tests.lm_eval.test_stages import ARGS, _published, pipeline_run  # noqa: F401  (module fixture)
+from tests.lm_eval.test_stages import ARGS, _published
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 TIMING = ("ms_per_token", "encode_ms", "ms")  # wall-clock columns differ by design
@@ -41,7 +41,7 @@ def _lm_inputs(root, stage_cls) -> dict:
     return {u: artifact(u, _published(root, u)) for u in stage_cls.upstream}
 
 
-def test_calibration_on_gpu_matches_cpu(pipeline_run, tmp_path, device):  # noqa: F811
+def test_calibration_on_gpu_matches_cpu(pipeline_run, tmp_path, device):
     root, out = pipeline_run
     _on(_place(device), CalibrateThreshold, _lm_inputs(root, CalibrateThreshold), tmp_path / "gpu", ARGS)
     gpu, cpu = CalibratedThreshold.read(tmp_path / "gpu"), CalibratedThreshold.read(out["calibrate_threshold"])
@@ -50,7 +50,7 @@ def test_calibration_on_gpu_matches_cpu(pipeline_run, tmp_path, device):  # noqa
 
 
 @pytest.mark.parametrize("stage_cls", [EvalLM, EvalQA, EvalSummarization])
-def test_nugget2d_evaluations_on_gpu_match_cpu(pipeline_run, tmp_path, stage_cls, device):  # noqa: F811
+def test_nugget2d_evaluations_on_gpu_match_cpu(pipeline_run, tmp_path, stage_cls, device):
     root, out = pipeline_run
     _on(_place(device), stage_cls, _lm_inputs(root, stage_cls), tmp_path / "gpu", ARGS)
     gpu, cpu = _quality(EvalTable.read(tmp_path / "gpu")), _quality(EvalTable.read(out[stage_cls.name]))

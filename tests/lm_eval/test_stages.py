@@ -34,7 +34,6 @@ from stages.train.train_nugget2d import (
     TrainNugget2DAR,
     TrainNugget2DFT,
 )
-from tests.framework.conftest import ray_local  # noqa: F401
 from tests.framework.fixtures import make_fake_sources, runs_of_latest_pipeline
 from tests.lm_eval.fixtures import ADAPTER, TEXTS, make_base_lm, make_nugget2d, make_tokenizer
 
@@ -155,8 +154,8 @@ def _published(root, stage: str):
     return done
 
 
-@pytest.fixture(scope="session")  # session: tests/gpu/test_gpu_stages.py reads the same run
-def pipeline_run(ray_local, tmp_path_factory):  # noqa: F811
+def run_lm_eval_dag(tmp_path_factory) -> tuple:
+    """The DAG the `pipeline_run` session fixture (tests/conftest.py) runs once."""
     tmp_path = tmp_path_factory.mktemp("lm_eval_dag")
     root = tmp_path / "artifacts"
     dag = Dag([FakePrepareLM, FakeBuildLM, FakeTrainNugget2D, TrainNugget2DAR, TrainFullFT, TrainNugget2DFT,

@@ -7,7 +7,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.framework.conftest import ray_local  # noqa: F401  (session Ray fixture)
 from tests.training.fixtures import make_mt_artifacts
 
 

@@ -81,7 +81,7 @@ class LoadedSystem:
     def vectors(self, texts: Sequence[str], batch_size: int) -> list[torch.Tensor]:
         """One ``[k_i, d]`` fp32 CPU tensor per text (k_i = 1 for single-vector systems):
         the scoring of every candidate against a query happens there."""
-        out: list[torch.Tensor] = [torch.empty(0)] * len(texts)
+        out: list[torch.Tensor] = [torch.empty(0, device="cpu")] * len(texts)
         for chunk in length_batches(texts, batch_size):
             result, enc = self.encode([texts[i] for i in chunk])
             if self.mode == "bottleneck":
