@@ -44,7 +44,11 @@ def ray_local():
             address="local",  # never attach to a head the developer has running
             num_cpus=2,
             include_dashboard=False,
-            runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}},
+            # the repo first, then what this process was given: on a machine whose packages
+            # come from PYTHONPATH (the GPU image's /tmp/site), workers given the repo alone
+            # would lose them (pipelines.cli.connect_ray keeps it the same way)
+            runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
+                p for p in (str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")) if p)}},
         )
     yield ray
     ray.shutdown()
