@@ -114,7 +114,8 @@ def print_plan(plan: list[PlannedStage], store: ArtifactStore) -> None:
     print(f"plan ({len(plan)} stages, artifact root {store.root_uri}):")
     for p in plan:
         ups = ",".join(p.upstream_keys) or "-"
-        print(f"  {p.name:22s} {p.status:6s} key={p.key}  upstream={ups}")
+        damaged = f"  ({p.why})" if p.why.startswith("damaged") else ""
+        print(f"  {p.name:22s} {p.status:6s} key={p.key}  upstream={ups}{damaged}")
 
 
 def print_results(result: PipelineResult, cfg: PipelineConfig, store: ArtifactStore) -> None:
@@ -256,6 +257,9 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
         print_plan(checked.plan, checked.store)
         over = " ".join(args.overrides)
         lines = [
+            f"upstream stage {p.name!r}'s cached output for this config (key {p.key}) is {p.why}; "
+            f"recompute it with:\n  python -m pipelines.stage {p.name} --force {over}".rstrip()
+            if p.why.startswith("damaged") else
             f"upstream stage {p.name!r} has no cached output for this config (key {p.key}); "
             f"produce it with:\n  python -m pipelines.stage {p.name} {over}".rstrip()
             for p in missing

@@ -10,7 +10,7 @@ and each process hashes a given file version (path, size, mtime) once.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 FileTable = dict[str, list]  # relative posix path -> [size in bytes, sha256 hex]
 
@@ -37,13 +37,34 @@ def file_table(root: Path, skip: frozenset[str] = frozenset()) -> FileTable:
     return table
 
 
+def table_problems(table: dict) -> list[str]:
+    """Entries of a file table that are not ``relative path -> [size, sha256]`` inside
+    the output: an absolute path or one with ``..`` would make the checks stat and hash a
+    file elsewhere (and print its size)."""
+    problems: list[str] = []
+    for rel, entry in sorted(table.items(), key=lambda item: str(item[0])):
+        parts = PurePosixPath(rel).parts if isinstance(rel, str) else ()
+        if not parts or rel.startswith("/") or "\\" in rel or any(p in ("..", ".") for p in parts):
+            problems.append(f"file table entry {rel!r}: not a path inside the output")
+        elif not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], int)
+                  and isinstance(entry[1], str)):
+            problems.append(f"file table entry {rel!r}: not [size, sha256]")
+    return problems
+
+
 def damage(root: Path, table: FileTable, hashes: bool = True) -> list[str]:
     """What differs between the files under ``root`` and ``table`` (empty: intact).
-    ``hashes=False`` compares sizes only."""
-    problems: list[str] = []
+    ``hashes=False`` compares sizes only. Entries outside ``root`` (`table_problems`, or a
+    symbolic link leading out) are reported, never read."""
+    problems = table_problems(table)
+    if problems:
+        return problems
+    inside = root.resolve()
     for rel, (size, digest) in sorted(table.items()):
         path = root / rel
-        if not path.is_file():
+        if not path.resolve().is_relative_to(inside):
+            problems.append(f"{rel}: leads outside the output")
+        elif not path.is_file():
             problems.append(f"{rel}: missing")
         elif path.stat().st_size != size:
             problems.append(f"{rel}: {path.stat().st_size} bytes, published with {size}")

@@ -44,6 +44,7 @@ class PlannedStage:
     upstream_keys: dict[str, str]
     hit: bool
     forced: bool
+    why: str = ""  # why not a hit: "absent", or "damaged: ..." (`ArtifactStore.state`)
 
     @property
     def name(self) -> str:
@@ -129,8 +130,8 @@ class Dag:
             stage = self.stages[name]
             ups = {u: keys[u] for u in stage.upstream}
             keys[name] = cache_key(stage, cfg, ups)
-            hit = store.is_complete(name, keys[name])
-            planned.append(PlannedStage(stage, keys[name], ups, hit, name in forced))
+            hit, why = store.state(name, keys[name])
+            planned.append(PlannedStage(stage, keys[name], ups, hit, name in forced, "" if hit else why))
         return planned
 
 

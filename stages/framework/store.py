@@ -38,7 +38,7 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from stages.framework.checksums import FileTable, damage, file_table
+from stages.framework.checksums import FileTable, damage, file_table, table_problems
 from stages.framework.locks import FileLock, LeaseLock
 from stages.framework.stage import Artifact
 
@@ -82,6 +82,27 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def identity_problems(stage: str, key: str, marker: str, manifest: Any) -> list[str]:
+    """Why an output folder at ``<root>/<stage>/<key>`` is not that output: its marker or
+    manifest names another key or stage (a key folder copied or renamed by hand), or its
+    manifest lists no files (every integrity check reads that list; an output with none
+    could be anything)."""
+    if not isinstance(manifest, dict):
+        return [f"{MANIFEST} is not a JSON object"]
+    problems = []
+    if marker != key:
+        problems.append(f"{MARKER} names key {marker!r}, not the folder's {key}")
+    for field, value in (("stage", stage), ("key", key)):
+        if manifest.get(field) != value:
+            problems.append(f"{MANIFEST} names {field} {manifest.get(field)!r}, not the folder's {value!r}")
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files:
+        problems.append(f"{MANIFEST} lists no files (written by hand or by an older version)")
+    else:
+        problems.extend(table_problems(files))
+    return problems
 
 
 class ArtifactStore:
@@ -136,18 +157,23 @@ class ArtifactStore:
 
     # -- state -------------------------------------------------------------------
     def state(self, stage: str, key: str) -> tuple[bool, str]:
-        """(complete, why not): the marker exists, the manifest parses and every file has
-        its published size (sizes only: cheap enough for planning)."""
+        """(complete, why not): the marker exists and names ``key``, the manifest parses,
+        names this folder's stage and key and lists the files, and every file has its
+        published size (sizes only: cheap enough for planning)."""
         final = self._dir(stage, key)
         if self.local:
             self._recover(stage, key)
         if not self.fs.exists(f"{final}/{MARKER}"):
             return False, "absent"
         try:
+            marker = self.fs.cat_file(f"{final}/{MARKER}").decode("utf-8", "replace").strip()
             manifest = self.manifest(stage, key)
         except (OSError, ValueError) as exc:
             return False, f"damaged: {MANIFEST} unreadable ({type(exc).__name__}: {exc})"
-        table: FileTable = manifest.get("files") or {}
+        wrong = identity_problems(stage, key, marker, manifest)
+        if wrong:
+            return False, "damaged: " + "; ".join(wrong)
+        table: FileTable = manifest["files"]
         if self.local:
             problems = damage(Path(final), table, hashes=False)
         else:
@@ -247,7 +273,10 @@ class ArtifactStore:
         manifest (``forced``); otherwise the existing one is kept, the scratch discarded.
         A damaged or incomplete one is always replaced.
         """
-        manifest = {**manifest, "files": file_table(scratch, skip=BOOKKEEPING)}
+        for field, value in (("stage", stage), ("key", key)):
+            if manifest.get(field, value) != value:
+                raise ValueError(f"publishing {stage}/{key} with a manifest of {field} {manifest[field]!r}")
+        manifest = {**manifest, "stage": stage, "key": key, "files": file_table(scratch, skip=BOOKKEEPING)}
         (scratch / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         (scratch / MARKER).write_text(key + "\n")
         replace = bool(manifest.get("forced"))
@@ -322,7 +351,7 @@ class ArtifactStore:
                 f"stage {stage!r} has no completed output for key {key} under {self.root_uri}"
             )
         manifest = self.manifest(stage, key)
-        table: FileTable = manifest.get("files") or {}  # absent in outputs of older versions
+        table: FileTable = manifest["files"]  # `state` checked that it lists the files
         if self.local:
             path = Path(self._dir(stage, key))
             problems = damage(path, table)

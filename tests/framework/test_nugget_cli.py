@@ -68,17 +68,16 @@ def _complete_output(root: str, stage: str, files: dict[str, str]) -> Path:
     """A completed output of ``stage`` for the default config under ``root``, as the
     pipeline would have published it (its cache key, its marker)."""
     from stages.config import load_config
-    from stages.framework.store import MANIFEST, MARKER, ArtifactStore
+    from stages.framework.store import ArtifactStore
     from stages.registry import DAG
 
     cfg = load_config([root])
     store = ArtifactStore(cfg.run.artifact_root)
     key = next(p.key for p in DAG.plan(cfg, store, targets=[stage]) if p.name == stage)
-    folder = Path(store.uri(stage, key))
-    folder.mkdir(parents=True)
-    for name, text in {**files, MANIFEST: "{}", MARKER: key + "\n"}.items():
-        (folder / name).write_text(text)
-    return folder
+    scratch = store.scratch(stage, key)
+    for name, text in files.items():
+        (scratch / name).write_text(text)
+    return Path(store.publish(stage, key, scratch, {}))
 
 
 def test_report_prints_the_path_of_this_configs_report_and_opens_it(root, capsys, monkeypatch):
