@@ -47,11 +47,23 @@ class BaseModelReference(JsonConfig):
         relative = os.path.relpath(Path(base_dir).resolve(), Path(checkpoint_dir).resolve())
         return cls(relative_path=Path(relative).as_posix(), hub_id=hub_id, description=description)
 
-    def resolve(self, checkpoint_dir: str | Path) -> str:
+    def resolve(self, checkpoint_dir: str | Path, within: str | Path | None = None) -> str:
         """A folder or hub name ``from_pretrained`` can load: the relative path when that
-        folder exists, else the hub name; a `FileNotFoundError` naming both otherwise."""
+        folder exists, else the hub name; a `FileNotFoundError` naming both otherwise.
+
+        The relative path is followed only inside ``within`` (default: the checkpoint
+        folder itself), so a checkpoint from elsewhere cannot point its loader at any
+        folder of this machine; a pipeline checkpoint's base lies beside it in the artifact
+        root, which the caller passes (a `ValueError` says so)."""
         if self.relative_path:
+            bound = Path(within if within is not None else checkpoint_dir).resolve()
             local = (Path(checkpoint_dir) / self.relative_path).resolve()
+            if not local.is_relative_to(bound):
+                raise ValueError(
+                    f"{Path(checkpoint_dir) / BASE_MODEL_FILE}: the base model path {self.relative_path!r} leads "
+                    f"outside {bound}, which is not followed; pass base_within= (a folder you trust to hold the "
+                    "base, e.g. the artifact root the checkpoint came from) or base_model= (the base LM itself)"
+                )
             if local.is_dir():
                 return str(local)
         if self.hub_id:

@@ -102,16 +102,17 @@ def save_icae(model: ICAEModel, directory: str | Path, base_model: BaseModelRefe
 
 
 def load_icae(
-    directory: str | Path, base_model: PreTrainedModel | str | Path | None = None, **hf_kwargs: Any
+    directory: str | Path, base_model: PreTrainedModel | str | Path | None = None,
+    base_within: str | Path | None = None, **hf_kwargs: Any
 ) -> ICAEModel:
     """Rebuild a saved `ICAEModel` on ``base_model`` (a loaded LM, a folder / hub name to
-    load, or None: the base LM the folder records)."""
+    load, or None: the base LM the folder records, inside ``base_within``: `load_nugget2d`)."""
     directory = require_model_folder(directory, MEMORY_NAME, "ICAE")
     if not (directory / MEMORY_NAME).is_file():
         raise FileNotFoundError(f"{directory} holds no {MEMORY_NAME}: not an ICAE model (a Nugget2D one loads "
                                 "with load_nugget2d)")
     memory = load_file(str(directory / MEMORY_NAME))["memory"]
-    model = ICAEModel(load_nugget2d(directory, base_model, **hf_kwargs), slots=memory.shape[0])
+    model = ICAEModel(load_nugget2d(directory, base_model, base_within, **hf_kwargs), slots=memory.shape[0])
     with torch.no_grad():
         model.memory.copy_(memory)
     return model

@@ -86,24 +86,26 @@ def save_nugget2d(
 
 
 def resolve_base_model(
-    directory: str | Path, base_model: PreTrainedModel | str | Path | None
+    directory: str | Path, base_model: PreTrainedModel | str | Path | None, base_within: str | Path | None = None
 ) -> PreTrainedModel | str | Path:
     """``base_model`` when given, else the base LM ``directory`` records (a `ValueError`
-    when it records none)."""
+    when it records none, or a path outside ``base_within``: `BaseModelReference.resolve`)."""
     if base_model is not None:
         return base_model
     reference = BaseModelReference.load_optional(directory)
     if reference is None:
         raise ValueError(f"{directory} records no base model (no base_model.json): pass base_model= "
                          "(the folder or hub name of the LM it was trained on)")
-    return reference.resolve(directory)
+    return reference.resolve(directory, within=base_within)
 
 
 def load_nugget2d(
-    directory: str | Path, base_model: PreTrainedModel | str | Path | None = None, **hf_kwargs: Any
+    directory: str | Path, base_model: PreTrainedModel | str | Path | None = None,
+    base_within: str | Path | None = None, **hf_kwargs: Any
 ) -> Nugget2DModel:
     """Rebuild a saved model on ``base_model`` (a loaded LM, or a folder / hub name to
-    load; None: the base LM the folder records). A folder that is not a Nugget2D model
+    load; None: the base LM the folder records, followed only inside ``base_within``,
+    default the folder itself: pass the artifact root for a pipeline checkpoint). A folder that is not a Nugget2D model
     folder (e.g. a pipeline stage's output) gets an error naming the ones inside it.
 
     Every file is checked before the base model is touched, and a given ``base_model`` is
@@ -115,7 +117,7 @@ def load_nugget2d(
         check_adapter_folder(adapters / name)
     parts = read_safetensors(directory / PARTS_NAME)
     usage = load_json_config(Nugget2DUsage, directory) if (directory / USAGE_NAME).is_file() else None
-    base_model = resolve_base_model(directory, base_model)
+    base_model = resolve_base_model(directory, base_model, base_within)
     if not isinstance(base_model, PreTrainedModel):
         base_model = AutoModelForCausalLM.from_pretrained(str(check_hf_model_folder_or_hub(base_model)), **hf_kwargs)
     with untouched_on_failure(base_model):

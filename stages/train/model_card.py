@@ -45,19 +45,19 @@ class ModelKind:
     marker: str
     name: str
     what: str
-    load: str  # Python, with {path}
+    load: str  # Python, with {path} (the model folder) and {root} (the artifact root)
     adapters: tuple[str, ...] = ()  # peft adapter sub-folders (adapter checkpoints), "." for the folder itself
 
 
 KINDS = (  # most specific first: an ICAE folder is also a Nugget2D folder
     ModelKind("icae_memory.safetensors", "ICAE", "ICAE baseline (in-context autoencoder): LoRA adapters, "
               "memory slots and the Nugget2D parts on a frozen decoder-only LM.",
-              "from nugget_core.nugget2d import load_icae\nmodel = load_icae({path!r})",
+              "from nugget_core.nugget2d import load_icae\nmodel = load_icae({path!r}, base_within={root!r})",
               ("adapters/compressor", "adapters/decoder")),
     ModelKind("nugget2d_config.json", "Nugget2D", "Nugget2D: LoRA adapters phi (compressor) and theta (decoder), "
               "the nugget scorer and the soft prompt on a frozen decoder-only LM; the base LM is not stored here "
               "(base_model.json says where it is).",
-              "from nugget_core.nugget2d import load_nugget2d\nmodel = load_nugget2d({path!r})",
+              "from nugget_core.nugget2d import load_nugget2d\nmodel = load_nugget2d({path!r}, base_within={root!r})",
               ("adapters/compressor", "adapters/decoder")),
     ModelKind("nugget_lm_config.json", "Nugget LM", "Nugget LM: a seq2seq decoder reading the current window, "
               "its cross-attention reading a memory of earlier segments.",
@@ -175,7 +175,7 @@ def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: Any, task:
     else:
         lines.append("- no trainer state beside this folder")
     lines += ["", "## How to load", "", "```python",
-              kind.load.format(path=f"<artifact root>/{published(ctx, folder)}"), "```", "",
+              kind.load.format(path=f"<artifact root>/{published(ctx, folder)}", root="<artifact root>"), "```", "",
               "The folder is self-describing: configs, weights (or adapters), tokenizer"
               + (", base_model.json (where the base LM is: a path relative to this folder, or a hub name)"
                  if kind.adapters else "") + ". See the repository's docs/architecture.md.", ""]

@@ -291,7 +291,7 @@ def test_autoregressive_stage_reuses_the_autoencoding_scorer_frozen(pipeline_run
     # the checkpoint travels: its Lambda, how it reads inputs, where its base LM is, a model card
     assert ar.config.threshold == threshold.threshold
     assert ar.usage == Nugget2DUsage(objective="autoregressive", soft_prompt=False)
-    alone = load_nugget2d(ar_out.path)  # the base LM found from base_model.json alone
+    alone = load_nugget2d(ar_out.path, base_within=root)  # the base LM found from base_model.json alone
     assert alone.config.threshold == threshold.threshold and scorer_fingerprint(alone) == scorer_fingerprint(ar)
     card = (ar_out.path / "README.md").read_text()
     assert "## How to load" in card and "load_nugget2d" in card and "train_nugget2d_ar" in card

@@ -86,7 +86,7 @@ def test_nugget2d_folder_loads_alone_after_the_root_moves(tmp_path, causal_facto
     moved = tmp_path / "elsewhere"
     shutil.copytree(tmp_path / "root", moved)
     shutil.rmtree(tmp_path / "root")
-    loaded = load_nugget2d(moved / "train_nugget2d_ar" / "k2" / "nugget2d").eval()
+    loaded = load_nugget2d(moved / "train_nugget2d_ar" / "k2" / "nugget2d", base_within=moved).eval()
     assert loaded.config.threshold == 0.25 and loaded.usage == Nugget2DUsage("autoregressive", False)
     ids = torch.randint(3, 64, (1, 12))
     with torch.no_grad():
@@ -99,7 +99,22 @@ def test_nugget2d_folder_loads_alone_after_the_root_moves(tmp_path, causal_facto
     # the base LM gone and no hub name: the error says what to pass
     shutil.rmtree(moved / "prepare_lm")
     with pytest.raises(FileNotFoundError, match=r"tiny llama.*pass base_model="):
-        load_nugget2d(moved / "train_nugget2d_ar" / "k2" / "nugget2d")
+        load_nugget2d(moved / "train_nugget2d_ar" / "k2" / "nugget2d", base_within=moved)
+
+
+@pytest.mark.parametrize("relative", ["../../../prepare_lm/k1/model", "../../../../../../../etc", "/etc"])
+def test_a_base_reference_is_followed_only_inside_the_folder_the_caller_trusts(tmp_path, causal_factory, relative):
+    """base_model.json used to be followed to any local folder: a checkpoint from
+    elsewhere could point its loader anywhere on this machine."""
+    _, folder = _nugget2d(tmp_path / "root", causal_factory)
+    (folder / "base_model.json").write_text(json.dumps({"relative_path": relative, "hub_id": "org/lm"}))
+    with pytest.raises(ValueError, match=rf"base model path '{relative}' leads outside .*base_within="):
+        load_nugget2d(folder)  # default: the checkpoint folder itself
+    if not relative.startswith("../../../prepare_lm"):
+        with pytest.raises(ValueError, match="leads outside"):
+            load_nugget2d(folder, base_within=tmp_path / "root")
+    else:
+        assert load_nugget2d(folder, base_within=tmp_path / "root").config.threshold == 0.25
 
 
 def test_a_folder_without_a_base_reference_needs_one(tmp_path, causal_factory):

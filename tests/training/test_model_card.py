@@ -36,7 +36,8 @@ def test_card_and_base_reference_hold_after_publishing(tmp_path):
     card = (scratch / "nugget2d" / "README.md").read_text()
     for section in ("## How it was trained", "## Data", "## Metrics (end of training)", "## How to load"):
         assert section in card
-    assert "load_nugget2d('<artifact root>/train_nugget2d_ar/k/nugget2d')" in card  # the published place
+    # the published place, and the root the base reference may lead into
+    assert "load_nugget2d('<artifact root>/train_nugget2d_ar/k/nugget2d', base_within='<artifact root>')" in card
     assert "- `max_steps`: 3" in card and "final train loss: 4.5000 (n = 2 sequences)" in card
     # whether training helped: the dev loss before any update and of these weights, the tokens seen
     assert "- dev loss before training (step 0) -> of these weights: 7.1000 -> 4.4000\n" in card
@@ -48,5 +49,5 @@ def test_card_and_base_reference_hold_after_publishing(tmp_path):
     assert json.loads((scratch / "nugget2d" / "base_model.json").read_text())["relative_path"] == \
         "../../../prepare_lm/k1/model"
     published = scratch.rename(tmp_path / "train_nugget2d_ar" / "k")
-    loaded = load_nugget2d(published / "nugget2d")
+    loaded = load_nugget2d(published / "nugget2d", base_within=tmp_path)
     assert loaded.config.scorer_layer == 1
