@@ -10,7 +10,8 @@ here for ``--dry-run`` -> connect to Ray -> execute -> print where the results a
 Exit codes (`EXIT_HELP`): 0 success (``--dry-run``: nothing stops the run), 1 a stage
 failed, 2 bad config or arguments (a bad artifact root or tracking URI, an impossible
 relation between settings, included), 3 a required upstream output or input (a path a
-stage reads, the offline sources) is missing and the config is otherwise fine. A store or
+stage reads, the offline sources) is missing and the config is otherwise fine, 128 +
+the signal when stopped (130 Ctrl-C, 143 SIGTERM), with a line saying so. A store or
 tracking failure while setting up is one line, not a traceback.
 
 Quiet by default (`stages.framework.quiet`): stage tasks and Ray Train workers hide
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +37,7 @@ from stages.framework.dag import Dag, MissingInputError, PlannedStage
 from stages.framework.executor import PipelineError, PipelineResult, execute
 from stages.framework.plan_checks import CheckedRun, check_run, report
 from stages.framework.preflight import MISSING, Problem, setup_errors
+from stages.framework.shutdown import sigterm_as_exit, stop_signal
 from stages.framework.store import ArtifactStore
 from stages.framework.tracking import Tracker, default_tracking_uri
 
@@ -47,6 +50,8 @@ EXIT_HELP = """exit codes:
      hold, a bad artifact root or tracking URI, an unknown stage
   3  missing inputs (and no configuration problem): a path, glob or offline hub model a
      planned stage reads, the offline sources, or an upstream output pipelines.stage needs
+  130, 143  stopped by Ctrl-C (SIGINT) or SIGTERM (ray job stop, a preemption): running
+     stages were cancelled and their runs ended KILLED; the same command resumes
 
 Before Ray starts (and on --dry-run) every problem is collected and reported at once: the
 config errors, then every missing input with its config field, value and reading stages."""
@@ -155,12 +160,21 @@ def run_plan(cfg: PipelineConfig, checked: CheckedRun, entry: str, dry_run: bool
     except (*setup_errors(), ImportError) as exc:  # ImportError: the URI's database driver is not installed
         uri = shown(cfg.run.tracking_uri) or f"'' (the sqlite store in {store.root_uri})"
         return _setup_failure(f"run.tracking_uri={uri}", exc)
-    if any(p.will_run for p in plan):
-        connect_ray(cfg)
     try:
-        result = execute(cfg, plan, store, tracker, entry)
+        with sigterm_as_exit():
+            if any(p.will_run for p in plan):
+                connect_ray(cfg)
+            with sigterm_as_exit():  # again: ray.init installs its own handler
+                result = execute(cfg, plan, store, tracker, entry)
     except PipelineError as exc:
         return _fail(EXIT_FAILED, str(exc))
+    except (KeyboardInterrupt, SystemExit) as exc:
+        signum = stop_signal(exc)
+        if signum is None:
+            raise
+        return _fail(128 + signum, f"stopped by {signal.Signals(signum).name}: the running stages were cancelled "
+                     "and their MLflow runs ended KILLED; nothing partial was published. The same command "
+                     "resumes (finished stages are cached; training resumes from its last checkpoint)")
     print_results(result, cfg, store)
     return 0
 

@@ -2,7 +2,10 @@
 
 - :func:`clean_up_after_crashes` (at start): MLflow runs of dead drivers marked FAILED
   (`stages.framework.orphans`), scratch of crashed attempts swept (`ArtifactStore.sweep`).
-- :func:`sigterm_as_exit`: SIGTERM raises SystemExit, so the driver's runs get ended.
+- :func:`sigterm_as_exit`: SIGTERM raises SystemExit, so the driver's runs get ended;
+  :func:`stop_signal` says afterwards that a signal, not an error, stopped the driver
+  (Ray replaces a SystemExit raised inside its blocking calls by ``SystemExit(1)``, the
+  exit code of a failed stage, so the exception alone cannot tell).
 - :func:`abandon`: the driver stops (interrupt, SIGTERM, an error): running stage tasks are
   cancelled and every open run is ended KILLED or FAILED.
 """
@@ -22,6 +25,7 @@ from stages.framework.store import ArtifactStore
 from stages.framework.tracking import RunLogger, Tracker
 
 log = logging.getLogger("nugget.pipeline")
+_received: list[int] = []  # the signals that stopped this driver, in order
 
 
 def clean_up_after_crashes(tracker: Tracker, store: ArtifactStore, plan: list[PlannedStage]) -> None:
@@ -44,6 +48,7 @@ def sigterm_as_exit() -> Iterator[None]:
         return
 
     def stop(signum: int, frame: Any) -> None:
+        _received.append(signum)
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, stop)
@@ -51,6 +56,16 @@ def sigterm_as_exit() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def stop_signal(exc: BaseException) -> int | None:
+    """The signal that stopped the driver when ``exc`` is how it stopped: SIGTERM caught
+    by `sigterm_as_exit`, SIGINT for Ctrl-C (KeyboardInterrupt); None for anything else."""
+    if isinstance(exc, KeyboardInterrupt):
+        return signal.SIGINT
+    if isinstance(exc, SystemExit) and _received:
+        return _received[-1]
+    return None
 
 
 def abandon(exc: BaseException, parent: RunLogger, children: dict[str, RunLogger],
