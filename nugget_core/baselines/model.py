@@ -18,6 +18,7 @@ from transformers import AutoConfig, AutoModelForSeq2SeqLM, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from ..adaptors import get_adaptor
+from ..remote_code import refuse_remote_code
 from ..restorable.gating import GatingLayer
 from ..weights import save_weights
 from .config import BottleneckConfig, DecoderKind
@@ -138,7 +139,8 @@ class BottleneckModel(nn.Module):
     def from_pretrained(cls, directory: str | Path, **kwargs: Any) -> BottleneckModel:
         """Rebuild what `save_pretrained` wrote; ``kwargs`` go to ``from_config``."""
         directory = Path(directory)
-        base = AutoModelForSeq2SeqLM.from_config(AutoConfig.from_pretrained(directory), **kwargs)
+        config = AutoConfig.from_pretrained(directory, trust_remote_code=False)
+        base = AutoModelForSeq2SeqLM.from_config(config, **refuse_remote_code(kwargs))
         model = cls(base, BottleneckConfig.load(directory))
         load_model(model.base_model, str(directory / WEIGHTS_NAME))
         return model.eval()

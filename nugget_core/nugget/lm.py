@@ -46,6 +46,7 @@ from ..baselines import BottleneckModel
 from ..checkpoint import require_model_folder
 from ..config_io import JsonConfig
 from ..nuggets import Nuggets
+from ..remote_code import refuse_remote_code
 from .model import NuggetModel
 
 LM_CONFIG_NAME = "nugget_lm_config.json"
@@ -220,5 +221,5 @@ class NuggetLM(nn.Module):
         elif kind is MemoryKind.MEAN:
             model = BottleneckModel.from_pretrained(directory, **kwargs)
         else:
-            model = AutoModelForSeq2SeqLM.from_pretrained(directory, **kwargs)
+            model = AutoModelForSeq2SeqLM.from_pretrained(directory, **refuse_remote_code(kwargs))
         return cls(model, config)

@@ -36,6 +36,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from ..adaptors import get_causal_adaptor
 from ..nuggets import gather_tokens, selection_to_indices
+from ..remote_code import refuse_remote_code
 from ..scorer import NuggetScorer
 from ..selectors import TopKSelector
 from .adapters import AdapterRouter, attach_adapters
@@ -121,7 +122,7 @@ class Nugget2DModel(nn.Module):
     ) -> Nugget2DModel:
         """Load the base LM with ``AutoModelForCausalLM.from_pretrained`` (a local folder,
         or a hub name for users with hub access) and attach fresh Nugget2D parts."""
-        base = AutoModelForCausalLM.from_pretrained(str(name_or_path), **hf_kwargs)
+        base = AutoModelForCausalLM.from_pretrained(str(name_or_path), **refuse_remote_code(hf_kwargs))
         return cls(base, config or Nugget2DConfig())
 
     @property

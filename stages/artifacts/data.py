@@ -118,7 +118,7 @@ class BaseLM:
     def tokenizer(self) -> Any:
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(str(self.path))
+        return AutoTokenizer.from_pretrained(str(self.path), trust_remote_code=False)
 
     def causal_lm(self, precision: str = "fp32") -> Any:
         """The base LM on the CPU with its weights in ``precision`` (``fp32`` / ``bf16``)."""
@@ -126,7 +126,7 @@ class BaseLM:
 
         from stages.common.device import dtype_of
 
-        return AutoModelForCausalLM.from_pretrained(str(self.path), dtype=dtype_of(precision))
+        return AutoModelForCausalLM.from_pretrained(str(self.path), dtype=dtype_of(precision), trust_remote_code=False)
 
 
 @dataclass(frozen=True)

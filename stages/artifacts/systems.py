@@ -59,4 +59,4 @@ class SystemsOutput:
         """The system's HF tokenizer."""
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(self.tokenizer_dir(record))
+        return AutoTokenizer.from_pretrained(self.tokenizer_dir(record), trust_remote_code=False)

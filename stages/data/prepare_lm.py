@@ -45,7 +45,7 @@ class PrepareLM(Stage):
         if cfg.source == "smollm2_offline":
             wheel = wheel_path(ctx.sources_dir, "smollm2")  # clear error + fetch command if absent
             prepare_smollm2(wheel, out, keep_layers=cfg.keep_layers or None)
-            model = AutoModelForCausalLM.from_pretrained(out)
+            model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=False)
         else:
             if cfg.separate_chat:  # before the expensive copies: both roles read one tokenization
                 check_same_tokenizer(cfg.name_or_path, cfg.chat_name_or_path)
@@ -71,11 +71,11 @@ def _save_pretrained(name_or_path: str, keep_layers: int, out) -> Any:
 
     from nugget_core.nugget2d import truncate_layers
 
-    model = AutoModelForCausalLM.from_pretrained(name_or_path)
+    model = AutoModelForCausalLM.from_pretrained(name_or_path, trust_remote_code=False)
     if keep_layers:
         truncate_layers(model, keep_layers)
     model.save_pretrained(out)
-    AutoTokenizer.from_pretrained(name_or_path).save_pretrained(out)
+    AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=False).save_pretrained(out)
     return model
 
 
@@ -84,7 +84,7 @@ def check_same_tokenizer(lm: str, chat: str) -> None:
     read the same ids (LLaMA-2-7B and its chat model do)."""
     from transformers import AutoTokenizer
 
-    a, b = AutoTokenizer.from_pretrained(lm), AutoTokenizer.from_pretrained(chat)
+    a, b = (AutoTokenizer.from_pretrained(name, trust_remote_code=False) for name in (lm, chat))
     differs = [what for what, x, y in (("vocabulary", a.get_vocab(), b.get_vocab()),
                                        ("special tokens", a.all_special_tokens, b.all_special_tokens))
                if x != y]

@@ -54,7 +54,7 @@ class Tokenizer(Stage):
         elif model.source == "pretrained":
             from transformers import AutoTokenizer
 
-            tok = AutoTokenizer.from_pretrained(model.name_or_path)
+            tok = AutoTokenizer.from_pretrained(model.name_or_path, trust_remote_code=False)
             if "mbart" in type(tok).__name__.lower():
                 tok.src_lang, tok.tgt_lang = mt.src_lang, mt.tgt_lang
         else:

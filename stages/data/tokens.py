@@ -46,7 +46,7 @@ def load_tokenizer(path: str):
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(path)
+        return AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     except Exception as exc:  # noqa: BLE001 (json, tokenizers, OSError...: all mean "cannot load it")
         what = broken_tokenizer_file(path) or f"{path}: cannot load a tokenizer from this folder"
         raise ValueError(f"tokenizer {what}; {type(exc).__name__}: {' '.join(str(exc).split())[:200]}") from exc

@@ -50,7 +50,8 @@ class FullFinetuneTask(BaseLMTask):
         from nugget_core.nugget2d import Nugget2DConfig
         from nugget_core.nugget2d.adapters import lora_config
 
-        base = AutoModelForCausalLM.from_pretrained(self.base_dir, attn_implementation=self.attn_implementation)
+        base = AutoModelForCausalLM.from_pretrained(self.base_dir, attn_implementation=self.attn_implementation,
+                                                    trust_remote_code=False)
         if init_dir is not None:
             return PeftModel.from_pretrained(base, str(init_dir), is_trainable=True)
         torch.manual_seed(self.seed)  # LoRA A initialisation

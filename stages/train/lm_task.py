@@ -21,7 +21,7 @@ class BaseLMTask(TaskBase):
         from transformers import AutoTokenizer
 
         if self._tok is None:
-            self._tok = AutoTokenizer.from_pretrained(self.base_dir)
+            self._tok = AutoTokenizer.from_pretrained(self.base_dir, trust_remote_code=False)
         return self._tok
 
     def pad_id(self) -> int:

@@ -54,7 +54,7 @@ class NuggetLMTask(TaskBase):
         from transformers import AutoTokenizer
 
         if self._tok is None:
-            self._tok = AutoTokenizer.from_pretrained(self.tokenizer_dir)
+            self._tok = AutoTokenizer.from_pretrained(self.tokenizer_dir, trust_remote_code=False)
         return self._tok
 
     def load_split(self, split: str) -> list[tuple[str, Any]]:

@@ -105,7 +105,7 @@ class NuggetTask(Seq2SeqTaskBase):
         from transformers import AutoTokenizer
 
         if self._tok is None:
-            self._tok = AutoTokenizer.from_pretrained(self.tokenizer_dir)
+            self._tok = AutoTokenizer.from_pretrained(self.tokenizer_dir, trust_remote_code=False)
             if has_language_codes(self._tok):
                 set_language_codes(self._tok, *self.language_codes(self._tok.src_lang, self._tok.tgt_lang))
         return self._tok
@@ -177,7 +177,8 @@ class NuggetTask(Seq2SeqTaskBase):
         else:
             from transformers import AutoModelForSeq2SeqLM
 
-            base = AutoModelForSeq2SeqLM.from_pretrained(self.model.name_or_path, attn_implementation=impl)
+            base = AutoModelForSeq2SeqLM.from_pretrained(self.model.name_or_path, attn_implementation=impl,
+                                                         trust_remote_code=False)
         return get_nugget_model(base, self.nugget_config())
 
     def collate(self, rows: list[Example], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:

@@ -47,7 +47,8 @@ class RestorableBase:
             return NuggetModel.from_pretrained(self.path, attn_implementation=self.attn_implementation).unload()
         from transformers import AutoModelForSeq2SeqLM
 
-        return AutoModelForSeq2SeqLM.from_pretrained(self.path, attn_implementation=self.attn_implementation)
+        return AutoModelForSeq2SeqLM.from_pretrained(self.path, attn_implementation=self.attn_implementation,
+                                                     trust_remote_code=False)
 
     def describe(self) -> str:
         return (f"train_nugget's AE model ({self.path})" if self.source == "stage_ae"
@@ -96,7 +97,7 @@ class RestorationTask(Seq2SeqTaskBase):
         from transformers import AutoTokenizer
 
         if self._tok is None:
-            self._tok = AutoTokenizer.from_pretrained(self.base.path)
+            self._tok = AutoTokenizer.from_pretrained(self.base.path, trust_remote_code=False)
             if has_language_codes(self._tok):  # eq. 6: the text is input and target, one language
                 set_language_codes(self._tok, self._tok.src_lang, self._tok.src_lang)
         return self._tok
@@ -105,7 +106,8 @@ class RestorationTask(Seq2SeqTaskBase):
         if not self._limit:
             from transformers import AutoConfig
 
-            self._limit = token_limit(AutoConfig.from_pretrained(self.base.path), self.max_tokens)
+            config = AutoConfig.from_pretrained(self.base.path, trust_remote_code=False)
+            self._limit = token_limit(config, self.max_tokens)
         return self._limit
 
     def load_split(self, split: str) -> list[tuple[list[int], list[int]]]:

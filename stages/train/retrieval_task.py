@@ -62,7 +62,7 @@ class RetrievalTask(TaskBase):
         from transformers import AutoTokenizer
 
         if self._tok is None:
-            self._tok = AutoTokenizer.from_pretrained(self.init or self.base.path)
+            self._tok = AutoTokenizer.from_pretrained(self.init or self.base.path, trust_remote_code=False)
         return self._tok
 
     def load_split(self, split: str) -> list[RetrievalExample]:

@@ -96,7 +96,7 @@ class TrainRE(Stage):
         specs = re_systems(job)
         from transformers import AutoConfig
 
-        limit = token_limit(AutoConfig.from_pretrained(base.path), job.max_tokens)
+        limit = token_limit(AutoConfig.from_pretrained(base.path, trust_remote_code=False), job.max_tokens)
         models = []
         for i, spec in enumerate(specs, 1):
             print(f"[train_re] system {i}/{len(specs)}: {spec['system']} ({spec['sentences']} sentences, config "

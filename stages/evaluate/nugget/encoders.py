@@ -127,7 +127,7 @@ def load_system(system: System, mode: str | None = None, device: str = "cpu", pr
     if system.kind == "pretrained":  # hub name or local folder (model.seq2seq)
         from transformers import AutoModelForSeq2SeqLM
 
-        model = AutoModelForSeq2SeqLM.from_pretrained(str(system.model_dir))
+        model = AutoModelForSeq2SeqLM.from_pretrained(str(system.model_dir), trust_remote_code=False)
     elif system.kind == "bottleneck":
         from nugget_core.baselines import BottleneckModel
 
@@ -138,7 +138,7 @@ def load_system(system: System, mode: str | None = None, device: str = "cpu", pr
         model = NuggetModel.from_pretrained(system.model_dir)
         if mode == "colbart":
             model = model.unload()  # the plain HF model: no type embeddings, no selection
-    tokenizer = AutoTokenizer.from_pretrained(str(system.model_dir))
+    tokenizer = AutoTokenizer.from_pretrained(str(system.model_dir), trust_remote_code=False)
     config = getattr(model, "base_model", model).config
     max_length = int(getattr(config, "max_position_embeddings", 1024))
     return LoadedSystem(system, mode, place_model(model, device, precision), tokenizer, max_length,
