@@ -11,6 +11,31 @@ from stages.config.validate import spec
 # scoring, and more than build_rr's pool of other sections fails the stage after Ray starts
 MAX_NEGATIVES = 999
 
+# the published datasets the builders load by name from the hub
+# (`stages.data.paper_sources.load_rows`): source -> (hub dataset, default config)
+HF_NAMES = {
+    "wmt19": ("wmt19", "zh-en"),
+    "wikitext103": ("wikitext", "wikitext-103-raw-v1"),
+    "squad": ("squad", None),
+    "cnn_dailymail": ("cnn_dailymail", "3.0.0"),
+    "pile": ("monology/pile-uncopyrighted", None),
+    "c4_realnewslike": ("allenai/c4", "realnewslike"),
+}
+# the fields naming a local copy of such a dataset: while one is empty, the stage reading it
+# (`Stage.external_paths`) loads the dataset by name, for the section's ``source``s listed
+# (source -> HF_NAMES entry); the preflight checks the hub answers then
+# (`stages.framework.preflight_hub`)
+HUB_READS = {
+    "data.mt.local_files": {"wmt19": "wmt19"},
+    "data.rr.local_files": {"wikitext103": "wikitext103"},
+    "data.lm.squad_files": {"paper": "squad"},
+    "data.lm.cnn_files": {"paper": "cnn_dailymail"},
+    "data.lm.pile_files": {"paper": "pile"},
+    "data.lm.wiki_files": {"paper": "wikitext103"},
+    "data.nugget_lm.wiki_files": {"wikitext103": "wikitext103"},
+    "data.re.local_files": {"c4_realnewslike": "c4_realnewslike"},
+}
+
 
 @dataclass
 class CorpusStatsData:
