@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from typing import Any
 
 # Python integers have no bound, but what reads them does: a tokenizer vocabulary of 10**23
-# failed 16 s into a run with an OverflowError (Rust's u32), a count of 10**12 allocates
+# failed 16 s into a run with an OverflowError, a count of 10**12 allocates
 # or loops for hours. Every integer field without an upper bound of its own ("le" / "lt")
 # is held to int32's maximum, which every library the stages hand integers to accepts.
 INT_LIMIT = 2**31 - 1
