@@ -6,6 +6,36 @@ from dataclasses import dataclass
 
 from stages.config.validate import spec
 
+# candidates per task = negatives + the answer: every evaluated system encodes and scores
+# each of them per query, so tens of thousands (a typo) is hours of BM25 mining and
+# scoring, and more than build_rr's pool of other sections fails the stage after Ray starts
+MAX_NEGATIVES = 999
+
+# the published datasets the builders load by name from the hub
+# (`stages.data.paper_sources.load_rows`): source -> (hub dataset, default config)
+HF_NAMES = {
+    "wmt19": ("wmt19", "zh-en"),
+    "wikitext103": ("wikitext", "wikitext-103-raw-v1"),
+    "squad": ("squad", None),
+    "cnn_dailymail": ("cnn_dailymail", "3.0.0"),
+    "pile": ("monology/pile-uncopyrighted", None),
+    "c4_realnewslike": ("allenai/c4", "realnewslike"),
+}
+# the fields naming a local copy of such a dataset: while one is empty, the stage reading it
+# (`Stage.external_paths`) loads the dataset by name, for the section's ``source``s listed
+# (source -> HF_NAMES entry); the preflight checks the hub answers then
+# (`stages.framework.preflight_hub`)
+HUB_READS = {
+    "data.mt.local_files": {"wmt19": "wmt19"},
+    "data.rr.local_files": {"wikitext103": "wikitext103"},
+    "data.lm.squad_files": {"paper": "squad"},
+    "data.lm.cnn_files": {"paper": "cnn_dailymail"},
+    "data.lm.pile_files": {"paper": "pile"},
+    "data.lm.wiki_files": {"paper": "wikitext103"},
+    "data.nugget_lm.wiki_files": {"wikitext103": "wikitext103"},
+    "data.re.local_files": {"c4_realnewslike": "c4_realnewslike"},
+}
+
 
 @dataclass
 class CorpusStatsData:
@@ -73,7 +103,8 @@ class PIData:
     parabank_path: str = spec("", help="Local ParaBank v1 file (source=parabank).")
     max_doc_tokens: int = spec(256, help="Tokens per document.", ge=8)
     keep_prob: float = spec(0.8, help="Each sentence kept with this probability per side.", gt=0.0, le=1.0)
-    negatives: int = spec(19, help="BM25 negatives per query.", ge=1)
+    negatives: int = spec(19, help=f"BM25 negatives per query (the paper: 19; at most {MAX_NEGATIVES}).", ge=1,
+                          le=MAX_NEGATIVES)
     window: int = spec(1024, help="Negatives come from this many documents around the query.", ge=2)
     window_block: int = spec(
         32,
@@ -103,7 +134,10 @@ class RRData:
     local_files: str = spec(
         "", help="Glob of a local WikiText-103 copy in the HF layout; empty = load by name."
     )
-    negatives: int = spec(19, help="BM25 negatives per query.", ge=1)
+    negatives: int = spec(
+        19, help="BM25 negatives per query, drawn from the sections of the other articles (the paper: 19; at most "
+        f"{MAX_NEGATIVES}; more than the source's pool of sections fails build_rr).", ge=1, le=MAX_NEGATIVES,
+    )
 
 
 @dataclass

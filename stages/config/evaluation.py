@@ -147,19 +147,13 @@ class AutoencodingEval:
     split: str = spec("test", help="Split of build_lm's continuation windows.", choices=SPLITS)
     lengths: list[int] = spec(
         [64, 128, 256, 512], help="Document lengths (tokens): the first L tokens of each window holding L.",
-        nonempty=True)
+        nonempty=True, unique=True, ge=1)
     max_docs: int = spec(0, help="Documents per length (0 = all that hold it).", ge=0)
     batch_size: int = spec(8, help="Documents decoded together.", ge=1)
     extra_tokens: int = spec(16, help="Greedy decoding writes up to L + this many tokens (stops at EOS).", ge=0)
     analysis_docs: int = spec(128, help="Documents of the nugget-token statistics (§4.3: 128).", ge=1)
     top_tokens: int = spec(8, help="Most frequent nugget tokens listed.", ge=1)
     highlight_docs: int = spec(4, help="Documents written with their nuggets marked (appendix B).", ge=0)
-
-    def cross_field_errors(self) -> list[str]:
-        errors = [f"lengths: value {n!r} must be >= 1" for n in self.lengths if n < 1]
-        if len(set(self.lengths)) != len(self.lengths):
-            errors.append(f"lengths: {self.lengths!r} repeats a length")
-        return errors
 
 
 @dataclass

@@ -8,7 +8,8 @@ Layout of ``conf/`` (Hydra-style groups, without Hydra):
   top-level section.
 
 Overrides are ``key=value`` strings (OmegaConf dotlist). ``profile=NAME`` picks the
-profile; ``<group>=OPTION`` (e.g. ``model=mbart50``) swaps a group option; anything
+profile; ``<group>=OPTION`` (e.g. ``model=mbart50``) swaps a group option (a name of a
+file in ``conf/<group>/``, not a path: `_group_file`); anything
 else (``nugget.ratio=0.1``) sets a value. ``rehearsal=true`` adds
 ``conf/rehearsal/<profile>.yaml``, the profile at rehearsal sizes
 (:mod:`stages.config.rehearsal`). Merge order, later wins: schema defaults, group options,
@@ -55,10 +56,16 @@ def _read_yaml(path: Path) -> DictConfig:
 
 
 def _group_file(conf_dir: Path, group: str, option: str, origin: str) -> Path:
+    """``conf/<group>/<option>.yaml``. An option is the plain name of a file of the group's
+    folder, never a path: ``profile=../../elsewhere/x`` would otherwise read any YAML on the
+    machine (and ``..`` may reach a file that exists), so a name holding a path separator,
+    a leading dot or an absolute path is refused like an unknown one."""
     path = conf_dir / group / f"{option}.yaml"
-    if not path.is_file():
+    plain = bool(option) and Path(option).name == option and not option.startswith(".") and "\\" not in option
+    if not plain or not path.is_file():
+        why = "" if plain else f" (an option is a file name of conf/{group}/, not a path)"
         raise ConfigError(
-            f"{origin}: {group}={option!r} is not an option; available: {_options(conf_dir, group)}"
+            f"{origin}: {group}={option!r} is not an option{why}; available: {_options(conf_dir, group)}"
         )
     return path
 

@@ -98,7 +98,8 @@ class Seq2SeqModel:
     name_or_path: str = spec("", help="HF hub name or local folder (source=pretrained).")
     tiny: TinyBartSection = spec(TinyBartSection(), help="Architecture of the tiny random BART.")
     tokenizer_vocab_size: int = spec(
-        4000, help="source=tiny_random: BPE vocabulary trained on the corpus (stage tokenizer).", ge=256
+        4000, help="source=tiny_random: BPE vocabulary trained on the corpus (stage tokenizer); at most 2**20 "
+        "(the largest released vocabularies hold about 256k).", ge=256, le=2**20,
     )
     attn_implementation: str = spec("sdpa", help="Attention kernel.", choices=ATTN_IMPLS)
 

@@ -206,7 +206,7 @@ class NuggetLMJob(TrainJob):
 @dataclass
 class SweepSection:
     ratios: list[float] = spec([0.05, 0.1, 0.15, 0.25], help="Grid over nugget.ratio.", nonempty=True)
-    scorer_layers: list[int] = spec([0, 3, 6, 9], help="Grid over nugget.scorer_layer.", nonempty=True)
+    scorer_layers: list[int] = spec([0, 3, 6, 9], help="Grid over nugget.scorer_layer.", nonempty=True, ge=0)
     objectives: list[str] = spec(
         ["ae", "mt"], help="Grid over train.nugget.objective.", nonempty=True, choices=("ae", "mt")
     )

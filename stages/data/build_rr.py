@@ -75,8 +75,10 @@ class BuildRr(Stage):
             raise ValueError(f"build_rr: no article of {cfg.source!r} has a lead and a second section")
         rng = np.random.default_rng(ctx.cfg("data.seed"))
         positives = [int(rng.choice(np.flatnonzero(groups == a))) for a in eligible]
-        if int((groups != eligible[0]).sum()) < cfg.negatives:
-            raise ValueError(f"build_rr: fewer than {cfg.negatives} sections in other articles")
+        others = int((groups != eligible[0]).sum())
+        if others < cfg.negatives:  # the pool's size is the corpus's: known only once it is read
+            raise ValueError(f"build_rr: data.rr.negatives={cfg.negatives} is more than the {others} sections of "
+                             f"other articles in {cfg.source!r}; lower it")
 
         chunks = [list(range(s, min(s + QUERIES_PER_TASK, len(eligible))))
                   for s in range(0, len(eligible), QUERIES_PER_TASK)]

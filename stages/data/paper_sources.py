@@ -27,16 +27,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from stages.config.data import HF_NAMES  # the config's: the preflight asks the hub for them
 from stages.sources.text_files import read_utf8
-
-HF_NAMES = {
-    "wmt19": ("wmt19", "zh-en"),
-    "wikitext103": ("wikitext", "wikitext-103-raw-v1"),
-    "squad": ("squad", None),
-    "cnn_dailymail": ("cnn_dailymail", "3.0.0"),
-    "pile": ("monology/pile-uncopyrighted", None),
-    "c4_realnewslike": ("allenai/c4", "realnewslike"),
-}
 
 
 def load_rows(source: str, split: str, local_files: str = "", config: str | None = None):

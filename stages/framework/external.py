@@ -135,10 +135,11 @@ def is_hub_id(value: str) -> bool:
     return not Path(value).expanduser().exists() and bool(HUB_ID.match(value)) and ".." not in value
 
 
-def offline_switch() -> str:
-    """``NAME=value`` of the switch (`OFFLINE_SWITCHES`, read as huggingface_hub reads
-    them: 1 / true / yes / on) that tells the hub libraries not to download; '' if none."""
-    for name in OFFLINE_SWITCHES:
+def offline_switch(names: Iterable[str] = OFFLINE_SWITCHES) -> str:
+    """``NAME=value`` of the switch (``names``, default `OFFLINE_SWITCHES`, read as
+    huggingface_hub reads them: 1 / true / yes / on) that tells the hub libraries not to
+    download; '' if none."""
+    for name in names:
         value = os.environ.get(name, "").strip()
         if value.upper() in ("1", "TRUE", "YES", "ON"):
             return f"{name}={value}"

@@ -11,7 +11,12 @@ places the run needs. `check_run` collects, without stopping at any:
   (`stages.framework.external.missing_inputs`): field, value, what is wrong, readers;
 - the own config checks of the stages that will run (`Stage.config_errors`);
 - the places the run needs (`stages.framework.preflight`: artifact root, tracking
-  server, offline sources).
+  server, offline sources; `stages.framework.preflight_disk`: the folders of the stages to
+  run and the free space their outputs need);
+- the GPUs the stages to run ask for, where the run's GPUs are known
+  (`stages.framework.preflight_device`), and the hub models and datasets they would
+  download that neither the local cache nor the hub can serve
+  (`stages.framework.preflight_hub`).
 
 Only a clean config with every input present is planned (cache keys fingerprint the
 inputs, and hits depend on the keys); otherwise every stage of the closure of the targets
@@ -30,6 +35,9 @@ from typing import Any
 from stages.framework.dag import Dag, DagError, PlannedStage
 from stages.framework.keys import stage_sections
 from stages.framework.preflight import CONFIG, MISSING, Problem, exit_code, preflight
+from stages.framework.preflight_device import device_problems
+from stages.framework.preflight_disk import disk_problems
+from stages.framework.preflight_hub import hub_problems
 from stages.framework.store import ArtifactStore
 
 # report headings of the problems listed one per line under them (the others, the
@@ -85,8 +93,11 @@ def check_run(graph: Dag, cfg: Any, config_errors: list[str], targets: list[str]
         plan = graph.plan(cfg, store, targets=targets, force=force)
         running = [p.stage for p in plan if p.will_run and only in (None, p.name)]
     problems += stage_config_problems(running, cfg)
+    problems += device_problems(cfg, running)
+    problems += hub_problems(cfg, running, probe=probe, heading=INPUTS_HEADING)
     if store is not None:
         problems += preflight(cfg, store, running, probe=probe)
+        problems += disk_problems(cfg, store, running)
     return CheckedRun(plan, store, problems)
 
 

@@ -74,8 +74,10 @@ def test_gpu1_profile_puts_every_model_on_one_gpu_in_bf16():
     assert cfg.train.nugget2d_ft.max_doc_tokens == cfg.eval.summarization.max_doc_tokens
 
 
-def test_gpu1_dry_run_prints_the_whole_plan(tmp_path, capsys):
+def test_gpu1_dry_run_prints_the_whole_plan(tmp_path, capsys, monkeypatch):
     from pipelines.cli import main_full
+
+    monkeypatch.setenv("NUGGET_CLUSTER_RESOURCES", '{"CPU": 16, "GPU": 1}')  # the GPU the profile is for
     from stages.registry import DAG
 
     args = ["--dry-run", "profile=gpu1", f"run.artifact_root={tmp_path}", f"run.sources_dir={tmp_path}"]

@@ -38,7 +38,8 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect", refuse)
 
 
-def test_paper_dry_run_plans_every_stage_from_local_inputs(tmp_path, capsys, no_network, paper_inputs):
+def test_paper_dry_run_plans_every_stage_from_local_inputs(tmp_path, capsys, no_network, paper_inputs, monkeypatch):
+    monkeypatch.setenv("NUGGET_CLUSTER_RESOURCES", '{"CPU": 64, "GPU": 16}')  # the cluster the profile is for
     args = ["profile=paper", *paper_inputs.overrides, f"run.artifact_root={tmp_path / 'root'}",
             f"run.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
             f"run.sources_dir={make_fake_sources(tmp_path / 'sources')}"]

@@ -25,6 +25,7 @@ def _places(tmp_path, sources) -> list[str]:
 def test_paper_dry_run_without_inputs_lists_every_missing_input_at_once(tmp_path, sources, monkeypatch, capsys,
                                                                         no_ray):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("NUGGET_CLUSTER_RESOURCES", '{"CPU": 64, "GPU": 16}')  # the cluster the profile is for
     monkeypatch.setattr(external, "cached_hub_config", lambda name: None)  # an empty hub cache
     readers: dict[str, set[str]] = {}
     for stage in DAG.stages.values():
