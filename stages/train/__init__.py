@@ -5,5 +5,6 @@
 - :mod:`.loop`      the per-worker loop: steps, LR schedule, eval, early stopping,
                     checkpoints, MLflow logging from rank 0
 - :mod:`.launch`    builds and fits a ``TorchTrainer`` for a task
+- :mod:`.process_group` the fit's torch process group, listening on the node address only
 - :mod:`.nugget_task` the Nugget encoder-decoder task (model, batches, loss, export)
 """

@@ -56,14 +56,16 @@ def check_task(task: Any, job: Any) -> None:
 def _run(train_fn: Any, loop_config: dict[str, Any], job: Any, storage: str, name: str) -> Any:
     """One ``TorchTrainer`` fit of ``train_fn`` with ``job``'s workers; its `Result`."""
     import ray.train
-    from ray.train.torch import TorchConfig
+
+    from stages.train.process_group import NodeBoundTorchConfig
 
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.2")
     os.environ.setdefault("RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S", WORKER_GROUP_START_TIMEOUT_S)
     trainer = torch_trainer(
         train_fn,
         train_loop_config=loop_config,
-        torch_config=TorchConfig(backend="nccl" if job.use_gpu else "gloo"),
+        # its listeners on the node address only, not on every interface
+        torch_config=NodeBoundTorchConfig(backend="nccl" if job.use_gpu else "gloo"),
         scaling_config=ray.train.ScalingConfig(num_workers=job.num_workers, use_gpu=job.use_gpu),
         run_config=ray.train.RunConfig(
             name=name,
