@@ -37,6 +37,7 @@ from stages.framework.plan_checks import CheckedRun, check_run, report
 from stages.framework.preflight import MISSING, Problem, setup_errors
 from stages.framework.store import ArtifactStore
 from stages.framework.tracking import Tracker, default_tracking_uri
+from stages.framework.tracking_auth import use_credentials
 
 REPO = Path(__file__).resolve().parents[1]
 EXIT_FAILED, EXIT_CONFIG, EXIT_MISSING = 1, 2, 3
@@ -171,6 +172,9 @@ def _load(overrides: list[str]) -> tuple[PipelineConfig, list[str]] | int:
         cfg = load_config(overrides, check=False)
     except ConfigError as exc:
         return _fail(EXIT_CONFIG, f"config: {exc}")
+    # user:password@ of the tracking URI moves into MLflow's credential variables at once:
+    # nothing after this (messages, MLflow's run links, params, Ray tasks) sees it
+    cfg.run.tracking_uri = use_credentials(cfg.run.tracking_uri)
     return cfg, config_errors(cfg)
 
 
