@@ -80,7 +80,7 @@ def _fail(code: int, message: str) -> int:
 def _setup_failure(what: str, exc: BaseException) -> int:
     """A library error while opening the store or the tracker (bad root, URI, credentials):
     one line naming the key and the value, exit 2."""
-    detail = " ".join(str(exc).split())[:300] or type(exc).__name__
+    detail = " ".join(str(exc).split())[:600] or type(exc).__name__
     return _fail(EXIT_CONFIG, f"{what}: {type(exc).__name__}: {detail}")
 
 
