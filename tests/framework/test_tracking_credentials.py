@@ -5,6 +5,7 @@ the password reaching stdout, stderr, the artifact root, the server's store or R
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -15,14 +16,18 @@ from pathlib import Path
 import pytest
 
 from stages.framework.preflight import http_problem
-from stages.framework.tracking_auth import PASSWORD_ENV, USER_ENV
+from stages.framework.tracking import RunLogger
+from stages.framework.tracking_auth import (
+    PASSWORD_ENV,
+    USER_ENV,
+    MissingCredentials,
+    use_credentials,
+)
 from tests.cluster.services import free_port, wait_for_port
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 USER, SECRET = "admin", "Pw-7f3c9e1d-not-in-any-log"
-
-pytest.importorskip("flask_wtf", reason="MLflow's basic-auth app needs Flask-WTF (pip install 'mlflow[auth]')")
 
 
 def _clean_env() -> dict[str, str]:
@@ -34,6 +39,7 @@ def _clean_env() -> dict[str, str]:
 def auth_server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
     """``(http://127.0.0.1:PORT, the server's folder)``: the admin's password is given
     by environment only, so the folder holds no plain copy of it."""
+    pytest.importorskip("flask_wtf", reason="MLflow's basic-auth app needs Flask-WTF (pip install 'mlflow[auth]')")
     home = tmp_path_factory.mktemp("mlflow-auth")
     (home / "auth.ini").write_text(
         "[mlflow]\ndefault_permission = READ\n"
@@ -54,6 +60,22 @@ def auth_server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_user_info_moves_into_mlflows_variables(monkeypatch):
+    monkeypatch.delenv(USER_ENV, raising=False)
+    monkeypatch.delenv(PASSWORD_ENV, raising=False)
+    assert use_credentials("http://a%40b:p%3Aw@mlflow.example:5000/x") == "http://mlflow.example:5000/x"
+    assert (os.environ[USER_ENV], os.environ[PASSWORD_ENV]) == ("a@b", "p:w")  # percent-decoded, as requests does
+    assert use_credentials("sqlite:////data/mlflow.db") == "sqlite:////data/mlflow.db"
+
+
+def test_a_worker_without_the_drivers_credentials_says_what_to_set(monkeypatch):
+    monkeypatch.delenv(USER_ENV, raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_TOKEN", raising=False)
+    logger = pickle.loads(pickle.dumps(RunLogger("http://127.0.0.1:1", "run", needs_credentials=True)))
+    with pytest.raises(MissingCredentials, match=f"{USER_ENV}.*ray start"):
+        logger.client  # noqa: B018 (the property builds the client)
 
 
 def _with_password(uri: str, password: str = SECRET) -> str:
