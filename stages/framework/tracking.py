@@ -12,10 +12,10 @@ or a Tune trial's nested run from `NestedRuns`), per-step metrics batched by
 
 Every param, tag and text is passed through `stages.framework.redact` (no credentials of a
 URI reach MLflow); a server's credentials travel in MLflow's environment variables, never in
-the URI the runs are logged with (`stages.framework.tracking_auth`). A default sqlite store (``<root>/mlflow.db``) is set up under a file
-lock (two invocations on a fresh root would both run MLflow's schema migration; a waiter
-names the holder and gives up after `TRACKER_LOCK_WAIT_S`) and put in
-WAL mode (readers never block the writers of a concurrent run); writes that still meet
+the URI the runs are logged with (`stages.framework.tracking_auth`). A default sqlite store
+(``<root>/mlflow.db``) is set up under a file lock (two invocations on a fresh root would
+both run MLflow's schema migration; a waiter names the holder and gives up after
+`TRACKER_LOCK_WAIT_S`) and put in WAL mode (readers never block the writers of a concurrent run); writes that still meet
 "database is locked" are retried. When the root was copied or moved, the experiment's
 artifact location (an absolute path in the database) is rewritten to follow it. A deleted
 experiment of the configured name is refused with the command that restores it.
