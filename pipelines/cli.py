@@ -40,6 +40,7 @@ from stages.framework.preflight import MISSING, Problem, setup_errors
 from stages.framework.shutdown import sigterm_as_exit, stop_signal
 from stages.framework.store import ArtifactStore
 from stages.framework.tracking import Tracker, default_tracking_uri
+from stages.framework.tracking_auth import use_credentials
 
 REPO = Path(__file__).resolve().parents[1]
 EXIT_FAILED, EXIT_CONFIG, EXIT_MISSING = 1, 2, 3
@@ -84,7 +85,7 @@ def _fail(code: int, message: str) -> int:
 def _setup_failure(what: str, exc: BaseException) -> int:
     """A library error while opening the store or the tracker (bad root, URI, credentials):
     one line naming the key and the value, exit 2."""
-    detail = " ".join(str(exc).split())[:300] or type(exc).__name__
+    detail = " ".join(str(exc).split())[:600] or type(exc).__name__
     return _fail(EXIT_CONFIG, f"{what}: {type(exc).__name__}: {detail}")
 
 
@@ -186,6 +187,9 @@ def _load(overrides: list[str]) -> tuple[PipelineConfig, list[str]] | int:
         cfg = load_config(overrides, check=False)
     except ConfigError as exc:
         return _fail(EXIT_CONFIG, f"config: {exc}")
+    # user:password@ of the tracking URI moves into MLflow's credential variables at once:
+    # nothing after this (messages, MLflow's run links, params, Ray tasks) sees it
+    cfg.run.tracking_uri = use_credentials(cfg.run.tracking_uri)
     return cfg, config_errors(cfg)
 
 

@@ -41,7 +41,7 @@ from stages.common import device_guard_switch
 from stages.common.progress import fmt_duration
 from stages.config.loader import to_yaml
 from stages.config.schema import PipelineConfig
-from stages.framework import private_ray, quiet
+from stages.framework import locks, private_ray, quiet
 from stages.framework.dag import PlannedStage, critical_path
 from stages.framework.devices import task_options, with_device
 from stages.framework.eta import StageProgress
@@ -269,7 +269,8 @@ def _schedule(cfg: PipelineConfig, plan: list[PlannedStage], store: ArtifactStor
     progress = StageProgress(plan, estimate, priority, ledger.capacity.get("CPU", 1.0))
     task_env = {"runtime_env": {"env_vars": {**quiet.runtime_env_vars(quiet.is_verbose()),
                                              **private_ray.runtime_env_vars(),
-                                             **device_guard_switch.runtime_env_vars()}}}
+                                             **device_guard_switch.runtime_env_vars(),
+                                             **locks.wait_env_vars()}}}
     planned = {p.name for p in plan}
     # upstream stages outside the plan (a single-stage rerun) were verified complete
     done: set[str] = {u for p in plan for u in p.upstream_keys if u not in planned}

@@ -35,8 +35,25 @@ from typing import Any
 LEASE_SECONDS = 120.0  # a remote lease not renewed for this long belongs to a dead owner
 POLL_SECONDS = 0.5
 WAIT_NOTICE_SECONDS = 30.0  # a waiter says so at once, then every this many seconds
+# every wait is bounded: each caller passes its lock's bound through `wait_bound`, which this
+# variable overrides (a researcher whose stage legitimately holds a lock longer raises it)
+WAIT_ENV = "NUGGET_LOCK_WAIT_S"
 
 Waiting = Callable[[str], None]  # told who holds the lock while a caller waits
+
+
+def wait_bound(default: float) -> float:
+    """Seconds a lock wait may last: ``$NUGGET_LOCK_WAIT_S`` when set, else ``default``."""
+    raw = os.environ.get(WAIT_ENV, "")
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        raise ValueError(f"${WAIT_ENV}={raw!r}: must be a number of seconds") from None
+
+
+def wait_env_vars() -> dict[str, str]:
+    """``$NUGGET_LOCK_WAIT_S`` when set, for the runtime env of the tasks that take locks."""
+    return {WAIT_ENV: os.environ[WAIT_ENV]} if os.environ.get(WAIT_ENV) else {}
 
 
 def owner_label() -> str:
@@ -72,21 +89,18 @@ class FileLock:
         except OSError:
             return "another process"
 
-    def acquire(self, on_wait: Waiting | None = None, timeout: float | None = None) -> None:
+    def acquire(self, on_wait: Waiting | None, timeout: float) -> None:
+        """Wait for the lock, telling ``on_wait`` who holds it; `LockTimeout` after
+        ``timeout`` s (no default: every caller chooses its lock's bound, `wait_bound`)."""
         _wait_for(self.try_acquire, self.holder, on_wait, timeout, self.path)
 
     def release(self) -> None:
         if self._fd is not None:
+            if not self.shared:  # no stale name for the next waiter (readers write none)
+                os.ftruncate(self._fd, 0)
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
-
-    def __enter__(self) -> FileLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
 
 
 class LeaseLock:
@@ -130,7 +144,7 @@ class LeaseLock:
         lease = self._read() or {}
         return str(lease.get("owner", "another process")).rsplit(":", 1)[0]
 
-    def acquire(self, on_wait: Waiting | None = None, timeout: float | None = None) -> None:
+    def acquire(self, on_wait: Waiting | None, timeout: float) -> None:
         _wait_for(self.try_acquire, self.holder, on_wait, timeout, self.path)
 
     def release(self) -> None:
@@ -148,7 +162,7 @@ class LockTimeout(TimeoutError):
 
 
 def _wait_for(try_acquire: Callable[[], bool], holder: Callable[[], str], on_wait: Waiting | None,
-              timeout: float | None, path: str) -> None:
+              timeout: float, path: str) -> None:
     start = last_notice = time.time()
     if try_acquire():
         return
@@ -156,8 +170,9 @@ def _wait_for(try_acquire: Callable[[], bool], holder: Callable[[], str], on_wai
         on_wait(holder())
     while not try_acquire():
         now = time.time()
-        if timeout is not None and now - start > timeout:
-            raise LockTimeout(f"{path} still held by {holder()} after {timeout:.0f} s")
+        if now - start > timeout:
+            raise LockTimeout(f"{path} still held by {holder()} after {timeout:g} s; stop that process if it is "
+                              f"stuck, or wait longer: {WAIT_ENV}=SECONDS")
         if on_wait and now - last_notice > WAIT_NOTICE_SECONDS:
             on_wait(holder())
             last_notice = now

@@ -12,7 +12,7 @@ them too.
 
 - ``run.artifact_root`` (local): its folder, or the closest existing parent, accepts a file.
 - ``run.tracking_uri``: a sqlite file in a writable folder; an ``http(s)`` server answers
-  within `PROBE_SECONDS`. (Its scheme, and sqlite only with a local root, are checked at
+  within `PROBE_SECONDS` and takes the credentials (`stages.framework.tracking_auth`). (Its scheme, and sqlite only with a local root, are checked at
   config load: `stages.config.uris`.)
 - ``run.sources_dir``: present when the plan runs a stage that reads it (`reads_sources`).
 """
@@ -33,6 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from stages.config.uris import shown, tracking_scheme
+from stages.framework.tracking_auth import (
+    PASSWORD_ENV,
+    USER_ENV,
+    auth_headers,
+    credentials_user,
+    split_userinfo,
+)
 
 CONFIG, MISSING = 2, 3  # the CLI's exit codes (pipelines.cli): bad configuration, missing input
 PROBE_SECONDS = 4.0  # one HTTP request to the tracking server; MLflow itself retries for minutes
@@ -81,14 +88,24 @@ def artifact_root_problems(root: str, local: bool, base: str) -> list[Problem]:
 
 # -- tracking URI ----------------------------------------------------------------------------
 def http_problem(uri: str, timeout: float = PROBE_SECONDS) -> Problem | None:
-    """None if an HTTP server answers at ``uri`` (any status: a login wall or a proxy is
-    still a server; MLflow reports what it then refuses)."""
-    url = uri.rstrip("/") + "/health"
+    """None if an MLflow server answers at ``uri`` and takes the credentials (user info of
+    ``uri``, else MLflow's environment variables): one authenticated request (``/health``
+    answers without them). Any status but 401 passes: a proxy is still a server, and MLflow
+    reports what it then refuses."""
+    bare, headers = split_userinfo(uri)[0], auth_headers(uri)
+    url = bare.rstrip("/") + "/api/2.0/mlflow/experiments/search?max_results=1"
     try:
-        with urllib.request.urlopen(url, timeout=timeout):  # noqa: S310 (http/https only, checked)
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout):  # noqa: S310
             return None
-    except urllib.error.HTTPError:
-        return None  # it answered
+    except urllib.error.HTTPError as exc:
+        if exc.code != 401:
+            return None  # it answered
+        if not headers:
+            return Problem(CONFIG, f"run.tracking_uri: the MLflow server at {bare} asks for credentials (HTTP 401); "
+                                   f"export {USER_ENV} and {PASSWORD_ENV} (or give http://USER:PASSWORD@host)")
+        return Problem(CONFIG, f"run.tracking_uri: the MLflow server at {bare} refused the credentials (HTTP 401) "
+                               f"of user {credentials_user(uri) or '(token)'!r}; check the user name and "
+                               f"password ({USER_ENV} / {PASSWORD_ENV}, or the user info of the URI)")
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", None) or exc
         return Problem(CONFIG, f"run.tracking_uri: no MLflow server answers at {shown(uri)} within {timeout:g} s "

@@ -39,10 +39,11 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from stages.framework.checksums import FileTable, damage, file_table, table_problems
-from stages.framework.locks import FileLock, LeaseLock
+from stages.framework.locks import FileLock, LeaseLock, wait_bound
 from stages.framework.stage import Artifact
 
 MARKER = "_COMPLETE"
+READERS_WAIT_S = 86400.0  # a forced replace waits for the stages reading the old output: hours
 MANIFEST = "_nugget_manifest.json"
 BOOKKEEPING = frozenset({MARKER, MANIFEST})
 log = logging.getLogger("nugget.pipeline")
@@ -298,7 +299,10 @@ class ArtifactStore:
         readers = self.read_lock(stage, key, replace=True)
         assert readers is not None  # a local root
         # waits for every stage still reading the old output
-        readers.acquire(on_wait=lambda _: log.info("%s %s: replace waits for the stages reading it", stage, key))
+        # readers share the lock and leave no name in it: the message names the lock file
+        readers.acquire(on_wait=lambda _: log.info("%s %s: replace waits for the stages reading it (shared lock %s)",
+                                                   stage, key, readers.path),
+                        timeout=wait_bound(READERS_WAIT_S))
         try:
             if _exchange(str(scratch), str(final)):
                 self.discard(scratch)  # now holds the old output

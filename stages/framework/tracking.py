@@ -11,11 +11,14 @@ or a Tune trial's nested run from `NestedRuns`), per-step metrics batched by
 `MetricBuffer`.
 
 Every param, tag and text is passed through `stages.framework.redact` (no credentials of a
-URI reach MLflow). A default sqlite store (``<root>/mlflow.db``) is set up under a file
-lock (two invocations on a fresh root would both run MLflow's schema migration) and put in
-WAL mode (readers never block the writers of a concurrent run); writes that still meet
+URI reach MLflow); a server's credentials travel in MLflow's environment variables, never in
+the URI the runs are logged with (`stages.framework.tracking_auth`). A default sqlite store
+(``<root>/mlflow.db``) is set up under a file lock (two invocations on a fresh root would
+both run MLflow's schema migration; a waiter names the holder and gives up after
+`TRACKER_LOCK_WAIT_S`) and put in WAL mode (readers never block the writers of a concurrent run); writes that still meet
 "database is locked" are retried. When the root was copied or moved, the experiment's
-artifact location (an absolute path in the database) is rewritten to follow it.
+artifact location (an absolute path in the database) is rewritten to follow it. A deleted
+experiment of the configured name is refused with the command that restores it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ import sqlite3
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,13 +37,22 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from stages.framework.locks import FileLock
+from stages.config.uris import shown
+from stages.framework.locks import FileLock, wait_bound
 from stages.framework.redact import redact
+from stages.framework.tracking_auth import (
+    check_worker_credentials,
+    has_credentials,
+    use_credentials,
+)
 
 MAX_PARAM_LEN = 6000  # MLflow's limit on a param value
 BATCH = 100  # MLflow's limit on params per log_batch
 EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
 LOCKED_RETRIES = 8  # "database is locked" from a concurrent sqlite writer: retry, backing off
+# MLflow's schema migration of a fresh store takes seconds: a holder of the store's lock for
+# this long is stuck ($NUGGET_LOCK_WAIT_S overrides it)
+TRACKER_LOCK_WAIT_S = 300.0
 log = logging.getLogger("nugget.pipeline")
 
 
@@ -92,19 +103,24 @@ def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
 
 
 class RunLogger:
-    """Logs into one existing MLflow run; picklable (re-creates its client lazily)."""
+    """Logs into one existing MLflow run; picklable (re-creates its client lazily).
+    ``needs_credentials``: the driver had credentials for the server (they are never
+    pickled: a worker reads them from its own environment, `stages.framework.tracking_auth`)."""
 
-    def __init__(self, tracking_uri: str, run_id: str) -> None:
+    def __init__(self, tracking_uri: str, run_id: str, needs_credentials: bool = False) -> None:
         self.tracking_uri = tracking_uri
         self.run_id = run_id
+        self.needs_credentials = needs_credentials
         self._client: MlflowClient | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"tracking_uri": self.tracking_uri, "run_id": self.run_id, "_client": None}
+        return {"tracking_uri": self.tracking_uri, "run_id": self.run_id,
+                "needs_credentials": self.needs_credentials, "_client": None}
 
     @property
     def client(self) -> MlflowClient:
         if self._client is None:
+            check_worker_credentials(self.tracking_uri, self.needs_credentials)
             self._client = MlflowClient(tracking_uri=self.tracking_uri)
         return self._client
 
@@ -148,7 +164,7 @@ class RunLogger:
     def nested_runs(self) -> NestedRuns:
         """A picklable factory of runs nested under this one (e.g. one per Tune trial)."""
         experiment_id = self.client.get_run(self.run_id).info.experiment_id
-        return NestedRuns(self.tracking_uri, experiment_id, self.run_id)
+        return NestedRuns(self.tracking_uri, experiment_id, self.run_id, self.needs_credentials)
 
     def end(self, status: str = "FINISHED") -> None:
         _retry_locked(lambda: self.client.set_terminated(self.run_id, status=status))
@@ -161,12 +177,14 @@ class NestedRuns:
     tracking_uri: str
     experiment_id: str
     parent_run_id: str
+    needs_credentials: bool = False
 
     def start(self, name: str, tags: dict[str, Any]) -> RunLogger:
+        check_worker_credentials(self.tracking_uri, self.needs_credentials)
         client = MlflowClient(tracking_uri=self.tracking_uri)
         all_tags = {**{k: redact(str(v)) for k, v in tags.items()}, "mlflow.parentRunId": self.parent_run_id}
         run = _retry_locked(lambda: client.create_run(self.experiment_id, run_name=name, tags=all_tags))
-        return RunLogger(self.tracking_uri, run.info.run_id)
+        return RunLogger(self.tracking_uri, run.info.run_id, self.needs_credentials)
 
 
 class MetricBuffer:
@@ -192,16 +210,27 @@ class MetricBuffer:
         self.pending, self.last_flush = [], time.time()
 
 
+class DeletedExperiment(ValueError):
+    """The configured experiment name belongs to a deleted MLflow experiment."""
+
+
 class Tracker:
-    """Creates the experiment and the runs of one pipeline invocation (driver side)."""
+    """Creates the experiment and the runs of one pipeline invocation (driver side).
+    ``tracking_uri`` may carry ``user:password@``: it moves into MLflow's credential
+    variables and `tracking_uri` is the URI without it."""
 
     def __init__(self, tracking_uri: str, experiment: str, artifact_location: str) -> None:
-        self.tracking_uri = tracking_uri
+        self.tracking_uri = tracking_uri = use_credentials(tracking_uri)
+        self.needs_credentials = has_credentials() and not sqlite_file(tracking_uri)
         db = sqlite_file(tracking_uri)
+        lock = None
         if db is not None:
             db.parent.mkdir(parents=True, exist_ok=True)
-        guard: AbstractContextManager[Any] = FileLock(f"{db}.lock") if db else nullcontext()
-        with guard:  # the client's store creates (migrates) a fresh sqlite schema
+            lock = FileLock(f"{db}.lock")  # the client's store creates (migrates) a fresh sqlite schema
+            lock.acquire(on_wait=lambda who: log.warning("MLflow store %s: waiting for %s, which holds %s (creating "
+                                                         "or migrating the store)", db, who, lock.path),
+                         timeout=wait_bound(TRACKER_LOCK_WAIT_S))
+        try:
             self.client = MlflowClient(tracking_uri=tracking_uri)
             found = self.client.get_experiment_by_name(experiment)
             if db is not None:
@@ -212,6 +241,8 @@ class Tracker:
                 self.experiment_id = self.client.create_experiment(
                     experiment, artifact_location=artifact_location
                 )
+            elif found.lifecycle_stage == "deleted":
+                raise DeletedExperiment(deleted_message(experiment, found.experiment_id, tracking_uri))
             else:
                 self.experiment_id = found.experiment_id
                 moved_from = found.artifact_location
@@ -219,6 +250,9 @@ class Tracker:
                     _follow_root(db, self.experiment_id, moved_from, artifact_location)
                     log.info("MLflow artifact location of %r follows the artifact root: %s -> %s",
                              experiment, moved_from, artifact_location)
+        finally:
+            if lock is not None:
+                lock.release()
         # MLflow 3's UI opens an experiment of unknown kind on its GenAI traces page; this
         # tag (the UI's own "Machine learning" experiment type) opens it on the runs table
         self.client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
@@ -228,7 +262,16 @@ class Tracker:
         if parent:
             all_tags["mlflow.parentRunId"] = parent
         run = _retry_locked(lambda: self.client.create_run(self.experiment_id, run_name=name, tags=all_tags))
-        return RunLogger(self.tracking_uri, run.info.run_id)
+        return RunLogger(self.tracking_uri, run.info.run_id, self.needs_credentials)
+
+
+def deleted_message(experiment: str, experiment_id: str, tracking_uri: str) -> str:
+    """What to do about a deleted experiment of the configured name: restore it, or pick
+    another name (MLflow keeps a deleted experiment's name taken until it is purged)."""
+    creds = " (with MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD set)" if has_credentials() else ""
+    return (f"run.experiment: the MLflow experiment {experiment!r} (id {experiment_id}) at {shown(tracking_uri)} "
+            f"is deleted. Restore it{creds}:\n  MLFLOW_TRACKING_URI={shown(tracking_uri)} mlflow experiments restore "
+            f"--experiment-id {experiment_id}\nor log to another experiment: run.experiment=NEW_NAME")
 
 
 def _use_wal(db: Path) -> None:

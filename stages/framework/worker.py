@@ -19,11 +19,16 @@ from stages.config.schema import PipelineConfig
 from stages.framework import quiet
 from stages.framework.devices import task_device
 from stages.framework.keys import stage_config, stage_sections
+from stages.framework.locks import wait_bound
 from stages.framework.stage import Stage, StageContext
 from stages.framework.store import ArtifactStore
 from stages.framework.tracking import RunLogger
 
 log = logging.getLogger("nugget.pipeline")
+# bounds of this task's lock waits ($NUGGET_LOCK_WAIT_S overrides both): the compute lock is
+# held by another invocation computing the same key, which may be a training of hours; a
+# replace holds an input's read lock only for its renames
+COMPUTE_WAIT_S, REPLACE_WAIT_S = 86400.0, 600.0
 
 
 def run_one(
@@ -49,14 +54,18 @@ def run_one(
     store = ArtifactStore(cfg.run.artifact_root)
     with ExitStack() as held:
         lock = store.lock(stage_name, key)
-        lock.acquire(on_wait=lambda who: log.info("%s waits for key %s: computed by %s", stage_name, key, who))
+        lock.acquire(on_wait=lambda who: log.info("%s waits for key %s: computed by %s (%s)", stage_name, key, who,
+                                                  lock.path),
+                     timeout=wait_bound(COMPUTE_WAIT_S))
         held.callback(lock.release)
         if not forced and store.is_complete(stage_name, key):
             return _reuse(store, stage_name, key, logger)
         for u, k in upstream_keys.items():
             reading = store.read_lock(u, k)
             if reading is not None:
-                reading.acquire(on_wait=lambda who, u=u: log.info("%s waits: %s is being replaced", stage_name, u))
+                reading.acquire(on_wait=lambda who, u=u: log.info("%s waits: %s is being replaced by %s", stage_name,
+                                                                  u, who),
+                                timeout=wait_bound(REPLACE_WAIT_S))
                 held.callback(reading.release)
         inputs = {u: store.artifact(u, k) for u, k in upstream_keys.items()}
         scratch = store.scratch(stage_name, key)

@@ -115,7 +115,7 @@ def test_sweep_spares_scratch_of_a_key_being_computed(tmp_path):
 def test_file_lock_is_released_when_its_process_is_killed(tmp_path):
     path = tmp_path / "k.compute"
     code = ("import sys, time; from stages.framework.locks import FileLock; "
-            f"l = FileLock({str(path)!r}); l.acquire(); print('held', flush=True); time.sleep(60)")
+            f"l = FileLock({str(path)!r}); l.acquire(None, 5); print('held', flush=True); time.sleep(60)")
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                               cwd=Path(__file__).resolve().parents[2])
     try:
@@ -128,7 +128,7 @@ def test_file_lock_is_released_when_its_process_is_killed(tmp_path):
         assert seen and f":{holder.pid} since" in seen[0]
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait()
-        mine.acquire(timeout=5)
+        mine.acquire(None, timeout=5)
         mine.release()
     finally:
         holder.kill()
@@ -139,7 +139,7 @@ def test_read_lock_makes_a_forced_replace_wait_for_readers(tmp_path):
     store = ArtifactStore(str(tmp_path))
     _publish(store, "old")
     reader = store.read_lock("s", "k")
-    reader.acquire()
+    reader.acquire(None, timeout=5)
     done = threading.Event()
     writer = threading.Thread(target=lambda: (_publish(store, "new", forced=True), done.set()))
     writer.start()

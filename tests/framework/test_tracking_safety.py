@@ -4,6 +4,7 @@ concurrent setup of a fresh sqlite store, credentials kept out."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import shutil
 import subprocess
 import sys
@@ -115,3 +116,47 @@ def test_logged_params_and_tags_are_redacted(tmp_path):
     got = MlflowClient(tracker.tracking_uri).get_run(run.run_id).data
     assert got.params["run.tracking_uri"] == "http://***@h:5000"
     assert got.tags["artifact_uri"] == "s3://***@bucket/x"
+
+
+@pytest.mark.timeout(60)  # the old wait had no bound: it hung here
+def test_a_held_store_lock_is_named_and_bounded(tmp_path, base_args, root, monkeypatch, capsys):
+    from pipelines.cli import main_full
+    from tests.framework.fake_stages import STATS_DAG
+
+    root.mkdir(parents=True)
+    lock = root / "mlflow.db.lock"
+    code = ("import time; from stages.framework.locks import FileLock; "
+            f"assert FileLock({str(lock)!r}).try_acquire(); print('held', flush=True); time.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parents[2])
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        monkeypatch.setenv("NUGGET_LOCK_WAIT_S", "1")
+        start = time.time()
+        assert main_full(base_args, dag=STATS_DAG) == 2
+        assert time.time() - start < 30
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err
+    assert f"{lock} still held by " in err and f":{holder.pid} since" in err and "NUGGET_LOCK_WAIT_S" in err
+    waiting = [line for line in err.splitlines() if "waiting for" in line]  # said at once, before the bound
+    assert waiting and f":{holder.pid} since" in waiting[0] and str(lock) in waiting[0]
+
+
+def test_a_deleted_experiment_says_how_to_restore_it(tmp_path, base_args, root, capsys):
+    from pipelines.cli import main_full
+    from tests.framework.fake_stages import STATS_DAG
+
+    # the CLI's default store (<root>/mlflow.db) and experiment
+    tracker = Tracker(f"sqlite:///{root}/mlflow.db", "nugget-pipeline", artifact_location=f"{root}/mlflow-artifacts")
+    tracker.client.delete_experiment(tracker.experiment_id)
+    assert main_full(base_args, dag=STATS_DAG) == 2
+    err = capsys.readouterr().err
+    assert "run.experiment" in err and "run.experiment=NEW_NAME" in err
+    restore = next(line.strip() for line in err.splitlines() if "mlflow experiments restore" in line)
+    assert restore.endswith(f"--experiment-id {tracker.experiment_id}")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(restore, shell=True, check=True, env=env, capture_output=True)  # the command as printed works
+    again = Tracker(f"sqlite:///{root}/mlflow.db", "nugget-pipeline", artifact_location=f"{root}/mlflow-artifacts")
+    assert again.experiment_id == tracker.experiment_id
