@@ -48,9 +48,12 @@ EXIT_HELP = """exit codes:
   0  done (--dry-run: the plan holds, nothing would stop the run)
   1  a stage failed
   2  bad configuration or arguments: a value out of range, settings whose relation cannot
-     hold, a bad artifact root or tracking URI, an unknown stage
-  3  missing inputs (and no configuration problem): a path, glob or offline hub model a
-     planned stage reads, the offline sources, or an upstream output pipelines.stage needs
+     hold, a group option that is not a name, a bad artifact root or tracking URI (or
+     refused credentials, a deleted experiment), a stage folder that cannot be written,
+     too little disk, GPUs this machine does not have, an unknown stage
+  3  missing inputs (and no configuration problem): a path, glob or hub model / dataset a
+     planned stage reads that is neither local nor served by the hub, the offline
+     sources, or an upstream output pipelines.stage needs (absent or damaged)
   130, 143  stopped by Ctrl-C (SIGINT) or SIGTERM (ray job stop, a preemption): running
      stages were cancelled and their runs ended KILLED; the same command resumes
 
