@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from stages.framework import store as store_mod
 from stages.framework.locks import FileLock, LeaseLock, LockTimeout
 from stages.framework.store import MANIFEST, ArtifactStore, CorruptArtifactError
+from tests.framework.lock_holder import lock_held_elsewhere
 
 
 def _publish(store: ArtifactStore, value: str, key: str = "k", forced: bool = False) -> None:
@@ -114,12 +112,7 @@ def test_sweep_spares_scratch_of_a_key_being_computed(tmp_path):
 
 def test_file_lock_is_released_when_its_process_is_killed(tmp_path):
     path = tmp_path / "k.compute"
-    code = ("import sys, time; from stages.framework.locks import FileLock; "
-            f"l = FileLock({str(path)!r}); l.acquire(None, 5); print('held', flush=True); time.sleep(60)")
-    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).resolve().parents[2])
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with lock_held_elsewhere(path) as holder:
         mine = FileLock(str(path))
         assert not mine.try_acquire()
         seen: list[str] = []
@@ -130,9 +123,6 @@ def test_file_lock_is_released_when_its_process_is_killed(tmp_path):
         holder.wait()
         mine.acquire(None, timeout=5)
         mine.release()
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_read_lock_makes_a_forced_replace_wait_for_readers(tmp_path):

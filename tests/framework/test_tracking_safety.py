@@ -23,6 +23,7 @@ from stages.framework.orphans import (
 )
 from stages.framework.redact import redact
 from stages.framework.tracking import Tracker
+from tests.framework.lock_holder import lock_held_elsewhere
 
 
 def _tracker(root: Path) -> Tracker:
@@ -125,19 +126,11 @@ def test_a_held_store_lock_is_named_and_bounded(tmp_path, base_args, root, monke
 
     root.mkdir(parents=True)
     lock = root / "mlflow.db.lock"
-    code = ("import time; from stages.framework.locks import FileLock; "
-            f"assert FileLock({str(lock)!r}).try_acquire(); print('held', flush=True); time.sleep(60)")
-    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).resolve().parents[2])
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with lock_held_elsewhere(lock) as holder:
         monkeypatch.setenv("NUGGET_LOCK_WAIT_S", "1")
         start = time.time()
         assert main_full(base_args, dag=STATS_DAG) == 2
         assert time.time() - start < 30
-    finally:
-        holder.kill()
-        holder.wait()
     err = capsys.readouterr().err
     assert f"{lock} still held by " in err and f":{holder.pid} since" in err and "NUGGET_LOCK_WAIT_S" in err
     waiting = [line for line in err.splitlines() if "waiting for" in line]  # said at once, before the bound
