@@ -12,7 +12,8 @@ places the run needs. `check_run` collects, without stopping at any:
 - the own config checks of the stages that will run (`Stage.config_errors`);
 - the places the run needs (`stages.framework.preflight`: artifact root, tracking
   server, offline sources; `stages.framework.preflight_disk`: the folders of the stages to
-  run and the free space their outputs need);
+  run and the free space their outputs need; `stages.framework.preflight_tracker`: a
+  deleted experiment, a held store lock, read without writing to the store);
 - the GPUs the stages to run ask for, where the run's GPUs are known
   (`stages.framework.preflight_device`), and the hub models and datasets they would
   download that neither the local cache nor the hub can serve
@@ -38,6 +39,7 @@ from stages.framework.preflight import CONFIG, MISSING, Problem, exit_code, pref
 from stages.framework.preflight_device import device_problems
 from stages.framework.preflight_disk import disk_problems
 from stages.framework.preflight_hub import hub_problems
+from stages.framework.preflight_tracker import tracker_problems
 from stages.framework.store import ArtifactStore
 
 # report headings of the problems listed one per line under them (the others, the
@@ -97,6 +99,7 @@ def check_run(graph: Dag, cfg: Any, config_errors: list[str], targets: list[str]
     problems += hub_problems(cfg, running, probe=probe, heading=INPUTS_HEADING)
     if store is not None:
         problems += preflight(cfg, store, running, probe=probe)
+        problems += tracker_problems(cfg, store, problems, probe=probe)
         problems += disk_problems(cfg, store, running)
     return CheckedRun(plan, store, problems)
 

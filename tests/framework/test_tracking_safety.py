@@ -153,3 +153,35 @@ def test_a_deleted_experiment_says_how_to_restore_it(tmp_path, base_args, root, 
     subprocess.run(restore, shell=True, check=True, env=env, capture_output=True)  # the command as printed works
     again = Tracker(f"sqlite:///{root}/mlflow.db", "nugget-pipeline", artifact_location=f"{root}/mlflow-artifacts")
     assert again.experiment_id == tracker.experiment_id
+
+
+def test_a_dry_run_names_a_held_store_lock_without_waiting(base_args, root, capsys):
+    """``--dry-run`` said "nothing would stop the run" (exit 0) while the store's lock was held."""
+    from pipelines.cli import main_full
+    from tests.framework.fake_stages import STATS_DAG
+
+    Tracker(f"sqlite:///{root}/mlflow.db", "nugget-pipeline", artifact_location=f"{root}/mlflow-artifacts")
+    lock = root / "mlflow.db.lock"
+    with lock_held_elsewhere(lock) as holder:
+        start = time.time()
+        assert main_full(["--dry-run", *base_args], dag=STATS_DAG) == 2
+        assert time.time() - start < 30
+    err = capsys.readouterr().err
+    assert f"run.tracking_uri: the MLflow store {root / 'mlflow.db'} is held by " in err
+    assert f":{holder.pid} since" in err and "NUGGET_LOCK_WAIT_S" in err
+
+
+def test_a_dry_run_names_a_deleted_experiment(base_args, root, capsys):
+    """``--dry-run`` never opened the tracker, so it passed (exit 0) what the run refuses."""
+    from pipelines.cli import main_full
+    from tests.framework.fake_stages import STATS_DAG
+
+    tracker = Tracker(f"sqlite:///{root}/mlflow.db", "nugget-pipeline", artifact_location=f"{root}/mlflow-artifacts")
+    tracker.client.delete_experiment(tracker.experiment_id)
+    before = (root / "mlflow.db").stat().st_mtime_ns
+    assert main_full(["--dry-run", *base_args], dag=STATS_DAG) == 2
+    err = capsys.readouterr().err
+    assert f"mlflow experiments restore --experiment-id {tracker.experiment_id}" in err
+    assert "run.experiment=NEW_NAME" in err
+    assert (root / "mlflow.db").stat().st_mtime_ns == before  # the dry run wrote nothing to the store
+    assert main_full(["--dry-run", *base_args, "run.experiment=another"], dag=STATS_DAG) == 0
