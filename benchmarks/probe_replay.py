@@ -69,6 +69,7 @@ class Ran:
     seconds: float
     output: str
     env: dict[str, str] = field(default_factory=dict)  # the variables the case set
+    then: Ran | None = None  # a second command of the same case (its time is in ``seconds``)
 
 
 @dataclass
@@ -104,7 +105,8 @@ def shown(ran: Ran, root: Path, work: Path) -> str:
     words = [f"{k}={v}" for k, v in ran.env.items()]
     words += ["python" if a == PY else a for a in ran.argv]
     text = " ".join(_quote(w) for w in words)
-    return text.replace(str(root), "<root>").replace(str(work), "<work>").replace(str(REPO) + "/", "")
+    text = text.replace(str(root), "<root>").replace(str(work), "<work>").replace(str(REPO) + "/", "")
+    return f"{text}; then {shown(ran.then, root, work)}" if ran.then else text
 
 
 def _quote(word: str) -> str:
@@ -142,7 +144,8 @@ def run_case(case: Case, base: Path, work: Path) -> dict[str, Any]:
     shutil.copytree(base, root, symlinks=True)
     ran, expect = case.run(root, root.parent)
     checks = judge(ran, expect)
-    return {"class": case.cls, "case": case.name, "command": shown(ran, root, root.parent), "exit": ran.code,
+    return {"class": case.cls, "case": case.name, "command": shown(ran, root, root.parent),
+            "exit": ran.code if ran.then is None else f"{ran.code}; {ran.then.code}",
             "seconds": ran.seconds, "key_lines": [ln.replace(str(root), "<root>").replace(str(root.parent), "<work>")
                                                  for ln in key_lines(ran, expect)],
             "checks": checks, "clean": all(checks.values())}
@@ -301,8 +304,8 @@ def c5_credentials_in_the_tracking_uri(root: Path, work: Path) -> tuple[Ran, Exp
         wrong = "wrong-pw-5e0b"
         bad = run_cli(dry(root, f"run.tracking_uri=http://{AUTH_USER}:{wrong}@{host}",
                           targets="run.targets=[corpus_stats]"))
-        both = Ran(good.argv, good.code, round(good.seconds + bad.seconds, 1),
-                   good.output + "\n" + bad.output)
+        both = Ran([a.replace(AUTH_SECRET, "<password>") for a in good.argv], good.code,
+                   round(good.seconds + bad.seconds, 1), good.output + "\n" + bad.output, then=bad)
         return both, Expect(0, contains=[f"refused the credentials (HTTP 401) of user '{AUTH_USER}'"],
                             absent=[AUTH_SECRET, wrong], extra={
                                 "right password: exit 0": good.code == 0,
@@ -334,11 +337,12 @@ def c6_manifest_entry_outside_the_output(root: Path, work: Path) -> tuple[Ran, E
     entry = _escaping_entry(root)
     plan = run_cli(dry(root))
     reader = run_cli([*STAGE, "build_rr", f"run.artifact_root={root}"])
-    both = Ran(reader.argv, reader.code, round(plan.seconds + reader.seconds, 1), plan.output + "\n" + reader.output)
-    return both, Expect(3, contains=[f"file table entry {entry!r}: not a path inside the output"],
-                        absent=[f"{_hostname_size()} bytes"], extra={
-                            "plan: exit 0, tokenizer miss": plan.code == 0
-                            and " miss " in plan_line(plan.output, "tokenizer")})
+    both = Ran(plan.argv, plan.code, round(plan.seconds + reader.seconds, 1), plan.output + "\n" + reader.output,
+               then=reader)
+    named = f"file table entry {entry!r}: not a path inside the output"
+    return both, Expect(0, contains=[named], absent=[f"{_hostname_size()} bytes"], extra={
+        "plan: tokenizer miss": " miss " in plan_line(plan.output, "tokenizer"),
+        "reader: exit 3": reader.code == 3, "reader names the entry": named in reader.output})
 
 
 def c6_manifest_entry_symlink_out(root: Path, work: Path) -> tuple[Ran, Expect]:
