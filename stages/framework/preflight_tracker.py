@@ -72,11 +72,13 @@ def _server_problems(uri: str, experiment: str) -> list[Problem]:
 
 def tracker_problems(cfg: Any, store: Any, earlier: list[Problem], probe: bool = True) -> list[Problem]:
     """What `Tracker` would refuse for ``cfg``'s tracking store and experiment; nothing
-    when ``earlier`` problems already name ``run.tracking_uri`` (the store cannot be read)
-    or, for a server, when ``probe`` is off."""
-    if any(p.message.startswith("run.tracking_uri") for p in earlier):
+    when ``earlier`` problems already name ``run.tracking_uri`` or ``run.artifact_root``
+    (the store cannot be read) or, for a server, when ``probe`` is off."""
+    if any(p.message.startswith(("run.tracking_uri", "run.artifact_root")) for p in earlier):
         return []
-    uri = default_tracking_uri(cfg.run.tracking_uri, store.local, store.base)
+    if not cfg.run.tracking_uri and not store.local:
+        return []  # the config check says run.tracking_uri must be set
+    uri = default_tracking_uri(cfg.run.tracking_uri, store.local, store.base, create=False)
     db = sqlite_file(uri)
     if db is not None:
         return _sqlite_problems(db, cfg.run.experiment, uri)

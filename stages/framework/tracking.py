@@ -73,8 +73,9 @@ def _retry_locked(call: Callable[[], Any]) -> Any:
     raise AssertionError("unreachable")
 
 
-def default_tracking_uri(tracking_uri: str, store_local: bool, store_base: str) -> str:
-    """The configured URI, else a sqlite file beside the artifacts of a local root."""
+def default_tracking_uri(tracking_uri: str, store_local: bool, store_base: str, create: bool = True) -> str:
+    """The configured URI, else a sqlite file beside the artifacts of a local root (the
+    root created unless ``create`` is off: a dry run's look at the store writes nothing)."""
     if tracking_uri:
         return tracking_uri
     if not store_local:
@@ -82,7 +83,8 @@ def default_tracking_uri(tracking_uri: str, store_local: bool, store_base: str) 
             "run.tracking_uri: must be set (e.g. http://head:5000) when run.artifact_root "
             "is not a local directory"
         )
-    Path(store_base).mkdir(parents=True, exist_ok=True)
+    if create:
+        Path(store_base).mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{Path(store_base).resolve()}/mlflow.db"
 
 
