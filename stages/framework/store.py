@@ -3,8 +3,10 @@
 A stage writes into a private scratch directory. Publishing adds ``_nugget_manifest.json``
 (metrics, producing MLflow run, timings, and the size and sha256 of every file) and then
 the ``_COMPLETE`` marker *last*; an output counts as complete only when its marker exists,
-its manifest parses and its files have the published sizes, so a crash at any point leaves
-nothing that looks complete and the next run redoes the stage. Readers check the bytes
+its manifest parses, both name the folder's stage and key (`identity_problems`: a folder
+moved or copied by hand is not that output), the manifest lists the files, each inside the
+folder, and they have the published sizes, so a crash at any point leaves nothing that
+looks complete and the next run redoes the stage. Readers check the bytes
 (`stages.framework.checksums`): a damaged cached output is named, not read.
 
 - Local roots (plain paths, ``file://``): scratch is ``<root>/<stage>/.tmp-<key>-<uuid>``
