@@ -7,6 +7,7 @@ request (a writable root, a server that answers) is `stages.framework.preflight`
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 # what MLflow 3.x's tracking store registry accepts (mlflow.tracking._tracking_service.utils
@@ -23,6 +24,14 @@ def tracking_scheme(uri: str) -> str:
     if uri in _BARE_SCHEMES:
         return uri
     return urlsplit(uri).scheme.split("+", 1)[0].lower() or "file"
+
+
+def sqlite_file(tracking_uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` tracking URI (``sqlite:////abs/file.db``,
+    ``sqlite:///relative.db``); None for any other store and for an in-memory one."""
+    prefix = "sqlite:///"
+    path = tracking_uri[len(prefix):] if tracking_uri.startswith(prefix) else ""
+    return Path(path) if path and path != ":memory:" else None
 
 
 def is_remote_root(root: str) -> bool:

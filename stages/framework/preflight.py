@@ -12,8 +12,9 @@ them too.
 
 - ``run.artifact_root`` (local): its folder, or the closest existing parent, accepts a file.
 - ``run.tracking_uri``: a sqlite file in a writable folder; an ``http(s)`` server answers
-  within `PROBE_SECONDS` and takes the credentials (`stages.framework.tracking_auth`). (Its scheme, and sqlite only with a local root, are checked at
-  config load: `stages.config.uris`.)
+  within `PROBE_SECONDS` and takes the credentials (`stages.framework.tracking_auth`).
+  (Its scheme, and sqlite only with a local root, are checked at config load:
+  `stages.config.uris`.)
 - ``run.sources_dir``: present when the plan runs a stage that reads it (`reads_sources`).
 """
 
@@ -32,7 +33,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from stages.config.uris import shown, tracking_scheme
+from stages.config.uris import shown, sqlite_file, tracking_scheme
 from stages.framework.tracking_auth import (
     PASSWORD_ENV,
     USER_ENV,
@@ -58,12 +59,18 @@ class Problem:
 
 
 # -- artifact root -------------------------------------------------------------------------
+def closest_existing(path: Path) -> Path:
+    """``path`` or, when it does not exist yet, its closest existing parent (where it
+    would be created)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 def writable_problem(folder: Path, key: str, shown_as: str | None = None) -> Problem | None:
     """None if ``folder`` (or, when it does not exist yet, its closest existing parent,
     where it would be created) accepts a new file; the probe file is removed at once."""
-    target = folder
-    while not target.exists() and target != target.parent:
-        target = target.parent
+    target = closest_existing(folder)
     what = shown_as or str(folder)
     if not target.is_dir():
         return Problem(CONFIG, f"{key}: {what} cannot be created: {target} is not a directory")
@@ -116,11 +123,10 @@ def tracking_problems(uri: str, probe: bool = True) -> list[Problem]:
     """``run.tracking_uri`` as configured ('' = the default sqlite beside a local root,
     covered by the root's check); its scheme was checked at config load."""
     scheme = tracking_scheme(uri) if uri else ""
-    if scheme == "sqlite":
-        path = uri.removeprefix("sqlite:///")  # sqlite:////abs/file.db, sqlite:///relative.db
-        if path and path != uri and path != ":memory:":
-            found = writable_problem(Path(path).parent, "run.tracking_uri", f"{uri} (its folder)")
-            return [found] if found else []
+    db = sqlite_file(uri)
+    if db is not None:
+        found = writable_problem(db.parent, "run.tracking_uri", f"{uri} (its folder)")
+        return [found] if found else []
     if scheme in ("http", "https") and probe:
         found = http_problem(uri)
         return [found] if found else []

@@ -25,20 +25,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from stages.framework.preflight import CONFIG, Problem, writable_problem
+from stages.config.uris import sqlite_file
+from stages.framework.preflight import CONFIG, Problem, closest_existing, writable_problem
 
 # what a run needs free beyond the outputs measured before: the default tracking store and
 # logs grow by a few MiB per run, and a stage that never ran has no measured size (the tiny
 # profile's largest outputs, the trained models, are tens of MiB)
 HEADROOM_BYTES = 256 << 20
 MIB = 1 << 20
-
-
-def _existing(path: Path) -> Path:
-    """``path`` or its closest existing parent (where it would be created)."""
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
 
 
 def stage_folder_problems(store: Any, running: Iterable[type]) -> list[Problem]:
@@ -72,7 +66,7 @@ def output_bytes(store: Any, name: str) -> int:
 
 
 def _short(what: str, folder: Path, needed: int) -> Problem | None:
-    where = _existing(folder)
+    where = closest_existing(folder)
     try:
         free = shutil.disk_usage(where).free
     except OSError:
@@ -85,7 +79,7 @@ def _short(what: str, folder: Path, needed: int) -> Problem | None:
 
 def _device(path: Path) -> int | None:
     try:
-        return _existing(path).stat().st_dev
+        return closest_existing(path).stat().st_dev
     except OSError:
         return None
 
@@ -110,7 +104,6 @@ def space_problems(store: Any, running: list[type], sqlite_folder: Path | None) 
 def disk_problems(cfg: Any, store: Any, running: Iterable[type]) -> list[Problem]:
     """Stage folders and free space of the run's local places."""
     running = list(running)
-    uri = cfg.run.tracking_uri
-    path = uri.removeprefix("sqlite:///") if uri.startswith("sqlite:///") else ""
-    sqlite = Path(path).expanduser().parent if path and path != ":memory:" else None
+    db = sqlite_file(cfg.run.tracking_uri)
+    sqlite = db.expanduser().parent if db is not None else None
     return stage_folder_problems(store, running) + space_problems(store, running, sqlite)

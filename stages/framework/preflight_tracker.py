@@ -20,14 +20,14 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from stages.config.uris import tracking_scheme
-from stages.framework.locks import WAIT_ENV, FileLock, wait_bound
+from stages.config.uris import sqlite_file, tracking_scheme
+from stages.framework.locks import WAIT_ENV, wait_bound
 from stages.framework.preflight import CONFIG, Problem
 from stages.framework.tracking import (
     TRACKER_LOCK_WAIT_S,
     default_tracking_uri,
     deleted_message,
-    sqlite_file,
+    setup_lock,
 )
 
 
@@ -46,7 +46,7 @@ def _sqlite_experiment(db: Path, experiment: str) -> tuple[str, str] | None:
 def _sqlite_problems(db: Path, experiment: str, uri: str) -> list[Problem]:
     if not db.is_file():
         return []  # a fresh store: the run creates it
-    lock = FileLock(f"{db}.lock")
+    lock = setup_lock(db)
     if not lock.try_acquire():
         bound = wait_bound(TRACKER_LOCK_WAIT_S)
         return [Problem(CONFIG, f"run.tracking_uri: the MLflow store {db} is held by {lock.holder()} ({lock.path}, "

@@ -37,7 +37,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from stages.config.uris import shown
+from stages.config.uris import shown, sqlite_file
 from stages.framework.locks import FileLock, wait_bound
 from stages.framework.redact import redact
 from stages.framework.tracking_auth import (
@@ -56,10 +56,10 @@ TRACKER_LOCK_WAIT_S = 300.0
 log = logging.getLogger("nugget.pipeline")
 
 
-def sqlite_file(tracking_uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` tracking URI (None for any other store)."""
-    prefix = "sqlite:///"
-    return Path(tracking_uri[len(prefix):]) if tracking_uri.startswith(prefix) else None
+def setup_lock(db: Path) -> FileLock:
+    """The lock held while MLflow's client creates or migrates the schema of the sqlite
+    store ``db`` (two invocations on a fresh root would both migrate it)."""
+    return FileLock(f"{db}.lock")
 
 
 def _retry_locked(call: Callable[[], Any]) -> Any:
@@ -223,12 +223,12 @@ class Tracker:
 
     def __init__(self, tracking_uri: str, experiment: str, artifact_location: str) -> None:
         self.tracking_uri = tracking_uri = use_credentials(tracking_uri)
-        self.needs_credentials = has_credentials() and not sqlite_file(tracking_uri)
         db = sqlite_file(tracking_uri)
+        self.needs_credentials = has_credentials() and db is None
         lock = None
         if db is not None:
             db.parent.mkdir(parents=True, exist_ok=True)
-            lock = FileLock(f"{db}.lock")  # the client's store creates (migrates) a fresh sqlite schema
+            lock = setup_lock(db)
             lock.acquire(on_wait=lambda who: log.warning("MLflow store %s: waiting for %s, which holds %s (creating "
                                                          "or migrating the store)", db, who, lock.path),
                          timeout=wait_bound(TRACKER_LOCK_WAIT_S))
