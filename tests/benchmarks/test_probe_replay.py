@@ -1,13 +1,14 @@
-"""benchmarks/probe_replay.py cannot rot: its case machinery runs two cheap dry-run cases
-against the real CLI (no Ray, no base run: an empty root), and a missed expectation makes
-a case not clean."""
+"""benchmarks/probe_replay.py cannot rot: its case machinery (benchmarks/probe_harness.py)
+runs two cheap dry-run cases against the real CLI (no Ray, no base run: an empty root), and
+a missed expectation makes a case not clean."""
 
 from __future__ import annotations
 
+from benchmarks import probe_harness as harness
 from benchmarks import probe_replay as replay
 
 
-def _case(name: str) -> replay.Case:
+def _case(name: str) -> harness.Case:
     (case,) = [c for c in replay.CASES if c.name == name]
     return case
 
@@ -27,11 +28,11 @@ def test_two_dry_run_cases_replay_clean(tmp_path):
 
 
 def test_a_missed_expectation_is_not_clean():
-    ran = replay.Ran(["python"], 0, 2.0, "plan ...\nTraceback (most recent call last):\n  boom\n")
-    checks = replay.judge(ran, replay.Expect(2, contains=["names stage"], absent=["boom"], max_seconds=1,
+    ran = harness.Ran(["python"], 0, 2.0, "plan ...\nTraceback (most recent call last):\n  boom\n")
+    checks = harness.judge(ran, harness.Expect(2, contains=["names stage"], absent=["boom"], max_seconds=1,
                                              extra={"own check": True}))
     assert checks == {"exit 2": False, "no traceback": False, "no Ray started": True, "says 'names stage'": False,
                       "does not say 'boom'": False, "within 1 s": False, "own check": True}
-    assert replay.judge(replay.Ran(["python"], 2, 0.5, "error: names stage x"),
-                        replay.Expect(2, contains=["names stage"])) == {
+    assert harness.judge(harness.Ran(["python"], 2, 0.5, "error: names stage x"),
+                        harness.Expect(2, contains=["names stage"])) == {
         "exit 2": True, "no traceback": True, "no Ray started": True, "says 'names stage'": True}
