@@ -33,6 +33,7 @@ from stages.config import ConfigError, PipelineConfig, load_config
 from stages.config.uris import shown
 from stages.config.validate import errors as config_errors
 from stages.framework import private_ray, quiet
+from stages.framework.code_pins import PINS, save_pins
 from stages.framework.dag import Dag, MissingInputError, PlannedStage
 from stages.framework.executor import PipelineError, PipelineResult, execute
 from stages.framework.plan_checks import CheckedRun, check_run, report
@@ -120,11 +121,25 @@ def connect_ray(cfg: PipelineConfig) -> None:
 
 
 def print_plan(plan: list[PlannedStage], store: ArtifactStore) -> None:
+    """A line per planned stage: status, key, upstream stages, and why it runs (a damaged
+    output, or what differs from the closest earlier output) or that it is kept under an
+    accepted code change."""
     print(f"plan ({len(plan)} stages, artifact root {store.root_uri}):")
     for p in plan:
         ups = ",".join(p.upstream_keys) or "-"
-        damaged = f"  ({p.why})" if p.why.startswith("damaged") else ""
-        print(f"  {p.name:22s} {p.status:6s} key={p.key}  upstream={ups}{damaged}")
+        notes = [p.why] if p.why.startswith("damaged") else []
+        notes += [f"miss: {p.reason}"] if p.reason and not p.forced else []
+        if p.pin is not None:
+            notes.append(f"{'accepting' if p.new_pin else 'accepted'} code change: {p.pin.line()}")
+        shown = "".join(f"\n      ({n})" for n in notes)
+        print(f"  {p.name:22s} {p.status:6s} key={p.key}  upstream={ups}{shown}")
+
+
+def _add_accept(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--accept-code-change", action="append", default=[], metavar="STAGE",
+        help="keep STAGE's latest output although its code changed (config, upstream and environment "
+             "unchanged); recorded in <artifact root>/code_pins.json and the stage's MLflow run. Repeatable")
 
 
 def print_results(result: PipelineResult, cfg: PipelineConfig, store: ArtifactStore) -> None:
@@ -145,9 +160,12 @@ def tracker_for(cfg: PipelineConfig, store: ArtifactStore) -> Tracker:
     return Tracker(uri, cfg.run.experiment, artifact_location=f"{store.root_uri}/mlflow-artifacts")
 
 
-def run_plan(cfg: PipelineConfig, checked: CheckedRun, entry: str, dry_run: bool) -> int:
+def run_plan(cfg: PipelineConfig, checked: CheckedRun, entry: str, dry_run: bool,
+             planned: list[PlannedStage] | None = None) -> int:
     """Print the plan, report the problems preflight found (and stop) or, unless
-    ``dry_run``, execute the plan."""
+    ``dry_run``, record the code changes it accepts and execute the plan. ``planned``: the
+    whole plan, where ``checked.plan`` holds only the stages to execute (its cached
+    upstreams may be kept under a code change accepted now)."""
     if checked.plan is None or checked.store is None:
         print("plan: not computed (cache keys fingerprint the inputs and hold only for a valid config)")
         return report(checked.problems)
@@ -157,6 +175,11 @@ def run_plan(cfg: PipelineConfig, checked: CheckedRun, entry: str, dry_run: bool
         return report(checked.problems)
     if dry_run:
         return 0
+    accepted = [p.pin for p in planned or plan if p.new_pin and p.pin is not None]
+    if accepted:
+        save_pins(store, accepted)
+        for pin in accepted:
+            print(f"{pin.stage}: {pin.line()}, keeping output {pin.key} (recorded in {store.root_uri}/{PINS})")
     try:
         tracker = tracker_for(cfg, store)
     except ValueError as exc:
@@ -212,6 +235,7 @@ def main_full(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. nugget.ratio=0.25")
     parser.add_argument("--dry-run", action="store_true",
                         help="the preflight: print the plan, or every problem that would stop the run, and stop")
+    _add_accept(parser)
     _add_verbose(parser)
     args = parser.parse_intermixed_args(argv)
     _setup_logging()
@@ -220,7 +244,8 @@ def main_full(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     if isinstance(loaded, int):
         return loaded
     cfg, errors = loaded
-    checked = _checked(cfg, lambda: check_run(graph, cfg, errors, cfg.run.targets or None))
+    checked = _checked(cfg, lambda: check_run(graph, cfg, errors, cfg.run.targets or None,
+                                              accept_code_change=args.accept_code_change))
     if isinstance(checked, int):
         return checked
     return run_plan(cfg, checked, "full", args.dry_run)
@@ -250,6 +275,7 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true",
                         help="the preflight: print the plan, or every problem that would stop the run, and stop")
     parser.add_argument("--list", action="store_true", help="list stages and dependencies")
+    _add_accept(parser)
     _add_verbose(parser)
     args = parser.parse_intermixed_args(argv)
     if args.list:
@@ -268,7 +294,8 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
         return loaded
     cfg, errors = loaded
     checked = _checked(cfg, lambda: check_run(graph, cfg, errors, [args.name], force=[args.name] if args.force else [],
-                                              only=args.name, targets_key=""))
+                                              only=args.name, targets_key="",
+                                              accept_code_change=args.accept_code_change))
     if isinstance(checked, int):
         return checked
     if checked.plan is None or checked.store is None:
@@ -281,11 +308,13 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
             f"upstream stage {p.name!r}'s cached output for this config (key {p.key}) is {p.why}; "
             f"recompute it with:\n  python -m pipelines.stage {p.name} --force {over}".rstrip()
             if p.why.startswith("damaged") else
-            f"upstream stage {p.name!r} has no cached output for this config (key {p.key}); "
+            f"upstream stage {p.name!r} has no cached output for this config (key {p.key}"
+            f"{'; ' + p.reason if p.reason else ''}); "
             f"produce it with:\n  python -m pipelines.stage {p.name} {over}".rstrip()
             for p in missing
         ]
         lines.append(f"or run everything it needs: python pipelines/full.py run.targets=[{args.name}] {over}".rstrip())
         return report([*checked.problems, Problem(MISSING, "\n".join(lines))])
     target = [p for p in checked.plan if p.name == args.name]
-    return run_plan(cfg, CheckedRun(target, checked.store, checked.problems), f"stage:{args.name}", args.dry_run)
+    return run_plan(cfg, CheckedRun(target, checked.store, checked.problems), f"stage:{args.name}", args.dry_run,
+                    planned=checked.plan)

@@ -13,11 +13,13 @@ missing inputs names all of them, not the first one met.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from stages.config.schema import PipelineConfig
+from stages.framework.code_pins import CodeChangeError, Pin, accept, load_pins
 from stages.framework.external import MissingInput, missing_inputs
-from stages.framework.keys import cache_key, stage_sections
+from stages.framework.keys import KeyParts, key_parts, stage_sections
+from stages.framework.miss_reasons import explain_miss
 from stages.framework.stage import Stage
 from stages.framework.store import ArtifactStore
 
@@ -45,6 +47,10 @@ class PlannedStage:
     hit: bool
     forced: bool
     why: str = ""  # why not a hit: "absent", or "damaged: ..." (`ArtifactStore.state`)
+    parts: KeyParts | None = None  # what the key is made of (`stages.framework.keys`)
+    reason: str = ""  # for an absent output: what differs from the closest earlier one (`miss_reasons`)
+    pin: Pin | None = None  # the accepted code change the key was computed with (`code_pins`)
+    new_pin: bool = False  # that pin is asked for by this invocation (`--accept-code-change`)
 
     @property
     def name(self) -> str:
@@ -116,24 +122,46 @@ class Dag:
         store: ArtifactStore,
         targets: Iterable[str] | None = None,
         force: Iterable[str] = (),
+        accept_code_change: Iterable[str] = (),
     ) -> list[PlannedStage]:
         """The plan of ``targets`` (default: every stage) and their upstreams; raises
-        `MissingInputError` naming every input of them that is not there."""
+        `MissingInputError` naming every input of them that is not there. A stage named in
+        ``accept_code_change`` keeps its latest output whose key differs in code alone
+        (`stages.framework.code_pins`; `CodeChangeError` where there is none); the pins
+        already in the store apply to the code versions they name."""
         names = self.closure(targets or self.order)
         missing = self.missing_inputs(cfg, names)
         if missing:
             raise MissingInputError(missing)
-        forced = set(force)
+        unknown = sorted(set(accept_code_change) - set(names))
+        if unknown:
+            raise CodeChangeError(f"--accept-code-change names {', '.join(unknown)}, not in this plan "
+                                  f"(stages: {', '.join(names)})")
+        forced, accepting, pins = set(force), set(accept_code_change), load_pins(store)
         keys: dict[str, str] = {}
         planned: list[PlannedStage] = []
         for name in names:
             stage = self.stages[name]
             ups = {u: keys[u] for u in stage.upstream}
-            keys[name] = cache_key(stage, cfg, ups)
+            parts = key_parts(stage, cfg, ups)
+            pin, new_pin = pins.get(name), False
+            if pin is not None and pin.code != parts.code:
+                pin = None  # a pin holds for the code version it accepted, not a later edit
+            if name in accepting and pin is None:
+                pin, new_pin = accept(parts, store), True
+                if pin is None:
+                    raise CodeChangeError(
+                        f"--accept-code-change {name}: no complete output of {name} in {store.root_uri} differs "
+                        f"from this one in its code alone ({explain_miss(parts, store.manifests(name))}); "
+                        "run it, or accept a change only where config, upstream and environment are unchanged")
+            if pin is not None:
+                parts = replace(parts, code=pin.accepted_as)
+            keys[name] = parts.key()
             hit, why = store.state(name, keys[name])
-            planned.append(PlannedStage(stage, keys[name], ups, hit, name in forced, "" if hit else why))
+            reason = "" if hit or why != "absent" else explain_miss(parts, store.manifests(name))
+            planned.append(PlannedStage(stage, keys[name], ups, hit, name in forced, "" if hit else why,
+                                        parts, reason, pin, new_pin))
         return planned
-
 
 def critical_path(plan: Sequence[PlannedStage], seconds: Mapping[str, float] | None = None) -> dict[str, float]:
     """Per planned stage, the expected seconds of the longest path from its start to the

@@ -138,6 +138,10 @@ def _child_tags(p: PlannedStage, store: ArtifactStore) -> dict[str, Any]:
         "forced": str(p.forced).lower(),
         "artifact_uri": store.uri(p.name, p.key),
         "upstream_keys": json.dumps(p.upstream_keys, sort_keys=True),
+        # what the output was made under, one tag per library (`stages.framework.environment`)
+        **({f"env.{name}": version for name, version in p.parts.environment.items()} if p.parts else {}),
+        **({"code_version": p.parts.code} if p.parts else {}),
+        **({"code_change_accepted": p.pin.line()} if p.pin else {}),
     }
 
 
@@ -331,7 +335,8 @@ def _schedule(cfg: PipelineConfig, plan: list[PlannedStage], store: ArtifactStor
                      _fmt(ledger.held[p.name]))
             options = {**task_options(p.stage, cfg.run.device, ledger.capacity), **task_env}
             ref = remote.options(name=f"stage:{p.name}", **options).remote(
-                p.stage, cfg, p.key, p.upstream_keys, children[p.name], p.forced
+                p.stage, cfg, p.key, p.upstream_keys, children[p.name], p.forced,
+                p.parts.record() if p.parts else {}
             )
             running[ref] = p
         if not running:

@@ -1,25 +1,31 @@
-"""Content-addressed cache keys.
+"""Content-addressed cache keys, and the parts they are made of.
 
-key = sha256(stage name, stage code version, resolved stage config, upstream keys,
-             fingerprints of the external inputs the stage reads by path).
+key = sha256 of the stage's :class:`KeyParts`:
 
-The code version of a stage is ``"<version>:<digest>"``: its declared ``version`` plus the
-first 16 hex chars of a sha256 over the import closure of the stage class's module
-(``stage_cls.__module__``), as computed by :mod:`stages.framework.provenance`: every
-in-repo module (packages ``stages``, ``nugget_core``, ``pipelines`` under the repo root)
-that it transitively imports, read from the source with ``ast`` (lazy imports in function
-bodies and ``TYPE_CHECKING`` blocks included), plus the ``__init__.py`` of every package
-on the way. For each file, in sorted order of its path relative to the root, the digest
-takes that path, the file's length and its bytes. Third-party modules are not hashed (the
-environment pins them). Editing anything a stage can run invalidates its cache without
-anyone bumping a number, and an edit outside its closure leaves it alone. Digests are
-cached per process. Upstream keys chain the hashes, so a change anywhere invalidates
-exactly the stage and its descendants.
+- ``stage``: its name;
+- ``code``: its code version, ``"<version>:<digest>"``: the hand-bumped ``version`` plus a
+  digest of the normalised source (the AST without docstrings; comments never reach it) of
+  every file of its import closure (:mod:`stages.framework.code_identity`,
+  :mod:`stages.framework.provenance`). A comment or docstring edit keys nothing anew; a
+  code edit re-keys exactly the stages whose closure holds the file;
+- ``framework``: ``FRAMEWORK_OUTPUT_VERSION``. The framework's plumbing (scheduling, the
+  store, locks, MLflow tagging) is outside every closure, so editing it re-keys nothing; the
+  rare change to *what a stage writes* through it (the manifest's meaning, the layout of an
+  output) is versioned by hand here, and bumping it re-keys every stage;
+- ``config``: the resolved config sections it declares (``config_keys``);
+- ``upstream``: the keys of the stages it reads, so a change anywhere re-keys the stage and
+  its descendants;
+- ``external``: fingerprints of what it reads by path (files, folders, local models, the
+  offline sources; :mod:`stages.framework.external`): content, not path; absent for a stage
+  that reads nothing by path;
+- ``environment``: the versions of the libraries its closure runs, with Python, CUDA and
+  cuDNN (:mod:`stages.framework.environment`): an artifact made under other versions is a
+  miss.
 
-External inputs (files, folders, globs and local models named by config fields, and the
-offline sources under ``run.sources_dir``) enter as fingerprints of their content, not
-their path (:mod:`stages.framework.external`), so a file replaced at the same path is a
-miss. A stage without external inputs has the same payload as before they existed.
+The parts are recorded in every output's manifest (``key_parts``), so a miss can be
+explained against the outputs already in the store (:mod:`stages.framework.miss_reasons`),
+and a code change a user chooses to keep can be accepted on purpose
+(:mod:`stages.framework.code_pins`): the stage's code part then stays the accepted one.
 """
 
 from __future__ import annotations
@@ -28,15 +34,18 @@ import dataclasses
 import hashlib
 import json
 import os
-from functools import cache
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from stages.config.schema import PipelineConfig
+from stages.framework.code_identity import code_version
+from stages.framework.environment import stage_environment
 from stages.framework.external import external_fingerprints
-from stages.framework.provenance import closure_files, repo_root
 
 KEY_LENGTH = 20  # hex chars (80 bits): short directory names, collisions negligible
+# bump by hand when the framework changes what a stage's output holds or means (see above)
+FRAMEWORK_OUTPUT_VERSION = "1"
 
 
 def config_value(cfg: PipelineConfig, dotted: str) -> Any:
@@ -53,26 +62,6 @@ def _jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value):
         return dataclasses.asdict(value)
     return value
-
-
-def closure_digest(module_name: str) -> str:
-    """sha256 over (relative path, bytes) of each file in ``module_name``'s import closure."""
-    return _closure_digest(module_name, repo_root(module_name))
-
-
-@cache
-def _closure_digest(module_name: str, root: Path) -> str:
-    digest = hashlib.sha256()
-    for rel in closure_files(module_name, root):
-        data = (root / rel).read_bytes()
-        digest.update(f"{rel.as_posix()}\0{len(data)}\0".encode())
-        digest.update(data)
-    return digest.hexdigest()
-
-
-def code_version(stage_cls: type) -> str:
-    """``"<version>:<16 hex of closure_digest(stage module)>"`` (see the module docstring)."""
-    return f"{stage_cls.version}:" + closure_digest(stage_cls.__module__)[:16]
 
 
 def stage_sections(stage_cls: type, cfg: PipelineConfig) -> dict[str, Any]:
@@ -92,15 +81,51 @@ def external_inputs(stage_cls: type, cfg: PipelineConfig) -> dict[str, str]:
     return external_fingerprints(stage_cls, stage_sections(stage_cls, cfg), sources_dir)
 
 
+@dataclass(frozen=True)
+class KeyParts:
+    """Everything a stage's cache key is made of (see the module docstring)."""
+
+    stage: str
+    code: str
+    config: dict[str, Any]
+    upstream: dict[str, str]
+    environment: dict[str, str]
+    external: dict[str, str] = field(default_factory=dict)
+    framework: str = FRAMEWORK_OUTPUT_VERSION
+
+    def key(self) -> str:
+        payload: dict[str, Any] = {
+            "stage": self.stage,
+            "code": self.code,
+            "framework": self.framework,
+            "config": self.config,
+            "upstream": dict(sorted(self.upstream.items())),
+            "environment": dict(sorted(self.environment.items())),
+        }
+        if self.external:  # absent for stages that read nothing by path
+            payload["external"] = self.external
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:KEY_LENGTH]
+
+    def record(self) -> dict[str, Any]:
+        """The parts as the manifest stores them (plain JSON)."""
+        return json.loads(json.dumps(dataclasses.asdict(self), sort_keys=True, default=str))
+
+
+def key_parts(stage_cls: type, cfg: PipelineConfig, upstream_keys: dict[str, str],
+              code: str | None = None) -> KeyParts:
+    """The parts of ``stage_cls``'s key under ``cfg`` and its upstream keys; ``code``
+    replaces its code version (an accepted code change, `stages.framework.code_pins`)."""
+    return KeyParts(
+        stage=stage_cls.name,
+        code=code or code_version(stage_cls),
+        config=stage_config(stage_cls, cfg),
+        upstream=dict(sorted(upstream_keys.items())),
+        environment=stage_environment(stage_cls),
+        external=external_inputs(stage_cls, cfg),
+    )
+
+
 def cache_key(stage_cls: type, cfg: PipelineConfig, upstream_keys: dict[str, str]) -> str:
-    payload: dict[str, Any] = {
-        "stage": stage_cls.name,
-        "code": code_version(stage_cls),
-        "config": stage_config(stage_cls, cfg),
-        "upstream": dict(sorted(upstream_keys.items())),
-    }
-    external = external_inputs(stage_cls, cfg)
-    if external:  # absent for stages that read nothing by path: their keys are unchanged
-        payload["external"] = external
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:KEY_LENGTH]
+    """The cache key of ``stage_cls`` under ``cfg`` and its upstream keys."""
+    return key_parts(stage_cls, cfg, upstream_keys).key()

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from stages.framework.code_pins import CodeChangeError
 from stages.framework.dag import Dag, DagError, PlannedStage
 from stages.framework.keys import stage_sections
 from stages.framework.preflight import CONFIG, MISSING, Problem, exit_code, preflight
@@ -72,12 +73,13 @@ def stage_config_problems(stages: Iterable[type], cfg: Any) -> list[Problem]:
 
 def check_run(graph: Dag, cfg: Any, config_errors: list[str], targets: list[str] | None,
               force: Iterable[str] = (), only: str | None = None, targets_key: str = "run.targets: ",
-              probe: bool = True) -> CheckedRun:
+              probe: bool = True, accept_code_change: Iterable[str] = ()) -> CheckedRun:
     """Every problem of running ``targets`` (None: the whole DAG) of ``graph`` with
     ``cfg``, whose range and relation errors ``config_errors`` the caller collected at
     load. ``only``: the one stage the run executes (``pipelines.stage``; the others must
     be cached); ``targets_key`` prefixes an unknown target's message; ``probe``: ask an
-    HTTP tracking server. Errors of the store itself (credentials, network) propagate:
+    HTTP tracking server; ``accept_code_change``: stages whose code change is accepted
+    (`stages.framework.code_pins`; one that cannot be is a config problem). Errors of the store itself (credentials, network) propagate:
     the caller names the root."""
     problems = _listed(CONFIG, CONFIG_HEADING, config_errors)
     try:
@@ -92,8 +94,13 @@ def check_run(graph: Dag, cfg: Any, config_errors: list[str], targets: list[str]
     if problems or store is None:
         running = [graph.stages[n] for n in names if only in (None, n)]
     else:
-        plan = graph.plan(cfg, store, targets=targets, force=force)
-        running = [p.stage for p in plan if p.will_run and only in (None, p.name)]
+        try:
+            plan = graph.plan(cfg, store, targets=targets, force=force, accept_code_change=accept_code_change)
+        except CodeChangeError as exc:
+            problems += _listed(CONFIG, CONFIG_HEADING, [str(exc)])
+            running = []
+        else:
+            running = [p.stage for p in plan if p.will_run and only in (None, p.name)]
     problems += stage_config_problems(running, cfg)
     problems += device_problems(cfg, running)
     problems += hub_problems(cfg, running, probe=probe, heading=INPUTS_HEADING)

@@ -10,8 +10,11 @@ so a stage that imports one light name is not keyed on the whole package.
 Importing ``a.b.c`` executes ``a/__init__.py`` and ``a/b/__init__.py``, so every parent
 package is in the closure. In-repo = the top-level packages ``IN_REPO_PACKAGES`` (plus the
 start module's own top-level package) found under the root, the directory holding them;
-everything else (stdlib, third party) is pinned by the environment and ignored. Dynamic
-imports (``importlib.import_module(name)``) are invisible to this.
+everything else (stdlib, third party) is not hashed: the versions of the third-party
+libraries a closure imports key the stage instead (:func:`third_party_imports`,
+:mod:`stages.framework.environment`). The framework's plumbing (``PLUMBING_PACKAGES``) is
+left out of closures. Dynamic imports (``importlib.import_module(name)``) are invisible to
+this.
 
 ``python -m stages.framework.provenance MODULE`` prints the closure of ``MODULE``.
 """
@@ -25,6 +28,11 @@ from functools import cache
 from pathlib import Path
 
 IN_REPO_PACKAGES = ("stages", "nugget_core", "pipelines")
+# The framework's plumbing (scheduling, the store, locks, MLflow tracking, redaction): it
+# decides where and when a stage runs and how it is recorded, not what it computes, so it is
+# left out of every closure (neither hashed nor followed). The rare change to what a stage
+# writes through it is versioned by hand: `stages.framework.keys.FRAMEWORK_OUTPUT_VERSION`.
+PLUMBING_PACKAGES = ("stages.framework",)
 
 
 def repo_root(module_name: str) -> Path:
@@ -74,7 +82,7 @@ def _imported_names(source: str, name: str, is_package: bool, filename: str) -> 
     return found
 
 
-def _is_type_checking(test: ast.expr) -> bool:
+def is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
     )
@@ -86,7 +94,7 @@ def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
     while stack:
         node = stack.pop()
         nodes.append(node)
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and is_type_checking(node.test):
             stack.extend(node.orelse)
             continue
         stack.extend(ast.iter_child_nodes(node))
@@ -122,17 +130,28 @@ def _lazy_targets(root: Path, name: str) -> list[str]:
     return [target] if target else []
 
 
-def _in_repo(name: str, start: str) -> bool:
-    return name.split(".")[0] in (*IN_REPO_PACKAGES, start.split(".")[0])
-
-
-def _direct(module_name: str, root: Path) -> set[str]:
-    """In-repo modules (with their parent packages) that one module's own file imports."""
+@cache
+def _file_imports(module_name: str, root: Path) -> frozenset[str]:
+    """What one module's own file imports (`_imported_names`), parsed once per process."""
     path = module_file(root, module_name)
     if path is None:
         raise ValueError(f"no source for module {module_name!r} under {root}")
     source = path.read_text(encoding="utf-8")
-    names = _imported_names(source, module_name, path.name == "__init__.py", str(path))
+    return frozenset(_imported_names(source, module_name, path.name == "__init__.py", str(path)))
+
+
+def _in_repo(name: str, start: str) -> bool:
+    return name.split(".")[0] in (*IN_REPO_PACKAGES, start.split(".")[0])
+
+
+def is_plumbing(name: str) -> bool:
+    """Whether module ``name`` is framework plumbing, outside every closure."""
+    return any(name == p or name.startswith(p + ".") for p in PLUMBING_PACKAGES)
+
+
+def _direct(module_name: str, root: Path) -> set[str]:
+    """In-repo modules (with their parent packages) that one module's own file imports."""
+    names = set(_file_imports(module_name, root))
     names |= {t for name in names if _in_repo(name, module_name) for t in _lazy_targets(root, name)}
     return {
         parent
@@ -150,8 +169,19 @@ def _closure(module_name: str, root: Path) -> tuple[str, ...]:
         name = stack.pop()
         if name not in seen:
             seen.add(name)
-            stack.extend(m for m in _direct(name, root) if _in_repo(m, module_name))
+            stack.extend(m for m in _direct(name, root) if _in_repo(m, module_name) and not is_plumbing(m))
     return tuple(sorted(seen))
+
+
+@cache
+def _third_party(module_name: str, root: Path) -> tuple[str, ...]:
+    found: set[str] = set()
+    for name in _closure(module_name, root):
+        for imported in _file_imports(name, root):
+            top = imported.split(".")[0]
+            if top and not _in_repo(top, module_name) and top not in sys.stdlib_module_names:
+                found.add(top)
+    return tuple(sorted(found))
 
 
 def _root(module_name: str, root: Path | str | None) -> Path:
@@ -172,6 +202,12 @@ def import_closure(module_name: str, root: Path | str | None = None) -> list[str
     if module_file(resolved, module_name) is None:
         raise ValueError(f"no source for module {module_name!r} under {resolved}")
     return list(_closure(module_name, resolved))
+
+
+def third_party_imports(module_name: str, root: Path | str | None = None) -> list[str]:
+    """Sorted top-level names of the third-party packages the files of ``module_name``'s
+    closure import at run time (neither in-repo nor the standard library)."""
+    return list(_third_party(module_name, _root(module_name, root)))
 
 
 def closure_files(module_name: str, root: Path | str | None = None) -> list[Path]:

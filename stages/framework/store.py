@@ -337,8 +337,17 @@ class ArtifactStore:
             return json.load(fh)
 
     def manifests(self, stage: str) -> list[dict[str, Any]]:
-        """The manifests of every output of ``stage`` in the store, any key."""
-        return [json.loads(self.fs.cat_file(m)) for m in self.fs.glob(f"{self.base}/{stage}/*/{MANIFEST}")]
+        """The manifests of every output of ``stage`` in the store, any key (an unreadable
+        one is left out: `state` names it when its key is asked for)."""
+        found = []
+        for path in self.fs.glob(f"{self.base}/{stage}/*/{MANIFEST}"):
+            try:
+                manifest = json.loads(self.fs.cat_file(path))
+            except (OSError, ValueError):
+                continue
+            if isinstance(manifest, dict):
+                found.append(manifest)
+        return found
 
     def _damaged(self, stage: str, key: str, why: str) -> CorruptArtifactError:
         return CorruptArtifactError(

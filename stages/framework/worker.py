@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -17,7 +18,9 @@ from typing import Any
 
 from stages.config.schema import PipelineConfig
 from stages.framework import quiet
+from stages.framework.code_identity import code_version
 from stages.framework.devices import task_device
+from stages.framework.environment import environment_problems
 from stages.framework.keys import stage_config, stage_sections
 from stages.framework.locks import wait_bound
 from stages.framework.stage import Stage, StageContext
@@ -31,6 +34,10 @@ log = logging.getLogger("nugget.pipeline")
 COMPUTE_WAIT_S, REPLACE_WAIT_S = 86400.0, 600.0
 
 
+class EnvironmentDrift(RuntimeError):
+    """The task's library versions differ from those the stage's key was planned with."""
+
+
 def run_one(
     stage_cls: type[Stage],
     cfg: PipelineConfig,
@@ -38,6 +45,7 @@ def run_one(
     upstream_keys: dict[str, str],
     logger: RunLogger,
     forced: bool,
+    key_parts: dict[str, Any],
 ) -> dict[str, Any]:
     """Run one stage into scratch and publish it (executes inside a Ray task).
 
@@ -46,11 +54,19 @@ def run_one(
     (``reused``) instead of computing it again. Holds the read lock of each input while the
     stage runs, so a forced replace elsewhere waits. Ends the stage's run FINISHED itself
     once the output is published, so a run whose driver died never outlives its output
-    as RUNNING."""
+    as RUNNING. ``key_parts``: what the driver computed ``key`` from (recorded in the
+    manifest); a task whose library versions differ from its ``environment`` refuses to run."""
     # Ray workers start with an unconfigured root logger: stage progress lines would vanish
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     quiet.apply()  # before the stage imports ray.data / transformers (NUGGET_VERBOSE decides)
     stage_name = stage_cls.name
+    # plans made by `Dag.plan` always carry the environment; a hand-built plan may not
+    drift = environment_problems(stage_cls, key_parts["environment"]) if "environment" in key_parts else []
+    if drift:
+        raise EnvironmentDrift(
+            f"stage {stage_name} would run on {socket.gethostname()} under other library versions than its "
+            f"cache key (key {key}) was planned with: {'; '.join(drift)}. Install the same locked environment "
+            "on every node (make install), or plan from a node that has this one")
     store = ArtifactStore(cfg.run.artifact_root)
     with ExitStack() as held:
         lock = store.lock(stage_name, key)
@@ -94,6 +110,8 @@ def run_one(
                 "run_id": logger.run_id,
                 "upstream": upstream_keys,
                 "config": stage_config(stage_cls, cfg),
+                "key_parts": key_parts,
+                "code_ran": code_version(stage_cls),  # differs from key_parts' code under an accepted change
                 "metrics": ctx.metrics,
                 "seconds": seconds,
                 "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

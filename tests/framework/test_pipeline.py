@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import platform
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -28,12 +30,19 @@ def _statuses(root) -> dict[str, str]:
     return {name: run.data.tags["cache_hit"] for name, run in children.items()}
 
 
-def test_full_run_then_cached_run(ray_local, root, base_args):
+def test_full_run_then_cached_run(ray_local, root, base_args, capsys):
     assert main_full(base_args, dag=STATS_DAG) == 0
     parent, children = runs_of_latest_pipeline(root)
     assert set(children) == {"corpus_stats", "digest"}
     assert _statuses(root) == {"corpus_stats": "false", "digest": "false"}
     stats = children["corpus_stats"]
+    # what the output was made under: in its manifest and its MLflow run
+    (manifest_path,) = (root / "corpus_stats").glob("*/_nugget_manifest.json")
+    parts = json.loads(manifest_path.read_text())["key_parts"]
+    assert parts["environment"]["numpy"] == importlib.metadata.version("numpy")
+    assert parts["environment"]["python"] == platform.python_version()
+    assert stats.data.tags["env.numpy"] == importlib.metadata.version("numpy")
+    assert stats.data.tags["code_version"] == parts["code"]
     assert stats.data.metrics["documents"] == len(LEE_DOCS)
     assert stats.data.metrics["words_total"] == 9 + 6 + 8  # counted by hand
     assert stats.data.params["data.corpus_stats.source"] == "gensim_lee"
@@ -48,9 +57,11 @@ def test_full_run_then_cached_run(ray_local, root, base_args):
     assert hit.data.tags["produced_by_run_id"] == first_producer
     assert hit.data.metrics["words_total"] == 23  # metrics carried over to the hit run
 
-    # changing the digest's config reruns the digest only
+    # changing the digest's config reruns the digest only, and the plan says why
+    capsys.readouterr()
     assert main_full(base_args + ["report.title=Other"], dag=STATS_DAG) == 0
     assert _statuses(root) == {"corpus_stats": "true", "digest": "false"}
+    assert "(miss: config changed: report.title 'nugget-pipeline report' -> 'Other'" in capsys.readouterr().out
 
     # changing corpus_stats' config reruns it and its downstream
     assert main_full(base_args + ["report.title=Other", "data.corpus_stats.top_words=3"], dag=STATS_DAG) == 0

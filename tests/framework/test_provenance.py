@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stages.framework.keys import code_version
+from stages.framework.code_identity import code_version
 from stages.framework.provenance import closure_files, direct_imports, import_closure, module_file
 from stages.registry import DAG
 
@@ -147,6 +147,8 @@ def test_real_stage_closures_are_narrow():
         assert module in closure and "stages" in closure
         assert "stages.registry" not in closure, name  # would make every key change on any edit
         assert not [m for m in closure if m.startswith("pipelines")], name
+        # the framework's plumbing keys nothing (keys.FRAMEWORK_OUTPUT_VERSION covers it)
+        assert not [m for m in closure if m.startswith("stages.framework")], name
 
 
 def test_leftover_code_modules_attribute_ignored():
@@ -160,7 +162,8 @@ def test_leftover_code_modules_attribute_ignored():
 KEYS_SCRIPT = """
 import importlib, json, sys
 from stages.config import load_config
-from stages.framework.keys import cache_key, code_version
+from stages.framework.code_identity import code_version
+from stages.framework.keys import cache_key
 
 cfg = load_config([])
 out = {}
@@ -184,14 +187,23 @@ def _keys(copy: Path, stages: dict[str, tuple[str, str]]) -> dict[str, dict[str,
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _append_comment(copy: Path, module: str) -> None:
+def _append(copy: Path, module: str, text: str) -> None:
     path = module_file(copy, module)
     assert path is not None, module
     with open(path, "a") as fh:
-        fh.write("\n# provenance test edit\n")
+        fh.write(text)
 
 
-def test_keys_follow_the_import_closure_of_real_stages(tmp_path):
+def _edit_docstring(copy: Path, module: str) -> None:
+    """Reword the module's docstring (every file under a package root of ours has one)."""
+    path = module_file(copy, module)
+    assert path is not None, module
+    source = path.read_text()
+    assert source.lstrip().startswith('"""'), f"{path} has no module docstring"
+    path.write_text(source.replace('"""', '"""Reworded by the provenance test. ', 1))
+
+
+def test_keys_follow_the_code_that_runs_in_real_stages(tmp_path):
     copy = tmp_path / "repo"
     ignore = shutil.ignore_patterns("__pycache__")
     for part in ("stages", "nugget_core", "pipelines", "conf"):
@@ -205,22 +217,31 @@ def test_keys_follow_the_import_closure_of_real_stages(tmp_path):
     own = {".".join(build_lm.split(".")[: i + 1]) for i in range(build_lm.count(".") + 1)}
     direct = set(direct_imports(build_lm, copy)) | own
     # (and outside corpus_stats's closure, whose key must not move below)
-    indirect = [m for m in closure["build_lm"] if m not in direct and m not in closure["corpus_stats"]]
+    indirect = [m for m in closure["build_lm"] if m not in direct and m not in closure["corpus_stats"]
+                and module_file(copy, m).read_text().lstrip().startswith('"""')]
     assert indirect, closure["build_lm"]
     # a module outside corpus_stats's closure
     all_core = sorted(
         ".".join(p.relative_to(copy).with_suffix("").parts).removesuffix(".__init__")
         for p in (copy / "nugget_core").rglob("*.py")
     )
-    outside = [m for m in all_core if m not in closure["corpus_stats"]]
+    outside = [m for m in all_core if m not in closure["corpus_stats"] and m != indirect[0]]
     assert outside
+    edited = [indirect[0], outside[0]]
 
     before = _keys(copy, stages)
-    edited = [indirect[0], outside[0]]
+    # what never runs: comments, docstrings, the framework's plumbing
     for module in edited:
-        _append_comment(copy, module)
-    after = _keys(copy, stages)
+        _append(copy, module, "\n# provenance test edit\n")
+    _edit_docstring(copy, indirect[0])
+    for plumbing in ("stages.framework.tracking", "stages.framework.stage", "stages.framework.locks"):
+        _append(copy, plumbing, "\n_PROVENANCE_TEST_EDIT = 1\n")
+    assert _keys(copy, stages) == before, edited
 
+    # what runs
+    for module in edited:
+        _append(copy, module, "\n_PROVENANCE_TEST_EDIT = 1\n")
+    after = _keys(copy, stages)
     assert after["build_lm"]["key"] != before["build_lm"]["key"], edited
     assert after["build_lm"]["code"] != before["build_lm"]["code"]
     assert after["corpus_stats"] == before["corpus_stats"], edited

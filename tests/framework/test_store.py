@@ -23,7 +23,7 @@ def test_key_depends_on_declared_config_and_upstream_only():
 
 
 def test_key_depends_on_stage_code(monkeypatch):
-    from stages.framework import keys
+    from stages.framework import code_identity
 
     cfg = load_config([])
     before = cache_key(Report, cfg, {"corpus_stats": "a"})
@@ -33,7 +33,7 @@ def test_key_depends_on_stage_code(monkeypatch):
     monkeypatch.setattr(Report, "version", version)
     assert cache_key(Report, cfg, {"corpus_stats": "a"}) == before
     # the code digest (of the stage module's import closure) is part of the key
-    monkeypatch.setattr(keys, "closure_digest", lambda m: "0" * 64)
+    monkeypatch.setattr(code_identity, "closure_digest", lambda m: "0" * 64)
     assert cache_key(Report, cfg, {"corpus_stats": "a"}) != before
 
 

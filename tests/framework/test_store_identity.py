@@ -124,7 +124,7 @@ def test_a_damaged_upstream_is_named_as_damaged(root, base_args, capsys, no_ray)
     (done / MANIFEST).write_text("{not json")
     assert main_stage(["digest", *base_args], dag=STATS_DAG) == 3
     captured = capsys.readouterr()
-    assert f"corpus_stats           miss   key={key}  upstream=-  (damaged: {MANIFEST} unreadable" in captured.out
+    assert f"corpus_stats           miss   key={key}  upstream=-\n      (damaged: {MANIFEST} unreadable" in captured.out
     assert (f"upstream stage 'corpus_stats''s cached output for this config (key {key}) is damaged: "
             f"{MANIFEST} unreadable") in captured.err
     assert f"python -m pipelines.stage corpus_stats --force {' '.join(base_args)}" in captured.err
