@@ -19,9 +19,6 @@ from stages.train.nugget2d_stage import Nugget2DTrainingStage, Variant
 
 class TrainNugget2D(Nugget2DTrainingStage):
     name = "train_nugget2d"
-    expected_seconds = 63  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "Nugget2D compressors (autoencoding / continuation / finetune) on Ray Train."
-    run_name_keys = ("r=nugget2d.ratio",)
     job_key = train_job = "train.nugget2d"
     base_role = "chat"  # the QA compressor (§6.2); its autoencoding variant trains on "lm"
     config_keys = ("nugget2d", "model.lm", "train.nugget2d", "prompts", "run.seed")

@@ -35,12 +35,9 @@ def icae_name(ratio: float) -> str:
 
 class TrainNugget2DAE(Nugget2DTrainingStage):
     name = "train_nugget2d_ae"
-    expected_seconds = 132  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "Nugget2D autoencoders per ratio and their ICAE baseline (Nugget2D §4) on Ray Train."
     job_key = train_job = "train.nugget2d_ae"
     base_role = "lm"  # Nugget2D §3: the autoencoding experiment uses LLaMA-7B, the LM (not the chat) model
     config_keys = ("nugget2d", "model.lm", "train.nugget2d_ae", "run.seed")
-    run_name_keys = ("r=train.nugget2d_ae.ratios",)  # it trains one model per ratio
 
     def main_model(self, ctx: StageContext, job: Any) -> tuple[str, float]:
         return TrainedNugget2D.AUTOENCODING, job.ratios[0]

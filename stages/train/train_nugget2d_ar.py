@@ -26,9 +26,6 @@ SCORER_STAGE = "train_nugget2d"
 
 class TrainNugget2DAR(Nugget2DTrainingStage):
     name = "train_nugget2d_ar"
-    expected_seconds = 61  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "Autoregressive Nugget2D LM (compressor's scorer frozen, calibrated Lambda) on Ray Train."
-    run_name_keys = ("r=nugget2d.ratio",)
     job_key = train_job = "train.nugget2d_ar"
     base_role = "lm"
     upstream = ("prepare_lm", "build_lm", SCORER_STAGE, "calibrate_threshold")

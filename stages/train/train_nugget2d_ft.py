@@ -15,9 +15,6 @@ from stages.train.nugget2d_stage import Nugget2DTrainingStage
 
 class TrainNugget2DFT(Nugget2DTrainingStage):
     name = "train_nugget2d_ft"
-    expected_seconds = 106  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "train_nugget2d's compressor fine-tuned on a task (objective finetune) on Ray Train."
-    run_name_keys = ("r=nugget2d.ratio",)
     job_key = train_job = "train.nugget2d_ft"
     base_role = "chat"
     upstream = ("prepare_lm", "build_lm", "train_nugget2d")
