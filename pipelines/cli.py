@@ -281,7 +281,7 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     if args.list:
         for name in graph.order:
             s = graph.stages[name]
-            print(f"{name:22s} <- {', '.join(s.upstream) or '-':30s} {s.description}")
+            print(f"{name:22s} <- {', '.join(s.upstream) or '-':30s} {s.describe()}")
         return 0
     if not args.name:
         return _fail(EXIT_CONFIG, "name a stage (see: python -m pipelines.stage --list)")

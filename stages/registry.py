@@ -30,12 +30,10 @@ from stages.train.sweep_nugget import SweepNugget
 from stages.train.train_baselines import TrainBaselines
 from stages.train.train_full_ft import TrainFullFT
 from stages.train.train_nugget import TrainNugget
-from stages.train.train_nugget2d import (
-    TrainNugget2D,
-    TrainNugget2DAE,
-    TrainNugget2DAR,
-    TrainNugget2DFT,
-)
+from stages.train.train_nugget2d import TrainNugget2D
+from stages.train.train_nugget2d_ae import TrainNugget2DAE
+from stages.train.train_nugget2d_ar import TrainNugget2DAR
+from stages.train.train_nugget2d_ft import TrainNugget2DFT
 from stages.train.train_nugget_lm import TrainNuggetLM
 from stages.train.train_re import TrainRE
 from stages.train.train_re_retrieval import TrainRERetrieval

@@ -59,11 +59,8 @@ def _scores(model, segments: list[list[int]], label: str) -> list[torch.Tensor]:
 
 class CalibrateThreshold(Stage):
     name = "calibrate_threshold"
-    expected_seconds = 9  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "Lambda = (1 - r) quantile of Nugget2D scores; realised ratio on held-out text."
     upstream = ("prepare_lm", "build_lm", SCORER_STAGE)
     config_keys = ("calibrate.threshold", "nugget2d", "eval.dtype", "run.seed")
-    run_name_keys = ("r=nugget2d.ratio",)
     uses_device = True
 
     def run(self, ctx: StageContext) -> None:

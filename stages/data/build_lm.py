@@ -148,8 +148,6 @@ def _by_split(ids: Sequence[list[int]], splits: Sequence[str]) -> dict[str, list
 
 class BuildLM(Stage):
     name = "build_lm"
-    expected_seconds = 19  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "Nugget2D LM segments, continuation triples, QA and summarisation sets."
     upstream = ("prepare_lm",)
     config_keys = ("data.lm", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}  # tokenisation runs on Ray Data

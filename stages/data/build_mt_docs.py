@@ -84,8 +84,6 @@ def mt_documents(cfg: Any, sources_dir: Path, tokenizer_dir: Path, max_docs: int
 
 class BuildMtDocs(Stage):
     name = "build_mt_docs"
-    expected_seconds = 11  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "WMT-style documents of <= 128 subwords from adjacent sentence pairs."
     upstream = ("tokenizer",)
     config_keys = ("data.mt", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}  # the Ray Data tasks it launches take the CPUs

@@ -76,8 +76,6 @@ def write_split(docs: Iterable[dict[str, list]], min_tokens: int, path: Any) -> 
 
 class BuildNuggetLM(Stage):
     name = "build_nugget_lm"
-    expected_seconds = 14  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "Wikipedia articles (WikiText-103 or its offline stand-in) for the Nugget LM (table 3)."
     upstream = ("tokenizer",)
     config_keys = ("data.nugget_lm", "data.seed")
     resources = {"num_cpus": 0}  # tokenisation runs on Ray Data

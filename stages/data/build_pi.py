@@ -39,8 +39,6 @@ def _mine(chunk, query_tokens, cand_tokens, window, block, n_neg, cfg):
 
 class BuildPi(Stage):
     name = "build_pi"
-    expected_seconds = 34  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "ParaBank-style paraphrase identification with BM25 window negatives."
     upstream = ("tokenizer",)
     config_keys = ("data.pi", "data.bm25", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}  # its Ray Data / Ray tasks take the CPUs

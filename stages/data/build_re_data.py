@@ -114,11 +114,9 @@ class _Writer:
 
 class BuildREData(Stage):
     name = "build_re_data"
-    description = "RE restoration texts: 1 / 3 / 5 consecutive sentences (C4 RealNewsLike or an offline stand-in)."
     upstream = ()
     config_keys = ("data.re", "data.seed")
     external_paths = ("data.re.local_files",)
-    expected_seconds = 20  # profile=tiny: measured with Punkt trained on the ~100 articles (2 busy CPUs)
 
     @classmethod
     def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:

@@ -97,10 +97,8 @@ def dpr_test(path: str) -> list[dict[str, Any]]:
 
 class BuildRERetrieval(Stage):
     name = "build_re_retrieval"
-    description = "RE passage-retrieval data: DPR's Natural Questions, or build_rr's tasks as a stand-in."
     upstream = ("build_rr",)  # the stand-in (source=rr_tasks); with dpr_nq it is not read
     config_keys = ("data.re_retrieval", "data.seed")
-    expected_seconds = 1  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
     external_paths = ("data.re_retrieval.nq_train_file", "data.re_retrieval.nq_dev_file",
                       "data.re_retrieval.nq_test_file", "data.re_retrieval.passages_file")
 

@@ -41,8 +41,6 @@ def _mine(chunk, q_tokens, pool_tokens, pool_groups, q_groups, positives, n_neg,
 
 class BuildRr(Stage):
     name = "build_rr"
-    expected_seconds = 4  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "WikiText-style passage reranking: lead -> section, BM25 negatives."
     upstream = ("tokenizer",)
     config_keys = ("data.rr", "data.bm25", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}

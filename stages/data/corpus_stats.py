@@ -64,8 +64,6 @@ def summarise(rows: dict[str, list[int]], vocab: Counter[str], top: int) -> dict
 
 class CorpusStats(Stage):
     name = "corpus_stats"
-    expected_seconds = 1  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "Size/length statistics of an offline corpus (Ray Data)."
     config_keys = ("data.corpus_stats",)
     resources = {"num_cpus": 0}  # the Ray Data tasks it launches take the CPUs
     fans_out = True  # the executor reserves every CPU for it

@@ -26,10 +26,8 @@ from stages.sources.registry import wheel_path
 
 class PrepareLM(Stage):
     name = "prepare_lm"
-    description = "Nugget2D base LM as an HF folder (offline SmolLM2 or a pretrained name)."
     config_keys = ("model.lm",)
     external_models = ("model.lm.name_or_path", "model.lm.chat_name_or_path")
-    expected_seconds = 34  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
 
     @classmethod
     def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:

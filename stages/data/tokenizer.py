@@ -25,8 +25,6 @@ from stages.framework.stage import Stage, StageContext
 
 class Tokenizer(Stage):
     name = "tokenizer"
-    expected_seconds = 3  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "Subword tokenizer of the seq2seq model (BPE on the MT corpus or pretrained)."
     config_keys = ("model.seq2seq", "data.mt")
     resources = {"num_cpus": 1}
     external_paths = ("data.mt.local_files",)

@@ -130,8 +130,6 @@ def pick(systems: list[System], objective: str, layer: int) -> System | None:
 
 class AnalyzeNuggets(Stage):
     name = "analyze_nuggets"
-    expected_seconds = 11  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "Nugget token frequencies (fig. 5), highlighted texts (fig. 6), probability gain (figs. 7-8)."
     required_upstream = ("build_mt_docs", "train_nugget")
     optional_upstream = ("sweep_nugget", "train_baselines")
     upstream = required_upstream

@@ -131,8 +131,6 @@ def _columns(corpora: list[str]) -> list[Column]:
 
 class EvalLM(Stage):
     name = "eval_lm"
-    expected_seconds = 53  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "Subword/word perplexity: autoregressive Nugget2D vs Full, Compressive, KV presses."
     upstream = ("prepare_lm", "build_lm", "calibrate_threshold", AR_STAGE)
     config_keys = ("eval.lm", "eval.presses", "eval.dtype")
     uses_device = True

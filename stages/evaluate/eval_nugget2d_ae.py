@@ -141,8 +141,6 @@ def highlight(texts: list[str], selected: list[bool]) -> str:
 
 class EvalNugget2DAE(Stage):
     name = "eval_nugget2d_ae"
-    expected_seconds = 49  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "Nugget2D vs ICAE reconstruction BLEU by document length (§4, fig. 5) and nugget tokens (§4.3)."
     upstream = ("prepare_lm", "build_lm", TRAIN_STAGE)
     config_keys = ("eval.autoencoding", "eval.dtype")
     uses_device = True

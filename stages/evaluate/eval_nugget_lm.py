@@ -97,8 +97,6 @@ def unigram_counts(model: UnigramModel, docs: TokenDocuments, lengths: list[int]
 
 class EvalNuggetLM(Stage):
     name = "eval_nugget_lm"
-    expected_seconds = 7  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "Word-level perplexity of the Nugget LMs and baselines at each h (Nugget table 3)."
     upstream = ("build_nugget_lm", "train_nugget_lm")
     config_keys = ("eval.nugget_lm", "eval.dtype")
     uses_device = True

@@ -70,8 +70,6 @@ def qa_flag(system: str, outputs: dict[str, list[str]], hits: dict[str, int], n:
 
 class EvalQA(Stage):
     name = "eval_qa"
-    expected_seconds = 113  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "SQuAD-style accuracy: Full, NoDoc, LMSumm, Nugget2D 5x/10x, KV presses, with decode cost."
     upstream = ("prepare_lm", "build_lm", COMPRESSOR_STAGE)
     config_keys = ("eval.qa", "eval.presses", "eval.dtype", "prompts")
     uses_device = True

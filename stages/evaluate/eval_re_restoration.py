@@ -84,11 +84,9 @@ def system_row(record: dict[str, Any], nll: list[float], counts: list[int], roug
 
 class EvalRERestoration(Stage):
     name = "eval_re_restoration"
-    description = "RE restoration: PPL and ROUGE-1/2/L of texts restored from their one vector (RE tables 2, 3, 8)."
     upstream = ("build_re_data", "train_re")
     config_keys = ("eval.re", "eval.dtype")
     uses_device = True
-    expected_seconds = 27  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
 
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.re")

@@ -136,11 +136,9 @@ def retrieval_row(record: dict[str, Any], ranks: list[int], passages: int, ks: l
 
 class EvalRERetrieval(Stage):
     name = "eval_re_retrieval"
-    description = "Recall@k / MRR of the RE bi-encoders over the whole passage collection (RE tables 4, 9)."
     upstream = ("train_re_retrieval", "build_re_retrieval")
     config_keys = ("eval.re", "eval.dtype")
     uses_device = True
-    expected_seconds = 16  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
 
     def run(self, ctx: StageContext) -> None:
         cfg = ctx.cfg("eval.re")

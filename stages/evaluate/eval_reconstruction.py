@@ -51,8 +51,6 @@ def reconstruction_systems(systems: list[System]) -> list[System]:
 
 class EvalReconstruction(Stage):
     name = "eval_reconstruction"
-    expected_seconds = 45  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "Beam-5 decoding from nuggets / single vectors, corpus BLEU per ratio (fig. 4)."
     required_upstream = ("build_mt_docs", "train_nugget", "train_baselines")
     optional_upstream = ("sweep_nugget",)
     upstream = required_upstream

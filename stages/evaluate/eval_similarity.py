@@ -53,8 +53,6 @@ def colbart_source(systems: list[System], seq2seq: Any) -> System | None:
 
 class EvalSimilarity(Stage):
     name = "eval_similarity"
-    expected_seconds = 68  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "PI / RR MRR (mean-MaxSim / cosine) of Nugget, ColBART, TSDAE, RE and ablations."
     required_upstream = ("build_pi", "build_rr", "train_nugget", "train_baselines")
     optional_upstream = ("sweep_nugget",)
     upstream = required_upstream

@@ -54,8 +54,6 @@ COLUMNS = [
 
 class EvalSummarization(Stage):
     name = "eval_summarization"
-    expected_seconds = 73  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "CNN/DM-style ROUGE-1/2/L: Full zero-shot / fine-tuned, Nugget2D 10x, KV presses, with decode cost."
     upstream = ("prepare_lm", "build_lm", "train_full_ft", "train_nugget2d_ft")
     config_keys = ("eval.summarization", "eval.presses", "eval.dtype", "prompts")
     uses_device = True

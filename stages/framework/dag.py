@@ -166,7 +166,7 @@ class Dag:
 def critical_path(plan: Sequence[PlannedStage], seconds: Mapping[str, float] | None = None) -> dict[str, float]:
     """Per planned stage, the expected seconds of the longest path from its start to the
     end of the plan: its own duration (``seconds[name]``, e.g. measured by an earlier run,
-    else its ``expected_seconds``; 0 for a hit) plus the longest path among the planned
+    else `Stage.expected`; 0 for a hit) plus the longest path among the planned
     stages that read it. The executor starts ready stages in decreasing order of it, so
     the chain that bounds the run's wall time starts first. ``plan`` is in execution
     (topological) order."""
@@ -178,6 +178,6 @@ def critical_path(plan: Sequence[PlannedStage], seconds: Mapping[str, float] | N
                 readers[up].append(p.name)
     path: dict[str, float] = {}
     for p in reversed(plan):
-        own = float(seconds.get(p.name, p.stage.expected_seconds)) if p.will_run else 0.0
+        own = float(seconds.get(p.name, p.stage.expected())) if p.will_run else 0.0
         path[p.name] = own + max((path[r] for r in readers[p.name]), default=0.0)
     return path

@@ -3,7 +3,7 @@
 Pure functions of what the executor knows (tested without Ray), and `StageProgress`, the
 executor's running account of started and finished stages that feeds them. The estimate of the time
 left starts from the scheduler's per-stage estimates (a stage's last measured time, else
-its ``expected_seconds``; `stages.framework.executor`) and is scaled by how the stages
+`Stage.expected`, from the stage table; `stages.framework.executor`) and is scaled by how the stages
 finished so far compared with their estimates: a machine twice as slow as the last run
 doubles the ETA after its first stage. Until one stage has run there is nothing to scale
 by, and the line says ``eta ?``.

@@ -17,7 +17,7 @@ Ray Train workers / Tune trials / Ray Data fan-out it starts). The driver keeps 
 of running stages and submits a ready stage only when its whole demand is free, so no
 worker group waits for CPUs that another stage holds. Ready stages are tried in
 decreasing order of their critical path (:func:`~stages.framework.dag.critical_path`,
-durations measured by earlier runs in the store, else declared ``expected_seconds``);
+durations measured by earlier runs in the store, else ``Stage.expected()``, the stage table's);
 a smaller one that fits starts beside a running big one. The first ready stage that does
 not fit reserves the resources of the running stages expected to end first; a stage
 behind it starts only if it is expected to end by then or fits beside the reservation
@@ -231,7 +231,7 @@ def execute(
             check_fits(name, demand, ledger.capacity)
     except DemandError as exc:
         raise PipelineError(f"{exc}; no stage was started") from None
-    estimate = {p.name: float(p.stage.expected_seconds) for p in plan}
+    estimate = {p.name: p.stage.expected() for p in plan}
     estimate.update(past_seconds(store, list(demands)))
     priority = critical_path(plan, estimate)
     if demands:

@@ -25,6 +25,16 @@ executor starts a stage only when its whole demand is free (see
 of its declared config sections and its upstream artifacts: the framework caches its
 output under a key derived from exactly those (see :mod:`stages.framework.keys`).
 
+One registered stage per module (code several share goes in a module of its own, e.g.
+`stages.train.nugget2d_stage`), so an edit to one stage's module re-keys only that stage.
+What does not change what a stage computes stays out of its code: its expected duration
+(``expected_seconds``, which orders ready stages), its one-line ``description`` and the
+config paths that name its MLflow run (``run_name_keys``) are its row of the stage table
+``stages/stage_table.json`` (:mod:`stages.framework.stage_table`), read through
+:meth:`Stage.expected`, :meth:`Stage.describe` and :meth:`Stage.name_keys`. A registered
+stage does not set them as class attributes; a class that does (a test's throwaway stage)
+keeps its own values.
+
 Logging: one path. A stage module reports only through its :class:`StageContext`, into
 the stage's MLflow run (never through ``ctx.logger`` directly):
 
@@ -58,6 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from stages.framework import stage_table
 from stages.framework.resources import ALL, Demand, add, section_value, task_demand, worker_demand
 from stages.framework.tracking import NestedRuns, RunLogger
 
@@ -166,6 +177,10 @@ class Stage:
     # `run` runs models in its own task on ctx.device: given one GPU where run.device
     # resolves to CUDA for the cluster (`stages.framework.devices`)
     uses_device: ClassVar[bool] = False
+    # Scheduling / presentation metadata: a registered stage's come from its row of
+    # `stages.framework.stage_table` (read them with expected() / describe() /
+    # name_keys()), so they stay out of its cache key; these are the defaults, and a
+    # class that sets one itself (a test's throwaway stage) keeps its own.
     expected_seconds: ClassVar[float] = 60.0  # rough duration: ranks ready stages (longest path first)
     description: ClassVar[str] = ""
     # config paths (inside config_keys) whose values name the stage's MLflow run, e.g.
@@ -189,11 +204,38 @@ class Stage:
         return ()
 
     @classmethod
+    def _listed(cls, field: str) -> Any:
+        """``field`` of `stages.framework.stage_table`: set by the class itself (or a base
+        class below `Stage`), else the table's row for ``name``, else `Stage`'s default."""
+        for klass in cls.__mro__:
+            if klass is Stage:
+                break
+            if field in vars(klass):
+                return vars(klass)[field]
+        listed = stage_table.lookup(cls.name, field)
+        return getattr(Stage, field) if listed is None else listed
+
+    @classmethod
+    def expected(cls) -> float:
+        """Rough seconds the stage takes: ranks ready stages where no earlier run measured it."""
+        return float(cls._listed("expected_seconds"))
+
+    @classmethod
+    def describe(cls) -> str:
+        """One line on what the stage computes (``python -m pipelines.stage --list``)."""
+        return str(cls._listed("description"))
+
+    @classmethod
+    def name_keys(cls) -> tuple[str, ...]:
+        """The config paths whose values name the stage's MLflow run (`run_name`)."""
+        return tuple(cls._listed("run_name_keys"))
+
+    @classmethod
     def run_name(cls, sections: dict[str, Any]) -> str:
-        """The MLflow run name: the stage name, then ``label=value`` of each ``run_name_keys``
+        """The MLflow run name: the stage name, then ``label=value`` of each `name_keys`
         entry read from the declared config ``sections`` (lists joined by ``,``)."""
         parts = [cls.name]
-        for entry in cls.run_name_keys:
+        for entry in cls.name_keys():
             label, _, path = entry.rpartition("=")
             value = section_value(sections, path)
             many = isinstance(value, Sequence) and not isinstance(value, str)

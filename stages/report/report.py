@@ -280,8 +280,6 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
 
 class Report(Stage):
     name = "report"
-    expected_seconds = 1  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
-    description = "The papers' tables (measured vs published) as markdown and HTML."
     required_upstream = ("corpus_stats", "eval_similarity", "eval_reconstruction")
     optional_upstream = ("analyze_nuggets", "eval_lm", "eval_qa", "eval_summarization", "eval_nugget2d_ae",
                          "eval_nugget_lm", "eval_re_restoration", "eval_re_retrieval", *TRAINING_STAGES)

@@ -24,13 +24,10 @@ from stages.train.tune_grid import run_sweep
 
 class SweepNugget(Stage):
     name = "sweep_nugget"
-    description = "Ray Tune grid over ratio x scorer layer x objective (Nugget)."
     upstream = ("tokenizer", "build_mt_docs")
     config_keys = ("nugget", "model.seq2seq", "train.nugget", "train.sweep", "run.seed")
     external_models = ("model.seq2seq.name_or_path",)  # the pretrained base (source=pretrained)
-    run_name_keys = ("r=train.sweep.ratios", "l=train.sweep.scorer_layers", "obj=train.sweep.objectives")
     resources = {"num_cpus": 0}
-    expected_seconds = 81  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
 
     @classmethod
     def demand(cls, sections: dict) -> Demand:

@@ -83,13 +83,11 @@ def system_record(name: str, spec: SystemSpec, nugget: Any, deletion: float) -> 
 
 class TrainBaselines(Stage):
     name = "train_baselines"
-    description = "TSDAE, RE (cross / gating) and Nugget selector/feedback ablations."
     upstream = ("tokenizer", "build_mt_docs")
     config_keys = ("eval.baselines", "train.baselines", "nugget", "model.seq2seq", "run.seed")
     external_models = ("model.seq2seq.name_or_path",)  # the pretrained base (source=pretrained)
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
     train_job = "train.baselines"  # the executor reserves its workers (one fit at a time)
-    expected_seconds = 107  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
 
     def run(self, ctx: StageContext) -> None:
         cfg, job = ctx.cfg("eval.baselines"), ctx.cfg("train.baselines")

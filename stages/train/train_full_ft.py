@@ -23,13 +23,11 @@ from stages.train.launch import train_into_stage_output
 
 class TrainFullFT(Stage):
     name = "train_full_ft"
-    description = "Full-LM fine-tuning baseline (one LoRA adapter on the base LM) on Ray Train."
     upstream = ("prepare_lm", "build_lm")
     config_keys = ("nugget2d.lora_rank", "nugget2d.lora_alpha", "nugget2d.lora_dropout",
                    "nugget2d.lora_target_modules", "model.lm", "train.full_ft", "prompts", "run.seed")
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
     train_job = "train.full_ft"  # the executor reserves its workers
-    expected_seconds = 106  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
 
     def run(self, ctx: StageContext) -> None:
         job = ctx.cfg("train.full_ft")

@@ -24,14 +24,11 @@ from stages.train.nugget_job import nugget_task
 
 class TrainNugget(Stage):
     name = "train_nugget"
-    description = "Nugget AE/MT on Ray Train (DDP or DeepSpeed ZeRO-2)."
     upstream = ("tokenizer", "build_mt_docs")
     config_keys = ("nugget", "model.seq2seq", "train.nugget", "run.seed")
     external_models = ("model.seq2seq.name_or_path",)  # the pretrained base (source=pretrained)
-    run_name_keys = ("r=nugget.ratio", "l=nugget.scorer_layer")
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
     train_job = "train.nugget"  # the executor reserves its workers
-    expected_seconds = 65  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
 
     def run(self, ctx: StageContext) -> None:
         state = train_into_stage_output(ctx, nugget_task(ctx), ctx.cfg("train.nugget"), "train.nugget",

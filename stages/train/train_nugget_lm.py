@@ -53,13 +53,11 @@ def system_specs(job: Any) -> list[dict[str, Any]]:
 
 class TrainNuggetLM(Stage):
     name = "train_nugget_lm"
-    description = "Nugget LMs (r = 0.05 / 0.1), TSDAE, Compressive and Transformer LMs (Nugget table 3)."
     upstream = ("tokenizer", "build_nugget_lm", "train_nugget", "train_baselines")
     # train.nugget.objective / eval.baselines.systems: what the autoencoders it starts from are
     config_keys = ("train.nugget_lm", "model.seq2seq", "run.seed", "train.nugget.objective", "eval.baselines.systems")
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
     train_job = "train.nugget_lm"  # the executor reserves its workers (one fit at a time)
-    expected_seconds = 58  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
 
     @classmethod
     def config_errors(cls, sections: dict[str, Any]) -> list[str]:

@@ -65,7 +65,6 @@ def restorable_fields(spec: dict[str, Any], job: Any) -> dict[str, Any]:
 
 class TrainRE(Stage):
     name = "train_re"
-    description = "RE restoration models: 4 encoder configurations x 2 poolings x 3 decoders per sentence count."
     # train_nugget: the pretrained encoder-decoder of profile=tiny (model.re.source=stage_ae); with
     # source=pretrained it is not read, but stays an input (upstreams are static)
     upstream = ("build_re_data", "train_nugget")
@@ -73,7 +72,6 @@ class TrainRE(Stage):
     external_models = ("model.re.name_or_path",)
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
     train_job = "train.re"
-    expected_seconds = 176  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
 
     @classmethod
     def config_errors(cls, sections: dict[str, Any]) -> list[str]:

@@ -54,13 +54,11 @@ def retrieval_systems(job: Any, trained: TrainedRestorable) -> list[dict[str, An
 
 class TrainRERetrieval(Stage):
     name = "train_re_retrieval"
-    description = "DPR bi-encoders from the RE encoders and the untrained pretrained encoder (RE tables 4, 9)."
     upstream = ("train_re", "build_re_retrieval", "train_nugget")  # train_nugget: the pretrained encoder of tiny
     config_keys = ("train.re_retrieval", "model.re", "run.seed")
     external_models = ("model.re.name_or_path",)
     resources = {"num_cpus": 0}
     train_job = "train.re_retrieval"
-    expected_seconds = 77  # profile=tiny: measured in a clean make run (2 CPUs, beside another stage)
 
     def run(self, ctx: StageContext) -> None:
         job = ctx.cfg("train.re_retrieval")

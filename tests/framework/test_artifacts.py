@@ -296,7 +296,7 @@ def test_train_nugget_output_is_what_the_evaluations_read(monkeypatch, tmp_path)
 def test_train_nugget2d_records_its_objective(monkeypatch, tmp_path):
     from stages.train.train_nugget2d import TrainNugget2D
 
-    _fake_training(monkeypatch, "stages.train.train_nugget2d")
+    _fake_training(monkeypatch, "stages.train.nugget2d_stage")  # the shared run()
     monkeypatch.setattr(TrainNugget2D, "task", lambda self, ctx, job: None)
     ctx = _stage_context(TrainNugget2D, tmp_path, {})
     TrainNugget2D().run(ctx)

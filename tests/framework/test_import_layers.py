@@ -98,24 +98,37 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def _classes(path: Path) -> list[ast.ClassDef]:
+    return [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)]
+
+
+def _names_itself(cls: ast.ClassDef) -> bool:
+    """The class body assigns ``name``: a concrete stage, not a shared base class."""
+    targets = [t for n in cls.body if isinstance(n, ast.Assign) for t in n.targets]
+    return any(isinstance(t, ast.Name) and t.id == "name"
+               for t in targets + [e for t in targets if isinstance(t, ast.Tuple) for e in t.elts])
+
+
 def stage_modules() -> set[str]:
-    """Modules defining a `Stage` subclass (directly or through a class of the module)."""
-    out = set()
-    for m, path in modules().items():
-        stages = {"Stage"}
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ClassDef) and any(
-                    (b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)) in stages for b in node.bases):
-                stages.add(node.name)
-        if len(stages) > 1 and m != "stages.framework.stage":
-            out.add(m)
-    return out
+    """Modules defining a concrete stage: a `Stage` subclass (directly or through a base
+    class defined anywhere in the code base, e.g. `stages.train.nugget2d_stage`) that sets
+    its ``name``. A module holding only a shared base class is not one: the stages built
+    on it import it."""
+    classes = {m: _classes(path) for m, path in modules().items() if m != "stages.framework.stage"}
+    stages, grew = {"Stage"}, True
+    while grew:  # bases defined in other modules: widen until no new subclass turns up
+        found = {c.name for cs in classes.values() for c in cs if any(
+            (b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)) in stages for b in c.bases)}
+        grew = not found <= stages
+        stages |= found
+    return {m for m, cs in classes.items() if any(c.name in stages and _names_itself(c) for c in cs)}
 
 
 def test_the_walk_sees_the_code_base():
     graph = package_graph()
     assert "stages.artifacts" in graph["stages.evaluate"] and "stages.framework" in graph["stages.artifacts"]
-    assert {"stages.data.build_lm", "stages.evaluate.eval_qa"} <= stage_modules()
+    assert {"stages.data.build_lm", "stages.evaluate.eval_qa", "stages.train.train_nugget2d_ae"} <= stage_modules()
+    assert "stages.train.nugget2d_stage" not in stage_modules()  # a shared base class, no stage
     assert "stages.evaluate.eval_qa" in imports("stages.registry")
     assert any("torch" in imports(m) for m in modules() if m.startswith("nugget_core."))
 

@@ -109,7 +109,9 @@ def test_unknown_stage_and_list(capsys):
     assert main_stage(["nosuch"]) == 2
     assert "unknown stage 'nosuch'" in capsys.readouterr().err
     assert main_stage(["--list"]) == 0
-    assert "train_nugget           <- tokenizer, build_mt_docs" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "train_nugget           <- tokenizer, build_mt_docs" in out
+    assert "Nugget AE/MT on Ray Train" in out  # the description, from the stage table
 
 
 def test_crash_leaves_no_complete_output_and_next_run_redoes_it(ray_local, root, sources, base_args, capsys):

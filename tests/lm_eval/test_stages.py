@@ -28,12 +28,10 @@ from stages.evaluate.eval_summarization import EvalSummarization
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
 from stages.train.train_full_ft import TrainFullFT
-from stages.train.train_nugget2d import (
-    TrainNugget2D,
-    TrainNugget2DAE,
-    TrainNugget2DAR,
-    TrainNugget2DFT,
-)
+from stages.train.train_nugget2d import TrainNugget2D
+from stages.train.train_nugget2d_ae import TrainNugget2DAE
+from stages.train.train_nugget2d_ar import TrainNugget2DAR
+from stages.train.train_nugget2d_ft import TrainNugget2DFT
 from tests.framework.fixtures import make_fake_sources, runs_of_latest_pipeline
 from tests.lm_eval.fixtures import ADAPTER, TEXTS, make_base_lm, make_nugget2d, make_tokenizer
 

@@ -1,0 +1,140 @@
+"""What the Nugget2D training stages share: `Nugget2DTrainingStage`, the base class of
+``train_nugget2d`` (`stages.train.train_nugget2d`), ``train_nugget2d_ft``
+(`stages.train.train_nugget2d_ft`), ``train_nugget2d_ar`` (`stages.train.train_nugget2d_ar`)
+and ``train_nugget2d_ae`` (`stages.train.train_nugget2d_ae`), and `Variant`, a model a
+stage trains beside its own. Each stage lives in a module of its own, so editing one
+leaves its siblings' cache keys alone; this module is in all their import closures, so an
+edit here re-keys all four, as it changes what each of them runs.
+
+All four fit a Nugget2D model (one base LM from ``prepare_lm`` with two LoRA adapters, a
+scorer on frozen layer-l features, a soft prompt) on Ray Train with the shared loop
+(:mod:`stages.train.loop`): DDP or DeepSpeed ZeRO-2 (``train.<job>.backend``), Adam
+with the paper's betas and a cosine schedule with warm-up (values in config), periodic
+checkpoints with restart on worker failure, per-step loss / lr / tokens-per-second in
+MLflow from rank 0.
+
+Variants: further models a stage trains in the same fit (`stages.train.sequence`: one
+worker group, one model after another), published beside the main model; each stage's
+module says which it trains.
+
+Output: `stages.artifacts.train.TrainedNugget2D`: ``nugget2d/``
+(``nugget_core.nugget2d.save_nugget2d`` format: peft adapters, scorer, soft prompt,
+config, tokenizer), the training objective and ratio, the variants under
+``variants/<name>/nugget2d/`` (each with its ``trainer_state.json``);
+``trainer_state.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, ClassVar
+
+from stages.artifacts.data import BaseLM, LMRecords
+from stages.artifacts.train import TrainedNugget2D
+from stages.framework.stage import Stage, StageContext
+from stages.train.launch import (
+    check_resources,
+    final_metrics,
+    fit_sequence,
+    train_into_stage_output,
+)
+from stages.train.loop import PROBE_FILE, STATE_FILE
+from stages.train.model_card import document_models
+from stages.train.nugget2d_task import Nugget2DARTask, Nugget2DCompressorTask
+from stages.train.storage import clear_storage, copy_tree
+
+MAIN = "main"  # a stage's own model, beside its variants
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    task: Any  # a TrainingTask
+    objective: str  # what trained.json records for it
+    ratio: float
+    base_role: str  # the prepare_lm base LM it trains on (BaseLM.ROLES)
+
+
+class Nugget2DTrainingStage(Stage):
+    job_key: ClassVar[str]
+    base_role: ClassVar[str]  # the experiment's base LM (Nugget2D §3: LLaMA-2-7B-chat for QA / summaries)
+    upstream = ("prepare_lm", "build_lm")
+    resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
+
+    def from_upstream(self, ctx: StageContext) -> dict[str, Any]:
+        """Task fields taken from upstream artifacts (none: a fresh model)."""
+        return {}
+
+    def common(self, ctx: StageContext, job: Any, base_role: str = "") -> dict[str, Any]:
+        """Fields of every Nugget2D task (on the stage's base LM, or ``base_role``'s)."""
+        return dict(
+            data=LMRecords.read(ctx.inputs["build_lm"]),
+            base_dir=str(BaseLM.read(ctx.inputs["prepare_lm"], base_role or self.base_role).path),
+            nugget2d=ctx.cfg("nugget2d"),
+            attn_implementation=ctx.cfg("model.lm").attn_implementation,
+            dev_examples=job.dev_examples,
+            seed=ctx.cfg("run.seed"),
+        )
+
+    def task(self, ctx: StageContext, job: Any, objective: str = "", ratio: float | None = None,
+             base_role: str = "") -> Nugget2DCompressorTask | Nugget2DARTask:
+        """The compressor task of ``job`` (``objective`` / ``ratio`` / ``base_role``: a variant's)."""
+        fields = self.common(ctx, job, base_role)
+        if ratio is not None:
+            fields["nugget2d"] = dataclasses.replace(fields["nugget2d"], ratio=ratio)
+        return Nugget2DCompressorTask(
+            objective=objective or job.objective,
+            finetune_task=job.finetune_task,
+            max_doc_tokens=job.max_doc_tokens,
+            prompt_format=ctx.cfg("prompts").format,
+            **fields,
+            **self.from_upstream(ctx),
+        )
+
+    def variants(self, ctx: StageContext, job: Any) -> dict[str, Variant]:
+        """Models trained beside the main one, by name (none by default)."""
+        return {}
+
+    def main_model(self, ctx: StageContext, job: Any) -> tuple[str, float]:
+        """The objective and ratio of the stage's own model (recorded in ``trained.json``)."""
+        return job.objective, ctx.cfg("nugget2d").ratio
+
+    def run(self, ctx: StageContext) -> None:
+        job = ctx.cfg(self.job_key)
+        objective, ratio = self.main_model(ctx, job)
+        finetune_task = getattr(job, "finetune_task", "") or ""
+        variants = self.variants(ctx, job)
+        if not variants:  # one model: one ordinary fit
+            train_into_stage_output(ctx, self.task(ctx, job), job, self.job_key, TrainedNugget2D.DIR)
+            TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), objective, finetune_task,
+                            ratio, base_role=self.base_role).write(ctx.output_dir)
+            return
+        check_resources(job, self.job_key)
+        models = [(MAIN, self.task(ctx, job)), *((name, v.task) for name, v in variants.items())]
+        print(f"[{self.name}] {len(models)} models in one fit: {MAIN} ({objective}, r={ratio:g}), "
+              + ", ".join(f"{name} ({v.objective}, r={v.ratio:g})" for name, v in variants.items()), flush=True)
+        if ctx.forced:  # never resume a forced recompute from an older attempt
+            clear_storage(ctx.work_uri, "models")
+        # one worker group trains them in turn (metrics under "<name>.")
+        finished = fit_sequence(models, job, ctx.work_uri, "models", ctx.cfg("run.seed"), ctx.logger)
+        records = {}
+        for name, _ in models:
+            main = name == MAIN
+            dest = TrainedNugget2D.folder(ctx.output_dir) if main else TrainedNugget2D.variant_folder(ctx.output_dir, name)
+            copy_tree(f"{finished[name]}/model", str(dest))
+            copy_tree(f"{finished[name]}/{STATE_FILE}", str(dest.parent / STATE_FILE))
+            ctx.log_metrics(final_metrics(json.loads((dest.parent / STATE_FILE).read_text()),
+                                          prefix="" if main else name))
+            if main:
+                copy_tree(f"{finished[name]}/{PROBE_FILE}", str(ctx.output_dir / PROBE_FILE))
+            else:
+                v = variants[name]
+                records[name] = {"dir": str(dest.relative_to(ctx.output_dir)), "objective": v.objective,
+                                 "ratio": v.ratio, "base_role": v.base_role}
+        clear_storage(ctx.work_uri, "models")
+        tasks = dict(models)
+        document_models(ctx, job, {
+            TrainedNugget2D.folder(ctx.output_dir): tasks[MAIN],
+            **{ctx.output_dir / r["dir"]: tasks[name] for name, r in records.items()}}, ctx.cfg("model.lm"))
+        TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), objective, finetune_task, ratio,
+                        records, self.base_role).write(ctx.output_dir)

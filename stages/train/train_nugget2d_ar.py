@@ -1,0 +1,56 @@
+"""Stage ``train_nugget2d_ar``: the autoregressive parallel approximation on LM segments.
+As in the paper (§2.5, cold start) it reuses a compressor's scorer, frozen (the
+autoencoding variant when trained, else ``train_nugget2d``'s model), and selects nuggets
+above the Lambda that ``calibrate_threshold`` calibrated on that scorer. How it trains
+and what it writes: `stages.train.nugget2d_stage`.
+
+Variants, trained in the same fit: the LM baselines of ``train.nugget2d_ar.baselines``
+(Full, Compressive), with the autoregressive model's data, job and LoRA theta (§5.1: "the
+same configuration"; `stages.train.nugget2d_task.LMBaselineTask`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stages.artifacts.calibrate import CalibratedThreshold
+from stages.artifacts.data import BaseLM
+from stages.artifacts.train import TrainedNugget2D
+from stages.framework.stage import StageContext
+from stages.train.nugget2d_stage import Nugget2DTrainingStage, Variant
+from stages.train.nugget2d_task import LMBaselineTask, Nugget2DARTask
+
+# train_nugget2d_ar reuses the compressor's scorer, the one calibrate_threshold calibrated
+SCORER_STAGE = "train_nugget2d"
+
+
+class TrainNugget2DAR(Nugget2DTrainingStage):
+    name = "train_nugget2d_ar"
+    job_key = train_job = "train.nugget2d_ar"
+    base_role = "lm"
+    upstream = ("prepare_lm", "build_lm", SCORER_STAGE, "calibrate_threshold")
+    config_keys = ("nugget2d", "model.lm", "train.nugget2d_ar", "run.seed")
+
+    def task(self, ctx: StageContext, job: Any) -> Nugget2DARTask:
+        if job.objective != "autoregressive":
+            raise ValueError(f"train.nugget2d_ar.objective={job.objective!r}: this stage trains "
+                             "objective autoregressive (compressor objectives: train_nugget2d)")
+        return Nugget2DARTask(lm_corpus=job.lm_corpus, **self.common(ctx, job), **self.from_upstream(ctx))
+
+    def variants(self, ctx: StageContext, job: Any) -> dict[str, Variant]:
+        ratio = ctx.cfg("nugget2d").ratio  # Compressive pools chunks of round(1 / r), r the calibrated one
+        return {system: Variant(LMBaselineTask(system=system, lm_corpus=job.lm_corpus, **self.common(ctx, job)),
+                                system, ratio, self.base_role) for system in job.baselines}
+
+    def from_upstream(self, ctx: StageContext) -> dict[str, Any]:
+        calibrated = CalibratedThreshold.read(ctx.inputs["calibrate_threshold"])
+        label, scorer = TrainedNugget2D.read(ctx.inputs[SCORER_STAGE], SCORER_STAGE).scorer_source()
+        if calibrated.scorer_stage != label:
+            raise ValueError(f"calibrate_threshold calibrated {calibrated.scorer_stage}'s scorer; "
+                             f"train_nugget2d_ar reuses {label}'s")
+        mine, theirs = (BaseLM.read(ctx.inputs["prepare_lm"], r).path for r in (self.base_role, scorer.base_role))
+        if mine != theirs:  # the scorer reads the frozen layer-l features of the LM it runs in
+            raise ValueError(f"{label}'s scorer was trained on the {scorer.base_role!r} base LM ({theirs.name}/), "
+                             f"train_nugget2d_ar runs on {self.base_role!r} ({mine.name}/); set "
+                             "train.nugget2d.ar_scorer: autoencoding (trained on the AR model's base LM)")
+        return {"scorer_dir": str(scorer.path), "threshold": calibrated.threshold}
