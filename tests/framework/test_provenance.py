@@ -247,3 +247,20 @@ def test_keys_follow_the_code_that_runs_in_real_stages(tmp_path):
     assert after["corpus_stats"] == before["corpus_stats"], edited
     touched = bool(set(edited) & set(closure["prepare_lm"]))
     assert (after["prepare_lm"] != before["prepare_lm"]) == touched, edited
+
+
+def test_editing_one_nugget2d_stage_leaves_its_siblings_keys(tmp_path):
+    copy = tmp_path / "repo"
+    ignore = shutil.ignore_patterns("__pycache__")
+    for part in ("stages", "nugget_core", "pipelines", "conf"):
+        shutil.copytree(REPO / part, copy / part, ignore=ignore)
+    names = ("train_nugget2d", "train_nugget2d_ft", "train_nugget2d_ar", "train_nugget2d_ae")
+    stages = {n: (DAG.get(n).__module__, DAG.get(n).__qualname__) for n in names}
+    assert len({module for module, _ in stages.values()}) == len(names)  # one module each
+    before = _keys(copy, stages)
+    for edited in names:
+        _append(copy, stages[edited][0], f"\n_PROVENANCE_TEST_EDIT_{edited.upper()} = 1\n")
+        after = _keys(copy, stages)
+        assert after[edited]["key"] != before[edited]["key"], edited
+        assert {n: after[n] for n in names if n != edited} == {n: before[n] for n in names if n != edited}, edited
+        before = after
