@@ -45,7 +45,7 @@ def run_one(
     upstream_keys: dict[str, str],
     logger: RunLogger,
     forced: bool,
-    key_parts: dict[str, Any],
+    key_parts: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run one stage into scratch and publish it (executes inside a Ray task).
 
@@ -56,17 +56,18 @@ def run_one(
     once the output is published, so a run whose driver died never outlives its output
     as RUNNING. ``key_parts``: what the driver computed ``key`` from (recorded in the
     manifest); a task whose library versions differ from its ``environment`` refuses to run."""
+    # the executor always passes the parts `Dag.plan` computed; a direct call (tests) may not
+    key_parts = key_parts or {}
+    drift = environment_problems(stage_cls, key_parts["environment"]) if "environment" in key_parts else []
+    if drift:
+        raise EnvironmentDrift(
+            f"stage {stage_cls.name} would run on {socket.gethostname()} under other library versions than its "
+            f"cache key (key {key}) was planned with: {'; '.join(drift)}. Install the same locked environment "
+            "on every node (make install), or plan from a node that has this one")
     # Ray workers start with an unconfigured root logger: stage progress lines would vanish
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     quiet.apply()  # before the stage imports ray.data / transformers (NUGGET_VERBOSE decides)
     stage_name = stage_cls.name
-    # plans made by `Dag.plan` always carry the environment; a hand-built plan may not
-    drift = environment_problems(stage_cls, key_parts["environment"]) if "environment" in key_parts else []
-    if drift:
-        raise EnvironmentDrift(
-            f"stage {stage_name} would run on {socket.gethostname()} under other library versions than its "
-            f"cache key (key {key}) was planned with: {'; '.join(drift)}. Install the same locked environment "
-            "on every node (make install), or plan from a node that has this one")
     store = ArtifactStore(cfg.run.artifact_root)
     with ExitStack() as held:
         lock = store.lock(stage_name, key)
