@@ -98,11 +98,12 @@ $(UV): $(CPU_LOCK)
 # the stamp follows the lock: a new lock re-installs. `uv pip sync` makes the venv exactly
 # the lock (removes what it does not list) and checks every file against the lock's hashes
 $(STAMP): pyproject.toml $(CPU_LOCK) $(UV)
-	$(UV) pip sync -q --python $(PY) --require-hashes --find-links $(TORCH_CPU_WHEELS) $(CPU_LOCK) \
-	  || { echo "make install: $(CPU_LOCK) did not install with $$($(PY) -V) ($(PY)) and torch wheels from"; \
-	       echo "  $(TORCH_CPU_WHEELS): the lock holds the hashes of the +cpu torch wheels that were there at"; \
-	       echo "  lock time (docs/environment.md, 'Another Python'); point TORCH_CPU_WHEELS at the"; \
-	       echo "  wheels for this Python, then run make lock"; exit 1; }
+	@echo "$(UV) pip sync --require-hashes $(CPU_LOCK) (torch from $(TORCH_CPU_WHEELS))"
+	@$(UV) pip sync -q --python $(PY) --require-hashes --find-links $(TORCH_CPU_WHEELS) $(CPU_LOCK) \
+	  || { echo "make install: $(CPU_LOCK) did not install with $$($(PY) -V) ($(PY)) and the torch"; \
+	       echo "  wheels of $(TORCH_CPU_WHEELS): the lock has the hashes of the +cpu wheels found at lock"; \
+	       echo "  time only (docs/environment.md, 'Another Python'): set TORCH_CPU_WHEELS to wheels for"; \
+	       echo "  this Python, then make lock"; exit 1; }
 	@# the project itself, its dependencies being the lock's; the build uses the locked setuptools
 	$(UV) pip install -q --python $(PY) --no-deps --no-build-isolation -e .
 	@# uv does not byte-compile; compileall uses every core. The bytecode matters: with

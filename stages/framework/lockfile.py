@@ -22,9 +22,6 @@ from packaging.version import Version
 
 REPO = Path(__file__).resolve().parents[2]
 LOCKS = {"cpu": REPO / "requirements" / "cpu.lock.txt", "cuda": REPO / "requirements" / "cuda.lock.txt"}
-# `make install` rebuilds .venv from the CPU lock; any other environment is synced by hand
-FIX = {"cpu": "make install",
-       "cuda": "uv pip sync --python {python} --require-hashes requirements/cuda.lock.txt"}
 
 ENTRY = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^\s;\\]+)\s*(?:;\s*(?P<marker>[^\\]+?))?\s*\\?$")
 HASH = re.compile(r"^\s+--hash=(?P<hash>\S+?)\s*\\?$")
@@ -100,6 +97,17 @@ def applicable(pins: Iterable[Pin], environment: dict[str, str] | None = None) -
 def variant_of(torch_version: str) -> str:
     """``cpu`` for a ``+cpu`` build of torch, else ``cuda`` (PyPI's torch carries CUDA)."""
     return "cpu" if Version(torch_version).local == "cpu" else "cuda"
+
+
+def fix_command(variant: str, prefix: str) -> str:
+    """The command that makes the environment at ``prefix`` (``sys.prefix``) the lock's:
+    ``make install`` for the repository's own ``.venv`` (dropping its stamp, which is newer
+    than the lock when the venv drifted by hand), ``uv pip sync`` for any other."""
+    if variant == "cpu" and Path(prefix).resolve() == (REPO / ".venv").resolve():
+        return "rm -f .venv/.installed && make install"
+    wheels = " --find-links <TORCH_CPU_WHEELS, docs/environment.md>" if variant == "cpu" else ""
+    return (f"uv pip sync --python {Path(prefix) / 'bin' / 'python'} --require-hashes{wheels} "
+            f"{LOCKS[variant].relative_to(REPO)}")
 
 
 def installed_version(name: str) -> str | None:

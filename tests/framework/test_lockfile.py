@@ -62,6 +62,9 @@ def test_each_installed_version_that_differs_from_the_lock_is_named():
         "numpy: locked 2.4.6, not installed", "ray: locked 2.60.0, installed 2.59.1",
         "torch: locked 2.13.0+cpu, installed 2.13.0"]
     assert lockfile.variant_of("2.13.0+cpu") == "cpu" and lockfile.variant_of("2.13.0") == "cuda"
+    assert lockfile.fix_command("cpu", str(lockfile.REPO / ".venv")) == "rm -f .venv/.installed && make install"
+    assert lockfile.fix_command("cuda", "/opt/env") == (
+        "uv pip sync --python /opt/env/bin/python --require-hashes requirements/cuda.lock.txt")
 
 
 def test_a_requirement_the_lock_does_not_satisfy_is_named():
@@ -74,7 +77,7 @@ def test_a_requirement_the_lock_does_not_satisfy_is_named():
 def test_the_installed_versions_are_the_locked_ones():
     variant = lockfile.variant_of(lockfile.installed_version("torch") or "0")
     wrong = lockfile.mismatches(lockfile.applicable(lockfile.read(variant)))
-    fix = lockfile.FIX[variant].format(python=sys.executable)
+    fix = lockfile.fix_command(variant, sys.prefix)
     assert not wrong, (f"{sys.executable} is not the environment of requirements/{variant}.lock.txt:\n  "
                        + "\n  ".join(wrong) + f"\nfix: {fix}")
 
