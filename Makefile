@@ -1,5 +1,7 @@
 # nugget-pipeline: the two commands of the README are `make run` and `make test`.
-# Both set up a fresh clone idempotently (venv + pinned CPU torch) before working.
+# Both set up a fresh clone idempotently (venv from requirements/cpu.lock.txt) before working.
+#   make install                               .venv from the CPU lock (uv, hashes checked), then the project
+#   make lock [UPGRADE=1]                      re-resolve both locks from pyproject.toml (docs/environment.md)
 #   make run  [ARGS="nugget.ratio=0.25 ..."]   local Ray head on 127.0.0.1 + ray job submit
 #                                              (ARGS="--verbose": the libraries' bars and INFO lines too)
 #   make test [PYTEST_ARGS="-k cache"]         the test suite (CPU, hermetic)
@@ -65,22 +67,57 @@ endif
 RAY_ENV    := PATH=$(BIN):$$PATH RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 \
               RAY_TRAIN_ENABLE_PREEMPTION_WATCHER=0
 
-.PHONY: install run test rehearse cluster-test gpu-test gpu-check gpu-check-plan gpu-check-pack sources mlflow-ui ray-start ray-stop lint clean-artifacts
+.PHONY: install lock run test rehearse cluster-test gpu-test gpu-check gpu-check-plan gpu-check-pack sources mlflow-ui ray-start ray-stop lint clean-artifacts
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml constraints-cpu.txt
+# The environment is locked (docs/environment.md): requirements/cpu.lock.txt for this venv,
+# requirements/cuda.lock.txt for GPU machines, both written by `make lock` with uv
+CPU_LOCK   := requirements/cpu.lock.txt
+CUDA_LOCK  := requirements/cuda.lock.txt
+UV         := $(BIN)/uv
+# Where the +cpu torch wheel comes from (uv reads no pip.conf, so it is passed explicitly):
+# a folder of wheels when this machine has one (CI's image: /opt/wheels), else PyTorch's
+# CPU index page for torch. Any folder or page listing torch-<locked version>+cpu wheels works.
+TORCH_CPU_WHEELS ?= $(if $(wildcard /opt/wheels/torch-*+cpu-*.whl),/opt/wheels,https://download.pytorch.org/whl/cpu/torch/)
+# make lock UPGRADE=1: every package to the newest version pyproject.toml allows; without
+# it uv keeps each version already in the lock that still fits (a new dependency only adds)
+UPGRADE    ?=
+LOCK_FLAGS  = --quiet --universal --python-version 3.11 --generate-hashes --extra dev \
+              -c requirements/constraints.txt $(if $(UPGRADE),--upgrade)
+
+# uv itself, at the CPU lock's version and hashes (its entry cut out of the lock), installed
+# by the venv's own pip: the one thing installed before uv can check the rest
+$(UV): $(CPU_LOCK)
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 needed, found " + sys.version' \
 	  || { echo "set PYTHON=python3.11 (or newer)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --no-compile -c constraints-cpu.txt -e '.[dev]'
-	@# pip byte-compiles every module on one core (~120 s of the ~170 s install); compileall
-	@# uses every core. The bytecode matters: with PYTHONDONTWRITEBYTECODE set, an uncompiled
-	@# venv recompiles torch in every process. Like pip, ignore modules this Python cannot
-	@# compile (torch's py312_intrinsics.py).
+	$(PY) -m pip install -q --no-deps --require-hashes -r <(sed -n '/^uv==/,/^ *#/p' $(CPU_LOCK))
+	touch $(UV)
+
+# the stamp follows the lock: a new lock re-installs. `uv pip sync` makes the venv exactly
+# the lock (removes what it does not list) and checks every file against the lock's hashes
+$(STAMP): pyproject.toml $(CPU_LOCK) $(UV)
+	@echo "$(UV) pip sync --require-hashes $(CPU_LOCK) (torch from $(TORCH_CPU_WHEELS))"
+	@$(UV) pip sync -q --python $(PY) --require-hashes --find-links $(TORCH_CPU_WHEELS) $(CPU_LOCK) \
+	  || { echo "make install: $(CPU_LOCK) did not install with $$($(PY) -V) ($(PY)) and the torch"; \
+	       echo "  wheels of $(TORCH_CPU_WHEELS): the lock has the hashes of the +cpu wheels found at lock"; \
+	       echo "  time only (docs/environment.md, 'Another Python'): set TORCH_CPU_WHEELS to wheels for"; \
+	       echo "  this Python, then make lock"; exit 1; }
+	@# the project itself, its dependencies being the lock's; the build uses the locked setuptools
+	$(UV) pip install -q --python $(PY) --no-deps --no-build-isolation -e .
+	@# uv does not byte-compile; compileall uses every core. The bytecode matters: with
+	@# PYTHONDONTWRITEBYTECODE set, an uncompiled venv recompiles torch in every process.
+	@# Ignore modules this Python cannot compile (torch's py312_intrinsics.py), as pip does.
 	$(PY) -m compileall -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null || true
 	touch $(STAMP)
+
+# both locks from pyproject.toml (+ requirements/*constraints.txt); review the diff before committing
+lock: $(UV)
+	$(UV) pip compile $(LOCK_FLAGS) --find-links $(TORCH_CPU_WHEELS) -c requirements/cpu.constraints.txt \
+	  pyproject.toml -o $(CPU_LOCK)
+	$(UV) pip compile $(LOCK_FLAGS) -c requirements/cuda.constraints.txt pyproject.toml -o $(CUDA_LOCK)
+	@git diff --stat -- $(CPU_LOCK) $(CUDA_LOCK) 2>/dev/null || true
 
 # apt-get download needs package lists; a fresh machine may have none yet
 sources: $(STAMP)

@@ -1,7 +1,7 @@
 """Build the carry folders of the three calls under ``.gpu-check/`` (ignored by git).
 
-carry1 and carry2: the wheels the GPU image lacks (`wheels`), split between them (call 2's
-tests need all of them, so no wheel may spill into carry3); carry3: the offline sources of
+carry1 and carry2: the wheels the GPU image lacks, at the CUDA lock's versions (`wheels`),
+split between them (call 2's tests need all of them, so no wheel may spill into carry3); carry3: the offline sources of
 profile=gpu1 (`sources`) and SmolLM2's config and tokenizer for the stand-in (`standin`).
 Wheels that install the same top-level name stay in one carry. Every carry together with
 the repository's own transfer (tracked and untracked, not ignored, files) must stay within
@@ -21,6 +21,7 @@ from benchmarks.gpu_check import wheels as wheel_pack
 from benchmarks.gpu_check.calls import CARRIES, STANDIN_CONFIG
 from benchmarks.gpu_check.limits import MIB, TRANSFER_BYTES
 from benchmarks.gpu_check.standin import extract_config
+from stages.framework import lockfile
 
 WHEEL_CARRIES = 2  # carries 1 and 2 hold the wheels
 # kept free in every call's transfer: the repository grows (collected results, new code)
@@ -92,6 +93,7 @@ def gather_wheels(wheel_dir: Path, python: str, pyproject: Path, image: set[str]
                   staging: Path) -> list[Path]:
     """The needed wheels, Ray slimmed, copied into ``staging``."""
     want = wheel_pack.needed(wheel_pack.runtime_closure(python, pyproject), image)
+    want = wheel_pack.locked_for_image(want, lockfile.read("cuda"))
     staging.mkdir(parents=True, exist_ok=True)
     missing = []
     for name, version in sorted(want.items()):

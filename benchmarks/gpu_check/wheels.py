@@ -2,7 +2,9 @@
 
 Needed = the runtime dependency closure of this project (``[project].dependencies`` of
 pyproject.toml with their extras, followed through each installed distribution's
-``Requires-Dist`` and markers, in the project's venv) minus what the image already has.
+``Requires-Dist`` and markers, in the project's venv) minus what the image already has, each
+at the version ``requirements/cuda.lock.txt`` pins for the image's Python and platform (the
+GPU variant of the lock; `locked_for_image`).
 Dev and cluster-test tools (pytest plugins aside, which the image has: moto, cfn-lint,
 s3fs, boto3, ruff...) are outside that closure, so they are never carried. Each wheel is
 taken from a wheel folder (a cache; ``--download`` fills what it lacks with ``pip
@@ -19,6 +21,10 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+from packaging.markers import default_environment
+
+from stages.framework import lockfile
 
 IMAGE_PACKAGES = Path(__file__).with_name("image_packages.txt")
 # in the closure, never imported by anything that runs on the GPU machine
@@ -83,6 +89,25 @@ def needed(closure: dict[str, str | None], image: set[str]) -> dict[str, str]:
         raise SystemExit(f"gpu-check pack: {missing} are runtime dependencies not installed in the venv: "
                          "make install first")
     return {n: v for n, v in closure.items() if n not in image and n not in NOT_CARRIED and v is not None}
+
+
+def image_environment() -> dict[str, str]:
+    """The marker environment of the GPU image: CPython `IMAGE_PYTHON` on Linux x86_64."""
+    return {**default_environment(), "python_version": IMAGE_PYTHON, "python_full_version": f"{IMAGE_PYTHON}.0",
+            "implementation_name": "cpython", "platform_python_implementation": "CPython",
+            "implementation_version": f"{IMAGE_PYTHON}.0", "os_name": "posix", "sys_platform": "linux",
+            "platform_system": "Linux", "platform_machine": "x86_64"}
+
+
+def locked_for_image(want: dict[str, str], pins: list[lockfile.Pin]) -> dict[str, str]:
+    """``want``'s names at the versions the CUDA lock pins for the image (its Python may pick
+    another version than the venv's, e.g. numpy); a name the lock lacks is an error."""
+    locked = lockfile.applicable(pins, image_environment())
+    missing = sorted(set(want) - set(locked))
+    if missing:
+        raise SystemExit(f"gpu-check pack: {missing} are not in requirements/cuda.lock.txt for Python "
+                         f"{IMAGE_PYTHON}: make lock")
+    return {name: locked[name] for name in want}
 
 
 def wheel_name_version(wheel: Path) -> tuple[str, str]:

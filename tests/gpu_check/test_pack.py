@@ -15,6 +15,7 @@ from benchmarks.gpu_check import wheels
 from benchmarks.gpu_check.install import INSTALLED, install_carry
 from benchmarks.gpu_check.pack import Unit, assign, group_units
 from benchmarks.gpu_check.sources import pack_sources, unpack_sources
+from stages.framework import lockfile
 from stages.sources.readers import lee_documents, wiki_articles
 from stages.sources.registry import SOURCES, deb_root
 
@@ -43,6 +44,16 @@ def test_the_runtime_closure_leaves_out_the_image_and_dev_tools():
     assert not set(wheels.NOT_CARRIED) & set(need)
     with pytest.raises(SystemExit, match="not installed in the venv"):
         wheels.needed({"ray": None}, set())
+
+
+def test_the_carried_versions_are_the_cuda_locks_for_the_images_python():
+    pins = lockfile.parse("numpy==2.4.6 ; python_full_version < '3.12'\n"
+                          "numpy==2.5.5 ; python_full_version >= '3.12'\nray==2.60.0\n")
+    assert wheels.locked_for_image({"numpy": "2.4.6", "ray": "2.59.0"}, pins) == {"numpy": "2.5.5", "ray": "2.60.0"}
+    with pytest.raises(SystemExit, match=r"\['omegaconf'\] are not in requirements/cuda.lock.txt"):
+        wheels.locked_for_image({"omegaconf": "2.3.0", "ray": "2.60.0"}, pins)
+    need = wheels.needed(wheels.runtime_closure(sys.executable, REPO / "pyproject.toml"), wheels.image_packages())
+    assert set(wheels.locked_for_image(need, lockfile.read("cuda"))) == set(need)
 
 
 def test_wheels_sharing_a_top_level_name_stay_together_and_carries_balance(tmp_path):
