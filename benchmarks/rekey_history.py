@@ -18,16 +18,17 @@ a code digest under three schemes:
   ``stages/stage_table.json``: what ``new`` would have said had the table existed then.
 
 A stage (module and class name) is re-keyed by C under a scheme when its digest differs
-between P and C, or when it is registered in only one of them. Nothing of an old tree is
-imported (its registry is read with ``ast``), so no tree's torch imports run. Identical
-blobs are normalised once. Writes ``benchmarks/results/rekey_history.json`` and prints a
-summary table.
+between P and C, or when it is registered in only one of them; C then recomputes those
+stages and every stage downstream of them in C's DAG (their upstream keys changed). Nothing
+of an old tree is imported (its registry and stage classes are read with ``ast``:
+:mod:`benchmarks.registry_reader`), so no tree's torch imports run. Identical blobs are
+normalised once. Writes ``benchmarks/results/rekey_history.json`` and prints a summary table.
 
 What the replay cannot say: the one-stage-per-module split of the Nugget2D stages happened
-only after this history, so the four Nugget2D stages of one module re-key together in every
-tree here; the versions of the third-party libraries a closure imports (keyed now) are not
-part of this measurement; and a re-keyed stage's downstream stages, re-keyed through their
-upstream keys, are not counted (only the stages whose own code digest moved).
+only after this history, so the four Nugget2D training stages of one module re-key together
+in every tree here; the versions of the third-party libraries a closure imports (keyed now)
+are not part of this measurement; config edits (``conf/``) re-key through the stages'
+config sections, not their code, and are not counted.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: the library below is this checkout's
 
+from benchmarks.registry_reader import StageNode, downstream, stage_graph  # noqa: E402
 from stages.framework import code_identity, provenance  # noqa: E402
 
 OUT = REPO / "benchmarks" / "results" / "rekey_history.json"
@@ -58,7 +60,6 @@ DEFAULT_COUNT = 60
 SCHEMES = ("old", "new", "new_metadata_out")
 SCHEDULING_METADATA = frozenset({"expected_seconds", "description", "run_name_keys"})
 EXAMPLES = {"5efbdd7": "a comment in retrieval_task.py", "67ff243": "expected_seconds in 30 stage modules"}
-REGISTRY = "stages/registry.py"
 
 
 @dataclass(frozen=True)
@@ -120,25 +121,6 @@ def extract(repo: Path, sha: str, dest: Path) -> None:
 
 
 # --- a tree's stages and closures -----------------------------------------------------
-
-def registered_stages(tree: Path) -> list[tuple[str, str]]:
-    """``(module, class)`` of every stage in ``tree``'s ``ALL_STAGES``, read with ``ast``:
-    each name of the tuple is resolved through the registry's ``from stages.X import Name``."""
-    path = tree / REGISTRY
-    if not path.is_file():
-        raise ValueError(f"{path}: no stage registry in this tree")
-    body = ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body
-    imported = {alias.asname or alias.name: node.module for node in body
-                if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("stages.")
-                for alias in node.names}
-    for node in body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ALL_STAGES" for t in node.targets):
-            if not isinstance(node.value, ast.Tuple | ast.List) or \
-                    not all(isinstance(e, ast.Name) and e.id in imported for e in node.value.elts):
-                raise ValueError(f"{path}: ALL_STAGES is not a literal tuple of names imported from stages.*")
-            return [(imported[e.id], e.id) for e in node.value.elts]  # type: ignore[union-attr]
-    raise ValueError(f"{path}: no ALL_STAGES assignment")
-
 
 def clear_closure_caches() -> None:
     """Empty provenance's per-process caches: they are keyed on the root only, and both the
@@ -223,10 +205,18 @@ def new_digests(tree: Path, files: list[Path], blobs: dict[str, str], cache: Blo
     return new.hexdigest(), metadata_out.hexdigest()
 
 
-def tree_digests(tree: Path, blobs: dict[str, str], cache: BlobDigests) -> dict[str, dict[str, str]]:
-    """``{scheme: {"module:Class": digest}}`` for every registered stage of ``tree``."""
-    stages = registered_stages(tree)
-    modules = sorted({m for m, _ in stages})
+@dataclass
+class TreeStages:
+    """A tree's stage DAG and, per scheme, ``{"module:Class": code digest}``."""
+
+    graph: list[StageNode]
+    digests: dict[str, dict[str, str]]
+
+
+def tree_digests(tree: Path, blobs: dict[str, str], cache: BlobDigests) -> TreeStages:
+    """Every registered stage of ``tree``: its place in the DAG and its digest per scheme."""
+    graph = stage_graph(tree)
+    modules = sorted({n.module for n in graph})
     clear_closure_caches()
     per_module: dict[str, dict[str, str]] = {s: {} for s in SCHEMES}
     for module in modules:
@@ -235,7 +225,7 @@ def tree_digests(tree: Path, blobs: dict[str, str], cache: BlobDigests) -> dict[
     with framework_in_closures():
         for module in modules:
             per_module["old"][module] = old_digest(tree, provenance.closure_files(module, tree))
-    return {s: {f"{m}:{c}": per_module[s][m] for m, c in stages} for s in SCHEMES}
+    return TreeStages(graph, {s: {n.id: per_module[s][n.module] for n in graph} for s in SCHEMES})
 
 
 # --- the replay -----------------------------------------------------------------------
@@ -246,11 +236,13 @@ def rekeyed(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 
 def replay(repo: Path, history: list[Commit], work: Path) -> list[dict[str, Any]]:
-    """One row per commit: the stages it re-keys under each scheme."""
+    """One row per commit: under each scheme, the stages it re-keys, and how many stages
+    that recomputes (those and every stage downstream of them in the commit's DAG, re-keyed
+    through their upstream keys)."""
     cache = BlobDigests()
-    digests: dict[str, dict[str, dict[str, str]]] = {}
+    digests: dict[str, TreeStages] = {}
 
-    def of(sha: str) -> dict[str, dict[str, str]]:
+    def of(sha: str) -> TreeStages:
         if sha not in digests:
             tree = work / sha
             extract(repo, sha, tree)
@@ -261,13 +253,15 @@ def replay(repo: Path, history: list[Commit], work: Path) -> list[dict[str, Any]
     rows = []
     for commit in history:
         before, after = of(commit.parent), of(commit.sha)
-        stages = sorted(before["old"].keys() | after["old"].keys())
+        stages = sorted(before.digests["old"].keys() | after.digests["old"].keys())
         row: dict[str, Any] = {"sha": commit.sha[:7], "parent": commit.parent[:7], "subject": commit.subject,
                                "stages": len(stages), "modules": len({s.split(":")[0] for s in stages})}
         for scheme in SCHEMES:
-            moved = rekeyed(before[scheme], after[scheme])
+            moved = rekeyed(before.digests[scheme], after.digests[scheme])
+            recomputed = downstream(after.graph, set(moved))
             row[scheme] = {"rekeyed": moved, "count": len(moved),
-                           "modules": len({s.split(":")[0] for s in moved}), "all": len(moved) == len(stages)}
+                           "modules": len({s.split(":")[0] for s in moved}), "all": len(moved) == len(stages),
+                           "recomputed": len(recomputed), "recomputed_all": len(recomputed) == len(stages)}
         rows.append(row)
     return rows
 
@@ -276,19 +270,22 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {scheme: {"commits": len(rows),
                      "rekey_at_least_one": sum(r[scheme]["count"] > 0 for r in rows),
                      "rekey_all": sum(r[scheme]["all"] for r in rows),
-                     "stage_rekeys": sum(r[scheme]["count"] for r in rows)}
+                     "stage_rekeys": sum(r[scheme]["count"] for r in rows),
+                     "recompute_all": sum(r[scheme]["recomputed_all"] for r in rows),
+                     "stages_recomputed": sum(r[scheme]["recomputed"] for r in rows)}
             for scheme in SCHEMES}
 
 
 def table(rows: list[dict[str, Any]], summary: dict[str, dict[str, Any]]) -> str:
-    lines = ["| scheme | commits | re-key >= 1 stage | re-key all stages | stage re-keys in all |",
-             "|---|---:|---:|---:|---:|"]
-    lines += [f"| {s} | {v['commits']} | {v['rekey_at_least_one']} | {v['rekey_all']} | {v['stage_rekeys']} |"
-              for s, v in summary.items()]
+    lines = ["| scheme | commits | re-key >= 1 stage | re-key all stages | stage re-keys | "
+             "recompute all stages | stages recomputed |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {s} | {v['commits']} | {v['rekey_at_least_one']} | {v['rekey_all']} | {v['stage_rekeys']} | "
+              f"{v['recompute_all']} | {v['stages_recomputed']} |" for s, v in summary.items()]
     for row in rows:
         if row["sha"] in EXAMPLES:
-            counts = ", ".join(f"{s} {row[s]['count']}/{row['stages']}" for s in SCHEMES)
-            lines.append(f"\n{row['sha']} ({EXAMPLES[row['sha']]}): stages re-keyed {counts}")
+            counts = ", ".join(f"{s} {row[s]['count']} re-keyed / {row[s]['recomputed']} recomputed"
+                               for s in SCHEMES)
+            lines.append(f"\n{row['sha']} ({EXAMPLES[row['sha']]}, {row['stages']} stages): {counts}")
     return "\n".join(lines)
 
 

@@ -4,26 +4,30 @@ and the new with the scheduling metadata out of stage modules."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from benchmarks import rekey_history
+from benchmarks import registry_reader, rekey_history
 from stages.framework import provenance
+
+REPO = Path(__file__).resolve().parents[2]
 
 FILES = {
     "stages/__init__.py": "",
     "stages/framework/__init__.py": "",
-    "stages/framework/stage.py": "class Stage:\n    version = 1\n",
+    "stages/framework/stage.py": "class Stage:\n    version = 1\n    upstream = ()\n",
     "nugget_core/__init__.py": "",
     "nugget_core/util.py": '"""Helpers."""\n\n\ndef double(x):\n    return 2 * x\n',
     "stages/alpha.py": (
         "from nugget_core.util import double\nfrom stages.framework.stage import Stage\n\n\n"
-        "class Alpha(Stage):\n    def run(self):\n        return double(1)  # one\n"),
+        "class Alpha(Stage):\n    name = 'alpha'\n\n    def run(self):\n        return double(1)  # one\n"),
     "stages/beta.py": (
-        "from stages.framework.stage import Stage\n\n\n"
-        "class Beta(Stage):\n    expected_seconds = 10\n\n    def run(self):\n        return 2\n"),
+        "from stages.framework.stage import Stage\n\nREADS = 'alpha'\n\n\n"
+        "class Beta(Stage):\n    name = 'beta'\n    upstream = (READS,)\n    expected_seconds = 10\n\n"
+        "    def run(self):\n        return 2\n"),
     "stages/registry.py": (
         "from stages.alpha import Alpha\nfrom stages.beta import Beta\nfrom stages.framework.stage import Stage\n\n"
         "ALL_STAGES = (Alpha, Beta)\n"),
@@ -36,14 +40,14 @@ EDITS = [
     ("metadata", "stages/beta.py", "expected_seconds = 10", "expected_seconds = 30"),
     ("code", "nugget_core/util.py", "2 * x", "x + x"),
 ]
-A, B = "stages.alpha:Alpha", "stages.beta:Beta"
-EXPECTED = {  # subject: re-keyed stages under old / new / new_metadata_out
-    "comment": ([A], [], []),
-    "docstring": ([A], [], []),
-    "framework": ([A, B], [], []),
-    "metadata": ([B], [B], []),
-    "code": ([A], [A], [A]),
-    "gamma added": ([B, "stages.gamma:Gamma"], [B, "stages.gamma:Gamma"], ["stages.gamma:Gamma"]),
+A, B, G = "stages.alpha:Alpha", "stages.beta:Beta", "stages.gamma:Gamma"
+EXPECTED = {  # subject: (re-keyed stages, how many recomputed) under old / new / new_metadata_out
+    "comment": (([A], 2), ([], 0), ([], 0)),  # beta reads alpha: recomputed below it
+    "docstring": (([A], 2), ([], 0), ([], 0)),
+    "framework": (([A, B], 2), ([], 0), ([], 0)),
+    "metadata": (([B], 1), ([B], 1), ([], 0)),
+    "code": (([A], 2), ([A], 2), ([A], 2)),
+    "gamma added": (([B, G], 2), ([B, G], 2), ([G], 1)),
 }
 
 
@@ -72,7 +76,7 @@ def history(tmp_path: Path) -> Path:
         path.write_text(path.read_text().replace(old, new))
         commit_all(repo, subject)
     # a new stage module, and a metadata-only line in the same commit
-    (repo / "stages/gamma.py").write_text("from stages.beta import Beta\n\n\nclass Gamma(Beta):\n    pass\n")
+    (repo / "stages/gamma.py").write_text("from stages.beta import Beta\n\n\nclass Gamma(Beta):\n    name = 'gamma'\n")
     beta = repo / "stages/beta.py"
     beta.write_text(beta.read_text().replace("class Beta(Stage):", 'class Beta(Stage):\n    description = "b"'))
     registry = repo / "stages/registry.py"
@@ -85,10 +89,12 @@ def history(tmp_path: Path) -> Path:
 def test_each_scheme_rekeys_what_the_edit_touches(history: Path, tmp_path: Path):
     commits = rekey_history.commits(history, None, "HEAD", len(EXPECTED))
     rows = rekey_history.replay(history, commits, tmp_path / "work")
-    verdicts = {r["subject"]: tuple(r[s]["rekeyed"] for s in rekey_history.SCHEMES) for r in rows}
-    assert verdicts == {k: tuple(v) for k, v in EXPECTED.items()}
+    verdicts = {r["subject"]: tuple((r[s]["rekeyed"], r[s]["recomputed"]) for s in rekey_history.SCHEMES)
+                for r in rows}
+    assert verdicts == EXPECTED
     summary = rekey_history.summarise(rows)
     assert summary["old"]["rekey_all"] == 1 and summary["new"]["rekey_all"] == 0  # the framework edit
+    assert [summary[s]["recompute_all"] for s in rekey_history.SCHEMES] == [4, 1, 1]
     assert [summary[s]["rekey_at_least_one"] for s in rekey_history.SCHEMES] == [6, 3, 2]
     assert provenance.PLUMBING_PACKAGES == ("stages.framework",)  # the old scheme's setting was undone
 
@@ -96,7 +102,7 @@ def test_each_scheme_rekeys_what_the_edit_touches(history: Path, tmp_path: Path)
 def test_range_and_the_written_results(history: Path, tmp_path: Path):
     out = tmp_path / "rekey.json"
     rekey_history.main(["--repo", str(history), "--range", "HEAD~2..HEAD", "--out", str(out)])
-    rows = __import__("json").loads(out.read_text())["commits"]
+    rows = json.loads(out.read_text())["commits"]
     assert [r["subject"] for r in rows] == ["code", "gamma added"]
     assert rows[1]["stages"] == 3 and rows[1]["old"]["count"] == 2
 
@@ -104,8 +110,23 @@ def test_range_and_the_written_results(history: Path, tmp_path: Path):
 def test_registry_that_is_no_literal_tuple_is_refused(tmp_path: Path):
     (tmp_path / "stages").mkdir()
     (tmp_path / "stages/registry.py").write_text("from stages.a import A\nALL_STAGES = tuple([A])\n")
-    with pytest.raises(ValueError, match="literal tuple"):
-        rekey_history.registered_stages(tmp_path)
+    with pytest.raises(registry_reader.Unreadable, match="literal tuple"):
+        registry_reader.registered_stages(tmp_path)
+
+
+def test_upstream_that_is_no_literal_is_refused(tmp_path: Path):
+    (tmp_path / "stages").mkdir()
+    (tmp_path / "stages/registry.py").write_text("from stages.a import A\nALL_STAGES = (A,)\n")
+    (tmp_path / "stages/a.py").write_text("class A:\n    name = 'a'\n    upstream = tuple(sorted(['b']))\n")
+    with pytest.raises(registry_reader.Unreadable, match=r"a.py:3: sorted\(\['b'\]\) is not a literal"):
+        registry_reader.stage_graph(tmp_path)
+
+
+def test_reader_finds_the_dag_the_registry_builds():
+    from stages.registry import ALL_STAGES
+
+    read = {n.id: (n.name, n.upstream) for n in registry_reader.stage_graph(REPO)}
+    assert read == {f"{s.__module__}:{s.__name__}": (s.name, tuple(s.upstream)) for s in ALL_STAGES}
 
 
 def test_metadata_out_drops_class_attributes_only():
