@@ -37,6 +37,7 @@ import argparse
 import ast
 import hashlib
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -304,7 +305,8 @@ def main(argv: list[str] | None = None) -> None:
     summary = summarise(rows)
     result = {"command": " ".join(["python benchmarks/rekey_history.py", *(argv if argv is not None else sys.argv[1:])]),
               "range": args.revision_range or f"{args.count} first-parent commits ending at {args.end}",
-              "python": platform.python_version(), "seconds": round(time.perf_counter() - start, 1),
+              "python": platform.python_version(), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+              "seconds": round(time.perf_counter() - start, 1),
               "summary": summary, "commits": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
