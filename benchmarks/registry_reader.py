@@ -1,0 +1,199 @@
+"""A source tree's registered stages and the DAG they form, read with ``ast`` (nothing imported).
+
+For replaying history (``benchmarks/rekey_history.py``): importing an old tree's stages would
+import torch and transformers for every commit, so the registry and the stage classes are
+read from their source instead. ``stages/registry.py`` lists the stages in a literal
+``ALL_STAGES`` tuple of names imported ``from stages.X import Name``; a stage class names
+itself (``name = "..."``) and what it reads (``upstream``, or ``required_upstream`` plus the
+registered ones of ``optional_upstream``, as ``stages.framework.optional`` resolves them),
+as tuples of string literals or of module constants (``SCORER_STAGE = "train_nugget2d"``,
+``*TRAINING_STAGES``, ``tuple(READERS)`` of a dict literal: its keys), possibly inherited
+from a base class. Anything else is refused by name, never guessed.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+REGISTRY = "stages/registry.py"
+
+
+class Unreadable(ValueError):
+    """A registry or stage class attribute that is not a literal this reader follows."""
+
+
+@dataclass(frozen=True)
+class StageNode:
+    module: str
+    cls: str
+    name: str
+    upstream: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        """Identity across commits: module and class name."""
+        return f"{self.module}:{self.cls}"
+
+
+def registered_stages(tree: Path) -> list[tuple[str, str]]:
+    """``(module, class)`` of every stage in ``tree``'s ``ALL_STAGES``: each name of the tuple
+    resolved through the registry's ``from stages.X import Name`` lines."""
+    path = tree / REGISTRY
+    if not path.is_file():
+        raise Unreadable(f"{path}: no stage registry in this tree")
+    body = ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body
+    imported = {alias.asname or alias.name: node.module for node in body
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("stages.")
+                for alias in node.names}
+    for node in body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ALL_STAGES" for t in node.targets):
+            names = node.value.elts if isinstance(node.value, ast.Tuple | ast.List) else None
+            if names is None or not all(isinstance(e, ast.Name) and e.id in imported for e in names):
+                raise Unreadable(f"{path}: ALL_STAGES is not a literal tuple of names imported from stages.*")
+            return [(imported[e.id], e.id) for e in names]  # type: ignore[union-attr]
+    raise Unreadable(f"{path}: no ALL_STAGES assignment")
+
+
+class _Module:
+    """One module's top-level bindings: its classes, assignments and ``from`` imports."""
+
+    def __init__(self, tree: Path, name: str):
+        self.name = name
+        base = tree.joinpath(*name.split("."))
+        path = base / "__init__.py" if (base / "__init__.py").is_file() else base.with_name(base.name + ".py")
+        self.path = path
+        self.body = ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body if path.is_file() else []
+
+    @cached_property
+    def classes(self) -> dict[str, ast.ClassDef]:
+        return {n.name: n for n in self.body if isinstance(n, ast.ClassDef)}
+
+    @cached_property
+    def assignments(self) -> dict[str, ast.expr]:
+        found = {t.id: n.value for n in self.body if isinstance(n, ast.Assign) for t in n.targets
+                 if isinstance(t, ast.Name)}
+        found.update({n.target.id: n.value for n in self.body if isinstance(n, ast.AnnAssign)
+                      and isinstance(n.target, ast.Name) and n.value is not None})
+        return found
+
+    @cached_property
+    def imports(self) -> dict[str, tuple[str, str]]:
+        """``{bound name: (absolute module, name there)}`` of its ``from X import Y`` lines."""
+        package = self.name if self.path.name == "__init__.py" else self.name.rpartition(".")[0]
+        found = {}
+        for node in self.body:
+            if isinstance(node, ast.ImportFrom):
+                source = importlib.util.resolve_name("." * node.level + (node.module or ""), package) \
+                    if node.level else node.module or ""
+                found.update({a.asname or a.name: (source, a.name) for a in node.names})
+        return found
+
+
+class _Reader:
+    def __init__(self, tree: Path):
+        self.tree = tree
+        self.modules: dict[str, _Module] = {}
+
+    def module(self, name: str) -> _Module:
+        if name not in self.modules:
+            self.modules[name] = _Module(self.tree, name)
+        return self.modules[name]
+
+    def constant(self, module: str, name: str) -> object:
+        """A module-level binding's value, following ``from X import name``."""
+        mod = self.module(module)
+        if name in mod.assignments:
+            return self.value(mod.assignments[name], module, {})
+        if name in mod.imports:
+            return self.constant(*mod.imports[name])
+        raise Unreadable(f"{mod.path}: {name!r} is no module-level literal")
+
+    def value(self, node: ast.expr, module: str, scope: dict[str, object]) -> object:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Tuple | ast.List):
+            items: list[object] = []
+            for e in node.elts:  # `*OTHER` spreads a tuple constant
+                if isinstance(e, ast.Starred):
+                    items.extend(self.value(e.value, module, scope))  # type: ignore[call-overload]
+                else:
+                    items.append(self.value(e, module, scope))
+            return tuple(items)
+        if isinstance(node, ast.Dict):  # what iterating it gives: its keys
+            return tuple(self.value(k, module, scope) for k in node.keys if k is not None)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("tuple", "list") \
+                and len(node.args) == 1 and not node.keywords:
+            return tuple(self.value(node.args[0], module, scope))  # type: ignore[arg-type]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return self.value(node.left, module, scope) + self.value(node.right, module, scope)  # type: ignore[operator]
+        if isinstance(node, ast.Name):
+            return scope[node.id] if node.id in scope else self.constant(module, node.id)
+        raise Unreadable(f"{self.module(module).path}:{node.lineno}: {ast.unparse(node)} is not a literal")
+
+    def find_class(self, module: str, name: str) -> tuple[str, ast.ClassDef] | None:
+        mod = self.module(module)
+        if name in mod.classes:
+            return module, mod.classes[name]
+        if name in mod.imports and mod.imports[name][0].split(".")[0] == "stages":
+            return self.find_class(*mod.imports[name])
+        return None
+
+    def attributes(self, module: str, cls: str, wanted: tuple[str, ...]) -> dict[str, object]:
+        """The literal class attributes ``wanted`` of ``module.cls``, inherited ones included
+        (bases in order, as the MRO of single inheritance chains finds them)."""
+        found = self.find_class(module, cls)
+        if found is None:
+            raise Unreadable(f"no class {cls} in {module}")
+        where, node = found
+        scope: dict[str, object] = {}
+        for stmt in node.body:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+                [stmt.target] if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else []
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id in (*wanted, "required_upstream"):
+                    scope[target.id] = self.value(stmt.value, where, scope)  # type: ignore[union-attr,arg-type]
+        for base in node.bases:
+            if isinstance(base, ast.Name) and self.find_class(where, base.id):
+                inherited = self.attributes(where, base.id, wanted)
+                scope = {**inherited, **scope}
+        return {k: v for k, v in scope.items() if k in wanted}
+
+
+def stage_graph(tree: Path) -> list[StageNode]:
+    """Every registered stage of ``tree`` with its name and resolved upstream."""
+    reader = _Reader(tree)
+    raw = [(module, cls, reader.attributes(module, cls, ("name", "upstream", "required_upstream",
+                                                          "optional_upstream")))
+           for module, cls in registered_stages(tree)]
+    names = {attrs.get("name") for _, _, attrs in raw}
+    nodes = []
+    for module, cls, attrs in raw:
+        if not isinstance(attrs.get("name"), str):
+            raise Unreadable(f"{module}.{cls}: no literal name")
+        if "optional_upstream" in attrs:
+            upstream = tuple(attrs.get("required_upstream", ())) + tuple(  # type: ignore[arg-type]
+                n for n in attrs["optional_upstream"] if n in names)  # type: ignore[attr-defined]
+        else:
+            upstream = tuple(attrs.get("upstream", ()))  # type: ignore[arg-type]
+        nodes.append(StageNode(module, cls, str(attrs["name"]), upstream))
+    return nodes
+
+
+def downstream(nodes: list[StageNode], ids: set[str]) -> set[str]:
+    """``ids`` and every stage that reads one of them, transitively (by stage id)."""
+    readers: dict[str, list[StageNode]] = {}
+    for node in nodes:
+        for up in node.upstream:
+            readers.setdefault(up, []).append(node)
+    by_id = {n.id: n for n in nodes}
+    out, stack = set(ids), [by_id[i] for i in ids if i in by_id]
+    while stack:
+        for reader in readers.get(stack.pop().name, []):
+            if reader.id not in out:
+                out.add(reader.id)
+                stack.append(reader)
+    return out
