@@ -147,21 +147,24 @@ class Dag:
             pin, new_pin = pins.get(name), False
             if pin is not None and pin.code != parts.code:
                 pin = None  # a pin holds for the code version it accepted, not a later edit
-            if name in accepting and pin is None:
+            if pin is not None:
+                parts = replace(parts, code=pin.accepted_as)
+            hit, why = store.state(name, parts.key())
+            if name in accepting and pin is None and not hit:  # a hit has no code change to accept
                 pin, new_pin = accept(parts, store), True
                 if pin is None:
                     raise CodeChangeError(
                         f"--accept-code-change {name}: no complete output of {name} in {store.root_uri} differs "
                         f"from this one in its code alone ({explain_miss(parts, store.manifests(name))}); "
                         "run it, or accept a change only where config, upstream and environment are unchanged")
-            if pin is not None:
                 parts = replace(parts, code=pin.accepted_as)
+                hit, why = store.state(name, parts.key())
             keys[name] = parts.key()
-            hit, why = store.state(name, keys[name])
             reason = "" if hit or why != "absent" else explain_miss(parts, store.manifests(name))
             planned.append(PlannedStage(stage, keys[name], ups, hit, name in forced, "" if hit else why,
                                         parts, reason, pin, new_pin))
         return planned
+
 
 def critical_path(plan: Sequence[PlannedStage], seconds: Mapping[str, float] | None = None) -> dict[str, float]:
     """Per planned stage, the expected seconds of the longest path from its start to the

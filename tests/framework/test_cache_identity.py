@@ -224,3 +224,10 @@ def test_accepting_a_stage_outside_the_plan_is_refused(root, base_args):
     store, _ = _published_dag(root, base_args)
     with pytest.raises(CodeChangeError, match="names train_nugget, not in this plan"):
         _plan(store, base_args, accept_code_change=["train_nugget"])
+
+
+def test_accepting_a_stage_that_is_already_a_hit_changes_nothing(root, base_args):
+    store, keys = _published_dag(root, base_args)
+    plan = _plan(store, base_args, accept_code_change=["corpus_stats"])
+    assert plan["corpus_stats"].hit and plan["corpus_stats"].pin is None and not plan["corpus_stats"].new_pin
+    assert plan["corpus_stats"].key == keys["corpus_stats"]
