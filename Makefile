@@ -18,6 +18,8 @@
 #   make rehearse PROFILE=paper|gpu1 [ARGS=]   that GPU profile's whole DAG on CPU at rehearsal sizes,
 #                                              on local fixtures; fails unless every stage ran, no
 #                                              traceback, every report table measured (docs/rehearsal.md)
+#   make docs                                  rewrite the generated stage table and DAG of README.md and
+#                                              docs/architecture.md from the registry (nugget list --markdown --write)
 #   make mlflow-ui                             MLflow UI on http://127.0.0.1:5000
 #   make ray-stop                              stop the local Ray head started by `make run`
 
@@ -67,7 +69,7 @@ endif
 RAY_ENV    := PATH=$(BIN):$$PATH RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 \
               RAY_TRAIN_ENABLE_PREEMPTION_WATCHER=0
 
-.PHONY: install lock run test rehearse cluster-test gpu-test gpu-check gpu-check-plan gpu-check-pack sources mlflow-ui ray-start ray-stop lint clean-artifacts
+.PHONY: install lock run test rehearse cluster-test gpu-test gpu-check gpu-check-plan gpu-check-pack sources docs mlflow-ui ray-start ray-stop lint clean-artifacts
 
 install: $(STAMP)
 
@@ -192,6 +194,9 @@ mlflow-ui: $(STAMP)
 
 ray-stop:
 	-$(RAY_ENV) $(BIN)/ray stop
+
+docs: $(STAMP)
+	$(PY) -m pipelines.nugget list --markdown --write
 
 lint: $(STAMP)
 	$(BIN)/ruff check pipelines stages nugget_core tests

@@ -2,7 +2,8 @@
 
     nugget run [--dry-run] [key=value ...]        the DAG (= python pipelines/full.py)
     nugget stage NAME [--force] [--dry-run] [...] one stage (= python -m pipelines.stage)
-    nugget list                                   the stages and their edges
+    nugget list [--markdown [--write]]            the stages and their edges (--markdown: the
+                                                  docs' stage table and DAG; --write: into the docs)
     nugget report [--open] [key=value ...]        the path of the report of this config
     nugget config [SECTION ...] [key=value ...]   the resolved config, with each key's help
     nugget generate CHECKPOINT --text TEXT [--question Q]   compress TEXT, answer / continue
@@ -79,7 +80,20 @@ def stage_output(cfg: PipelineConfig, stage: str, dag: Dag | None = None) -> Pat
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    return main_stage(["--list"])
+    if not (args.markdown or args.write):
+        return main_stage(["--list"])
+    from pipelines import stage_docs
+
+    dag = default_dag()
+    if not args.write:
+        print(stage_docs.markdown(dag))
+        return 0
+    try:
+        changed = stage_docs.write_pages(dag)
+    except stage_docs.DocsError as exc:
+        raise CommandError(EXIT_CONFIG, str(exc)) from exc
+    print(f"rewrote {', '.join(changed)}" if changed else "the generated docs are up to date")
+    return 0
 
 
 def cmd_config(args: argparse.Namespace) -> int:
@@ -241,7 +255,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_, help_text) in DELEGATED.items():
         sub.add_parser(name, help=help_text, add_help=False)  # parsed by pipelines.cli (see main)
-    sub.add_parser("list", help="list the stages and their dependencies").set_defaults(func=cmd_list)
+    p = sub.add_parser("list", help="list the stages and their dependencies")
+    p.add_argument("--markdown", action="store_true",
+                   help="print the stage table and DAG diagram of README.md / docs/architecture.md")
+    p.add_argument("--write", action="store_true",
+                   help="rewrite those generated blocks in README.md and docs/architecture.md (implies --markdown)")
+    p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("report", help="print the path of the report of the current config")
     p.add_argument("overrides", nargs="*", help="config overrides, e.g. profile=paper")
