@@ -13,7 +13,8 @@ each of those ratios: the base LM's KV of the document, keeping per layer and KV
 many positions as Nugget2D keeps per layer (`stages.evaluate.lm.prompted`).
 
 Accuracy: the appendix-D normalised output contains the normalised answer
-(`stages.evaluate.lm.normalize`). Decoding cost per system: attended states per generated
+(`stages.evaluate.lm.normalize`), scored by `stages.evaluate.lm.scoring` (the function
+``nugget eval`` calls too). Decoding cost per system: attended states per generated
 token, KV bytes, ms per decoding step, time before decoding. Outputs: the
 `stages.artifacts.evaluate.EvalTable` (accuracy with its Wilson 95% interval, n per row; each
 system's id and the table-3 row it reproduces; a system whose answers are constant, loops or

@@ -12,8 +12,8 @@ one sentence.") and greedy decoding capped at ``eval.summarization.max_new_token
   LM's document KV at Nugget2D's budget (``nugget_ratio``; settings ``eval.presses``).
 
 The two fine-tuning stages tokenise the records as this stage does
-(`stages.common.prompts`). ROUGE-1/2/L F1 x 100 with stemming
-(`stages.evaluate.lm.rouge`), and the decoding cost per system (`stages.evaluate.lm.cost`).
+(`stages.common.prompts`). ROUGE-1/2/L F1 x 100 with stemming and the decoding cost per
+system, scored by `stages.evaluate.lm.scoring` (the function ``nugget eval`` calls too).
 Outputs: the `stages.artifacts.evaluate.EvalTable` (ROUGE with standard errors, n per
 row, each system's table-4 row; a system whose summaries are constant, loops or empty flagged
 uninformative, `stages.common.degenerate`) and ``examples.jsonl``. On
