@@ -71,6 +71,8 @@ def test_summarization_rouge_by_hand():
     assert s.stderr["rouge1"] == pytest.approx(math.sqrt(sum((v - mean) ** 2 for v in r1) / 2) / math.sqrt(3))
     assert [round(e["rouge2"], 3) for e in s.examples] == [round(400 / 7, 3), 100.0, 0.0]
     assert s.examples[0]["reference"] == "the cat sat on the mat" and not s.interval
+    with pytest.raises(ValueError, match="only QA scores"):
+        _ = s.hits
 
 
 def test_bad_input_is_a_clear_error():

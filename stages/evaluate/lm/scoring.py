@@ -40,6 +40,8 @@ class Scores:
     @property
     def hits(self) -> int:
         """QA: how many records were answered correctly."""
+        if self.quality != QA_QUALITY:
+            raise ValueError(f"hits: only QA scores count correct answers, these are {list(self.quality)}")
         return sum(bool(e["correct"]) for e in self.examples)
 
 
