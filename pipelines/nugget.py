@@ -17,7 +17,6 @@ is theirs); the others read the same config and artifact store. Exit codes as in
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import webbrowser
 from collections.abc import Callable, Sequence
@@ -180,25 +179,13 @@ def task_records(cfg: PipelineConfig, task: str, limit: int) -> list[dict]:
     return read_records(path, getattr(cfg.eval, task).split, limit)
 
 
-def score(task: str, outputs: Sequence[str], records: Sequence[dict], match: str = "substring") -> dict[str, float]:
-    """QA: accuracy (%, the evaluation's answer matching); summarisation: ROUGE-1/2/L F1 x 100."""
-    if task == "qa":
-        from stages.evaluate.lm.normalize import contains_answer, gold_answers
-
-        golds = [gold_answers(r) for r in records]
-        correct = [100.0 * contains_answer(o, g, match) for o, g in zip(outputs, golds, strict=True)]
-        return {"accuracy": statistics.fmean(correct)}
-    from stages.evaluate.lm.rouge import rouge_mean, rouge_per_example
-
-    return rouge_mean(rouge_per_example(list(outputs), [r["answer"] for r in records]))
-
-
 def cmd_eval(args: argparse.Namespace) -> int:
     from nugget_core.nugget2d.prompts import PromptFormat
     from stages.common.progress import progress_logger
     from stages.common.prompts import encode_task_records
     from stages.common.records import stand_in_label
     from stages.evaluate.lm.prompted import run_batches
+    from stages.evaluate.lm.scoring import score_qa, score_summarization
 
     cfg = _config(_overrides(args.overrides))
     section = getattr(cfg.eval, args.task)
@@ -211,12 +198,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     gens = run_batches("nugget2d", model, tokenizer, docs, prompts, section.batch_size,
                        progress_logger("nugget.eval"), ratio=ratio, max_new_tokens=section.max_new_tokens,
                        soft_prompt=soft_prompt(args, model))
-    metrics = score(args.task, [g.text for g in gens], records, getattr(section, "match", "substring"))
+    doc_tokens = [len(d) for d in docs]
+    # the evaluation stages' own scoring, so a checkpoint scores here as in eval_qa / eval_summarization
+    scored = score_qa(gens, records, doc_tokens, cfg.eval.qa) if args.task == "qa" \
+        else score_summarization(gens, records, doc_tokens)
     label = stand_in_label(records)
     print(f"{args.task}: {len(records)} examples of split {section.split!r}"
           + (f" (stand-in: {label})" if label else "") + f", Nugget2D at r = {ratio:g}, prompts {layout}")
-    for name, value in metrics.items():
-        print(f"  {name:10s} {value:7.2f}  (n={len(records)})")
+    for name in scored.quality:
+        print(f"  {name:10s} {scored.metrics[name]:7.2f}  (n={scored.n})")
     return 0
 
 

@@ -13,7 +13,8 @@ each of those ratios: the base LM's KV of the document, keeping per layer and KV
 many positions as Nugget2D keeps per layer (`stages.evaluate.lm.prompted`).
 
 Accuracy: the appendix-D normalised output contains the normalised answer
-(`stages.evaluate.lm.normalize`). Decoding cost per system: attended states per generated
+(`stages.evaluate.lm.normalize`), scored by `stages.evaluate.lm.scoring` (the function
+``nugget eval`` calls too). Decoding cost per system: attended states per generated
 token, KV bytes, ms per decoding step, time before decoding. Outputs: the
 `stages.artifacts.evaluate.EvalTable` (accuracy with its Wilson 95% interval, n per row; each
 system's id and the table-3 row it reproduces; a system whose answers are constant, loops or
@@ -31,15 +32,13 @@ from stages.artifacts.data import LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D
 from stages.common.degenerate import combine, generation_flags, zero_with_zero_baseline
-from stages.common.intervals import hits_interval
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import batches, read_records, stand_in_label
 from stages.config.evaluation import PRESS_SYSTEMS
-from stages.evaluate.lm.cost import mean_cost
-from stages.evaluate.lm.normalize import contains_answer, gold_answers
 from stages.evaluate.lm.presses import press_config, press_notes
 from stages.evaluate.lm.prompted import lmsumm_batch, run_batches
+from stages.evaluate.lm.scoring import score_qa
 from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
 
@@ -93,17 +92,14 @@ class EvalQA(Stage):
 
         def score(system: str, gens, extra: dict[str, float] | None = None, per_example=None,
                   row_id: str = "") -> None:
-            correct = [contains_answer(g.text, gold_answers(r), cfg.match) for g, r in zip(gens, records, strict=True)]
-            metrics = {"accuracy": 100 * statistics.fmean(correct),
-                       "context_ratio": statistics.fmean(g.context_states / n for g, n in zip(gens, doc_tokens, strict=True)),
-                       **mean_cost([g.cost for g in gens]), **(extra or {})}
-            rows.append(TableRow(system, metrics, n=len(records), interval={"accuracy": hits_interval(correct)} if records else {},
+            scored = score_qa(gens, records, doc_tokens, cfg)
+            metrics = {**scored.metrics, **(extra or {})}
+            rows.append(TableRow(system, metrics, n=scored.n, interval=scored.interval,
                                  paper_row=row_id or paper_row(system)))
-            hits[system], outputs[system] = sum(correct), [g.text for g in gens]
-            for i, (g, r, ok) in enumerate(zip(gens, records, correct, strict=True)):
-                examples.append({"id": r["id"], "system": system, "output": g.text, "answer": r["answer"],
-                                 "correct": ok, "context_states": g.context_states, "doc_tokens": doc_tokens[i],
-                                 **g.cost.as_dict(), **(per_example[i] if per_example else {})})
+            hits[system], outputs[system] = scored.hits, [g.text for g in gens]
+            # the row's own keys after id and system, then what the system adds (LMSumm's summary)
+            examples.extend({"id": e["id"], "system": system, **e, **(per_example[i] if per_example else {})}
+                            for i, e in enumerate(scored.examples))
             log.info("eval_qa: %s accuracy %.1f", system, metrics["accuracy"])
 
         for system in cfg.systems:

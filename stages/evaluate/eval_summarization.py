@@ -12,8 +12,8 @@ one sentence.") and greedy decoding capped at ``eval.summarization.max_new_token
   LM's document KV at Nugget2D's budget (``nugget_ratio``; settings ``eval.presses``).
 
 The two fine-tuning stages tokenise the records as this stage does
-(`stages.common.prompts`). ROUGE-1/2/L F1 x 100 with stemming
-(`stages.evaluate.lm.rouge`), and the decoding cost per system (`stages.evaluate.lm.cost`).
+(`stages.common.prompts`). ROUGE-1/2/L F1 x 100 with stemming and the decoding cost per
+system, scored by `stages.evaluate.lm.scoring` (the function ``nugget eval`` calls too).
 Outputs: the `stages.artifacts.evaluate.EvalTable` (ROUGE with standard errors, n per
 row, each system's table-4 row; a system whose summaries are constant, loops or empty flagged
 uninformative, `stages.common.degenerate`) and ``examples.jsonl``. On
@@ -23,22 +23,19 @@ the summary of the rest).
 
 from __future__ import annotations
 
-import statistics
-
 from nugget_core.nugget2d.prompts import PromptFormat
 from stages.artifacts.data import BaseLM, LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D
 from stages.common.degenerate import generation_flags
-from stages.common.intervals import stderr
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import read_records, stand_in_label
 from stages.config.evaluation import PRESS_SYSTEMS
-from stages.evaluate.lm.cost import mean_cost
 from stages.evaluate.lm.presses import press_config, press_notes
 from stages.evaluate.lm.prompted import run_batches
-from stages.evaluate.lm.rouge import ROUGE_TYPES, rouge_mean, rouge_per_example
+from stages.evaluate.lm.rouge import ROUGE_TYPES
+from stages.evaluate.lm.scoring import score_summarization
 from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
 
@@ -68,7 +65,7 @@ class EvalSummarization(Stage):
         nugget2d = TrainedNugget2D.read(ctx.inputs["train_nugget2d_ft"], "train_nugget2d_ft").load(base, *placement)
         fmt = PromptFormat(ctx.cfg("prompts").format, tokenizer)
         docs, prompts = encode_task_records(tokenizer, records, fmt, cfg.max_doc_tokens)
-        references = [r["answer"] for r in records]
+        doc_tokens = [len(d) for d in docs]
         common = {"batch_size": cfg.batch_size, "log": log, "max_new_tokens": cfg.max_new_tokens}
 
         rows, examples = [], []
@@ -80,18 +77,13 @@ class EvalSummarization(Stage):
                      if system == "full_ft" else nugget2d)
             gens = run_batches(system, model, tokenizer, docs, prompts, ratio=ratio, press=press,
                                press_config=press_config(ctx.cfg("eval.presses")), **common)
-            per = rouge_per_example([g.text for g in gens], references)
-            metrics = {**rouge_mean(per),
-                       "context_ratio": statistics.fmean(g.context_states / len(d) for g, d in zip(gens, docs, strict=True)),
-                       **mean_cost([g.cost for g in gens])}
-            errors = {t: se for t in ROUGE_TYPES if (se := stderr([s[t] for s in per])) is not None}
-            rows.append(TableRow(system if ratio is None else f"{system} {1 / ratio:g}x", metrics, n=len(records),
-                                 stderr=errors, paper_row=system if ratio is None else
+            scored = score_summarization(gens, records, doc_tokens)
+            metrics = scored.metrics
+            rows.append(TableRow(system if ratio is None else f"{system} {1 / ratio:g}x", metrics, n=scored.n,
+                                 stderr=scored.stderr, paper_row=system if ratio is None else
                                  f"{'nugget2d' if press is None else press}_{1 / ratio:g}x",
                                  flag=generation_flags([g.text for g in gens]) or ""))
-            for g, r, scores in zip(gens, records, per, strict=True):
-                examples.append({"id": r["id"], "system": system, "output": g.text, "reference": r["answer"],
-                                 **scores, "context_states": g.context_states, **g.cost.as_dict()})
+            examples.extend({"id": e["id"], "system": system, **e} for e in scored.examples)  # id, system first
             log.info("eval_summarization: %s %s", system, {t: round(metrics[t], 2) for t in ROUGE_TYPES})
         label = stand_in_label(records)
         notes = [f"{len(records)} examples of split {cfg.split!r}" + (f"; stand-in: {label}" if label else "")

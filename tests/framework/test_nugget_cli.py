@@ -153,6 +153,40 @@ def test_eval_scores_a_checkpoint_on_build_lms_records(saved_nugget2d, root, cap
     assert 0.0 <= accuracy <= 100.0 and "(n=2)" in out
 
 
+def test_eval_scores_with_the_stages_recipe_and_the_configs_match(saved_nugget2d, root, capsys, monkeypatch):
+    """``nugget eval`` has no scoring of its own: it calls the function eval_qa and
+    eval_summarization call, with the ``eval.qa`` section of its config."""
+    from stages.evaluate.lm import scoring
+
+    folder, base, _, _ = saved_nugget2d
+    calls = []
+
+    def spy(name):
+        real = getattr(scoring, name)
+
+        def wrapper(*args):
+            calls.append((name, args))
+            return real(*args)
+        monkeypatch.setattr(scoring, name, wrapper)
+
+    spy("score_qa")
+    spy("score_summarization")
+    qa = [{"id": "q", "split": "test", "document": "the river delta.", "instruction": "Where?", "answer": "x"}]
+    summaries = [{"id": "s", "split": "test", "document": "the river delta.", "instruction": "Summarize.",
+                  "answer": "a delta"}]
+    _complete_output(root, "build_lm", {"qa.jsonl": json.dumps(qa[0]) + "\n",
+                                        "summarization.jsonl": json.dumps(summaries[0]) + "\n"})
+    common = [str(folder), "--base-model", str(base), "--limit", "1", root, "prompts.format=inst"]
+    assert main(["eval", *common, "--task", "qa", "eval.qa.max_new_tokens=2", "eval.qa.match=word"]) == 0
+    [(name, (gens, records, doc_tokens, section))] = calls
+    assert name == "score_qa" and records == qa and len(gens) == len(doc_tokens) == 1 and section.match == "word"
+    assert "accuracy" in capsys.readouterr().out
+    assert main(["eval", *common, "--task", "summarization", "eval.summarization.max_new_tokens=2"]) == 0
+    assert calls[1][0] == "score_summarization" and calls[1][1][1] == summaries
+    out = capsys.readouterr().out
+    assert all(f"{t} " in out for t in ("rouge1", "rouge2", "rougeL")) and "(n=1)" in out
+
+
 def test_sweep_help_names_the_sweep_and_its_keys():
     result = subprocess.run([sys.executable, str(REPO / "pipelines" / "sweep.py"), "--help"],
                             capture_output=True, text=True, check=True, cwd=REPO)
