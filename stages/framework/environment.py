@@ -64,13 +64,18 @@ def _installed_owners() -> dict[str, list[str]]:
     return metadata.packages_distributions()  # one scan of every installed distribution
 
 
-@cache
-def distribution_version(distribution: str) -> str:
-    """The installed version of ``distribution``; ``"absent"`` where it is not installed."""
+def installed_version(distribution: str) -> str | None:
+    """The installed version of ``distribution``; None where it is not installed."""
     try:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
-        return ABSENT
+        return None
+
+
+@cache
+def distribution_version(distribution: str) -> str:
+    """The installed version of ``distribution``; ``"absent"`` where it is not installed."""
+    return installed_version(distribution) or ABSENT
 
 
 @cache

@@ -10,7 +10,6 @@ the locked one, and the GPU check's pack (which wheels to carry, at which versio
 
 from __future__ import annotations
 
-import importlib.metadata as md
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from pathlib import Path
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.version import Version
+
+from stages.framework.environment import installed_version
 
 REPO = Path(__file__).resolve().parents[2]
 LOCKS = {"cpu": REPO / "requirements" / "cpu.lock.txt", "cuda": REPO / "requirements" / "cuda.lock.txt"}
@@ -108,13 +109,6 @@ def fix_command(variant: str, prefix: str) -> str:
     wheels = " --find-links <TORCH_CPU_WHEELS, docs/environment.md>" if variant == "cpu" else ""
     return (f"uv pip sync --python {Path(prefix) / 'bin' / 'python'} --require-hashes{wheels} "
             f"{LOCKS[variant].relative_to(REPO)}")
-
-
-def installed_version(name: str) -> str | None:
-    try:
-        return md.version(name)
-    except md.PackageNotFoundError:
-        return None
 
 
 def mismatches(locked: dict[str, str], installed: Callable[[str], str | None] = installed_version) -> list[str]:

@@ -16,18 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from stages.config.rehearsal import flatten
 from stages.framework.keys import KeyParts
 
 SHOWN = 3  # changed config keys / libraries named before "+N more"
-
-
-def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            out.update(_flat(v, f"{prefix}{k}."))
-        return out
-    return {prefix.rstrip("."): value}
 
 
 def _short(value: Any) -> str:
@@ -52,7 +44,7 @@ def differences(parts: KeyParts, recorded: dict[str, Any]) -> list[str]:
     if recorded.get("framework") != new["framework"]:
         found.append(f"framework output version changed ({recorded.get('framework')} -> {new['framework']})")
     if recorded.get("config") != new["config"]:
-        found.append("config changed: " + _changes(_flat(recorded.get("config") or {}), _flat(new["config"])))
+        found.append("config changed: " + _changes(flatten(recorded.get("config") or {}), flatten(new["config"])))
     if recorded.get("upstream") != new["upstream"]:
         found.append("upstream changed: " + _changes(recorded.get("upstream") or {}, new["upstream"], arrow=False))
     if (recorded.get("external") or {}) != new["external"]:
