@@ -27,6 +27,30 @@ REPO = Path(__file__).resolve().parents[2]
 PROFILES = ("gpu1", "paper")
 NOT_MEASURED = ("", "not run in this profile")
 STAGE_LINE = re.compile(r"\] (\S+)\s+(done|cached|reused)\b")
+TRACEBACK = "Traceback (most recent call last)"
+# "(RayTrainWorker pid=12, ip=...) " on a worker's lines, in colour on a terminal
+RAY_PREFIX = re.compile(r"^(?:\x1b\[[0-9;]*m)?\([^)]*pid=\d+[^)]*\)(?:\x1b\[[0-9;]*m)? ?")
+
+
+def traceback_excerpts(output: str, before: int = 3, limit: int = 60) -> list[str]:
+    """Each traceback in ``output`` with the ``before`` lines that precede it, up to its
+    exception line (the first line after the frames that is not indented; Ray's worker
+    prefix removed), at most
+    ``limit`` lines each. CI shows only the tail of a run, so a failing rehearsal repeats
+    them at its end instead of leaving them hundreds of lines up."""
+    lines = [RAY_PREFIX.sub("", line) for line in output.splitlines()]
+    excerpts = []
+    for i, line in enumerate(lines):
+        if TRACEBACK not in line:
+            continue
+        end = i + 1
+        while end < len(lines) and (lines[end].startswith((" ", "\t")) or not lines[end].strip()):
+            end += 1
+        block = lines[max(0, i - before):min(end + 1, len(lines))]
+        if len(block) > limit:
+            block = block[:limit // 2] + [f"... ({len(block) - limit} lines) ..."] + block[-limit // 2:]
+        excerpts.append("\n".join(block))
+    return excerpts
 
 
 def expected_tables(sentence_counts: list[int]) -> list[str]:
@@ -115,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     missing = [s for s in DAG.order if s not in stages]
     if missing and status == 0:
         problems.append(f"stages neither run nor cached: {missing}")
-    tracebacks = output.count("Traceback (most recent call last)")
+    tracebacks = output.count(TRACEBACK)
     if tracebacks:
         problems.append(f"{tracebacks} traceback(s) in the output ({root / 'rehearsal.log'})")
     report = None
@@ -130,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
           f"({ran} run, {len(stages) - ran} cached), {tracebacks} tracebacks")
     if report is not None:
         print(f"report: {report / 'report.md'}")
+    for n, excerpt in enumerate(traceback_excerpts(output), 1):
+        print(f"\n--- traceback {n} of {tracebacks} in the output ---\n{excerpt}")
     for problem in problems:
         print(f"REHEARSAL FAILED: {problem}")
     return 1 if problems else 0

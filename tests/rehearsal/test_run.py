@@ -42,3 +42,24 @@ def test_stage_lines_count_run_cached_and_reused_stages():
            "[ 3/33 0s eta ?] train_re               reused the output a concurrent run published -> /y\n"
            "[ 4/33 0s eta ?] eval_qa                start  miss key=b8\n")
     assert dict(STAGE_LINE.findall(log)) == {"tokenizer": "done", "build_re_data": "cached", "train_re": "reused"}
+
+
+def test_traceback_excerpts_repeat_each_traceback_with_its_exception():
+    from tests.rehearsal.run import traceback_excerpts
+
+    log = ("[ 3/33] corpus_stats done\n"
+           "(TrainWorker pid=41, ip=127.0.0.1) some context\n"
+           "(TrainWorker pid=41, ip=127.0.0.1) Traceback (most recent call last):\n"
+           "(TrainWorker pid=41, ip=127.0.0.1)   File \"x.py\", line 3, in f\n"
+           "\x1b[36m(TrainWorker pid=41, ip=127.0.0.1)\x1b[0m     g()\n"
+           "(TrainWorker pid=41, ip=127.0.0.1) ValueError: bad shape\n"
+           "[ 4/33] eval_lm done\n"
+           "Traceback (most recent call last):\n"
+           "  File \"y.py\", line 1, in <module>\n"
+           "KeyError: 'k'\n"
+           "after\n")
+    first, second = traceback_excerpts(log, before=1)
+    assert first.splitlines() == ["some context", "Traceback (most recent call last):",
+                                  '  File "x.py", line 3, in f', "    g()", "ValueError: bad shape"]
+    assert second.splitlines()[-1] == "KeyError: 'k'" and "after" not in second
+    assert traceback_excerpts("all fine\n") == []
