@@ -2,12 +2,13 @@
 (``nugget list --markdown``) and checked for every registered stage by
 ``tests/framework/test_stage_checklist.py``.
 
-Stages do not declare their output type; a contract names its producing stage in
-``STAGE`` instead. That gives one class per stage where a class has one writer; the
-classes several stages write (every evaluation table is an `EvalTable`, the Nugget2D
-variants are `TrainedNugget2D`s, ``build_rr`` writes a `SimilarityDataset` like
-``build_pi``) are listed in `SHARED`. No stage imports this module, so it enters no
-cache key.
+A stage with a typed header (``Stage[Config, Inputs, Output]``,
+`stages.framework.contract`) declares its output class itself, and that wins. For the
+others a contract names its producing stage in ``STAGE``: one class per stage where a
+class has one writer; the classes several stages write (every evaluation table is an
+`EvalTable`, the Nugget2D variants are `TrainedNugget2D`s, ``build_rr`` writes a
+`SimilarityDataset` like ``build_pi``) are listed in `SHARED`. No stage imports this
+module, so it enters no cache key.
 """
 
 from __future__ import annotations
@@ -39,13 +40,17 @@ TERMINAL: dict[str, str] = {
 
 def contracts() -> dict[str, type]:
     """Stage name -> the contract class of its output, for every stage that has one."""
-    found = {
-        cls.STAGE: cls
-        for module in MODULES
-        for cls in vars(module).values()
-        if isinstance(cls, type) and cls.__module__ == module.__name__ and getattr(cls, "STAGE", "")
-    }
-    return {**found, **SHARED}
+    from stages.registry import ALL_STAGES
+
+    found: dict[str, type] = {}
+    for module in MODULES:
+        for cls in vars(module).values():
+            if isinstance(cls, type) and cls.__module__ == module.__name__:
+                stage = getattr(cls, "STAGE", "")
+                if isinstance(stage, str) and stage:
+                    found[stage] = cls
+    declared = {s.name: s.output for s in ALL_STAGES if s.output is not None}
+    return {**found, **SHARED, **declared}
 
 
 def output_of(stage: str) -> str:

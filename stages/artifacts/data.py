@@ -130,6 +130,24 @@ class BaseLM:
 
 
 @dataclass(frozen=True)
+class PreparedLM:
+    """``prepare_lm``'s whole output, as a stage that reads it sees it: the base LM of each
+    role (`BaseLM`; a trained Nugget2D model names the role it was trained on)."""
+
+    STAGE: ClassVar[str] = BaseLM.STAGE
+    path: Path
+
+    @classmethod
+    def read(cls, source: Source) -> PreparedLM:
+        BaseLM.read(source)  # the folder every role falls back to is there
+        return cls(locate(source, cls.STAGE).path)
+
+    def base(self, role: str = "lm") -> BaseLM:
+        """The base LM of experiment ``role`` (`BaseLM.read`)."""
+        return BaseLM.read(self.path, role)
+
+
+@dataclass(frozen=True)
 class LMRecords:
     """``build_lm``: ``lm_<corpus>.parquet`` segments (``split``, ``distant``, ``recent``),
     ``continuation.parquet`` triples and ``<task>.jsonl`` records (``qa``,

@@ -18,16 +18,20 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow.parquet as pq
 import torch
 
+from nugget_core.nugget2d import Nugget2DConfig
 from stages.artifacts.calibrate import CalibratedThreshold
-from stages.artifacts.data import LMRecords
+from stages.artifacts.data import LMRecords, PreparedLM
 from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
 from stages.calibrate.quantile import calibrate, document_ratios, histogram_png, spread
 from stages.common.progress import progress_logger
+from stages.config.calibrate import ThresholdCalibration
+from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
 
 log = progress_logger("nugget.calibrate_threshold")
@@ -57,27 +61,40 @@ def _scores(model, segments: list[list[int]], label: str) -> list[torch.Tensor]:
     return out
 
 
-class CalibrateThreshold(Stage):
+@dataclass(frozen=True)
+class CalibrationConfig:
+    threshold: ThresholdCalibration = section("calibrate.threshold")
+    nugget2d: Nugget2DConfig = section("nugget2d")
+    dtype: str = section("eval.dtype")
+    seed: int = section("run.seed")
+
+
+@dataclass(frozen=True)
+class CalibrationInputs:
+    prepared: PreparedLM
+    records: LMRecords
+    scorer: TrainedNugget2D = produced_by(SCORER_STAGE)
+
+
+class CalibrateThreshold(Stage[CalibrationConfig, CalibrationInputs, CalibratedThreshold]):
     name = "calibrate_threshold"
-    upstream = ("prepare_lm", "build_lm", SCORER_STAGE)
-    config_keys = ("calibrate.threshold", "nugget2d", "eval.dtype", "run.seed")
     uses_device = True
 
-    def run(self, ctx: StageContext) -> None:
-        cfg, ratio = ctx.cfg("calibrate.threshold"), ctx.cfg("nugget2d").ratio
+    def compute(self, ctx: StageContext, config: CalibrationConfig, inputs: CalibrationInputs) -> None:
+        cfg, ratio = config.threshold, config.nugget2d.ratio
         if cfg.sample_split == cfg.heldout_split:
             raise ValueError("calibrate.threshold: sample_split and heldout_split must differ (held-out text)")
-        rng = np.random.default_rng(ctx.cfg("run.seed"))
-        data = LMRecords.read(ctx.inputs["build_lm"])
+        rng = np.random.default_rng(config.seed)
+        data = inputs.records
         sample, heldout = [], []
         for corpus in cfg.corpora:
             path = data.segments(corpus)
             sample += _segments(path, cfg.sample_split, cfg.sample_docs, rng)
             heldout += _segments(path, cfg.heldout_split, cfg.heldout_docs, rng)
 
-        scorer_label, scorer = TrainedNugget2D.read(ctx.inputs[SCORER_STAGE], SCORER_STAGE).scorer_source()
+        scorer_label, scorer = inputs.scorer.scorer_source()
         log.info("calibrate_threshold: calibrating the scorer of %s", scorer_label)
-        model, _ = scorer.load_from(ctx.inputs["prepare_lm"], ctx.device, ctx.cfg("eval.dtype"))
+        model, _ = scorer.load_from(inputs.prepared.path, ctx.device, config.dtype)
         sample_scores = _scores(model, sample, "sample")
         threshold = calibrate(sample_scores, ratio)
         heldout_scores = _scores(model, heldout, "held-out")

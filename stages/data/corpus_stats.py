@@ -16,13 +16,16 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stages.artifacts.data import CorpusStatistics
+from stages.config.data import CorpusStatsData
 from stages.framework import raydata
+from stages.framework.contract import NoInputs, section
 from stages.framework.stage import Stage, StageContext
 from stages.sources.readers import documents
 
@@ -62,9 +65,13 @@ def summarise(rows: dict[str, list[int]], vocab: Counter[str], top: int) -> dict
     }
 
 
-class CorpusStats(Stage):
+@dataclass(frozen=True)
+class CorpusStatsConfig:
+    stats: CorpusStatsData = section("data.corpus_stats")
+
+
+class CorpusStats(Stage[CorpusStatsConfig, NoInputs, CorpusStatistics]):
     name = "corpus_stats"
-    config_keys = ("data.corpus_stats",)
     resources = {"num_cpus": 0}  # the Ray Data tasks it launches take the CPUs
     fans_out = True  # the executor reserves every CPU for it
 
@@ -72,11 +79,11 @@ class CorpusStats(Stage):
     def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
         return (sections["data.corpus_stats"].source,)
 
-    def run(self, ctx: StageContext) -> None:
+    def compute(self, ctx: StageContext, config: CorpusStatsConfig, inputs: NoInputs) -> None:
         import ray
 
         raydata.configure()
-        cfg = ctx.cfg("data.corpus_stats")
+        cfg = config.stats
         docs = documents(ctx.sources_dir, cfg.source)
         if cfg.max_docs:
             docs = docs[: cfg.max_docs]

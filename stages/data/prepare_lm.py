@@ -17,28 +17,35 @@ LLaMA-2-7B-chat, LLaMA-2-7B for LM); ``roles.json`` maps each role to its folder
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from stages.artifacts.data import BaseLM
+from stages.artifacts.data import BaseLM, PreparedLM
+from stages.config.schema import CausalLM
+from stages.framework.contract import NoInputs, section
 from stages.framework.stage import Stage, StageContext
 from stages.sources.registry import wheel_path
 
 
-class PrepareLM(Stage):
+@dataclass(frozen=True)
+class PrepareLMConfig:
+    lm: CausalLM = section("model.lm")
+
+
+class PrepareLM(Stage[PrepareLMConfig, NoInputs, PreparedLM]):
     name = "prepare_lm"
-    config_keys = ("model.lm",)
     external_models = ("model.lm.name_or_path", "model.lm.chat_name_or_path")
 
     @classmethod
     def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
         return ("smollm2",) if sections["model.lm"].source == "smollm2_offline" else ()
 
-    def run(self, ctx: StageContext) -> None:
+    def compute(self, ctx: StageContext, config: PrepareLMConfig, inputs: NoInputs) -> None:
         from transformers import AutoModelForCausalLM
 
         from nugget_core.nugget2d import prepare_smollm2
 
-        cfg = ctx.cfg("model.lm")
+        cfg = config.lm
         out = BaseLM.folder(ctx.output_dir)
         if cfg.source == "smollm2_offline":
             wheel = wheel_path(ctx.sources_dir, "smollm2")  # clear error + fetch command if absent

@@ -25,11 +25,12 @@ token rows: ``share_nuggets`` (its n: ``n_share_nuggets``, the nuggets),
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from stages.artifacts.data import LMRecords
+from stages.artifacts.data import LMRecords, PreparedLM
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.artifacts.train import TrainedNugget2D
 from stages.common.degenerate import generation_flags
@@ -37,11 +38,13 @@ from stages.common.intervals import share_interval
 from stages.common.padding import pad
 from stages.common.progress import progress_logger
 from stages.common.records import batches
+from stages.config.evaluation import AutoencodingEval
 from stages.evaluate.lm.perplexity import token_texts
 from stages.evaluate.lm.prompted import eos_and_pad
 from stages.evaluate.nugget.analysis import is_punctuation
 from stages.evaluate.nugget.metrics import bleu_and_interval, bleu_statistics
 from stages.evaluate.publish import publish
+from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
 
 log = progress_logger("nugget.eval_nugget2d_ae")
@@ -139,22 +142,32 @@ def highlight(texts: list[str], selected: list[bool]) -> str:
     return "".join(f"[[{t}]]" if s else t for t, s in zip(texts, selected, strict=True))
 
 
-class EvalNugget2DAE(Stage):
+@dataclass(frozen=True)
+class AutoencodingConfig:
+    autoencoding: AutoencodingEval = section("eval.autoencoding")
+    dtype: str = section("eval.dtype")
+
+
+@dataclass(frozen=True)
+class AutoencodingInputs:
+    prepared: PreparedLM
+    records: LMRecords
+    trained: TrainedNugget2D = produced_by(TRAIN_STAGE)
+
+
+class EvalNugget2DAE(Stage[AutoencodingConfig, AutoencodingInputs, EvalTable]):
     name = "eval_nugget2d_ae"
-    upstream = ("prepare_lm", "build_lm", TRAIN_STAGE)
-    config_keys = ("eval.autoencoding", "eval.dtype")
     uses_device = True
 
-    def run(self, ctx: StageContext) -> None:
-        cfg = ctx.cfg("eval.autoencoding")
-        records = LMRecords.read(ctx.inputs["build_lm"])
-        docs = records.continuation_windows(cfg.split)
+    def compute(self, ctx: StageContext, config: AutoencodingConfig, inputs: AutoencodingInputs) -> None:
+        cfg = config.autoencoding
+        docs = inputs.records.continuation_windows(cfg.split)
         by_length = length_docs(docs, cfg.lengths, cfg.max_docs)
-        trained = TrainedNugget2D.read(ctx.inputs[TRAIN_STAGE], TRAIN_STAGE)
+        trained = inputs.trained
         rows, examples = [], []
         tokenizer = None
         for label, source in systems(trained).items():
-            model, base = source.load_from(ctx.inputs["prepare_lm"], ctx.device, ctx.cfg("eval.dtype"))
+            model, base = source.load_from(inputs.prepared.path, ctx.device, config.dtype)
             tokenizer = base.tokenizer()
             eos, pad_id = eos_and_pad(tokenizer)  # as the QA / summarisation decoding reads them
             is_icae = source.objective == TrainedNugget2D.ICAE
@@ -207,7 +220,7 @@ class EvalNugget2DAE(Stage):
                  f"Token rows: the main autoencoder (r = {trained.ratio:g}) on {min(cfg.analysis_docs, len(docs))} "
                  f"whole windows; a token is counted by its text without the word-start space; {HIGHLIGHTS} marks "
                  "the nuggets of a few documents."]
-        stand_ins = records.stand_ins()  # the windows mix build_lm's wiki and pile documents
+        stand_ins = inputs.records.stand_ins()  # the windows mix build_lm's wiki and pile documents
         stand_in = "; ".join(f"{c}: {stand_ins[c]}" for c in ("wiki", "pile") if c in stand_ins)
         publish(ctx, EvalTable("Nugget2D autoencoding: reconstruction BLEU by length, ICAE, nugget tokens (§4)",
                                columns, rows, notes, stand_in), examples)

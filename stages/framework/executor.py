@@ -124,7 +124,9 @@ def _start_parent(tracker: Tracker, cfg: PipelineConfig, entry: str, plan: list[
     parent = tracker.start_run(f"{entry}:{cfg.profile}", tags)
     from omegaconf import OmegaConf
 
-    parent.log_params(OmegaConf.to_container(OmegaConf.structured(cfg)))
+    params = OmegaConf.to_container(OmegaConf.structured(cfg))
+    assert isinstance(params, dict)  # a structured config converts to a mapping
+    parent.log_params({str(k): v for k, v in params.items()})
     parent.log_text(cfg_yaml, "config.yaml")
     return parent
 

@@ -1,18 +1,32 @@
 """The stage contract: what a DAG stage declares and what it is handed when it runs.
 
-A stage is a class with class-level declarations and one method::
+A stage is a class whose header is its contract: the config it reads, the upstream
+outputs it reads and the output it writes (:mod:`stages.framework.contract`)::
 
-    class CorpusStats(Stage):
+    @dataclass(frozen=True)
+    class StatsConfig:
+        stats: CorpusStatsSection = section("data.corpus_stats")
+
+    @dataclass(frozen=True)
+    class StatsInputs:
+        docs: MtDocuments                      # the output of MtDocuments.STAGE
+
+    class CorpusStats(Stage[StatsConfig, StatsInputs, CorpusStatistics]):
         name = "corpus_stats"
-        upstream = ()                          # names of stages whose outputs it reads
-        config_keys = ("data.corpus_stats",)   # config sections it reads (enter the cache key)
         version = "1"                          # bump for behaviour changes the code hash misses
-        resources = {"num_cpus": 1}            # Ray resources of the task that runs `run`
+        resources = {"num_cpus": 1}            # Ray resources of the task that runs it
 
-        def run(self, ctx: StageContext) -> None:
+        def compute(self, ctx: StageContext, cfg: StatsConfig, inputs: StatsInputs) -> None:
             ...write files under ctx.output_dir, ctx.log_metrics({...})
 
-``run`` executes inside a Ray task and may itself launch Ray tasks, Ray Data pipelines
+``upstream`` (the stages whose outputs it reads) and ``config_keys`` (the config sections
+that enter its cache key) are derived from the header; ``compute`` gets the sections as
+the config class and each input read through its contract class, and the output is read
+back through its class before it is published. A stage without type arguments (``class
+X(Stage)``) still declares ``upstream`` and ``config_keys`` by hand and overrides
+``run(ctx)``, reading ``ctx.cfg(path)`` and ``ctx.inputs[stage]`` itself.
+
+``run`` (which calls ``compute``) executes inside a Ray task and may itself launch Ray tasks, Ray Data pipelines
 or a Ray Train trainer (then declare ``resources = {"num_cpus": 0}`` so the
 coordinating task does not hold the CPUs its workers need, and declare what they take:
 ``train_job = "train.nugget"`` (the config section of its Ray Train job), ``fans_out =
@@ -66,9 +80,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from stages.framework import stage_table
+from stages.framework.contract import (
+    Contract,
+    build_config,
+    contract_arguments,
+    producer_names,
+    read_inputs,
+    section_fields,
+)
 from stages.framework.resources import ALL, Demand, add, section_value, task_demand, worker_demand
 from stages.framework.tracking import NestedRuns, RunLogger
 
@@ -164,10 +186,22 @@ def _short(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-class Stage:
+ConfigT = TypeVar("ConfigT")
+InputsT = TypeVar("InputsT")
+OutputT = TypeVar("OutputT")
+
+
+class Stage(Generic[ConfigT, InputsT, OutputT]):
     """Base class of a DAG stage; see the module docstring for the contract."""
 
     name: ClassVar[str]
+    # the header's type arguments (`stages.framework.contract`); None on a stage without them
+    config_class: ClassVar[type | None] = None
+    inputs_class: ClassVar[type | None] = None
+    output: ClassVar[type[Contract] | None] = None  # also None for a terminal stage (nothing reads its output)
+    # a stage reading some outputs only when their stage is registered (`stages.framework.optional`)
+    required_upstream: ClassVar[tuple[str, ...]] = ()
+    optional_upstream: ClassVar[tuple[str, ...] | None] = None
     upstream: ClassVar[tuple[str, ...]] = ()
     config_keys: ClassVar[tuple[str, ...]] = ()
     version: ClassVar[str] = "1"
@@ -195,6 +229,22 @@ class Stage:
     # model as a hub id or a local folder. An empty value is not read.
     external_paths: ClassVar[tuple[str, ...]] = ()
     external_models: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Derive ``config_keys`` and ``upstream`` from a typed header (module docstring)."""
+        super().__init_subclass__(**kwargs)
+        declared = contract_arguments(cls, Stage)
+        if declared is None:
+            return
+        if "upstream" in vars(cls) or "config_keys" in vars(cls):
+            raise TypeError(f"stage class {cls.__qualname__}: upstream and config_keys come from its "
+                            "Stage[Config, Inputs, Output] header; declare them there only")
+        cls.config_class, cls.inputs_class, cls.output = declared
+        cls.config_keys = tuple(f.path for f in section_fields(cls.config_class))
+        required, optional = producer_names(cls.inputs_class)
+        cls.upstream = required
+        if optional:  # `stages.framework.optional` adds the registered ones to upstream
+            cls.required_upstream, cls.optional_upstream = required, optional
 
     @classmethod
     def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
@@ -265,5 +315,23 @@ class Stage:
         schema's own checks (`stages.config`) hold for every run and go there."""
         return []
 
-    def run(self, ctx: StageContext) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def run(self, ctx: StageContext) -> None:
+        """What the framework calls: ``compute`` with the typed config and inputs of a
+        stage with a typed header (a stage without one overrides this)."""
+        if self.config_class is None or self.inputs_class is None:
+            raise NotImplementedError(f"stage {self.name!r}: give it a Stage[Config, Inputs, Output] "
+                                      "header and a compute(), or override run(ctx)")
+        self.compute(ctx, build_config(self.config_class, ctx.config),
+                     read_inputs(self.inputs_class, ctx.inputs))
+
+    def compute(self, ctx: StageContext, cfg: ConfigT, inputs: InputsT) -> None:
+        """The stage's work on its typed config and inputs: writes its output under
+        ``ctx.output_dir`` (module docstring)."""
+        raise NotImplementedError(f"stage {self.name!r} has a typed header but no compute()")
+
+    @classmethod
+    def check_output(cls, ctx: StageContext) -> None:
+        """Read the written output back through the declared output class (its contract
+        errors name the missing or malformed file), before the framework publishes it."""
+        if cls.output is not None:
+            cls.output.read(Artifact(ctx.stage, ctx.key, "", ctx.output_dir, {}))

@@ -80,9 +80,10 @@ def run_one(
         for u, k in upstream_keys.items():
             reading = store.read_lock(u, k)
             if reading is not None:
-                reading.acquire(on_wait=lambda who, u=u: log.info("%s waits: %s is being replaced by %s", stage_name,
-                                                                  u, who),
-                                timeout=wait_bound(REPLACE_WAIT_S))
+                def replaced(who: str, u: str = u) -> None:
+                    log.info("%s waits: %s is being replaced by %s", stage_name, u, who)
+
+                reading.acquire(on_wait=replaced, timeout=wait_bound(REPLACE_WAIT_S))
                 held.callback(reading.release)
         inputs = {u: store.artifact(u, k) for u, k in upstream_keys.items()}
         scratch = store.scratch(stage_name, key)
@@ -104,6 +105,7 @@ def run_one(
 
             with device_guard.from_env():  # NUGGET_DEVICE_GUARD=1: every tensor on a declared device
                 stage_cls().run(ctx)
+            stage_cls.check_output(ctx)  # an output that breaks its own contract is never published
             seconds = time.time() - start
             manifest = {
                 "stage": stage_name,
