@@ -68,7 +68,8 @@ def clean_wiki_markup(text: str) -> str:
 
 
 def from_wiki_markup(title: str, markup: str) -> Article:
-    heads, bodies = [""], [[]]
+    heads: list[str] = [""]
+    bodies: list[list[str]] = [[]]  # each section's raw lines
     for line in markup.splitlines():
         m = HEADING.match(line.strip())
         if m and len(m.group(1)) == 2:
@@ -86,7 +87,9 @@ def from_wiki_markup(title: str, markup: str) -> Article:
 def from_wikitext103(lines: Iterable[str]) -> list[Article]:
     """Articles of the raw WikiText-103 line stream (HF ``text`` column, one line a row)."""
     articles: list[Article] = []
-    title, heads, bodies = None, [""], [[]]
+    title: str | None = None
+    heads: list[str] = [""]
+    bodies: list[list[str]] = [[]]
 
     def flush() -> None:
         if title is not None:

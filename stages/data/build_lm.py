@@ -33,7 +33,8 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -63,6 +64,9 @@ from stages.framework import raydata
 from stages.framework.stage import Stage, StageContext
 from stages.sources.readers import lee_documents
 
+if TYPE_CHECKING:
+    from stages.config.data import LMData
+
 TRAIN_OR_DEV = "train+dev"  # a published train split: dev_fraction of it becomes dev
 
 
@@ -84,7 +88,8 @@ def _published(load: Callable[[str], list], splits: dict[str, str], local_files:
     without ``{split}`` are one pool, split here (`publishes_splits`)."""
     if not publishes_splits(local_files):
         return Pool.unsplit(load("train"))
-    items, labels = [], []
+    items: list = []
+    labels: list[str | None] = []
     for ours, theirs in splits.items():
         rows = load(theirs)
         items += rows
@@ -92,7 +97,7 @@ def _published(load: Callable[[str], list], splits: dict[str, str], local_files:
     return Pool(items, labels)
 
 
-def _paper_pools(cfg: Any) -> dict[str, Pool]:
+def _paper_pools(cfg: LMData) -> dict[str, Pool]:
     """WikiText-103 validation / test as released (each article every line from its title
     to the next: table 1 scores the benchmark text, headings and all), a Pile sample, SQuAD
     (train; the whole validation set is the QA test set, Nugget2D §6.2) and CNN/DailyMail
@@ -111,7 +116,7 @@ def _paper_pools(cfg: Any) -> dict[str, Pool]:
     }
 
 
-def _texts(cfg: Any, sources_dir: Any, cap: int) -> dict[str, Pool]:
+def _texts(cfg: LMData, sources_dir: Path, cap: int) -> dict[str, Pool]:
     """Raw material per use: wiki/pile LM text, QA passages, (document, summary) pairs."""
     if cfg.source == "paper":
         return _paper_pools(cfg)
@@ -124,7 +129,7 @@ def _texts(cfg: Any, sources_dir: Any, cap: int) -> dict[str, Pool]:
     return {name: Pool.unsplit(items) for name, items in raw.items()}
 
 
-def _labels(given: Sequence[str | None], cfg: Any, seed: int) -> list[str]:
+def _labels(given: Sequence[str | None], cfg: LMData, seed: int) -> list[str]:
     """Each item's split: as given, else assigned by ``cfg.dev_fraction`` (None: train /
     dev / test; `TRAIN_OR_DEV`: train / dev)."""
     out = list(given)
@@ -136,7 +141,7 @@ def _labels(given: Sequence[str | None], cfg: Any, seed: int) -> list[str]:
     return [str(x) for x in out]
 
 
-def _write_rows(path: Any, rows: list[dict]) -> None:
+def _write_rows(path: Path, rows: list[dict]) -> None:
     if not rows:
         raise ValueError(f"build_lm: no rows for {path.name}; the source texts are too short")
     pq.write_table(pa.Table.from_pylist(rows), path)
@@ -196,9 +201,9 @@ class BuildLM(Stage):
             if not labelled:
                 raise ValueError(f"build_lm: no {name} records could be built from the source texts")
             records = [r for r, _ in labelled]
-            splits = _labels([split for _, split in labelled], cfg, seed)
+            record_splits = _labels([split for _, split in labelled], cfg, seed)
             with open(LMRecords.records_file(ctx.output_dir, name), "w") as fh:
-                for i, (rec, split) in enumerate(zip(records, splits, strict=True)):
+                for i, (rec, split) in enumerate(zip(records, record_splits, strict=True)):
                     fh.write(json.dumps({"id": f"{name}-{i}", "split": split, **rec}) + "\n")
             metrics[f"{name}/records"] = len(records)
             metrics.update(length_stats(f"{name}/document_words", [len(r["document"].split()) for r in records]))

@@ -25,18 +25,21 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stages.artifacts.data import MtDocuments, TokenizerFolder
 from stages.data.corpora import english_corpus, mt_corpus, mt_offline_sources
-from stages.data.documents import build_documents
+from stages.data.documents import Document, build_documents
 from stages.data.splits import SPLITS, assign_splits
 from stages.data.stats import length_stats, scoped
 from stages.framework import raydata
 from stages.framework.stage import Stage, StageContext
+
+if TYPE_CHECKING:
+    from stages.config.data import MTData
 
 log = logging.getLogger("nugget.build_mt_docs")
 
@@ -51,8 +54,8 @@ SCHEMA = pa.schema([
 ])
 
 
-def mt_documents(cfg: Any, sources_dir: Path, tokenizer_dir: Path, max_docs: int, seed: int
-                 ) -> tuple[dict[str, list[tuple[int, Any]]], dict[str, float], str]:
+def mt_documents(cfg: MTData, sources_dir: Path, tokenizer_dir: Path, max_docs: int, seed: int
+                 ) -> tuple[dict[str, list[tuple[int, Document]]], dict[str, float], str]:
     """The parallel documents of each split (``(index, doc)`` lists), the build's numbers
     and the source's name. Dev is ``cfg.dev_split``'s documents when set (WMT19's
     official dev set), else ``dev_fraction`` of the documents; test is ``test_fraction``

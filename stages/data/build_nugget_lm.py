@@ -15,7 +15,8 @@ Output: `stages.artifacts.data.NuggetLMCorpus`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -30,11 +31,14 @@ from stages.data.tokens import encode_with_words
 from stages.framework import raydata
 from stages.framework.stage import Stage, StageContext
 
+if TYPE_CHECKING:
+    from stages.config.data import NuggetLMData
+
 WIKITEXT_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 STAND_IN = "offline Wikipedia articles (gensim's test dump), split here: a stand-in for WikiText-103"
 
 
-def _articles(cfg, sources_dir, seed: int) -> dict[str, list[str]]:
+def _articles(cfg: NuggetLMData, sources_dir: Path, seed: int) -> dict[str, list[str]]:
     """Article texts per split (``max_docs`` caps each published split / the pool)."""
     cap = (lambda xs: xs[: cfg.max_docs]) if cfg.max_docs else (lambda xs: xs)
     if cfg.source == "wikitext103":
@@ -51,7 +55,7 @@ SCHEMA = pa.schema([("ids", pa.list_(pa.int32())), ("word_start", pa.list_(pa.bo
 WRITE_ROWS = 256  # articles per parquet row group
 
 
-def write_split(docs: Iterable[dict[str, list]], min_tokens: int, path: Any) -> dict[str, Any]:
+def write_split(docs: Iterable[dict[str, list]], min_tokens: int, path: Path) -> dict[str, Any]:
     """Write the articles of ``docs`` with at least ``min_tokens`` tokens to ``path`` as
     they stream in; returns their counts (``articles``, ``words``, ``oov_words``) and
     ``lengths`` (tokens per article)."""

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from itertools import islice
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from stages.artifacts.restorable import RestorationTexts
 from stages.data import paper_sources as paper
@@ -41,6 +41,9 @@ from stages.data.splits import assign_splits
 from stages.data.text import split_sentences
 from stages.framework.stage import Stage, StageContext
 
+if TYPE_CHECKING:
+    from stages.config.data import REData
+
 C4 = "c4_realnewslike"
 C4_SPLITS = {"train": "train", "dev": "validation"}  # ours -> C4's published splits
 PUNKT = "punkt.json"  # what Punkt learned (data.re.sentence_splitter=punkt)
@@ -49,7 +52,7 @@ PAPER_MEAN_TOKENS = {1: 33, 3: 96, 5: 156}  # RE §4.1's mean text lengths (toke
 Document = tuple[str, list[str]]  # (id, sentences)
 
 
-def documents(cfg: Any, sources_dir: Path, seed: int) -> tuple[dict[str, Iterator[Document]], dict[str, Any]]:
+def documents(cfg: REData, sources_dir: Path, seed: int) -> tuple[dict[str, Iterator[Document]], dict[str, Any]]:
     """Per split (train, dev), its documents as (id, sentences), in source order, and how
     they were split (`sentence_splitter`'s record). C4's are read lazily (ids: row numbers
     within the published split); an offline source's are split by whole document (ids:
@@ -71,7 +74,7 @@ def documents(cfg: Any, sources_dir: Path, seed: int) -> tuple[dict[str, Iterato
             for part in ("train", "dev")}, record
 
 
-def sentence_splitter(cfg: Any, train_texts: Iterator[str]) -> tuple[Callable[[str], list[str]], dict[str, Any]]:
+def sentence_splitter(cfg: REData, train_texts: Iterator[str]) -> tuple[Callable[[str], list[str]], dict[str, Any]]:
     """``data.re.sentence_splitter``: the rule-based `split_sentences`, or Punkt trained on
     the first ``punkt_train_documents`` of ``train_texts`` (`stages.data.sentences`); with
     a record of it for ``stats.json`` / ``punkt.json``."""

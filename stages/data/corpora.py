@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stages.data import paper_sources as paper
 from stages.data.articles import Article, from_sections, from_wiki_markup, from_wikitext103
@@ -26,6 +26,9 @@ from stages.data.text import split_sentences
 from stages.sources import debian_reference, python_docs, sword
 from stages.sources.readers import lee_documents, wiki_articles
 from stages.sources.registry import deb_root
+
+if TYPE_CHECKING:
+    from stages.config.data import MTData, PIData, RRData
 
 
 @dataclass
@@ -58,7 +61,7 @@ def _clean_streams(streams: list[list[tuple[str, str]]]) -> tuple[list[list[tupl
     return kept, dropped
 
 
-def mt_corpus(cfg: Any, sources_dir: Path, split: str = "") -> ParallelCorpus:
+def mt_corpus(cfg: MTData, sources_dir: Path, split: str = "") -> ParallelCorpus:
     """English (left) – Chinese (right) units for build_mt_docs and the tokenizer
     (source wmt19: of published split ``split``, default ``cfg.hf_split``)."""
     notes: dict[str, float] = {}
@@ -82,7 +85,7 @@ def mt_corpus(cfg: Any, sources_dir: Path, split: str = "") -> ParallelCorpus:
 ENGLISH_SOURCES = ("sword_bible", "gensim_wiki", "python_docs", "gensim_lee")
 
 
-def mt_offline_sources(cfg: Any) -> tuple[str, ...]:
+def mt_offline_sources(cfg: MTData) -> tuple[str, ...]:
     """The offline sources that :func:`mt_corpus` and the ``ae_sources`` of
     :func:`english_corpus` read for the ``data.mt`` section ``cfg`` (for cache keys)."""
     return (("debian_reference",) if cfg.source == "debian_reference" else ()) + tuple(cfg.ae_sources)
@@ -142,7 +145,7 @@ def english_corpus(sources: list[str], sources_dir: Path) -> ParallelCorpus:
     return ParallelCorpus("+".join(sources), streams, (" ", " "), {"ae_skipped_empty_units": dropped})
 
 
-def pi_corpus(cfg: Any, sources_dir: Path) -> ParallelCorpus:
+def pi_corpus(cfg: PIData, sources_dir: Path) -> ParallelCorpus:
     """English paraphrase pairs in document order for build_pi."""
     if cfg.source == "sword_bible":
         left = sword.module_dir(deb_root(sources_dir, "sword_bible", "sword-text-kjv"))
@@ -162,7 +165,7 @@ def pi_corpus(cfg: Any, sources_dir: Path) -> ParallelCorpus:
     return ParallelCorpus(cfg.source, streams, (" ", " "), {"skipped_empty_pairs": dropped})
 
 
-def rr_articles(cfg: Any, sources_dir: Path) -> list[Article]:
+def rr_articles(cfg: RRData, sources_dir: Path) -> list[Article]:
     """Sectioned articles for build_rr (lead first)."""
     if cfg.source in ("gensim_wiki", "python_docs"):
         arts = offline_articles(cfg.source, sources_dir)

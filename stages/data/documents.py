@@ -9,6 +9,7 @@ single over-long units (``truncated`` documents, counted by the caller).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,19 +73,20 @@ def build_documents(
     def text(offset: int, units: list[int], side: int) -> str:
         return (jl, jr)[side].join(flat[offset + i][side] for i in units)
 
+    def exact_counter(offset: int, side: int) -> Callable[[list[int]], int]:
+        """The exact subword count of one side's joined text of units of the stream at ``offset``."""
+        return lambda units: exact_count(text(offset, units, side), tokenizer_dir)
+
     exact = count_tokens([text(o, d.left, 0) for o, d in packed] + [text(o, d.right, 1) for o, d in packed],
                          tokenizer_dir)
     fixed: list[tuple[int, PackedDoc]] = []
     repacked = 0
     for idx, (o, d) in enumerate(packed):
-        docs, n = enforce_limit(
-            [d], [exact[idx]], [exact[len(packed) + idx]],
-            lambda u, o=o: exact_count(text(o, u, 0), tokenizer_dir),
-            lambda u, o=o: exact_count(text(o, u, 1), tokenizer_dir),
-            limit,
+        within, n = enforce_limit(
+            [d], [exact[idx]], [exact[len(packed) + idx]], exact_counter(o, 0), exact_counter(o, 1), limit
         )
         repacked += n
-        fixed += [(o, x) for x in docs]
+        fixed += [(o, x) for x in within]
 
     drafts = []
     for o, d in fixed:
@@ -102,7 +104,8 @@ def build_documents(
     ]
     over = [i for i, d in enumerate(docs) if max(d.n_left, d.n_right) > limit]
     if over:  # cannot happen by construction; fail loudly rather than write it
-        d = docs[over[0]]
-        raise AssertionError(f"{len(over)} documents exceed {limit} subwords, e.g. #{over[0]} ({d.n_left} / "
-                             f"{d.n_right} subwords, truncated={d.truncated}: {d.left[:120]!r} / {d.right[:120]!r})")
+        first = docs[over[0]]
+        raise AssertionError(f"{len(over)} documents exceed {limit} subwords, e.g. #{over[0]} ({first.n_left} / "
+                             f"{first.n_right} subwords, truncated={first.truncated}: {first.left[:120]!r} / "
+                             f"{first.right[:120]!r})")
     return DocumentSet(docs, len(flat), repacked=repacked, **totals)

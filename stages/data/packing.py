@@ -68,7 +68,8 @@ def pack_parallel(
 
     for i, (cl, cr) in enumerate(zip(left_counts, right_counts, strict=False)):
         # draw both sides every time: the sample of one side never depends on the other
-        keep_l, keep_r = (True, True) if keep_prob >= 1.0 else tuple(rng.random(2) < keep_prob)
+        # (no rng only with keep_prob 1, checked above)
+        keep_l, keep_r = (True, True) if keep_prob >= 1.0 or rng is None else tuple(rng.random(2) < keep_prob)
         out.deleted_left += not keep_l
         out.deleted_right += not keep_r
         add_l, add_r = cl if keep_l else 0, cr if keep_r else 0

@@ -25,7 +25,7 @@ from __future__ import annotations
 import glob
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from stages.config.data import HF_NAMES  # the config's: the preflight asks the hub for them
 from stages.sources.text_files import read_utf8
@@ -65,13 +65,22 @@ def texts_from_rows(rows: Iterable[dict[str, Any]]) -> list[str]:
     return [r["text"] for r in rows]
 
 
+@runtime_checkable
+class Columnar(Protocol):
+    """Rows that say their columns up front and read a subset of them (a ``datasets.Dataset``;
+    ``column_names`` is None where the columns are unknown until read)."""
+
+    column_names: list[str] | None
+
+    def select_columns(self, column_names: list[str]) -> Iterable[dict[str, Any]]: ...
+
+
 def iter_texts(rows: Iterable[dict[str, Any]], source: str) -> Iterator[str]:
     """The ``text`` of each row as the rows stream in, for a split too large to hold as a
     list (C4's 13M articles); rows without a ``text`` column are an error naming ``source``."""
-    columns = getattr(rows, "column_names", None)  # a datasets.Dataset says up front
-    if columns is not None and "text" not in columns:
-        raise ValueError(f"{source}: the rows have no 'text' column (columns {columns})")
-    if columns is not None:
+    if isinstance(rows, Columnar) and rows.column_names is not None:
+        if "text" not in rows.column_names:
+            raise ValueError(f"{source}: the rows have no 'text' column (columns {rows.column_names})")
         rows = rows.select_columns(["text"])  # url / timestamp are never decoded
     for n, row in enumerate(rows):
         if not isinstance(row.get("text"), str):

@@ -16,11 +16,14 @@ Output: ``tokenizer/`` (a HF ``save_pretrained`` folder) and ``stats.json``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.data import TokenizerFolder
 from stages.data.corpora import english_corpus, mt_corpus, mt_offline_sources
 from stages.framework.stage import Stage, StageContext
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 class Tokenizer(Stage):
@@ -39,6 +42,7 @@ class Tokenizer(Stage):
         model = ctx.cfg("model.seq2seq")
         mt = ctx.cfg("data.mt")
         stats: dict[str, float] = {}
+        tok: PreTrainedTokenizerBase  # a trained fast BPE, or whichever class the pretrained model names
         if model.source == "tiny_random":
             from nugget_core import train_bpe_tokenizer
 

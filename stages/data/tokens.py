@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +66,8 @@ def encode_texts(texts: list[str], tokenizer_dir: Path, batch_size: int = 512) -
         return []
     load_tokenizer(str(Path(tokenizer_dir).resolve()))  # a broken folder fails here, not in a Ray Data task
     ds = ray.data.from_items([{"i": i, "text": t} for i, t in enumerate(texts)])
-    out = ds.map_batches(
-        _encode_batch,
-        fn_kwargs={"tokenizer_dir": str(Path(tokenizer_dir).resolve())},
+    out = ds.map_batches(  # Ray types its function as one of the batch alone: partial binds the folder
+        partial(_encode_batch, tokenizer_dir=str(Path(tokenizer_dir).resolve())),
         batch_size=batch_size,
         batch_format="pandas",
     ).to_pandas()
@@ -121,7 +120,7 @@ def encode_with_words(texts: list[str], tokenizer_dir: Path, batch_size: int = 2
     previous, context.execution_options.preserve_order = context.execution_options.preserve_order, True
     try:
         ds = ray.data.from_items([{"i": i, "text": t} for i, t in enumerate(texts)]).map_batches(
-            _encode_words_batch, fn_kwargs={"tokenizer_dir": str(Path(tokenizer_dir).resolve())},
+            partial(_encode_words_batch, tokenizer_dir=str(Path(tokenizer_dir).resolve())),
             batch_size=batch_size, batch_format="pandas",
         )
         expected = 0
