@@ -197,14 +197,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
     # a fine-tuned checkpoint records the prompt format it was trained with; that one wins
     layout = model.usage.prompt_format if model.usage is not None and model.usage.prompt_format else cfg.prompts.format
     ratio = args.ratio or model.config.ratio
-    options: dict[str, Any] = {"prompt_format": PromptFormat(layout, tokenizer), "soft_prompt": soft_prompt(args, model),
-                               "log": progress_logger("nugget.eval")}
+    fmt, soft, log = PromptFormat(layout, tokenizer), soft_prompt(args, model), progress_logger("nugget.eval")
+    quality: tuple[str, ...]  # the task's own metrics, printed
     if args.task == "qa":
         section = replace(cfg.eval.qa, systems=["nugget2d"], nugget_ratios=[ratio])
-        result, quality = qa.evaluate_qa(model, tokenizer, records, section, **options), QA_QUALITY
+        result = qa.evaluate_qa(model, tokenizer, records, section, prompt_format=fmt, soft_prompt=soft, log=log)
+        quality = QA_QUALITY
     else:
         summary = replace(cfg.eval.summarization, systems=["nugget2d_ft"], nugget_ratio=ratio)
-        result, quality = summarization.evaluate_summarization(model, tokenizer, records, summary, **options), ROUGE_TYPES
+        result = summarization.evaluate_summarization(model, tokenizer, records, summary, prompt_format=fmt,
+                                                      soft_prompt=soft, log=log)
+        quality = ROUGE_TYPES
     (row,) = result.table.rows
     label = result.table.stand_in
     print(f"{args.task}: {len(records)} examples of split {split!r}"
