@@ -20,6 +20,7 @@ import argparse
 import sys
 import webbrowser
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -169,44 +170,50 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def task_records(cfg: PipelineConfig, task: str, limit: int) -> list[dict]:
-    """The first ``limit`` records of ``build_lm``'s ``<task>.jsonl`` for ``cfg``, in the
-    split the ``eval.<task>`` stage reads."""
+def task_records(cfg: PipelineConfig, task: str, split: str, limit: int) -> list[dict]:
+    """The first ``limit`` records of ``split`` in ``build_lm``'s ``<task>.jsonl`` for ``cfg``."""
     from stages.artifacts.data import LMRecords
     from stages.common.records import read_records
 
     path = LMRecords.read(stage_output(cfg, "build_lm")).records(task)
-    return read_records(path, getattr(cfg.eval, task).split, limit)
+    return read_records(path, split, limit)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    """The evaluation stages' own recipe (`stages.evaluate.lm.qa.evaluate_qa` /
+    `stages.evaluate.lm.summarization.evaluate_summarization`) with the Nugget2D system only,
+    at ``--ratio`` (default: the checkpoint's), so a checkpoint scores here as in eval_qa /
+    eval_summarization."""
     from nugget_core.nugget2d.prompts import PromptFormat
     from stages.common.progress import progress_logger
-    from stages.common.prompts import encode_task_records
-    from stages.common.records import stand_in_label
-    from stages.evaluate.lm.prompted import run_batches
-    from stages.evaluate.lm.scoring import score_qa, score_summarization
+    from stages.evaluate.lm import qa, summarization
+    from stages.evaluate.lm.rouge import ROUGE_TYPES
+    from stages.evaluate.lm.scoring import QA_QUALITY
 
     cfg = _config(_overrides(args.overrides))
-    section = getattr(cfg.eval, args.task)
-    records = task_records(cfg, args.task, args.limit)
+    split = cfg.eval.qa.split if args.task == "qa" else cfg.eval.summarization.split
+    records = task_records(cfg, args.task, split, args.limit)
     model, tokenizer = load_checkpoint(args.checkpoint, args.base_model, args.device)
     # a fine-tuned checkpoint records the prompt format it was trained with; that one wins
     layout = model.usage.prompt_format if model.usage is not None and model.usage.prompt_format else cfg.prompts.format
-    docs, prompts = encode_task_records(tokenizer, records, PromptFormat(layout, tokenizer), section.max_doc_tokens)
     ratio = args.ratio or model.config.ratio
-    gens = run_batches("nugget2d", model, tokenizer, docs, prompts, section.batch_size,
-                       progress_logger("nugget.eval"), ratio=ratio, max_new_tokens=section.max_new_tokens,
-                       soft_prompt=soft_prompt(args, model))
-    doc_tokens = [len(d) for d in docs]
-    # the evaluation stages' own scoring, so a checkpoint scores here as in eval_qa / eval_summarization
-    scored = score_qa(gens, records, doc_tokens, cfg.eval.qa) if args.task == "qa" \
-        else score_summarization(gens, records, doc_tokens)
-    label = stand_in_label(records)
-    print(f"{args.task}: {len(records)} examples of split {section.split!r}"
+    fmt, soft, log = PromptFormat(layout, tokenizer), soft_prompt(args, model), progress_logger("nugget.eval")
+    quality: tuple[str, ...]  # the task's own metrics, printed
+    if args.task == "qa":
+        section = replace(cfg.eval.qa, systems=["nugget2d"], nugget_ratios=[ratio])
+        result = qa.evaluate_qa(model, tokenizer, records, section, prompt_format=fmt, soft_prompt=soft, log=log)
+        quality = QA_QUALITY
+    else:
+        summary = replace(cfg.eval.summarization, systems=["nugget2d_ft"], nugget_ratio=ratio)
+        result = summarization.evaluate_summarization(model, tokenizer, records, summary, prompt_format=fmt,
+                                                      soft_prompt=soft, log=log)
+        quality = ROUGE_TYPES
+    (row,) = result.table.rows
+    label = result.table.stand_in
+    print(f"{args.task}: {len(records)} examples of split {split!r}"
           + (f" (stand-in: {label})" if label else "") + f", Nugget2D at r = {ratio:g}, prompts {layout}")
-    for name in scored.quality:
-        print(f"  {name:10s} {scored.metrics[name]:7.2f}  (n={scored.n})")
+    for name in quality:
+        print(f"  {name:10s} {row.metrics[name]:7.2f}  (n={row.n})")
     return 0
 
 

@@ -22,7 +22,7 @@ from stages.common.degenerate import (
     zero_with_zero_baseline,
 )
 from stages.common.intervals import hits_interval, share_interval, wilson
-from stages.evaluate.eval_qa import qa_flag
+from stages.evaluate.lm.qa import qa_flag
 from stages.evaluate.publish import publish
 from stages.report.findings import (
     DEGENERATE,
@@ -175,7 +175,8 @@ def test_eval_lm_reference_is_the_unigram_model_of_the_train_segments(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from stages.evaluate.eval_lm import unigram_flag, unigram_model, unigram_models
+    from stages.evaluate.eval_lm import unigram_model, unigram_models
+    from stages.evaluate.lm.language_modelling import unigram_flag
 
     path = tmp_path / "lm_wiki.parquet"
     pq.write_table(pa.Table.from_pylist([{"split": "train", "distant": [0, 1], "recent": [1]},

@@ -189,10 +189,10 @@ def test_the_re_sentence_splitter_is_always_listed():
 
 
 def test_report_reads_nugget2d_metrics(tmp_path):
-    from stages.evaluate.eval_qa import paper_row
+    from stages.evaluate.lm.qa import paper_row
     from stages.report.tables import eval_table
 
-    # eval_qa names the table-3 row each of its systems reproduces
+    # eval_qa (its recipe) names the table-3 row each of its systems reproduces
     assert [paper_row("full"), paper_row("nodoc"), paper_row("lmsumm", 0.1), paper_row("nugget2d", 0.2),
             paper_row("nugget2d", 0.1)] == ["full", "nodoc", "lmsumm_10x", "nugget2d_5x", "nugget2d_10x"]
     assert all(r in PUBLISHED["nugget2d_table3"] for r in ("full", "nodoc", "lmsumm_10x", "nugget2d_5x", "nugget2d_10x"))

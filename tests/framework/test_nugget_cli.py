@@ -153,38 +153,49 @@ def test_eval_scores_a_checkpoint_on_build_lms_records(saved_nugget2d, root, cap
     assert 0.0 <= accuracy <= 100.0 and "(n=2)" in out
 
 
-def test_eval_scores_with_the_stages_recipe_and_the_configs_match(saved_nugget2d, root, capsys, monkeypatch):
-    """``nugget eval`` has no scoring of its own: it calls the function eval_qa and
-    eval_summarization call, with the ``eval.qa`` section of its config."""
-    from stages.evaluate.lm import scoring
+def test_eval_and_the_stages_call_the_same_recipe(saved_nugget2d, root, capsys, monkeypatch):
+    """``nugget eval`` has no evaluation of its own: it calls the recipe eval_qa /
+    eval_summarization call (`stages.evaluate.lm.qa.evaluate_qa`,
+    `stages.evaluate.lm.summarization.evaluate_summarization`) with the Nugget2D system only at
+    the checkpoint's ratio, in its config's section (here ``eval.qa.match=word``)."""
+    from stages.evaluate import eval_qa, eval_summarization
+    from stages.evaluate.lm import qa, summarization
 
+    assert eval_qa.evaluate_qa is qa.evaluate_qa
+    assert eval_summarization.evaluate_summarization is summarization.evaluate_summarization
     folder, base, _, _ = saved_nugget2d
     calls = []
 
-    def spy(name):
-        real = getattr(scoring, name)
+    def spy(module, name):
+        real = getattr(module, name)
 
-        def wrapper(*args):
-            calls.append((name, args))
-            return real(*args)
-        monkeypatch.setattr(scoring, name, wrapper)
+        def wrapper(model, tokenizer, records, section, **options):
+            calls.append((name, records, section, options))
+            return real(model, tokenizer, records, section, **options)
+        monkeypatch.setattr(module, name, wrapper)
 
-    spy("score_qa")
-    spy("score_summarization")
-    qa = [{"id": "q", "split": "test", "document": "the river delta.", "instruction": "Where?", "answer": "x"}]
+    spy(qa, "evaluate_qa")
+    spy(summarization, "evaluate_summarization")
+    qa_records = [{"id": "q", "split": "test", "document": "the river delta.", "instruction": "Where?", "answer": "x"}]
     summaries = [{"id": "s", "split": "test", "document": "the river delta.", "instruction": "Summarize.",
                   "answer": "a delta"}]
-    _complete_output(root, "build_lm", {"qa.jsonl": json.dumps(qa[0]) + "\n",
+    _complete_output(root, "build_lm", {"qa.jsonl": json.dumps(qa_records[0]) + "\n",
                                         "summarization.jsonl": json.dumps(summaries[0]) + "\n"})
     common = [str(folder), "--base-model", str(base), "--limit", "1", root, "prompts.format=inst"]
     assert main(["eval", *common, "--task", "qa", "eval.qa.max_new_tokens=2", "eval.qa.match=word"]) == 0
-    [(name, (gens, records, doc_tokens, section))] = calls
-    assert name == "score_qa" and records == qa and len(gens) == len(doc_tokens) == 1 and section.match == "word"
+    [(name, records, section, options)] = calls
+    assert name == "evaluate_qa" and records == qa_records
+    assert (section.systems, section.nugget_ratios, section.match, section.max_new_tokens) == (["nugget2d"], [0.5],
+                                                                                               "word", 2)
+    assert options["prompt_format"].name == "inst" and options["soft_prompt"] is False
     assert "accuracy" in capsys.readouterr().out
-    assert main(["eval", *common, "--task", "summarization", "eval.summarization.max_new_tokens=2"]) == 0
-    assert calls[1][0] == "score_summarization" and calls[1][1][1] == summaries
+    assert main(["eval", *common, "--task", "summarization", "eval.summarization.max_new_tokens=2",
+                 "--ratio", "0.25"]) == 0
+    name, records, section, _ = calls[1]
+    assert name == "evaluate_summarization" and records == summaries
+    assert (section.systems, section.nugget_ratio) == (["nugget2d_ft"], 0.25)
     out = capsys.readouterr().out
-    assert all(f"{t} " in out for t in ("rouge1", "rouge2", "rougeL")) and "(n=1)" in out
+    assert all(f"{t} " in out for t in ("rouge1", "rouge2", "rougeL")) and "(n=1)" in out and "r = 0.25" in out
 
 
 def test_sweep_help_names_the_sweep_and_its_keys():

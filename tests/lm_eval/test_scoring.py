@@ -1,6 +1,6 @@
 """The QA / summarisation scoring recipe (stages/evaluate/lm/scoring.py) on hand-made
 generations, against hand-computed accuracy, ROUGE, context ratio and cost; and that the
-stages and ``nugget eval`` hold the same function."""
+evaluation recipes (which the stages and ``nugget eval`` call) score with it."""
 
 from __future__ import annotations
 
@@ -82,8 +82,8 @@ def test_bad_input_is_a_clear_error():
         score_qa(QA_GENS[:2], QA_RECORDS, DOC_TOKENS, QAEval())
 
 
-def test_the_stages_score_with_this_module():
-    from stages.evaluate import eval_qa, eval_summarization
+def test_the_recipes_score_with_this_module():
+    from stages.evaluate.lm import qa, summarization
 
-    assert eval_qa.score_qa is scoring.score_qa
-    assert eval_summarization.score_summarization is scoring.score_summarization
+    assert qa.score_qa is scoring.score_qa
+    assert summarization.score_summarization is scoring.score_summarization

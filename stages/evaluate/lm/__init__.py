@@ -1,16 +1,23 @@
-"""Helpers of the Nugget2D evaluations (Nugget2D paper §5, §6, appendices C-D).
+"""Recipes and helpers of the Nugget2D evaluations (Nugget2D paper §5, §6, appendices C-D).
 
-One concept per module:
+The recipes, plain functions with no Ray, MLflow or stage context (the stages and ``nugget
+eval`` call them; a notebook can too), each returning an `evaluation.Evaluation`:
+
+- `qa`: ``evaluate_qa``, the QA evaluation of ``eval_qa`` (table 3);
+- `summarization`: ``evaluate_summarization``, that of ``eval_summarization`` (table 4);
+- `language_modelling`: ``evaluate_lm``, the perplexity evaluation of ``eval_lm`` (table 1).
+
+Their helpers, one concept per module:
 
 - `normalize`: the appendix-D answer normaliser and the QA "output contains answer" test;
 - `perplexity`: subword and word-level perplexity from per-token NLLs;
 - `rouge`: ROUGE-1/2/L F1 via ``rouge-score`` (stemming on);
 - `scoring`: one system's QA accuracy / summarisation ROUGE, context ratio and cost with their
-  n (the procedure of ``eval_qa``, ``eval_summarization`` and ``nugget eval``);
+  n (what the QA and summarisation recipes score with);
 - `cost`: decoding-cost records (attended states per generated token, KV bytes, time);
 - `prompted`: prompt-based systems (Full, NoDoc, LMSumm, Nugget2D compressor), batched;
 - `streams`: autoregressive LM systems (Full window, Compressive, Nugget2D) per segment.
 
-Models and tokenizers are loaded through the contracts of `stages.artifacts`; tables are
-`stages.artifacts.evaluate.EvalTable`s published by `stages.evaluate.publish`.
+In the pipeline, models and tokenizers are loaded through the contracts of `stages.artifacts`;
+tables are `stages.artifacts.evaluate.EvalTable`s published by `stages.evaluate.publish`.
 """

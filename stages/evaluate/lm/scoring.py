@@ -1,5 +1,6 @@
 """How a system's generations are scored in the QA and summarisation evaluations
-(Nugget2D §6.2-6.3): the one scoring procedure that the ``eval_qa`` and
+(Nugget2D §6.2-6.3): the one scoring procedure of the QA and summarisation recipes
+(`stages.evaluate.lm.qa`, `stages.evaluate.lm.summarization`), which the ``eval_qa`` and
 ``eval_summarization`` stages and the ``nugget eval`` command call.
 
 Plain functions of the generations, their records, the document lengths and (QA) the typed
