@@ -23,9 +23,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class IndexedDocuments(Protocol):
+    """Token-id documents by index: lists of ids, or views into flat arrays (the pipeline's
+    corpus splits are NumPy slices, not copied: WikiText-103's train split is ~10^8 tokens)."""
+
+    def __getitem__(self, doc: int, /) -> Sequence[int] | np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -97,7 +107,7 @@ def history_spans(start: int, segment: int, history: int) -> list[tuple[int, int
 
 
 def collate_windows(
-    docs: Sequence[Sequence[int]],
+    docs: IndexedDocuments,
     batch: Sequence[Window],
     segment: int,
     history: int,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 
 
-def pad(seqs: Sequence[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+def pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad to ``[batch, max_len]`` ids and a 0/1 attention mask, in host memory (a
     batch is moved to its device by whoever runs the model)."""
     width = max(len(s) for s in seqs)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from functools import cache, partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 import torch
@@ -39,13 +39,16 @@ from stages.common.degenerate import LABEL, constant_outputs
 from stages.common.languages import check_writes_its_input
 from stages.common.tokens import display_token, token_text
 from stages.evaluate.nugget.analysis import TokenStats, probability_gain
-from stages.evaluate.nugget.encoders import batches, load_system
+from stages.evaluate.nugget.encoders import LoadedSystem, batches, load_system
 from stages.evaluate.nugget.highlight import highlight_document, highlight_page
 from stages.evaluate.nugget.plots import probability_gain as plot_gain
 from stages.evaluate.nugget.plots import token_frequencies
 from stages.evaluate.nugget.systems import System, collect_systems
 from stages.evaluate.publish import log_flags
 from stages.framework.stage import Stage, StageContext
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 TOP_TOKENS = 6  # paper fig. 5
 RELATIVE_SPAN = 16  # fig. 8: token indices -16..16 around the nugget
@@ -66,7 +69,7 @@ def share_curve(positions: list[int], documents: int) -> tuple[list[int], list[f
     return xs, [counts[i] / documents for i in xs]
 
 
-def fixed_length_documents(tokenizer: Any, texts: list[str], length: int, limit: int) -> list[torch.Tensor]:
+def fixed_length_documents(tokenizer: PreTrainedTokenizerBase, texts: list[str], length: int, limit: int) -> list[torch.Tensor]:
     """Up to ``limit`` documents of exactly ``length`` tokens (``[1, length]`` ids), each
     cut from consecutive ``texts`` joined until they hold that many tokens."""
     docs, pending = [], []
@@ -81,7 +84,7 @@ def fixed_length_documents(tokenizer: Any, texts: list[str], length: int, limit:
     return docs
 
 
-def readable_token(tokenizer: Any, token: str) -> str:
+def readable_token(tokenizer: PreTrainedTokenizerBase, token: str) -> str:
     """A token as a word: its decoded text as `display_token` shows it (no word-start
     marker or space, so 'the' and 'Ġthe' are one word; whitespace named); a byte-level
     piece of a character (a Chinese character split in two tokens decodes to U+FFFD)
@@ -178,6 +181,7 @@ class AnalyzeNuggets(Stage):
         series = {f"nuggets {systems[n].objective.upper()} r={systems[n].ratio:g}": [s.share(s.nuggets, t) for t in top]
                   for n, s in stats.items() if systems[n].encoder_side == "source"}  # fig. 5: English tokens
         series["text"] = [first.share(first.text, t) for t in top]
+        flags = {n: selection_flag(s) for n, s in stats.items()}
         report = {n: {"top": [[t, s.share(s.nuggets, t), s.share(s.text, t)] for t, _ in s.nuggets.most_common(TOP_TOKENS)],
                       "punctuation_share_nuggets": s.punctuation_share(s.nuggets),
                       "punctuation_share_text": s.punctuation_share(s.text),
@@ -186,17 +190,17 @@ class AnalyzeNuggets(Stage):
                       "scorer_layer": systems[n].scorer_layer, "label": systems[n].describe(),
                       "encoder_side": systems[n].encoder_side,
                       "n_nuggets": sum(s.nuggets.values()), "n_tokens": sum(s.text.values()),
-                      LABEL: selection_flag(s)}
+                      LABEL: flags[n]}
                   for n, s in stats.items()}
-        log_flags(ctx, {n: r[LABEL] for n, r in report.items() if r[LABEL]})
+        log_flags(ctx, {n: flag for n, flag in flags.items() if flag})
         token_frequencies(top, series, ctx.output_dir / "token_frequency.png")
         ctx.log_artifact(ctx.output_dir / "token_frequency.png")
-        for n, r in report.items():
+        for n, s in stats.items():  # the report's punctuation shares, each with its n
             obj = systems[n].objective + ("" if systems[n].encoder_side == "source" else "_tgtlang")
-            ctx.log_metrics({f"punct_share_nuggets.{obj}": r["punctuation_share_nuggets"],
-                             f"punct_share_nuggets.{obj}_n": r["n_nuggets"],
-                             f"punct_share_text.{obj}": r["punctuation_share_text"],
-                             f"punct_share_text.{obj}_n": r["n_tokens"]})
+            ctx.log_metrics({f"punct_share_nuggets.{obj}": s.punctuation_share(s.nuggets),
+                             f"punct_share_nuggets.{obj}_n": sum(s.nuggets.values()),
+                             f"punct_share_text.{obj}": s.punctuation_share(s.text),
+                             f"punct_share_text.{obj}_n": sum(s.text.values())})
         return report
 
     def _highlight(self, ctx: StageContext, system: System, texts: list[str]) -> None:
@@ -248,23 +252,24 @@ class AnalyzeNuggets(Stage):
                 pooled[i] += gs
         before = [g for i in pooled if -RELATIVE_SPAN <= i <= 0 for g in pooled[i]]
         after = [g for i in pooled if i > 0 for g in pooled[i]]
+        gain_before, gain_after = mean(before) if before else 0.0, mean(after) if after else 0.0
         summary = {"system": system.name, "documents": len(texts),
                    "nuggets_shown": shown, "documents_with_nugget": {str(j): len(positions[j - 1]) for j in shown},
-                   "mean_gain_at_or_before_nugget": mean(before) if before else 0.0,
-                   "mean_gain_after_nugget": mean(after) if after else 0.0,
+                   "mean_gain_at_or_before_nugget": gain_before,
+                   "mean_gain_after_nugget": gain_after,
                    "relative": {str(length): {"documents": c["documents"],
                                               "gain": {str(i): g for i, g in zip(*mean_curve(c["gain"]), strict=True)}}
                                 for length, c in relative.items()},
                    "relative_skipped": skipped}
         for name in ("probability_gain.png", "nugget_positions.png", "probability_gain_relative.png"):
             ctx.log_artifact(ctx.output_dir / name)
-        ctx.log_metrics({"gain_before_nugget": summary["mean_gain_at_or_before_nugget"],
+        ctx.log_metrics({"gain_before_nugget": gain_before,
                          "gain_before_nugget_n": len(before),
-                         "gain_after_nugget": summary["mean_gain_after_nugget"],
+                         "gain_after_nugget": gain_after,
                          "gain_after_nugget_n": len(after)})
         return summary
 
-    def _relative(self, loaded: Any, texts: list[str], limit: int) -> tuple[dict[int, dict], dict[str, str]]:
+    def _relative(self, loaded: LoadedSystem, texts: list[str], limit: int) -> tuple[dict[int, dict], dict[str, str]]:
         """Fig. 8: gain by index relative to its nugget, per document length (every nugget
         of up to ``limit`` documents of that length)."""
         positions = int(getattr(loaded.model.base_model.config, "max_position_embeddings", 1024))

@@ -25,8 +25,9 @@ token rows: ``share_nuggets`` (its n: ``n_share_nuggets``, the nuggets),
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -38,7 +39,7 @@ from stages.common.intervals import share_interval
 from stages.common.padding import pad
 from stages.common.progress import progress_logger
 from stages.common.records import batches
-from stages.config.evaluation import AutoencodingEval
+from stages.evaluate.lm.decoding import decode_ids
 from stages.evaluate.lm.perplexity import token_texts
 from stages.evaluate.lm.prompted import eos_and_pad
 from stages.evaluate.nugget.analysis import is_punctuation
@@ -46,6 +47,12 @@ from stages.evaluate.nugget.metrics import bleu_and_interval, bleu_statistics
 from stages.evaluate.publish import publish
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from nugget_core.nugget2d import ICAEModel, Nugget2DModel
+    from stages.config.evaluation import AutoencodingEval
 
 log = progress_logger("nugget.eval_nugget2d_ae")
 TRAIN_STAGE = "train_nugget2d_ae"
@@ -73,21 +80,22 @@ def systems(trained: TrainedNugget2D) -> dict[str, TrainedNugget2D]:
 
 
 @torch.no_grad()
-def reconstruct(model: Any, is_icae: bool, docs: list[list[int]], batch_size: int, extra: int,
-                eos: int, pad_id: int) -> tuple[list[list[int]], list[int]]:
+def reconstruct(model: Nugget2DModel | ICAEModel, docs: list[list[int]], batch_size: int, extra: int,
+                eos: int | None, pad_id: int) -> tuple[list[list[int]], list[int]]:
     """Greedy reconstructions of equal-length ``docs`` (EOS cut) and the states each kept."""
-    from nugget_core.nugget2d import DECODER, generate_from_context
+    from nugget_core.nugget2d import DECODER, ICAEModel, generate_from_context
 
-    decoder = model.nugget2d if is_icae else model
+    decoder = model.nugget2d if isinstance(model, ICAEModel) else model
     out, kept = [], []
     for chunk in batches(docs, batch_size):
         ids = torch.tensor(chunk, device=decoder.device)
         mask = torch.ones_like(ids)
-        context = model.compress(ids, mask) if is_icae else model.compress(ids, mask, ratio=model.config.ratio)
+        context = (model.compress(ids, mask) if isinstance(model, ICAEModel)
+                   else model.compress(ids, mask, ratio=model.config.ratio))
         result = generate_from_context(decoder, context, max_new_tokens=ids.shape[1] + extra, eos_token_id=eos,
                                        pad_token_id=pad_id, soft_prompt=True, adapter=DECODER)
         for row, count in zip(result.tokens.tolist(), context.counts.tolist(), strict=True):
-            out.append(row[: row.index(eos)] if eos in row else row)
+            out.append(row[: row.index(eos)] if eos is not None and eos in row else row)
             kept.append(int(count))
     return out, kept
 
@@ -99,7 +107,7 @@ def token_key(text: str) -> str:
 
 
 @torch.no_grad()
-def nugget_tokens(model: Any, tokenizer: Any, docs: list[list[int]], batch_size: int
+def nugget_tokens(model: Nugget2DModel, tokenizer: PreTrainedTokenizerBase, docs: list[list[int]], batch_size: int
                   ) -> tuple[list[list[str]], list[list[bool]]]:
     """Each document's token texts and the main model's selection of them."""
     texts, selected = [], []
@@ -120,21 +128,27 @@ def token_rows(texts: list[list[str]], selected: list[list[bool]], top: int) -> 
     nuggets = Counter(t for doc, sel in zip(texts, selected, strict=True) for t, s in zip(doc, sel, strict=True) if s)
     n_text, n_nuggets = sum(every.values()), sum(nuggets.values())
 
-    def row(label: str, match: Any, paper_row: str = "") -> TableRow:
-        share = {"share_nuggets": 100 * sum(c for t, c in nuggets.items() if match(t)) / n_nuggets,
-                 "share_text": 100 * sum(c for t, c in every.items() if match(t)) / n_text,
-                 "n_share_nuggets": n_nuggets}  # the n of the nugget share (the row's n: tokens)
-        ci = {"share_nuggets": share_interval(share["share_nuggets"], n_nuggets),
-              "share_text": share_interval(share["share_text"], n_text)}  # Wilson
+    def row(label: str, match: Callable[[str], bool], paper_row: str = "") -> TableRow:
+        of_nuggets = 100 * sum(c for t, c in nuggets.items() if match(t)) / n_nuggets
+        of_text = 100 * sum(c for t, c in every.items() if match(t)) / n_text
+        share: dict[str, float | None] = {"share_nuggets": of_nuggets, "share_text": of_text,
+                                          "n_share_nuggets": n_nuggets}  # the n of the nugget share (the row's n: tokens)
+        ci = {"share_nuggets": share_interval(of_nuggets, n_nuggets),
+              "share_text": share_interval(of_text, n_text)}  # Wilson
         return TableRow(label, share, n=n_text, note=f"{n_nuggets} nuggets among {n_text} tokens",
                         paper_row=paper_row, interval={k: v for k, v in ci.items() if v is not None})
 
-    keys = Counter()
+    keys: Counter[str] = Counter()
     for t, c in nuggets.items():
         keys[token_key(t)] += c
     rows = [row("tokens: punctuation", is_punctuation, "punctuation"),
             row("tokens: line break", lambda t: "\n" in t, "line_break")]
-    return rows + [row(f"token {key!r}", lambda t, key=key: token_key(t) == key) for key, _ in keys.most_common(top)]
+    return rows + [row(f"token {key!r}", counted_as(key)) for key, _ in keys.most_common(top)]
+
+
+def counted_as(key: str) -> Callable[[str], bool]:
+    """Whether a token's text counts as ``key`` (`token_key`)."""
+    return lambda text: token_key(text) == key
 
 
 def highlight(texts: list[str], selected: list[bool]) -> str:
@@ -170,15 +184,14 @@ class EvalNugget2DAE(Stage[AutoencodingConfig, AutoencodingInputs, EvalTable]):
             model, base = source.load_from(inputs.prepared.path, ctx.device, config.dtype)
             tokenizer = base.tokenizer()
             eos, pad_id = eos_and_pad(tokenizer)  # as the QA / summarisation decoding reads them
-            is_icae = source.objective == TrainedNugget2D.ICAE
-            metrics: dict[str, float] = {}
+            metrics: dict[str, float | None] = {}
             interval: dict[str, tuple[float, float]] = {}  # each BLEU's 95% bootstrap interval over documents
             hyps: list[str] = []
             stats: list[list[int]] = []  # per document of every length: its BLEU statistics, tokenised once
             for n, group in by_length.items():
-                outputs, kept = reconstruct(model, is_icae, group, cfg.batch_size, cfg.extra_tokens, eos, pad_id)
-                decoded = [tokenizer.decode(o, skip_special_tokens=True) for o in outputs]
-                references = [tokenizer.decode(d, skip_special_tokens=True) for d in group]
+                outputs, kept = reconstruct(model, group, cfg.batch_size, cfg.extra_tokens, eos, pad_id)
+                decoded = [decode_ids(tokenizer, o, skip_special_tokens=True) for o in outputs]
+                references = [decode_ids(tokenizer, d, skip_special_tokens=True) for d in group]
                 group_stats = bleu_statistics(decoded, references)
                 stats += group_stats
                 metrics[f"bleu_L{n}"], bounds = bleu_and_interval(group_stats)

@@ -32,7 +32,7 @@ n = words) and
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -46,8 +46,14 @@ from stages.evaluate.lm.perplexity import PerplexityCounts, perplexity_intervals
 from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
 
+if TYPE_CHECKING:
+    import numpy as np
 
-def window_counts(nll: torch.Tensor, starts: Any, oov: Any) -> PerplexityCounts:
+    from nugget_core.nugget import NuggetLM, SpecialTokens
+    from stages.config.evaluation import NuggetLMEval
+
+
+def window_counts(nll: torch.Tensor, starts: np.ndarray, oov: np.ndarray) -> PerplexityCounts:
     """The sums of one window's scored tokens: ``nll [k]`` (float), ``starts`` / ``oov``
     (``[k]`` bool arrays: the tokens' word-start and out-of-vocabulary flags). Word and
     subword NLL are the same sum (over the in-vocabulary tokens), divided by words or
@@ -60,8 +66,8 @@ def window_counts(nll: torch.Tensor, starts: Any, oov: Any) -> PerplexityCounts:
 
 
 @torch.no_grad()
-def score(lm: Any, docs: TokenDocuments, lengths: list[int], segment: int, stride: int, history: int,
-          batch_size: int, wrap: Any, start_id: int, pad_id: int) -> list[PerplexityCounts]:
+def score(lm: NuggetLM, docs: TokenDocuments, lengths: list[int], segment: int, stride: int, history: int,
+          batch_size: int, wrap: SpecialTokens, start_id: int, pad_id: int) -> list[PerplexityCounts]:
     """Per article, the perplexity sums of ``lm`` reading it with ``history`` segments of memory."""
     from nugget_core.nugget import collate_windows, windows
 
@@ -104,7 +110,7 @@ class EvalNuggetLM(Stage):
     def run(self, ctx: StageContext) -> None:
         from nugget_core.nugget import SpecialTokens
 
-        cfg = ctx.cfg("eval.nugget_lm")
+        cfg: NuggetLMEval = ctx.cfg("eval.nugget_lm")
         corpus = NuggetLMCorpus.read(ctx.inputs["build_nugget_lm"])
         trained = TrainedNuggetLM.read(ctx.inputs["train_nugget_lm"])
         docs = corpus.documents(cfg.split, cfg.max_docs)
@@ -119,7 +125,7 @@ class EvalNuggetLM(Stage):
             lm = trained.load(record, ctx.device, ctx.cfg("eval.dtype"))
             wrap = SpecialTokens.of(trained.tokenizer(record))
             start_id, pad_id = trained.decoder_token_ids(record)
-            metrics: dict[str, float] = {}
+            metrics: dict[str, float | None] = {}
             interval: dict[str, tuple[float, float]] = {}
             total = PerplexityCounts()
             for h in [0] if record["memory"] == "none" else cfg.histories:

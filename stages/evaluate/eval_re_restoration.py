@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -37,8 +37,14 @@ from stages.evaluate.lm.rouge import ROUGE_TYPES, rouge_per_example
 from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
-def encode(tokenizer: Any, texts: list[str], limit: int) -> tuple[list[list[int]], list[list[int]]]:
+    from nugget_core.restorable import RestorableModel
+    from stages.config.evaluation import REEval
+
+
+def encode(tokenizer: PreTrainedTokenizerBase, texts: list[str], limit: int) -> tuple[list[list[int]], list[list[int]]]:
     """Encoder ids and target ids of ``texts`` (the text is both, eq. 6), truncated as in training."""
     sources = tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
     targets = tokenizer(text_target=texts, truncation=True, max_length=limit)["input_ids"]
@@ -46,8 +52,9 @@ def encode(tokenizer: Any, texts: list[str], limit: int) -> tuple[list[list[int]
 
 
 @torch.no_grad()
-def restore(model: Any, tokenizer: Any, texts: list[str], limit: int, batch_size: int, beams: int,
-            extra_tokens: int, device: torch.device) -> tuple[list[float], list[int], list[str]]:
+def restore(model: RestorableModel, tokenizer: PreTrainedTokenizerBase, texts: list[str], limit: int,
+            batch_size: int, beams: int, extra_tokens: int, device: torch.device | str
+            ) -> tuple[list[float], list[int], list[str]]:
     """Per text: summed target NLL, target tokens, and the restored text."""
     sources, targets = encode(tokenizer, texts, limit)
     nll, counts, restored = [], [], []
@@ -89,7 +96,7 @@ class EvalRERestoration(Stage):
     uses_device = True
 
     def run(self, ctx: StageContext) -> None:
-        cfg = ctx.cfg("eval.re")
+        cfg: REEval = ctx.cfg("eval.re")
         texts = RestorationTexts.read(ctx.inputs["build_re_data"])
         trained = TrainedRestorable.read(ctx.inputs["train_re"])
         rows, examples = [], []

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import time
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import regex
 import torch
@@ -35,6 +35,12 @@ from stages.common.padding import pad
 from stages.common.records import batches
 from stages.evaluate.publish import publish
 from stages.framework.stage import Stage, StageContext
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from nugget_core.restorable import RestorableEncoder
+    from stages.config.evaluation import REEval
 
 CHUNK = 4096  # passages encoded and scored at once: [queries, CHUNK] scores per step
 
@@ -64,8 +70,8 @@ def has_answer(text: str, answers: list[str]) -> bool:
 
 
 @torch.no_grad()
-def embed(tower: Any, tokenizer: Any, texts: list[str], max_tokens: int, batch_size: int,
-          device: torch.device) -> torch.Tensor:
+def embed(tower: RestorableEncoder, tokenizer: PreTrainedTokenizerBase, texts: list[str], max_tokens: int,
+          batch_size: int, device: torch.device | str) -> torch.Tensor:
     """``[len(texts), d]`` vectors of ``texts`` by one tower (on ``device``, fp32)."""
     out = []
     for chunk in batches(texts, batch_size):
@@ -85,7 +91,7 @@ def _chunks(lines: Iterator[Passage], size: int) -> Iterator[list[Passage]]:
         yield chunk
 
 
-def search(queries: torch.Tensor, passages: Iterator[Passage], encode: Any, k: int,
+def search(queries: torch.Tensor, passages: Iterator[Passage], encode: Callable[[list[str]], torch.Tensor], k: int,
            chunk_size: int = CHUNK) -> tuple[torch.Tensor, int]:
     """Exact top-``k`` passage positions ``[Q, k]`` (best first; positions in the stream)
     for ``queries [Q, d]``, and the number of passages; ``encode(texts) -> [n, d]``."""
@@ -141,7 +147,7 @@ class EvalRERetrieval(Stage):
     uses_device = True
 
     def run(self, ctx: StageContext) -> None:
-        cfg = ctx.cfg("eval.re")
+        cfg: REEval = ctx.cfg("eval.re")
         trained = TrainedRetrieval.read(ctx.inputs["train_re_retrieval"])
         data = RetrievalData.read(ctx.inputs["build_re_retrieval"])
         tests = list(data.rows("test", cfg.max_queries))

@@ -21,6 +21,7 @@ per system).
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
@@ -36,10 +37,13 @@ from stages.evaluate.nugget.systems import System, collect_systems, to_record
 from stages.evaluate.publish import log_flags
 from stages.framework.stage import Stage, StageContext
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
 SAMPLES_PER_SYSTEM = 3
 
 
-def decode_limit(tokenizer, references: list[str], extra: int) -> int:
+def decode_limit(tokenizer: PreTrainedTokenizerBase, references: list[str], extra: int) -> int:
     """New tokens that let beam search write the longest reference whole (+ ``extra``)."""
     return max(len(ids) for ids in tokenizer(references)["input_ids"]) + extra
 
@@ -67,7 +71,8 @@ class EvalReconstruction(Stage):
         if not docs["source"]:
             raise ValueError(f"build_mt_docs split {split!r} (eval.nugget_split) is empty: nothing to reconstruct")
         systems = reconstruction_systems(collect_systems(ctx.inputs))
-        rows, samples, metrics, flags = [], [], {}, {}
+        rows, samples, metrics = [], [], {}
+        flags: dict[str, str] = {}  # system -> why it is uninformative
         for n, system in enumerate(systems, 1):
             tick = time.time()
             loaded = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype"))
@@ -77,9 +82,10 @@ class EvalReconstruction(Stage):
             tokenize = bleu_tokenizer(refs)
             bleu, bounds = corpus_bleu_interval(hyps, refs, tokenize=tokenize)
             ends = dict(zip(("bleu_low", "bleu_high"), bounds, strict=True)) if bounds else {}
+            flag = generation_flags(hyps) or ""
             rows.append({**to_record(system), "bleu": bleu, **ends, "n_docs": len(refs), "bleu_tokenize": tokenize,
-                         "label": system.describe(), LABEL: generation_flags(hyps) or ""})
-            flags |= {system.name: rows[-1][LABEL]} if rows[-1][LABEL] else {}
+                         "label": system.describe(), LABEL: flag})
+            flags |= {system.name: flag} if flag else {}
             samples += [{"system": system.name, "reference": r, "decoded": h}
                         for r, h in list(zip(refs, hyps, strict=True))[:SAMPLES_PER_SYSTEM]]
             metrics[metric_name("bleu", system.name)] = bleu

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stages.artifacts.data import SimilarityDataset
 from stages.artifacts.evaluate import SimilarityResults
@@ -38,8 +38,11 @@ from stages.evaluate.nugget.systems import System, collect_systems, to_record
 from stages.evaluate.publish import log_flags
 from stages.framework.stage import Stage, StageContext
 
+if TYPE_CHECKING:
+    from stages.config.schema import Seq2SeqModel
 
-def colbart_source(systems: list[System], seq2seq: Any) -> System | None:
+
+def colbart_source(systems: list[System], seq2seq: Seq2SeqModel) -> System | None:
     """The encoder that plays ColBART: the pretrained ``model.seq2seq`` if there is one,
     else the Nugget model that stands in for it (MT-trained, learned selector, lowest dev
     loss; AE only if no MT model exists)."""

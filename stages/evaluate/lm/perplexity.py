@@ -27,10 +27,14 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stages.common.intervals import perplexity_interval
 from stages.common.words import NO_WORD, token_words
+from stages.evaluate.lm.decoding import decode_ids
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 @dataclass
@@ -74,7 +78,7 @@ def perplexity_intervals(units: Sequence[PerplexityCounts]) -> dict[str, tuple[f
     return {k: v for k, v in out.items() if v is not None}
 
 
-def token_texts(tokenizer: Any, ids: Sequence[int]) -> list[str]:
+def token_texts(tokenizer: PreTrainedTokenizerBase, ids: Sequence[int]) -> list[str]:
     """The text each of ``ids`` adds to the decoded sequence (leading spaces included).
 
     Decodes every prefix, so the tokenizer's decoder handles word-start markers and
@@ -83,15 +87,14 @@ def token_texts(tokenizer: Any, ids: Sequence[int]) -> list[str]:
     """
     texts, previous = [], ""
     for i in range(len(ids)):
-        current = tokenizer.decode(list(ids[: i + 1]), skip_special_tokens=False,
-                                   clean_up_tokenization_spaces=False)
+        current = decode_ids(tokenizer, ids[: i + 1], skip_special_tokens=False, clean_up_tokenization_spaces=False)
         shared = len(os.path.commonprefix([previous, current]))  # a partial UTF-8 char may change
         texts.append(current[shared:])
         previous = current
     return texts
 
 
-def word_texts(tokenizer: Any, ids: Sequence[int]) -> list[str | None]:
+def word_texts(tokenizer: PreTrainedTokenizerBase, ids: Sequence[int]) -> list[str | None]:
     """`token_texts` with None for the control tokens: a BOS, EOS or padding token is no
     part of any word. Control tokens are the tokenizer's special tokens other than its
     unknown token (it stands for a piece of the text: LLaMA's ``<unk>`` is how WikiText's

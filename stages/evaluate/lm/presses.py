@@ -3,19 +3,22 @@ their settings from ``eval.presses`` and the table note that says what they are.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from stages.config.evaluation import PRESS_SYSTEMS
+from stages.config.evaluation import PRESS_SYSTEMS, PressSection
+
+if TYPE_CHECKING:
+    from nugget_core.nugget2d import PressConfig
 
 
-def press_config(section: Any) -> Any:
+def press_config(section: PressSection) -> PressConfig:
     """`PressConfig` of the ``eval.presses`` config section."""
     from nugget_core.nugget2d.presses import PressConfig
 
     return PressConfig(sink_tokens=section.sink_tokens, window=section.snapkv_window, kernel=section.snapkv_kernel)
 
 
-def press_notes(section: Any, systems: list[str], budget: str) -> list[str]:
+def press_notes(section: PressSection, systems: list[str], budget: str) -> list[str]:
     """The note of an evaluation table with press rows (none when it has none)."""
     what = {
         "streaming_llm": f"StreamingLLM the first {section.sink_tokens} tokens (sinks) and the most recent",

@@ -26,7 +26,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from logging import Logger
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -34,6 +35,12 @@ from nugget_core.nugget2d.prompts import PromptFormat, encode, encode_parts
 from stages.common.device import synchronize, to_device
 from stages.common.padding import pad
 from stages.evaluate.lm.cost import DecodeCost
+from stages.evaluate.lm.decoding import decode_ids
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from nugget_core.nugget2d import Nugget2DModel, PressConfig
 
 
 @dataclass
@@ -45,7 +52,7 @@ class Generation:
 
 
 @torch.no_grad()
-def eos_and_pad(tokenizer: Any) -> tuple[int | None, int]:
+def eos_and_pad(tokenizer: PreTrainedTokenizerBase) -> tuple[int | None, int]:
     eos = tokenizer.eos_token_id
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos or 0)
     return eos, int(pad)
@@ -53,8 +60,8 @@ def eos_and_pad(tokenizer: Any) -> tuple[int | None, int]:
 
 @torch.no_grad()
 def generate_batch(
-    model: Any,
-    tokenizer: Any,
+    model: Nugget2DModel,
+    tokenizer: PreTrainedTokenizerBase,
     docs: Sequence[Sequence[int]],
     prompts: Sequence[Sequence[int]],
     *,
@@ -63,7 +70,7 @@ def generate_batch(
     soft_prompt: bool = False,
     extra_encode_ms: Sequence[float] | None = None,
     press: str | None = None,
-    press_config: Any = None,
+    press_config: PressConfig | None = None,
 ) -> list[Generation]:
     """Greedy answers of one batch. ``ratio=None``: Full (base LM, every document
     token); else Nugget2D compression at ``ratio`` decoded by theta, or with ``press``
@@ -111,7 +118,7 @@ def generate_batch(
             encode_ms=1000 * (encoded - start) / batch + (extra_encode_ms[b] if extra_encode_ms else 0.0),
         )
         tokens = row[: n - 1] if eos is not None and row[n - 1] == eos else row[:n]
-        text = tokenizer.decode(tokens, skip_special_tokens=True).strip()
+        text = decode_ids(tokenizer, tokens, skip_special_tokens=True).strip()
         out.append(Generation(text, tokens, kept, cost))
     return out
 
@@ -125,14 +132,15 @@ class Summary:
 
 @torch.no_grad()
 def lmsumm_batch(
-    model: Any, tokenizer: Any, documents: Sequence[str], fmt: PromptFormat, *, ratio: float,
+    model: Nugget2DModel, tokenizer: PreTrainedTokenizerBase, documents: Sequence[str], fmt: PromptFormat, *,
+    ratio: float,
     max_new_tokens: int, doc_limit: int = 0,
 ) -> list[Summary]:
     """LMSumm's first step: the base LM summarises each document into ~``ratio`` of its
     words with the appendix-C prompt (Full decoding of ``... $TEXT`` + the turn's end)."""
     from stages.data.lm_builders import lmsumm_instruction
 
-    texts = [tokenizer.decode(ids) for ids in encode(tokenizer, documents, doc_limit)]
+    texts = [decode_ids(tokenizer, ids) for ids in encode(tokenizer, documents, doc_limit)]
     parts = [fmt.parts(t, before=lmsumm_instruction(t, ratio)) for t in texts]
     start = time.perf_counter()
     gens = generate_batch(
@@ -143,8 +151,8 @@ def lmsumm_batch(
 
 
 def run_batches(
-    label: str, model: Any, tokenizer: Any, docs: Sequence[Sequence[int]],
-    prompts: Sequence[Sequence[int]], batch_size: int, log: Any, **kwargs: Any,
+    label: str, model: Nugget2DModel, tokenizer: PreTrainedTokenizerBase, docs: Sequence[Sequence[int]],
+    prompts: Sequence[Sequence[int]], batch_size: int, log: Logger, **kwargs: Any,
 ) -> list[Generation]:
     """`generate_batch` over consecutive batches, logging progress and rate."""
     out: list[Generation] = []

@@ -24,9 +24,23 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from nugget_core.nugget2d import (
+        CompressiveStream,
+        FullStream,
+        Nugget2DModel,
+        Nugget2DStream,
+        PressStream,
+    )
+
+    # every system's stream: each steps token by token and reports the KV it holds
+    LMStream: TypeAlias = FullStream | CompressiveStream | Nugget2DStream | PressStream
 
 SYSTEMS = ("full", "compressive", "nugget2d", "streaming_llm", "key_norm")
 
@@ -65,7 +79,7 @@ def training_notes(trained_window: int, sample_tokens: int, settings: Sequence[C
 
 
 @contextmanager
-def windows(model: Any, setting: ContextSetting, threshold: float) -> Iterator[None]:
+def windows(model: Nugget2DModel, setting: ContextSetting, threshold: float) -> Iterator[None]:
     """Apply ``setting`` (and Lambda) to ``model.config`` inside the block."""
     original = model.config
     model.config = dataclasses.replace(
@@ -82,8 +96,8 @@ def windows(model: Any, setting: ContextSetting, threshold: float) -> Iterator[N
         model.config = original
 
 
-def make_stream(system: str, model: Any, setting: ContextSetting, ratio: float,
-                adapter: str | None, sink_tokens: int = 4) -> Any:
+def make_stream(system: str, model: Nugget2DModel, setting: ContextSetting, ratio: float,
+                adapter: str | None, sink_tokens: int = 4) -> LMStream:
     """A fresh stream of ``system`` (call inside `windows`). ``adapter`` is what the
     Full and Compressive baselines decode with: None = the base LM, "decoder" = theta;
     the presses always decode with the base LM (``sink_tokens``: StreamingLLM's sinks)."""
@@ -100,7 +114,7 @@ def make_stream(system: str, model: Any, setting: ContextSetting, ratio: float,
     raise ValueError(f"unknown LM system {system!r}; use one of {SYSTEMS}")
 
 
-def attended_states(stream: Any) -> int:
+def attended_states(stream: LMStream) -> int:
     """KV positions (per layer) the next step's query attends to, itself included."""
     from nugget_core.nugget2d import Nugget2DStream
     from nugget_core.nugget2d.autoregressive import nugget_eligibility
@@ -124,7 +138,7 @@ class SegmentRun:
 
 
 @torch.no_grad()
-def run_segment(stream: Any, ids: Sequence[int], start: int) -> SegmentRun:
+def run_segment(stream: LMStream, ids: Sequence[int], start: int) -> SegmentRun:
     """Feed ``ids`` token by token; score tokens from ``start`` on (they follow
     ``start`` tokens of history), recording the memory each prediction used."""
     nll, attended, held = [], [], []

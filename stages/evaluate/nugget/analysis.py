@@ -29,8 +29,8 @@ def is_punctuation(token: str) -> bool:
 
 @dataclass
 class TokenStats:
-    nuggets: Counter = field(default_factory=Counter)
-    text: Counter = field(default_factory=Counter)
+    nuggets: Counter[str] = field(default_factory=Counter)
+    text: Counter[str] = field(default_factory=Counter)
     positions: list[tuple[int, ...]] = field(default_factory=list)  # per document: its nuggets' token indices
 
     def add(self, tokens: list[str], selected: list[bool]) -> None:
@@ -38,16 +38,16 @@ class TokenStats:
         self.nuggets.update(t for t, s in zip(tokens, selected, strict=True) if s)
         self.positions.append(tuple(i for i, s in enumerate(selected) if s))
 
-    def share(self, counter: Counter, token: str) -> float:
+    def share(self, counter: Counter[str], token: str) -> float:
         return 100.0 * counter[token] / max(sum(counter.values()), 1)
 
-    def word_share(self, counter: Counter, word: str) -> float:
+    def word_share(self, counter: Counter[str], word: str) -> float:
         """Share of tokens spelling ``word``, bare or with a word-start marker: byte-level
         BPE's 'Ġ' or SentencePiece's '▁' (mBART-50)."""
         hits = counter[word] + counter["Ġ" + word] + counter["▁" + word]
         return 100.0 * hits / max(sum(counter.values()), 1)
 
-    def punctuation_share(self, counter: Counter) -> float:
+    def punctuation_share(self, counter: Counter[str]) -> float:
         return 100.0 * sum(c for t, c in counter.items() if is_punctuation(t)) / max(sum(counter.values()), 1)
 
 

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from stages.common.device import place_model, to_device
 from stages.common.languages import target_code_id
 from stages.evaluate.nugget.systems import System
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 SENTENCE_END = set(".!?。！？")
 
@@ -46,7 +49,7 @@ class LoadedSystem:
     system: System
     mode: str  # nugget | colbart | bottleneck
     model: Any
-    tokenizer: Any
+    tokenizer: PreTrainedTokenizerBase
     max_length: int
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     _flags: dict[str, set[int]] = field(default_factory=dict)

@@ -8,10 +8,14 @@ computations and against the ``sacrebleu`` command line.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
 from stages.common.intervals import bootstrap_interval
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], tokenize: str = "13a") -> float:
@@ -42,9 +46,9 @@ def bleu_statistics(hypotheses: Sequence[str], references: Sequence[str], tokeni
             for s in (metric.sentence_score(h, [r]) for h, r in zip(hypotheses, references, strict=True))]
 
 
-def bleu_of_statistics(sums: Sequence[float]) -> float:
+def bleu_of_statistics(sums: Sequence[float] | np.ndarray) -> float:
     """Corpus BLEU (0-100, sacrebleu's exp smoothing, as `corpus_bleu`) from `bleu_statistics` summed
-    over documents."""
+    over documents (a list, or the array a bootstrap resample sums to)."""
     from sacrebleu.metrics import BLEU
 
     order = (len(sums) - 2) // 2

@@ -7,7 +7,7 @@ data), saves it to ``path`` and returns the `matplotlib.figure.Figure`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +53,7 @@ def bleu_vs_ratio(rows: Sequence[dict[str, Any]], path: Path) -> Figure:
                   "compression ratio r (nuggets per token)", "corpus BLEU (0-100)", path)
 
 
-def token_frequencies(tokens: Sequence[str], series: dict[str, Sequence[float]], path: Path) -> Figure:
+def token_frequencies(tokens: Sequence[str], series: Mapping[str, Sequence[float]], path: Path) -> Figure:
     """Nugget fig. 5: share (%) of each token among nuggets vs in text, one bar per series;
     tokens shown as words (`display_token`: no BPE markers)."""
     fig, ax = new_figure()
@@ -71,7 +71,7 @@ def token_frequencies(tokens: Sequence[str], series: dict[str, Sequence[float]],
 
 
 def probability_gain(
-    curves: dict[str, tuple[Sequence[int], Sequence[float]]], path: Path, title: str, xlabel: str,
+    curves: Mapping[str, tuple[Sequence[int], Sequence[float]]], path: Path, title: str, xlabel: str,
     mark_zero: bool = False, ylabel: str = GAIN_LABEL,
 ) -> Figure:
     """Nugget figs. 7-8: mean probability gain per token index (``mark_zero``: a vertical

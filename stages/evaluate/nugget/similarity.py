@@ -49,8 +49,12 @@ def task_reciprocal_ranks(vectors: dict[str, torch.Tensor], tasks: list[Task], m
     (candidate indices by descending score, ties in candidate order): a system whose
     rankings are (nearly) all the same ignores its input (`stages.common.degenerate`)."""
     scored = score_tasks(vectors, tasks, multi)
-    rankings = [tuple(sorted(range(len(s)), key=lambda i, s=s: -s[i])) for s, _ in scored]
-    return [100.0 * reciprocal_rank(s, a) for s, a in scored], rankings
+    return [100.0 * reciprocal_rank(s, a) for s, a in scored], [ranking(s) for s, _ in scored]
+
+
+def ranking(scores: list[float]) -> tuple[int, ...]:
+    """Candidate indices by descending score, ties in candidate order (``sorted`` is stable)."""
+    return tuple(sorted(range(len(scores)), key=lambda i: -scores[i]))
 
 
 def metric_name(*parts: str) -> str:
