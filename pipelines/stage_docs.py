@@ -79,7 +79,7 @@ def stage_table(dag: Dag) -> str:
             reads = _names(required) or "-"
             if optional:
                 reads += f"; optional: {_names(optional)}"
-            output = output_of(s.name)
+            output = output_of(s)
             output = f"`{output}`" if output.isidentifier() else output
             rows.append(f"| `{s.name}` | {group} | {reads} | {_cell(output)} | {_cell(s.describe())} |")
     return "\n".join(rows)

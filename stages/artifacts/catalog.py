@@ -19,6 +19,7 @@ from stages.artifacts import calibrate, data, evaluate, restorable, train
 from stages.artifacts.data import SimilarityDataset
 from stages.artifacts.evaluate import EvalTable
 from stages.artifacts.train import TrainedNugget2D
+from stages.framework.stage import Stage
 
 MODULES: tuple[ModuleType, ...] = (data, train, calibrate, evaluate, restorable)
 
@@ -40,8 +41,6 @@ TERMINAL: dict[str, str] = {
 
 def contracts() -> dict[str, type]:
     """Stage name -> the contract class of its output, for every stage that has one."""
-    from stages.registry import ALL_STAGES
-
     found: dict[str, type] = {}
     for module in MODULES:
         for cls in vars(module).values():
@@ -49,17 +48,20 @@ def contracts() -> dict[str, type]:
                 stage = getattr(cls, "STAGE", "")
                 if isinstance(stage, str) and stage:
                     found[stage] = cls
-    declared = {s.name: s.output for s in ALL_STAGES if s.output is not None}
-    return {**found, **SHARED, **declared}
+    return {**found, **SHARED}
 
 
-def output_of(stage: str) -> str:
-    """What stage ``stage`` writes: its contract class's name, or its `TERMINAL` entry;
-    a KeyError naming this module where it has neither."""
+def output_of(stage: type[Stage]) -> str:
+    """What ``stage`` (a stage class) writes: the output class of its typed header, else
+    its contract class by name (``STAGE`` or `SHARED`), or its `TERMINAL` entry; a
+    KeyError naming this module where it has none."""
+    if stage.output is not None:
+        return stage.output.__name__
     table = contracts()
-    if stage in table:
-        return table[stage].__name__
-    if stage in TERMINAL:
-        return TERMINAL[stage]
-    raise KeyError(f"stage {stage!r} has no output contract: give its output a class with STAGE = {stage!r} "
-                   f"in stages/artifacts/, or list it in stages/artifacts/catalog.py")
+    if stage.name in table:
+        return table[stage.name].__name__
+    if stage.name in TERMINAL:
+        return TERMINAL[stage.name]
+    raise KeyError(f"stage {stage.name!r} has no output contract: name its output class in its "
+                   "Stage[Config, Inputs, Output] header, or give the class STAGE = "
+                   f"{stage.name!r} in stages/artifacts/, or list it in stages/artifacts/catalog.py")

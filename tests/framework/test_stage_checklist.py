@@ -60,7 +60,7 @@ def test_every_stage_config_section_resolves_with_defaults(defaults):
 
 
 def test_every_stage_output_has_a_contract():
-    problems = _failing(lambda s: output_of(s.name) and None)
+    problems = _failing(lambda s: output_of(s) and None)
     assert not problems, "\n".join(problems)
 
 
