@@ -15,6 +15,8 @@
 #                                              the GPU image lacks, the gpu1 sources, the SmolLM2 stand-in
 #   make cluster-test                          the `cluster` test: 3 Ray nodes, S3 (moto) and an MLflow
 #                                              server on 127.0.0.1, a cut of the DAG (~10 min; not in make test)
+#   make lint                                  ruff over the code, then the type checker (mypy) over
+#                                              nugget_core and stages (docs/architecture.md)
 #   make rehearse PROFILE=paper|gpu1 [ARGS=]   that GPU profile's whole DAG on CPU at rehearsal sizes,
 #                                              on local fixtures; fails unless every stage ran, no
 #                                              traceback, every report table measured (docs/rehearsal.md)
@@ -198,5 +200,8 @@ ray-stop:
 docs: $(STAMP)
 	$(PY) -m pipelines.nugget list --markdown --write
 
+# ruff, then mypy over the files [tool.mypy] in pyproject.toml names (nugget_core, stages);
+# its cache is .mypy_cache/ (docs/architecture.md, "Lint and types")
 lint: $(STAMP)
 	$(BIN)/ruff check pipelines stages nugget_core tests
+	$(PY) -m mypy

@@ -23,10 +23,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from .config_io import JsonConfig
 from .remote_code import refuse_remote_code
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 BASE_MODEL_FILE = "base_model.json"
 T = TypeVar("T")
@@ -242,16 +245,20 @@ def mark_nugget_seq2seq(directory: str | Path) -> None:
     save_file(tensors, str(path), metadata={"format": "pt"})
 
 
-def load_seq2seq_base(directory: str | Path, **hf_kwargs: object) -> object:
+def load_seq2seq_base(directory: str | Path, **hf_kwargs: Any) -> PreTrainedModel:
     """``AutoModelForSeq2SeqLM.from_pretrained(directory)`` for a Nugget checkpoint, without
     the marker warning (the caller knows the decoder reads nuggets)."""
-    from transformers import AutoConfig, AutoModelForSeq2SeqLM
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM, PreTrainedModel
     from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
 
     config = AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
-    model_class = MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING.get(type(config), None)
-    if model_class is None:  # an architecture Auto does not map: let it raise its own error
+    # transformers annotates every auto mapping's values as the tokenizer mappings' (slow,
+    # fast) pair; a model mapping holds the model class, which the check below narrows to
+    found: object = MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING.get(type(config), None)
+    if not (isinstance(found, type) and issubclass(found, PreTrainedModel)):
+        # an architecture Auto does not map: let it raise its own error
         return AutoModelForSeq2SeqLM.from_pretrained(str(directory), **refuse_remote_code(hf_kwargs))
+    model_class = found
     saved = model_class.__dict__.get("_keys_to_ignore_on_load_unexpected")
     model_class._keys_to_ignore_on_load_unexpected = [
         *(model_class._keys_to_ignore_on_load_unexpected or []), re.escape(NUGGET_MARKER_KEY)]

@@ -7,7 +7,9 @@ no method package.
 from __future__ import annotations
 
 from enum import Enum, StrEnum
-from typing import Any
+from typing import TypeVar
+
+E = TypeVar("E", bound=Enum)
 
 
 class ResidualMode(StrEnum):
@@ -26,7 +28,7 @@ class SelectorKind(StrEnum):
     SENTENCE = "sentence"  # end-of-sentence tokens given by the data
 
 
-def enum_value(enum: type[Enum], name: str, value: Any) -> Enum:
+def enum_value(enum: type[E], name: str, value: object) -> E:
     """``enum(value)``; a ``ValueError`` naming the config field and the allowed values."""
     try:
         return enum(value)

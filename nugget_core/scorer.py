@@ -65,7 +65,7 @@ class NuggetScorer(nn.Module):
         self.selector = build_selector(config.selector)
         # Runtime links for the reference-package pattern; plain attributes, not modules.
         self._residual: CrossAttentionResidual | None = None
-        self._recent: tuple[weakref.ref, EncoderPass] | None = None
+        self._recent: tuple[weakref.ref[torch.Tensor], EncoderPass] | None = None
 
     def score(self, features: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """``features [batch, n, d]`` -> scores ``[batch, n]``, ``-inf`` at padding.

@@ -10,7 +10,7 @@ paper's rule-based ablations. ``boundary_mask`` carries the per-token flags a ru
 from __future__ import annotations
 
 import string
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 import torch
@@ -100,11 +100,12 @@ class SentenceSelector:
 
 
 def build_selector(kind: SelectorKind) -> Selector:
-    return {
+    selectors: dict[SelectorKind, Callable[[], Selector]] = {
         SelectorKind.TOPK: TopKSelector,
         SelectorKind.CHUNK: ChunkSelector,
         SelectorKind.SENTENCE: SentenceSelector,
-    }[SelectorKind(kind)]()
+    }
+    return selectors[SelectorKind(kind)]()
 
 
 def token_flags(input_ids: torch.Tensor, token_ids: set[int]) -> torch.Tensor:

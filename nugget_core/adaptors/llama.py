@@ -11,6 +11,7 @@ from __future__ import annotations
 from torch import nn
 from transformers import PreTrainedModel
 
+from ..typed_access import child
 from .base import CausalLMAdaptor
 
 
@@ -19,16 +20,16 @@ class LlamaFamilyAdaptor(CausalLMAdaptor):
 
     def backbone(self, model: PreTrainedModel) -> nn.Module:
         """The decoder stack (``LlamaModel`` & co.), below the LM head."""
-        return model.model
+        return child(model, "model", nn.Module)
 
     def layers(self, model: PreTrainedModel) -> nn.ModuleList:
-        return self.backbone(model).layers
+        return child(self.backbone(model), "layers", nn.ModuleList)
 
     def embed_tokens(self, model: PreTrainedModel) -> nn.Embedding:
-        return self.backbone(model).embed_tokens
+        return child(self.backbone(model), "embed_tokens", nn.Embedding)
 
     def rotary(self, model: PreTrainedModel) -> nn.Module:
-        return self.backbone(model).rotary_emb
+        return child(self.backbone(model), "rotary_emb", nn.Module)
 
     def check(self, model: PreTrainedModel) -> None:
         if not hasattr(model, "model") or not hasattr(model.model, "layers"):

@@ -20,6 +20,7 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 from ..adaptors import get_adaptor
 from ..remote_code import refuse_remote_code
 from ..restorable.gating import GatingLayer
+from ..typed_access import hf_generate
 from ..weights import save_weights
 from .config import BottleneckConfig, DecoderKind
 
@@ -123,8 +124,8 @@ class BottleneckModel(nn.Module):
         encoder_outputs, mask = self._decoder_inputs(
             input_ids, attention_mask, vectors, generate_kwargs
         )
-        return self.base_model.generate(
-            encoder_outputs=encoder_outputs, attention_mask=mask, **generate_kwargs
+        return hf_generate(
+            self.base_model, encoder_outputs=encoder_outputs, attention_mask=mask, **generate_kwargs
         )
 
     def save_pretrained(self, directory: str | Path) -> None:

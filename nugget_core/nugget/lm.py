@@ -47,6 +47,7 @@ from ..checkpoint import require_model_folder
 from ..config_io import JsonConfig
 from ..nuggets import Nuggets
 from ..remote_code import refuse_remote_code
+from ..typed_access import input_embedding
 from .model import NuggetModel
 
 LM_CONFIG_NAME = "nugget_lm_config.json"
@@ -115,18 +116,20 @@ class NuggetLM(nn.Module):
     """An HF seq2seq model (bare or inside `NuggetModel` / `BottleneckModel`) as an LM
     with a compressed memory of its history (see the module docstring)."""
 
-    def __init__(self, model: nn.Module, config: NuggetLMConfig) -> None:
+    def __init__(self, model: NuggetModel | BottleneckModel | PreTrainedModel, config: NuggetLMConfig) -> None:
         super().__init__()
         kind = MemoryKind(config.memory)
         wants = {MemoryKind.NUGGET: NuggetModel, MemoryKind.MEAN: BottleneckModel}.get(kind, PreTrainedModel)
         if not isinstance(model, wants):
             raise TypeError(f"NuggetLM memory={kind.value!r} needs a {wants.__name__}, got {type(model).__name__}")
-        if kind is MemoryKind.MEAN and model.config.decoder != "cross":
+        # from here the model's class is the memory's: NuggetModel for nugget, BottleneckModel
+        # for mean, an HF model (neither of the two: both wrap one) for the others
+        if isinstance(model, BottleneckModel) and model.config.decoder != "cross":
             raise ValueError("NuggetLM memory='mean' needs a cross-attention decoder (TSDAE), not "
                              f"{model.config.decoder!r}: the gating decoder reads exactly one vector")
         self.config = config
         self.model = model
-        self.seq2seq: PreTrainedModel = model if kind in (MemoryKind.CHUNK_MEAN, MemoryKind.NONE) else model.base_model
+        self.seq2seq: PreTrainedModel = model if isinstance(model, PreTrainedModel) else model.base_model
 
     @property
     def device(self) -> torch.device:
@@ -136,11 +139,11 @@ class NuggetLM(nn.Module):
 
     def _encode_segments(self, ids: torch.Tensor, mask: torch.Tensor) -> Nuggets:
         """``ids / mask [N, S]`` (real segments) -> per-segment memory ``[N, m, d]``."""
-        kind = MemoryKind(self.config.memory)
-        if kind is MemoryKind.NUGGET:
-            return self.model.encode(ids, mask, ratio=self.config.ratio)
-        if kind is MemoryKind.MEAN:
-            vectors = self.model.embed(ids, mask)[:, None, :]
+        model = self.model  # its class is the memory's (__init__)
+        if isinstance(model, NuggetModel):
+            return model.encode(ids, mask, ratio=self.config.ratio)
+        if isinstance(model, BottleneckModel):
+            vectors = model.embed(ids, mask)[:, None, :]
             ones = torch.ones(vectors.shape[:2], dtype=torch.long, device=ids.device)
             return Nuggets(vectors, ones, torch.zeros(ones.shape, dtype=vectors.dtype, device=ids.device), ones * 0)
         hidden = self.seq2seq.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
@@ -169,7 +172,7 @@ class NuggetLM(nn.Module):
 
     def _empty(self, rows: int) -> Nuggets:
         d = self.seq2seq.config.d_model
-        dtype = self.seq2seq.get_input_embeddings().weight.dtype
+        dtype = input_embedding(self.seq2seq).weight.dtype
         zeros = torch.zeros(rows, 1, dtype=torch.long, device=self.device)
         return Nuggets(torch.zeros(rows, 1, d, dtype=dtype, device=self.device), zeros,
                        torch.zeros(rows, 1, dtype=dtype, device=self.device), zeros)
@@ -195,7 +198,7 @@ class NuggetLM(nn.Module):
             memory = self.memory(history_ids, history_mask)
         call = dict(decoder_input_ids=decoder_input_ids, encoder_outputs=BaseModelOutput(last_hidden_state=memory.encoding),
                     attention_mask=memory.mask, labels=labels, **kwargs)
-        if MemoryKind(self.config.memory) is MemoryKind.NUGGET:
+        if isinstance(self.model, NuggetModel):  # memory='nugget' (__init__)
             with self.model.score_context(memory):
                 return self.seq2seq(**call)
         return self.seq2seq(**call)
@@ -217,7 +220,7 @@ class NuggetLM(nn.Module):
         config = NuggetLMConfig.load(directory)
         kind = MemoryKind(config.memory)
         if kind is MemoryKind.NUGGET:
-            model: nn.Module = NuggetModel.from_pretrained(directory, **kwargs)
+            model: NuggetModel | BottleneckModel | PreTrainedModel = NuggetModel.from_pretrained(directory, **kwargs)
         elif kind is MemoryKind.MEAN:
             model = BottleneckModel.from_pretrained(directory, **kwargs)
         else:

@@ -15,6 +15,7 @@ The HF model is not copied or subclassed: an `EncoderTap` hook scores layer ``l`
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,10 +40,15 @@ from ..nuggets import Nuggets
 from ..params import ParameterCount, count_parameters, decoder_side_parameters, freeze
 from ..residual import CrossAttentionResidual
 from ..scorer import EncoderPass, NuggetScorer
+from ..typed_access import hf_generate
 from .config import NuggetConfig
 from .encoder_tap import EncoderTap
 
 SCORER_WEIGHTS_NAME = "nugget_scorer.safetensors"
+
+# The HF models a NuggetModel is attached to (until unload): held weakly, so a dropped
+# model leaves the set, and outside the model, which is not ours to add attributes to
+_ATTACHED: weakref.WeakSet[nn.Module] = weakref.WeakSet()
 
 
 class NuggetModel(nn.Module):
@@ -50,7 +56,7 @@ class NuggetModel(nn.Module):
 
     def __init__(self, base_model: PreTrainedModel, config: NuggetConfig) -> None:
         super().__init__()
-        if getattr(base_model, "_nugget_attached", False):
+        if base_model in _ATTACHED:
             raise ValueError("this model already has Nugget attached; unload() it first")
         adaptor = get_adaptor(base_model)  # also checks the attention implementation
         layers = adaptor.encoder_layers(base_model)
@@ -70,7 +76,7 @@ class NuggetModel(nn.Module):
             scale=adaptor.attention_scale(base_model) if config.scale_residual else 1.0,
         )
         self.scorer._residual = self.residual
-        base_model._nugget_attached = True
+        _ATTACHED.add(base_model)
         self._frozen: list[nn.Parameter] = []
         if config.freeze_bottom:
             # Paper 3.3: the features the scorer reads must not drift, so the bottom l
@@ -172,7 +178,8 @@ class NuggetModel(nn.Module):
                 raise ValueError("pass input_ids (or precomputed nuggets)")
             nuggets = self.encode(input_ids, attention_mask, ratio, boundary_mask)
         with self.score_context(nuggets):
-            return self.base_model.generate(
+            return hf_generate(
+                self.base_model,
                 encoder_outputs=BaseModelOutput(last_hidden_state=nuggets.encoding),
                 attention_mask=nuggets.mask,
                 **generate_kwargs,
@@ -197,7 +204,7 @@ class NuggetModel(nn.Module):
         for p in self._frozen:
             p.requires_grad_(True)
         self._frozen = []
-        self.base_model._nugget_attached = False
+        _ATTACHED.discard(self.base_model)
         return self.base_model
 
     def save_pretrained(self, directory: str | Path, **kwargs: Any) -> None:

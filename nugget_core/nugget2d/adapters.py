@@ -29,13 +29,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
+from peft.tuners.tuners_utils import BaseTuner
 from torch import nn
+from torch.utils.hooks import RemovableHandle
 from transformers import PreTrainedModel
 
+from ..typed_access import child
 from .config import COMPRESSOR, DECODER, Nugget2DConfig
 
 ADAPTERS = (COMPRESSOR, DECODER)
@@ -64,7 +67,24 @@ def attach_adapters(base: PreTrainedModel, config: Nugget2DConfig) -> PeftModel:
 
 def activate_both(peft_model: PeftModel) -> None:
     """Keep both adapters active in peft; routing is done by `AdapterRouter` gates."""
-    peft_model.base_model.set_adapter(list(ADAPTERS))
+    tuner = peft_model.base_model
+    if not isinstance(tuner, BaseTuner):  # peft leaves the attribute undeclared
+        raise TypeError(f"the PeftModel's base_model is a {type(tuner).__name__}, not a peft tuner")
+    tuner.set_adapter(list(ADAPTERS))
+
+
+@runtime_checkable
+class _LoraLayer(Protocol):
+    """What the router uses of a peft LoRA layer (``peft.tuners.lora.Linear`` & co.;
+    peft's ``LoraLayer`` mixin declares all but ``get_delta_weight``)."""
+
+    lora_A: nn.ModuleDict
+    lora_B: nn.ModuleDict
+    _active_adapter: str | list[str]
+
+    def get_base_layer(self) -> nn.Module: ...
+
+    def get_delta_weight(self, adapter: str) -> torch.Tensor: ...
 
 
 class AdapterRouter:
@@ -73,13 +93,12 @@ class AdapterRouter:
 
     def __init__(self, peft_model: PeftModel) -> None:
         self.gates: dict[str, Gate] = {COMPRESSOR: 0.0, DECODER: 0.0}
-        self._layers: list[nn.Module] = []
-        self._handles = []
+        self._layers: list[_LoraLayer] = []
+        self._handles: list[RemovableHandle] = []
         for module in peft_model.modules():
-            lora_a = getattr(module, "lora_A", None)
-            if not isinstance(lora_a, nn.ModuleDict):
+            if not isinstance(module, _LoraLayer) or not isinstance(module.lora_A, nn.ModuleDict):
                 continue
-            names = [name for name in ADAPTERS if name in lora_a]
+            names = [name for name in ADAPTERS if name in module.lora_A]
             if names:
                 self._layers.append(module)
             for name in names:
@@ -171,24 +190,24 @@ class AdapterRouter:
             raise RuntimeError("AdapterRouter.merged is for inference: call it under torch.no_grad()")
         if self._merged is not None:
             raise RuntimeError(f"adapter {self._merged!r} is already merged")
-        swapped: list[tuple[nn.Module, torch.Tensor]] = []
+        swapped: list[tuple[torch.Tensor, torch.Tensor]] = []  # (weight, its original data)
         previous_active = self._active
         try:
             if name is not None:
                 for layer in self._layers:
                     if name not in layer.lora_A:
                         continue
-                    base = layer.get_base_layer()
-                    original = base.weight.data
+                    weight = child(layer.get_base_layer(), "weight", torch.Tensor)
+                    original = weight.data
                     delta = layer.get_delta_weight(name).to(original.dtype)
-                    swapped.append((base, original))
-                    base.weight.data = original + delta
+                    swapped.append((weight, original))
+                    weight.data = original + delta
             self._activate(())
             self._merged = name
             yield
         finally:
-            for base, original in swapped:
-                base.weight.data = original
+            for weight, original in swapped:
+                weight.data = original
             self._merged = None
             self._activate(previous_active)
 

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from ..nuggets import gather_tokens, selection_to_indices
+from ..typed_access import logits_of
 from .bias import nugget_attention_mask
 from .model import Nugget2DModel
 
@@ -163,7 +164,7 @@ def ar_forward(
         position_ids=query_pos,
         use_cache=False,
     )
-    return AROutput(out.logits[:, :t], scores, selected)
+    return AROutput(logits_of(out)[:, :t], scores, selected)
 
 
 def ar_loss(

@@ -23,6 +23,7 @@ import torch
 from transformers import DynamicCache
 from transformers.modeling_outputs import CausalLMOutput
 
+from ..typed_access import dynamic_cache_of, logits_of
 from .autoregressive import last_tokens_nll
 from .bias import nugget_attention_mask
 from .compressive import CompressiveLayout, compressive_forward, pool_chunks
@@ -43,6 +44,13 @@ class WindowStream(GreedyStepper):
         self.position = 0
         self.recent = LayerKV([], [])
         self.memory = LayerKV([], [])
+
+    @property
+    def recent_window(self) -> int:
+        """``window``, for the streams that evict (only those have one)."""
+        if self.window is None:
+            raise RuntimeError(f"{type(self).__name__} keeps every token: it has no recent window")
+        return self.window
 
     @property
     def kv_positions(self) -> int:
@@ -76,7 +84,7 @@ class WindowStream(GreedyStepper):
             self._evicted(self.recent.slice(0, cut))
             self.recent = self.recent.slice(cut)
         self.position += 1
-        return out.logits[0, 0]
+        return logits_of(out)[0, 0]
 
 
 class FullStream(WindowStream):
@@ -98,7 +106,7 @@ class FullStream(WindowStream):
     def kv_positions(self) -> int:
         """Positions the next prediction reads besides its own token (as a rolling window's
         cache holds them)."""
-        return min(len(self.tokens), self.window - 1) if self.reencode else super().kv_positions
+        return min(len(self.tokens), self.recent_window - 1) if self.reencode else super().kv_positions
 
     def kv_bytes(self) -> int:
         return self._window_bytes if self.reencode else super().kv_bytes()
@@ -110,7 +118,7 @@ class FullStream(WindowStream):
             self.step(token_id)
             return
         token = token_id if isinstance(token_id, int) else int(token_id.reshape(-1)[0])
-        self.tokens = (self.tokens + [token])[-self.window :]
+        self.tokens = (self.tokens + [token])[-self.recent_window :]
         self.position += 1
 
     @torch.no_grad()
@@ -124,8 +132,8 @@ class FullStream(WindowStream):
             self.adapter, input_ids=ids, position_ids=torch.arange(ids.shape[1], device=ids.device)[None],
             use_cache=True,
         )
-        self._window_bytes = LayerKV.from_cache(out.past_key_values).nbytes()
-        return out.logits[0, -1]
+        self._window_bytes = LayerKV.from_cache(dynamic_cache_of(out)).nbytes()
+        return logits_of(out)[0, -1]
 
 
 class CompressiveStream(WindowStream):
@@ -152,7 +160,7 @@ class CompressiveStream(WindowStream):
 
     def _evicted(self, evicted: LayerKV) -> None:
         if self.pending.length == 0:
-            self.pending_start = self.position - (self.window - 1) - evicted.length + 1
+            self.pending_start = self.position - (self.recent_window - 1) - evicted.length + 1
         self.pending = self.pending.cat(evicted)
         while self.pending.length >= self.chunk:
             slot = self._pool(self.pending.slice(0, self.chunk), self.pending_start)

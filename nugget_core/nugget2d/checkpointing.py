@@ -11,9 +11,9 @@ the base LM, and torch refuses it or the gradients are silently wrong
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from torch import nn
 
@@ -39,12 +39,20 @@ def enable_routed_checkpointing(lm: Any, router: AdapterRouter) -> None:
     lm.gradient_checkpointing_enable({"use_reentrant": False, "context_fn": contexts})
 
 
+@runtime_checkable
+class _Checkpointable(Protocol):
+    """An HF layer that checkpoints itself while its flag is set (``GradientCheckpointingLayer``
+    and older layers that carry the same flag)."""
+
+    gradient_checkpointing: bool
+
+
 @contextmanager
-def without_layer_checkpointing(layers: Sequence[nn.Module]) -> Iterator[None]:
+def without_layer_checkpointing(layers: Iterable[nn.Module]) -> Iterator[None]:
     """Within the block, HF's per-layer checkpointing is off in ``layers`` (a pass through
     a KV cache: HF drops the cache of a checkpointed layer, and a rerun would extend it
     twice); restored on exit."""
-    on = [m for m in layers if getattr(m, "gradient_checkpointing", False)]
+    on = [m for m in layers if isinstance(m, _Checkpointable) and m.gradient_checkpointing]
     for layer in on:
         layer.gradient_checkpointing = False
     try:

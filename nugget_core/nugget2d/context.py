@@ -105,6 +105,8 @@ def pack_answer_inputs(
         segments.append((soft, ones))
         labels.append(torch.full_like(ones, -100))
     if prompt_ids is not None and prompt_ids.shape[1] > 0:
+        if prompt_mask is None:
+            raise ValueError("pass prompt_mask with prompt_ids")
         segments.append((embed(prompt_ids), prompt_mask))
         labels.append(torch.full_like(prompt_ids, -100))
     segments.append((embed(answer_ids), answer_mask))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import CacheLayerMixin
 
 
 @dataclass
@@ -26,7 +27,8 @@ class LayerKV:
 
     @classmethod
     def from_cache(cls, cache: DynamicCache) -> LayerKV:
-        return cls([layer.keys for layer in cache.layers], [layer.values for layer in cache.layers])
+        pairs = [_keys_values(layer, index) for index, layer in enumerate(cache.layers)]
+        return cls([k for k, _ in pairs], [v for _, v in pairs])
 
     def to_cache(self) -> DynamicCache:
         """A fresh `DynamicCache` holding these states (the model appends to it)."""
@@ -86,3 +88,12 @@ def empty_kv(num_layers: int) -> LayerKV:
 def cache_nbytes(cache: DynamicCache) -> int:
     """Bytes of the keys and values held by an HF `DynamicCache`."""
     return LayerKV.from_cache(cache).nbytes()
+
+
+def _keys_values(layer: object, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """An attention layer's keys and values (a DynamicCache's layers also type as linear
+    attention or placeholder layers, which hold none)."""
+    if not isinstance(layer, CacheLayerMixin) or layer.keys is None or layer.values is None:
+        raise ValueError(f"cache layer {index} ({type(layer).__name__}) holds no keys and values: "
+                         "not an attention layer that has run")
+    return layer.keys, layer.values

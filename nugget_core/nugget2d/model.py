@@ -39,6 +39,7 @@ from ..nuggets import gather_tokens, selection_to_indices
 from ..remote_code import refuse_remote_code
 from ..scorer import NuggetScorer
 from ..selectors import TopKSelector
+from ..typed_access import checked, logits_of
 from .adapters import AdapterRouter, attach_adapters
 from .bias import nugget_attention_mask
 from .checkpointing import enable_routed_checkpointing, without_layer_checkpointing
@@ -94,7 +95,7 @@ class Nugget2DModel(nn.Module):
         for p in base_model.parameters():
             p.requires_grad_(False)  # only adapters, scorer and soft prompt ever train
         self.peft = peft_model if peft_model is not None else attach_adapters(base_model, config)
-        self.lm: PreTrainedModel = self.peft.get_base_model()
+        self.lm = checked(self.peft.get_base_model(), PreTrainedModel, "the PeftModel's base model")
         self._checkpoint_compressor = False  # enable_activation_checkpointing
         # how a trained model reads its inputs (`persistence.Nugget2DUsage`; set by
         # load_nugget2d from the folder, or by the trainer before saving)
@@ -207,10 +208,11 @@ class Nugget2DModel(nn.Module):
             return self.adaptor.backbone(self.lm)(**hf_kwargs)
 
     def encode_kv(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, adapter: str | None, **hf_kwargs: Any
+        self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor, adapter: str | None, **hf_kwargs: Any
     ) -> LayerKV:
         """Every layer's KV ``[batch, kv_heads, n, head_dim]`` of right-padded
-        ``input_ids [batch, n]`` under ``adapter`` (the backbone only: no LM head);
+        ``input_ids [batch, n]`` (None with ``inputs_embeds`` in ``hf_kwargs``) under
+        ``adapter`` (the backbone only: no LM head);
         ``hf_kwargs`` reach the attention functions (e.g. a probe's state)."""
         cache = DynamicCache()
         with self._cached_pass():
@@ -345,7 +347,7 @@ class Nugget2DModel(nn.Module):
                 past_key_values=cache,
                 use_cache=True,
             )
-        return out.logits, cache
+        return logits_of(out), cache
 
     def forward(
         self,
@@ -375,7 +377,7 @@ class Nugget2DModel(nn.Module):
             gates=inputs.gates, inputs_embeds=inputs.inputs_embeds, attention_mask=inputs.attention_mask,
             position_ids=inputs.position_ids, use_cache=False, logits_to_keep=inputs.decoder_tokens,
         )
-        return self._answer_output(out.logits, inputs.labels, selected.sum(dim=1), None)
+        return self._answer_output(logits_of(out), inputs.labels, selected.sum(dim=1), None)
 
     def answer_loss(
         self,

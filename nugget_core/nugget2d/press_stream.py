@@ -39,7 +39,7 @@ class PressStream(WindowStream):
         self.memory_positions: list[torch.Tensor] = []  # per layer [1, kv_heads, m]: text positions
 
     def _evicted(self, evicted: LayerKV) -> None:
-        start = self.position - (self.window - 1) - evicted.length + 1
+        start = self.position - (self.recent_window - 1) - evicted.length + 1
         device = evicted.keys[0].device
         new = torch.arange(start, start + evicted.length, device=device)[None, None]
         new = new.expand(1, evicted.keys[0].shape[1], -1)

@@ -37,6 +37,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from ..nuggets import nugget_counts
+from ..typed_access import child
 from .attention import attention_implementation
 from .context import CompressedContext
 from .model import Nugget2DModel
@@ -184,7 +185,7 @@ def probe_attention(
     if snapkv_probe is None:
         raise ValueError(f"attention {PROBE_ATTENTION!r} needs snapkv_probe (use press_context)")
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    snapkv_probe.record(int(module.layer_idx), query, key, scale)
+    snapkv_probe.record(child(module, "layer_idx", int), query, key, scale)
     return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                   **kwargs)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from ..typed_access import logits_of
 from .config import DECODER
 from .context import CompressedContext
 from .generation import GenerationResult, pack_prompt
@@ -61,7 +62,7 @@ def reference_generate_from_context(
             past_key_values=cache,
             use_cache=True,
         )
-        last = step_out.logits[:, -1]
+        last = logits_of(step_out)[:, -1]
     return GenerationResult(
         tokens=torch.stack(out, dim=1),
         context_kv_bytes=context.nbytes(),

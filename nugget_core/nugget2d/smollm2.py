@@ -87,8 +87,10 @@ def prepare_smollm2(
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, trust_remote_code=False)
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, trust_remote_code=False)
         # The weights are plain fp32 after loading; drop the GGUF "quantizer" record,
-        # which otherwise makes save_pretrained refuse to serialise the model.
-        model.hf_quantizer = None
+        # which otherwise makes save_pretrained refuse to serialise the model (as
+        # transformers' own HfQuantizer.remove_quantization_config does).
+        if hasattr(model, "hf_quantizer"):
+            del model.hf_quantizer
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         if keep_layers is not None:

@@ -25,8 +25,10 @@ from collections.abc import Callable
 
 import torch
 from transformers import PreTrainedModel, StaticCache
+from transformers.cache_utils import StaticLayer
 
 from ..modes import ResidualMode
+from ..typed_access import checked
 from .bias import nugget_attention_mask
 from .context import CompressedContext, continuation_positions, decoder_visibility
 
@@ -85,7 +87,8 @@ class StaticDecoder:
             if consume_context:
                 kv.keys[layer], kv.values[layer] = _emptied(kv.keys[layer]), _emptied(kv.values[layer])
         device = token_mask.device
-        self._length = self.cache.layers[0].cumulative_length  # device-side, advanced by HF
+        first = checked(self.cache.layers[0], StaticLayer, "a StaticCache layer")
+        self._length = first.cumulative_length  # device-side, advanced by HF
         self.key_scores = _pad_keys(context.key_scores(m), self.slots, 0.0)
         keys_real = torch.cat([context.mask.bool(), token_mask.bool()], dim=1)
         self.step_mask = nugget_attention_mask(

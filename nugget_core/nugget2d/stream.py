@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
+from ..typed_access import logits_of
 from .autoregressive import ARWindows, nugget_eligibility
 from .greedy import GreedyStepper
 from .kv import LayerKV
@@ -122,7 +123,7 @@ class Nugget2DStream(GreedyStepper):
         self.selected.append(is_nugget)
         self.position += 1
         self._prune()
-        return out.logits[0, 0]
+        return logits_of(out)[0, 0]
 
     def _prune(self) -> None:
         """Drop nuggets that no later query can attend (windows only move forward)."""

@@ -80,7 +80,7 @@ class RestorableConfig(JsonConfig):
         return d_repr
 
 
-def _choice(kind: type[StrEnum], field: str, value: object) -> str:
+def _choice(kind: type[StrEnum], field: str, value: str) -> str:
     try:
         return kind(value).value
     except ValueError:

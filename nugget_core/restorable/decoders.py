@@ -22,6 +22,7 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
 
+from ..typed_access import input_embedding
 from .config import DecoderKind
 from .family import Seq2SeqFamily
 
@@ -53,14 +54,14 @@ class DecoderSide:
 
     def embed(self, token_ids: torch.Tensor) -> torch.Tensor:
         """``e(.)``: the decoder's token embedding of ``token_ids [batch, n]``."""
-        return self.stack.get_input_embeddings()(token_ids)
+        return input_embedding(self.stack)(token_ids)
 
     def first_input(self, e_repr: torch.Tensor) -> torch.Tensor:
         """The decoder's first input embedding ``[batch, 1, d_model]``: ``e_repr`` itself
         (input decoder) or the embedded decoder start token (cross / gating)."""
-        if self.kind is DecoderKind.INPUT:
+        if self.start_token_id is None:  # the input decoder (__init__)
             # the dtype of the embedded tokens it is concatenated with (under autocast e_repr may differ)
-            return e_repr[:, None, :].to(self.stack.get_input_embeddings().weight.dtype)
+            return e_repr[:, None, :].to(input_embedding(self.stack).weight.dtype)
         start = torch.full((e_repr.shape[0], 1), self.start_token_id, dtype=torch.long, device=e_repr.device)
         return self.embed(start)
 
@@ -124,5 +125,7 @@ class DecodingSession:
 
     def reorder(self, rows: torch.Tensor) -> None:
         """Continue row ``rows[i]``'s state in row ``i`` (beam search)."""
-        self.cache.reorder_cache(rows)
+        # transformers annotates beam_idx as the legacy torch.LongTensor class, which no
+        # tensor is typed as; any int64 tensor is what it indexes with
+        self.cache.reorder_cache(rows)  # type: ignore[arg-type]
         self.e_repr = self.e_repr.index_select(0, rows)

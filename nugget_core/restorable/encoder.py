@@ -23,6 +23,7 @@ import torch
 from torch import nn
 from transformers.activations import ACT2FN
 
+from ..typed_access import input_embedding
 from .config import Pooling
 from .family import LayerSettings
 from .pooling import first_position, sqrt_mean_pool
@@ -53,7 +54,7 @@ class RestorableEncoder(nn.Module):
 
     def __init__(self, backbone: nn.Module, pooling: str, d_repr: int, extra_layers: nn.ModuleList) -> None:
         super().__init__()
-        embed = backbone.get_input_embeddings()
+        embed = input_embedding(backbone)
         d_model = int(embed.embedding_dim)
         self.backbone = backbone
         self.pooling = Pooling(pooling)
@@ -81,7 +82,7 @@ class RestorableEncoder(nn.Module):
         if self.cls is None:
             hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         else:
-            tokens = self.backbone.get_input_embeddings()(input_ids)
+            tokens = input_embedding(self.backbone)(input_ids)
             cls = self.cls.to(tokens.dtype).expand(tokens.shape[0], 1, -1)
             attention_mask = torch.cat([attention_mask.new_ones(attention_mask.shape[0], 1), attention_mask], dim=1)
             hidden = self.backbone(

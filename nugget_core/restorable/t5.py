@@ -17,6 +17,7 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 
+from ..typed_access import child
 from .family import LayerSettings, Seq2SeqFamily, place_like
 from .gating import GatingLayer
 
@@ -74,5 +75,5 @@ class T5Family(Seq2SeqFamily):
     def lm_logits(self, model: PreTrainedModel, hidden: torch.Tensor) -> torch.Tensor:
         # T5ForConditionalGeneration.forward: tied embeddings -> rescale before the head.
         if model.config.scale_decoder_outputs:
-            hidden = hidden * (model.model_dim**-0.5)
+            hidden = hidden * (child(model, "model_dim", int) ** -0.5)
         return model.lm_head(hidden)
