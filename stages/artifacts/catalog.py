@@ -37,21 +37,14 @@ TERMINAL: dict[str, str] = {
 }
 
 
-def _stage_of(value: object, module: ModuleType) -> str:
-    """``STAGE`` of ``value`` where it is a class defined in ``module`` that names one, else ""."""
-    if not isinstance(value, type) or value.__module__ != module.__name__:
-        return ""
-    stage = getattr(value, "STAGE", "")
-    return stage if isinstance(stage, str) else ""
-
-
 def contracts() -> dict[str, type]:
     """Stage name -> the contract class of its output, for every stage that has one."""
-    found: dict[str, type] = {}
-    for module in MODULES:
-        for value in vars(module).values():
-            if stage := _stage_of(value, module):
-                found[stage] = value
+    found = {
+        cls.STAGE: cls
+        for module in MODULES
+        for cls in vars(module).values()
+        if isinstance(cls, type) and cls.__module__ == module.__name__ and getattr(cls, "STAGE", "")
+    }
     return {**found, **SHARED}
 
 
