@@ -21,12 +21,9 @@ def resolve_optional_upstream(stages: Iterable[type[Stage]]) -> None:
     stages = list(stages)
     names = {s.name for s in stages}
     for stage in stages:
-        # both are declared by the few stages that have optional inputs, not by `Stage`
+        # declared by the stages with optional inputs; absent: None and () (no optional inputs)
         optional: tuple[str, ...] | None = getattr(stage, "optional_upstream", None)
         if optional is None:
             continue
-        required: tuple[str, ...] | None = getattr(stage, "required_upstream", None)
-        if required is None:
-            raise TypeError(f"stage {stage.name!r} declares optional_upstream without required_upstream "
-                            "(the upstream names it always reads)")
+        required: tuple[str, ...] = getattr(stage, "required_upstream", ())
         stage.upstream = tuple(required) + tuple(n for n in optional if n in names)

@@ -53,15 +53,6 @@ def test_optional_upstream_only_when_registered():
     assert B.upstream == ("a", "sweep_nugget")
 
 
-def test_optional_upstream_without_required_is_refused_naming_the_stage():
-    class C(Stage):
-        name = "c"
-        optional_upstream = ("sweep_nugget",)
-
-    with pytest.raises(TypeError, match="stage 'c' declares optional_upstream without required_upstream"):
-        resolve_optional_upstream([C])
-
-
 def test_authors_layout_reads_like_ours(tmp_path):
     docs = [("L0", "a b c"), ("R0", "a b d"), ("R1", "x y z")]
     write_dataset(tmp_path, docs, [Task("L0", ("R1", "R0"), 1)])
