@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stages.config.schema import PipelineConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +43,7 @@ def _matches(key: str, sections: Sequence[str]) -> bool:
     return not sections or any(key == s or key.startswith(f"{s}.") for s in sections)
 
 
-def describe_config(cfg: Any, sections: Sequence[str] = ()) -> list[str]:
+def describe_config(cfg: PipelineConfig, sections: Sequence[str] = ()) -> list[str]:
     """Lines ``key = value  # help`` (``[section]  # help`` for a section) of ``cfg``,
     limited to the dotted ``sections`` (and what is under them) when given; a `KeyError`
     names a section that matches no key."""

@@ -18,7 +18,10 @@ and builds an OmegaConf-ready twin with the same names, types, defaults and meta
 
 A section ``s`` turns into the library object with ``s.build()``, i.e.
 ``LibraryClass(**{f: getattr(s, f)})``; the section itself is a plain picklable
-dataclass (its class lives in the module that calls :func:`section_of`).
+dataclass (its class lives in the module that calls :func:`section_of`), a subclass of
+:class:`DerivedSection`. Its fields are made at import, so a type checker sees none of
+them: it types them ``Any``, ``build()`` as the library class (the schema names each
+section's type as ``DerivedSection[LibraryClass]``).
 """
 
 from __future__ import annotations
@@ -29,9 +32,37 @@ import types
 import typing
 from collections.abc import Callable
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 _PLAIN = (int, float, bool, str)
+CoreT = TypeVar("CoreT")
+
+
+@dataclasses.dataclass
+class DerivedSection(Generic[CoreT]):
+    """The base of every class :func:`section_of` makes (which sets the class attributes)."""
+
+    core_class: ClassVar[type]  # the library class mirrored
+    field_names: ClassVar[tuple[str, ...]]  # its init fields, each a field of the section
+    # ``<core class name>.<field>`` in a message of its validation: names the field
+    field_pattern: ClassVar[re.Pattern[str]]
+
+    def build(self) -> CoreT:
+        """The library object (``core_class(**fields)``); raises what its validation raises."""
+        built: CoreT = self.core_class(**{n: getattr(self, n) for n in self.field_names})
+        return built
+
+    def construction_errors(self) -> list[tuple[str | None, str]]:
+        """``(field or None, message)`` for what ``core_class``'s own validation rejects."""
+        try:
+            self.build()
+        except (TypeError, ValueError) as exc:
+            match = self.field_pattern.search(str(exc))
+            return [(match.group(1) if match else None, f"rejected by {self.core_class.__name__}: {exc}")]
+        return []
+
+    if TYPE_CHECKING:  # the mirrored fields, made at import (see the module docstring)
+        def __getattr__(self, name: str) -> Any: ...
 
 
 def _plain_type(tp: Any, where: str) -> tuple[Any, tuple[Any, ...] | None]:
@@ -49,11 +80,11 @@ def _plain_type(tp: Any, where: str) -> tuple[Any, tuple[Any, ...] | None]:
     if origin is list and len(args) == 1:
         inner, choices = _plain_type(args[0], where)
         if inner in _PLAIN:
-            return list[inner], choices
+            return types.GenericAlias(list, (inner,)), choices  # list[inner]
     if origin is dict and len(args) == 2 and args[0] is str:
         inner, choices = _plain_type(args[1], where)
         if inner in _PLAIN:
-            return dict[str, inner], choices
+            return types.GenericAlias(dict, (str, inner)), choices  # dict[str, inner]
     raise TypeError(
         f"{where}: type {tp!r} cannot be carried by the pipeline config (supported: int, "
         "float, bool, str, Enum, X | None, list[X], dict[str, X] of those)"
@@ -83,7 +114,7 @@ def _field(f: dataclasses.Field, tp: Any, choices: tuple[Any, ...] | None) -> da
     return dataclasses.field(metadata=meta)
 
 
-def section_of(source: type, name: str, module: str, doc: str | None = None) -> type:
+def section_of(source: type[CoreT], name: str, module: str, doc: str | None = None) -> type[DerivedSection[CoreT]]:
     """An OmegaConf-ready dataclass ``name`` (defined in ``module``) mirroring ``source``.
 
     Assign the result to the module-level name ``name`` of ``module`` (pickling finds the
@@ -99,26 +130,13 @@ def section_of(source: type, name: str, module: str, doc: str | None = None) -> 
         tp, choices = _plain_type(hints[f.name], f"{source.__qualname__}.{f.name}")
         specs.append((f.name, tp, _field(f, tp, choices)))
     names = tuple(n for n, _, _ in specs)
-    pattern = re.compile(rf"\b{re.escape(source.__name__)}\.({'|'.join(map(re.escape, names))})\b")
-
-    def build(self: Any) -> Any:
-        """The library object (``source(**fields)``); raises what its validation raises."""
-        return source(**{n: getattr(self, n) for n in names})
-
-    def construction_errors(self: Any) -> list[tuple[str | None, str]]:
-        """``(field or None, message)`` for what ``source``'s own validation rejects."""
-        try:
-            build(self)
-        except (TypeError, ValueError) as exc:
-            match = pattern.search(str(exc))
-            return [(match.group(1) if match else None, f"rejected by {source.__name__}: {exc}")]
-        return []
-
     namespace = {
         "__module__": module,
         "__doc__": doc or f"``{source.__module__}.{source.__qualname__}``'s fields (derived).",
         "core_class": source,
-        "build": build,
-        "construction_errors": construction_errors,
+        "field_names": names,
+        "field_pattern": re.compile(rf"\b{re.escape(source.__name__)}\.({'|'.join(map(re.escape, names))})\b"),
     }
-    return dataclasses.make_dataclass(name, specs, namespace=namespace)
+    made = dataclasses.make_dataclass(name, specs, bases=(DerivedSection,), namespace=namespace)
+    assert issubclass(made, DerivedSection)  # tells the type checker what make_dataclass made
+    return made

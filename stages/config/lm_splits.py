@@ -13,7 +13,11 @@ and also refuses a calibration sample drawn from the split ``eval_lm`` scores (N
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # schema imports this module
+    from stages.config.data import LMData
+    from stages.config.schema import PipelineConfig
 
 # build_lm's wiki split -> WikiText-103's published split (Nugget2D §5: table 1 on test)
 WIKITEXT_LM_SPLITS = {"dev": "validation", "test": "test"}
@@ -32,7 +36,7 @@ def assigned_splits(dev_fraction: float) -> tuple[str, ...]:
     return ALL_SPLITS if dev_fraction > 0 else ("train",)
 
 
-def lm_corpus_splits(lm: Any) -> dict[str, tuple[str, ...]]:
+def lm_corpus_splits(lm: LMData) -> dict[str, tuple[str, ...]]:
     """Splits of each of build_lm's LM corpora (``lm_<corpus>.parquet``) and of its
     ``continuation`` windows (both corpora's documents, each in its corpus's split)."""
     here = assigned_splits(lm.dev_fraction)
@@ -48,7 +52,7 @@ def _missing(what: str, split: str, corpus: str, splits: dict[str, tuple[str, ..
             f"(it has {list(splits[corpus])}; data.lm.source, data.lm.dev_fraction)")
 
 
-def lm_split_errors(cfg: Any) -> list[str]:
+def lm_split_errors(cfg: PipelineConfig) -> list[str]:
     """Every setting of ``cfg`` (a `PipelineConfig`) that reads a split of build_lm's LM
     segments or continuation windows that the data does not hold, and a calibration sample
     drawn from the split eval_lm scores."""

@@ -104,9 +104,25 @@ def _parse_overrides(values: list[str]) -> DictConfig:
         raise ConfigError(f"command line: cannot parse overrides {values}: {exc}") from exc
 
 
+def _merged(base: DictConfig, *others: Any) -> DictConfig:
+    """``others`` merged into ``base`` (OmegaConf.merge, which keeps a mapping a mapping)."""
+    merged = OmegaConf.merge(base, *others)
+    if not isinstance(merged, DictConfig):
+        raise TypeError(f"merging into a mapping gave a {type(merged).__name__}")
+    return merged
+
+
+def _plain(cfg: DictConfig) -> dict[str, Any]:
+    """``cfg`` as nested plain dicts (OmegaConf.to_container)."""
+    plain = OmegaConf.to_container(cfg)
+    if not isinstance(plain, dict):
+        raise TypeError(f"a mapping's container is a {type(plain).__name__}")
+    return {str(k): v for k, v in plain.items()}
+
+
 def _merge(base: DictConfig, other: Any, origin: str) -> DictConfig:
     try:
-        return OmegaConf.merge(base, other)
+        return _merged(base, other)
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", None) or "?"
         msg = str(exc).splitlines()[0]
@@ -130,7 +146,7 @@ def _rehearsal(selections: dict[str, str]) -> bool:
 def _build(layers: list[tuple[str, Any]]) -> DictConfig:
     """The schema with every layer merged in order, resolved (not yet an object)."""
     try:  # one merge (each merge deep-copies the whole config) ...
-        cfg = OmegaConf.merge(OmegaConf.structured(PipelineConfig), *(node for _, node in layers))
+        cfg = _merged(OmegaConf.structured(PipelineConfig), *(node for _, node in layers))
     except OmegaConfBaseException:  # ... and layer by layer only to name the one that fails
         cfg = OmegaConf.structured(PipelineConfig)
         for origin, node in layers:
@@ -161,7 +177,7 @@ def load_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR, c
     defaults = profile_cfg.pop("defaults", OmegaConf.create({}))
     if not isinstance(defaults, DictConfig):
         raise ConfigError(f"{profile_path}: 'defaults' must map group -> option")
-    unknown = sorted(set(defaults.keys()) - set(GROUPS))
+    unknown = sorted({str(k) for k in defaults.keys()} - set(GROUPS))
     if unknown:
         raise ConfigError(f"{profile_path}: defaults: unknown groups {unknown}; groups are {list(GROUPS)}")
     choices = {**{str(k): str(v) for k, v in defaults.items()}, **selections}
@@ -180,8 +196,7 @@ def load_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR, c
         overlay = ("rehearsal", {"rehearsal": True})
         cfg = _build([*layers, (str(overlay_path), _read_yaml(overlay_path)), overlay, command_line])
         # the rehearsal runs the profile's code paths: any change beyond sizes is refused here
-        plain = OmegaConf.to_container(_build([*layers, command_line]))
-        changed = non_size_differences(plain, OmegaConf.to_container(cfg))
+        changed = non_size_differences(_plain(_build([*layers, command_line])), _plain(cfg))
         if changed:
             raise ConfigError(f"{overlay_path}: a rehearsal changes sizes only (stages/config/rehearsal.py); "
                               "it changes " + "; ".join(changed))

@@ -18,10 +18,13 @@ evaluations) is not refused: short smoke runs of a profile's jobs set exactly th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # schema imports this module
+    from stages.config.schema import PipelineConfig
 
 
-def re_batch_errors(cfg: Any) -> list[str]:
+def re_batch_errors(cfg: PipelineConfig) -> list[str]:
     """A cap on train_re's texts smaller than one step's batch of all workers."""
     cap, job = cfg.data.re.max_train_examples, cfg.train.re
     batch = job.batch_size * job.num_workers
@@ -32,7 +35,7 @@ def re_batch_errors(cfg: Any) -> list[str]:
     return []
 
 
-def mt_split_errors(cfg: Any) -> list[str]:
+def mt_split_errors(cfg: PipelineConfig) -> list[str]:
     """Splits of build_mt_docs that its readers need and its settings leave empty."""
     mt, found = cfg.data.mt, []
     if not mt.dev_split and not mt.dev_fraction:
@@ -45,6 +48,6 @@ def mt_split_errors(cfg: Any) -> list[str]:
     return found
 
 
-def relation_errors(cfg: Any) -> list[str]:
+def relation_errors(cfg: PipelineConfig) -> list[str]:
     """Every relation above that does not hold in ``cfg`` (a `PipelineConfig`)."""
     return re_batch_errors(cfg) + mt_split_errors(cfg)

@@ -15,6 +15,7 @@ cache key, so editing ``train.lr`` never invalidates a dataset stage.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
 
 from nugget_core import NuggetConfig, TinyBartSpec  # lazy package: imports no torch
 from nugget_core.nugget2d import Nugget2DConfig
@@ -22,7 +23,7 @@ from nugget_core.nugget2d.prompts import PROMPT_FORMATS
 from stages.config.calibrate import CalibrateSection
 from stages.config.data import DataSection
 from stages.config.depth import lm_depth_errors, seq2seq_depth_errors
-from stages.config.derive import section_of
+from stages.config.derive import DerivedSection, section_of
 from stages.config.evaluation import EvalSection, ReportSection
 from stages.config.lm_splits import lm_split_errors
 from stages.config.relations import relation_errors
@@ -75,17 +76,22 @@ class RunSection:
 # types, defaults, help and bounds come from their dataclass fields (``field(metadata=...)``),
 # enums are held as their values, and ``section.build()`` returns the nugget_core object.
 # Nothing is re-typed here (stages.config.derive); a new nugget_core field is a new key.
-NuggetSection = section_of(
-    NuggetConfig, "NuggetSection", __name__,
-    "Nugget (encoder-decoder), Qin & Van Durme, ICML 2023, section 3: nugget_core.NuggetConfig.",
-)
-Nugget2DSection = section_of(
-    Nugget2DConfig, "Nugget2DSection", __name__,
-    "Nugget2D (decoder-only), sections 2.2-2.5: nugget_core.nugget2d.Nugget2DConfig.",
-)
-TinyBartSection = section_of(
-    TinyBartSpec, "TinyBartSection", __name__, "Tiny random-init BART: nugget_core.TinyBartSpec."
-)
+if TYPE_CHECKING:  # the classes are made at import: a type checker knows them by their base
+    NuggetSection: TypeAlias = DerivedSection[NuggetConfig]
+    Nugget2DSection: TypeAlias = DerivedSection[Nugget2DConfig]
+    TinyBartSection: TypeAlias = DerivedSection[TinyBartSpec]
+else:
+    NuggetSection = section_of(
+        NuggetConfig, "NuggetSection", __name__,
+        "Nugget (encoder-decoder), Qin & Van Durme, ICML 2023, section 3: nugget_core.NuggetConfig.",
+    )
+    Nugget2DSection = section_of(
+        Nugget2DConfig, "Nugget2DSection", __name__,
+        "Nugget2D (decoder-only), sections 2.2-2.5: nugget_core.nugget2d.Nugget2DConfig.",
+    )
+    TinyBartSection = section_of(
+        TinyBartSpec, "TinyBartSection", __name__, "Tiny random-init BART: nugget_core.TinyBartSpec."
+    )
 
 
 @dataclass

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 # Python integers have no bound, but what reads them does: a tokenizer vocabulary of 10**23
@@ -143,13 +144,11 @@ def spec(default: Any = dataclasses.MISSING, *, help: str, **meta: Any) -> Any:
     """
     metadata = {"help": help, **meta}
     if isinstance(default, list | dict) or dataclasses.is_dataclass(default):
-        return dataclasses.field(
-            default_factory=lambda d=default: _copy(d), metadata=metadata
-        )
+        return dataclasses.field(default_factory=partial(_copy, default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
 
 
 def _copy(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # an instance (a section)
         return dataclasses.replace(value)
     return type(value)(value)

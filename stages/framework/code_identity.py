@@ -25,8 +25,12 @@ import hashlib
 import sys
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stages.framework.provenance import closure_files, is_type_checking, repo_root
+
+if TYPE_CHECKING:
+    from stages.framework.stage import Stage
 
 DIGEST_CHARS = 16  # hex chars of the closure digest in a code version
 
@@ -85,7 +89,7 @@ def _closure_digest(module_name: str, root: Path) -> str:
     return digest.hexdigest()
 
 
-def code_version(stage_cls: type) -> str:
+def code_version(stage_cls: type[Stage]) -> str:
     """``"<version>:<16 hex of closure_digest(stage module)>"``."""
     return f"{stage_cls.version}:" + closure_digest(stage_cls.__module__)[:DIGEST_CHARS]
 

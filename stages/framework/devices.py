@@ -16,19 +16,22 @@ on GPU and on CPU agree within float tolerance; ``eval.dtype``, which changes re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stages.framework.resources import Demand, add
 
+if TYPE_CHECKING:
+    from stages.framework.stage import Stage
 
-def wants_gpu(stage_cls: type, setting: str, capacity: Mapping[str, float]) -> bool:
+
+def wants_gpu(stage_cls: type[Stage], setting: str, capacity: Mapping[str, float]) -> bool:
     """Whether ``stage_cls``'s own task asks Ray for one GPU under ``run.device=setting``."""
     if not getattr(stage_cls, "uses_device", False) or setting == "cpu":
         return False
     return setting == "cuda" or capacity.get("GPU", 0.0) >= 1.0
 
 
-def task_options(stage_cls: type, setting: str, capacity: Mapping[str, float]) -> dict[str, Any]:
+def task_options(stage_cls: type[Stage], setting: str, capacity: Mapping[str, float]) -> dict[str, Any]:
     """Ray options of the task running ``stage_cls.run``: its ``resources`` (+ one GPU)."""
     options = dict(stage_cls.resources)
     if wants_gpu(stage_cls, setting, capacity):
@@ -36,7 +39,7 @@ def task_options(stage_cls: type, setting: str, capacity: Mapping[str, float]) -
     return options
 
 
-def with_device(demand: Demand, stage_cls: type, setting: str, capacity: Mapping[str, float]) -> Demand:
+def with_device(demand: Demand, stage_cls: type[Stage], setting: str, capacity: Mapping[str, float]) -> Demand:
     """``demand`` plus the GPU of ``stage_cls``'s own task, if it gets one."""
     if not wants_gpu(stage_cls, setting, capacity):
         return demand
@@ -44,7 +47,7 @@ def with_device(demand: Demand, stage_cls: type, setting: str, capacity: Mapping
     return Demand(add(demand, {"GPU": 1.0}), lower=lower)
 
 
-def task_device(stage_cls: type, setting: str, granted_gpus: list[Any]) -> str:
+def task_device(stage_cls: type[Stage], setting: str, granted_gpus: list[Any]) -> str:
     """The torch device string for ``ctx.device``, inside the stage's task: the GPU Ray
     granted it (``ray.get_gpu_ids()``), else ``cpu`` (``run.device=cuda`` without one fails)."""
     from stages.common.device import resolve_device

@@ -29,10 +29,15 @@ import ast
 import importlib.metadata as metadata
 import importlib.util
 import platform
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stages.framework.provenance import third_party_imports
+
+if TYPE_CHECKING:
+    from stages.framework.stage import Stage
 
 # imports that compute nothing a stage writes: configuration (its resolved values are keyed),
 # transport and storage (outputs are checksummed), process bookkeeping, downloads (the
@@ -60,7 +65,7 @@ def _distribution_of(import_name: str) -> str:
 
 
 @cache
-def _installed_owners() -> dict[str, list[str]]:
+def _installed_owners() -> Mapping[str, list[str]]:
     return metadata.packages_distributions()  # one scan of every installed distribution
 
 
@@ -109,12 +114,12 @@ def module_environment(module_name: str) -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-def stage_environment(stage_cls: type) -> dict[str, str]:
+def stage_environment(stage_cls: type[Stage]) -> dict[str, str]:
     """The environment that enters ``stage_cls``'s cache key."""
     return module_environment(stage_cls.__module__)
 
 
-def environment_problems(stage_cls: type, planned: dict[str, str]) -> list[str]:
+def environment_problems(stage_cls: type[Stage], planned: dict[str, str]) -> list[str]:
     """How this process's environment for ``stage_cls`` differs from the one its key was
     planned with (``name: planned -> here``); empty when they agree."""
     here = stage_environment(stage_cls)

@@ -50,11 +50,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stages.config.depth import cached_hub_config
 from stages.framework.resources import section_value
 from stages.sources.registry import DebianPackages, get
+
+if TYPE_CHECKING:
+    from stages.framework.stage import Stage
 
 SMALL_FILE_BYTES = 1 << 20  # smaller files are hashed; larger ones keyed by size and mtime
 ABSENT = "absent"  # the fingerprint of an offline source that is not fetched
@@ -195,7 +198,7 @@ class MissingInput:
         return f"{self.field}={self.value!r} {self.what} (read by {', '.join(self.stages)})"
 
 
-def missing_inputs(stages: Iterable[tuple[type, Mapping[str, Any]]]) -> list[MissingInput]:
+def missing_inputs(stages: Iterable[tuple[type[Stage], Mapping[str, Any]]]) -> list[MissingInput]:
     """Every declared input (`Stage.external_paths`, `Stage.external_models`) of
     ``stages`` (each a stage class with its declared config sections) that cannot be read,
     once per field and value, in the order first read. Empty fields are not read."""
@@ -230,7 +233,7 @@ def source_fingerprint(sources_dir: Path, name: str) -> str:
     return fingerprint(entries) if entries else ABSENT
 
 
-def external_fingerprints(stage_cls: type, sections: Mapping[str, Any], sources_dir: Path) -> dict[str, str]:
+def external_fingerprints(stage_cls: type[Stage], sections: Mapping[str, Any], sources_dir: Path) -> dict[str, str]:
     """Per external input of ``stage_cls`` (given its declared config ``sections``), its
     fingerprint: ``{field: digest}`` for `Stage.external_paths` / `Stage.external_models`
     fields that hold a local path, ``{"sources/<name>": digest}`` per offline source.

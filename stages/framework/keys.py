@@ -36,12 +36,15 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stages.config.schema import PipelineConfig
 from stages.framework.code_identity import code_version
 from stages.framework.environment import stage_environment
 from stages.framework.external import external_fingerprints
+
+if TYPE_CHECKING:
+    from stages.framework.stage import Stage
 
 KEY_LENGTH = 20  # hex chars (80 bits): short directory names, collisions negligible
 # bump by hand when the framework changes what a stage's output holds or means (see above)
@@ -59,22 +62,22 @@ def config_value(cfg: PipelineConfig, dotted: str) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a section, not its class
         return dataclasses.asdict(value)
     return value
 
 
-def stage_sections(stage_cls: type, cfg: PipelineConfig) -> dict[str, Any]:
+def stage_sections(stage_cls: type[Stage], cfg: PipelineConfig) -> dict[str, Any]:
     """The config sections a stage declared, as typed objects (what the stage reads)."""
     return {k: config_value(cfg, k) for k in stage_cls.config_keys}
 
 
-def stage_config(stage_cls: type, cfg: PipelineConfig) -> dict[str, Any]:
+def stage_config(stage_cls: type[Stage], cfg: PipelineConfig) -> dict[str, Any]:
     """The config sections a stage declared, as plain JSON-able values (what is hashed)."""
     return {k: _jsonable(v) for k, v in stage_sections(stage_cls, cfg).items()}
 
 
-def external_inputs(stage_cls: type, cfg: PipelineConfig) -> dict[str, str]:
+def external_inputs(stage_cls: type[Stage], cfg: PipelineConfig) -> dict[str, str]:
     """Fingerprints of what the stage reads by path (`stages.framework.external`); raises
     `stages.framework.external.ExternalInputError` for a declared path that is not there."""
     sources_dir = Path(os.path.expanduser(cfg.run.sources_dir))  # as the executor hands it to stages
@@ -112,7 +115,7 @@ class KeyParts:
         return json.loads(json.dumps(dataclasses.asdict(self), sort_keys=True, default=str))
 
 
-def key_parts(stage_cls: type, cfg: PipelineConfig, upstream_keys: dict[str, str],
+def key_parts(stage_cls: type[Stage], cfg: PipelineConfig, upstream_keys: dict[str, str],
               code: str | None = None) -> KeyParts:
     """The parts of ``stage_cls``'s key under ``cfg`` and its upstream keys; ``code``
     replaces its code version (an accepted code change, `stages.framework.code_pins`)."""
@@ -126,6 +129,6 @@ def key_parts(stage_cls: type, cfg: PipelineConfig, upstream_keys: dict[str, str
     )
 
 
-def cache_key(stage_cls: type, cfg: PipelineConfig, upstream_keys: dict[str, str]) -> str:
+def cache_key(stage_cls: type[Stage], cfg: PipelineConfig, upstream_keys: dict[str, str]) -> str:
     """The cache key of ``stage_cls`` under ``cfg`` and its upstream keys."""
     return key_parts(stage_cls, cfg, upstream_keys).key()

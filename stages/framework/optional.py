@@ -11,13 +11,19 @@ static for the whole run, so cache keys still cover every artifact a stage reads
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stages.framework.stage import Stage
 
 
-def resolve_optional_upstream(stages: Iterable[type]) -> None:
+def resolve_optional_upstream(stages: Iterable[type[Stage]]) -> None:
     stages = list(stages)
     names = {s.name for s in stages}
     for stage in stages:
-        optional = getattr(stage, "optional_upstream", None)
+        # declared by the stages with optional inputs; absent: None and () (no optional inputs)
+        optional: tuple[str, ...] | None = getattr(stage, "optional_upstream", None)
         if optional is None:
             continue
-        stage.upstream = tuple(stage.required_upstream) + tuple(n for n in optional if n in names)
+        required: tuple[str, ...] = getattr(stage, "required_upstream", ())
+        stage.upstream = tuple(required) + tuple(n for n in optional if n in names)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stages.framework.code_pins import CodeChangeError
 from stages.framework.dag import Dag, DagError, PlannedStage
@@ -42,6 +42,10 @@ from stages.framework.preflight_disk import disk_problems
 from stages.framework.preflight_hub import hub_problems
 from stages.framework.preflight_tracker import tracker_problems
 from stages.framework.store import ArtifactStore
+
+if TYPE_CHECKING:
+    from stages.config.schema import PipelineConfig
+    from stages.framework.stage import Stage
 
 # report headings of the problems listed one per line under them (the others, the
 # places, are one self-contained message each)
@@ -65,13 +69,13 @@ def _listed(code: int, heading: str, lines: Iterable[str]) -> list[Problem]:
     return [Problem(code, line, heading) for line in lines]
 
 
-def stage_config_problems(stages: Iterable[type], cfg: Any) -> list[Problem]:
+def stage_config_problems(stages: Iterable[type[Stage]], cfg: PipelineConfig) -> list[Problem]:
     """`Stage.config_errors` of ``stages`` (classes), each prefixed with the stage's name."""
     return _listed(CONFIG, CONFIG_HEADING, (f"{s.name}: {e}" for s in stages
                                             for e in s.config_errors(stage_sections(s, cfg))))
 
 
-def check_run(graph: Dag, cfg: Any, config_errors: list[str], targets: list[str] | None,
+def check_run(graph: Dag, cfg: PipelineConfig, config_errors: list[str], targets: list[str] | None,
               force: Iterable[str] = (), only: str | None = None, targets_key: str = "run.targets: ",
               probe: bool = True, accept_code_change: Iterable[str] = ()) -> CheckedRun:
     """Every problem of running ``targets`` (None: the whole DAG) of ``graph`` with

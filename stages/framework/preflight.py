@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stages.config.uris import shown, sqlite_file, tracking_scheme
 from stages.framework.tracking_auth import (
@@ -41,6 +41,11 @@ from stages.framework.tracking_auth import (
     credentials_user,
     split_userinfo,
 )
+
+if TYPE_CHECKING:
+    from stages.config.schema import PipelineConfig
+    from stages.framework.stage import Stage
+    from stages.framework.store import ArtifactStore
 
 CONFIG, MISSING = 2, 3  # the CLI's exit codes (pipelines.cli): bad configuration, missing input
 PROBE_SECONDS = 4.0  # one HTTP request to the tracking server; MLflow itself retries for minutes
@@ -135,7 +140,7 @@ def tracking_problems(uri: str, probe: bool = True) -> list[Problem]:
 
 # -- sources -------------------------------------------------------------------------------
 @cache
-def reads_sources(stage_class: type) -> bool:
+def reads_sources(stage_class: type[Stage]) -> bool:
     """Whether the stage's code reads ``ctx.sources_dir`` (the offline corpora): derived
     from its source with `ast`, as the cache keys derive a stage's code closure, so no
     list is kept by hand."""
@@ -146,12 +151,13 @@ def reads_sources(stage_class: type) -> bool:
     return any(isinstance(node, ast.Attribute) and node.attr == "sources_dir" for node in ast.walk(tree))
 
 
-def sources_problems(cfg: Any, running: Iterable[type]) -> list[Problem]:
+def sources_problems(cfg: PipelineConfig, running: Iterable[type[Stage]]) -> list[Problem]:
     """``run.sources_dir`` must exist when a stage to run (``running``: stage classes)
     reads it. Which sources a stage needs inside it is the stage's to check (its message
     names the package and the fetch command): the folder is what is missing when the
     sources were never fetched, or ``run.sources_dir`` points elsewhere."""
-    readers = [s.name for s in running if reads_sources(s)]
+    # mypy does not see a class object as Hashable (a known mypy bug; it is, by identity)
+    readers = [s.name for s in running if reads_sources(s)]  # type: ignore[arg-type]
     folder = Path(os.path.expanduser(cfg.run.sources_dir))
     if not readers or folder.is_dir():
         return []
@@ -162,7 +168,8 @@ def sources_problems(cfg: Any, running: Iterable[type]) -> list[Problem]:
                              "they are")]
 
 
-def preflight(cfg: Any, store: Any, running: Iterable[Any], probe: bool = True) -> list[Problem]:
+def preflight(cfg: PipelineConfig, store: ArtifactStore, running: Iterable[type[Stage]], probe: bool = True
+              ) -> list[Problem]:
     """Every problem of the places the run needs (see the module docstring); ``store``:
     the run's `ArtifactStore`; ``running``: the stages the plan will run; ``probe``:
     whether to ask an HTTP tracking server (one request)."""

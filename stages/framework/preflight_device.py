@@ -23,12 +23,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stages.framework.devices import wants_gpu, with_device
 from stages.framework.keys import stage_sections
 from stages.framework.preflight import CONFIG, Problem
 from stages.framework.resources import CAPACITY_ENV, cluster_capacity, section_value
+
+if TYPE_CHECKING:
+    from stages.config.schema import PipelineConfig
+    from stages.framework.stage import Stage
 
 
 def local_gpus() -> float:
@@ -40,7 +44,7 @@ def local_gpus() -> float:
     return float(torch.cuda.device_count()) if torch.cuda.is_available() else 0.0
 
 
-def gpu_capacity(cfg: Any) -> tuple[float, str] | None:
+def gpu_capacity(cfg: PipelineConfig) -> tuple[float, str] | None:
     """(GPUs the run will have, where that number comes from), or None on a cluster whose
     GPUs this machine cannot know (see the module docstring)."""
     if os.environ.get(CAPACITY_ENV):
@@ -50,7 +54,7 @@ def gpu_capacity(cfg: Any) -> tuple[float, str] | None:
     return local_gpus(), "this machine (a local Ray; torch sees its CUDA devices)"
 
 
-def _asks(stage: type, cfg: Any) -> list[str]:
+def _asks(stage: type[Stage], cfg: PipelineConfig) -> list[str]:
     """The settings under which ``stage`` asks for GPUs, as ``key=value`` (may be empty)."""
     found = []
     if wants_gpu(stage, cfg.run.device, {}) and cfg.run.device == "cuda":
@@ -62,7 +66,7 @@ def _asks(stage: type, cfg: Any) -> list[str]:
     return found
 
 
-def device_problems(cfg: Any, running: Iterable[type]) -> list[Problem]:
+def device_problems(cfg: PipelineConfig, running: Iterable[type[Stage]]) -> list[Problem]:
     """One problem per setting that makes stages to run (classes) ask for more GPUs than
     the run will have, naming the setting, the stages and what to set instead."""
     asking = [(s, keys) for s in running if (keys := _asks(s, cfg))]
@@ -78,11 +82,11 @@ def device_problems(cfg: Any, running: Iterable[type]) -> list[Problem]:
         if need.get("GPU", 0.0) > have:
             short.setdefault(tuple(keys), {})[stage.name] = need["GPU"]
     found = []
-    for keys, stages in short.items():
+    for settings, stages in short.items():
         fix = " / ".join("run.device=auto or cpu" if k.startswith("run.device") else k.split("=")[0] + "=false"
-                         for k in keys)
+                         for k in settings)
         most = max(stages.values())
-        found.append(Problem(CONFIG, f"{' and '.join(keys)}: {', '.join(stages)} "
+        found.append(Problem(CONFIG, f"{' and '.join(settings)}: {', '.join(stages)} "
                                      f"{'needs' if len(stages) == 1 else 'need'} {most:g} GPU(s) at once but {where} "
                                      f"has {have:g}; set {fix}, or run where the GPUs are"))
     return found

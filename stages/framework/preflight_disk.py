@@ -23,10 +23,15 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stages.config.uris import sqlite_file
 from stages.framework.preflight import CONFIG, Problem, closest_existing, writable_problem
+
+if TYPE_CHECKING:
+    from stages.config.schema import PipelineConfig
+    from stages.framework.stage import Stage
+    from stages.framework.store import ArtifactStore
 
 # what a run needs free beyond the outputs measured before: the default tracking store and
 # logs grow by a few MiB per run, and a stage that never ran has no measured size (the tiny
@@ -35,7 +40,7 @@ HEADROOM_BYTES = 256 << 20
 MIB = 1 << 20
 
 
-def stage_folder_problems(store: Any, running: Iterable[type]) -> list[Problem]:
+def stage_folder_problems(store: ArtifactStore, running: Iterable[type[Stage]]) -> list[Problem]:
     """``<root>/<stage>`` of each stage to run (classes), where it exists, accepts a file
     (a missing one is created under the root, whose own check covers it)."""
     if not store.local:
@@ -50,7 +55,7 @@ def stage_folder_problems(store: Any, running: Iterable[type]) -> list[Problem]:
     return found
 
 
-def output_bytes(store: Any, name: str) -> int:
+def output_bytes(store: ArtifactStore, name: str) -> int:
     """The size of stage ``name``'s latest published output in ``store`` (its manifest's
     file table), 0 when it never ran or the manifests cannot be read."""
     try:
@@ -84,7 +89,7 @@ def _device(path: Path) -> int | None:
         return None
 
 
-def space_problems(store: Any, running: list[type], sqlite_folder: Path | None) -> list[Problem]:
+def space_problems(store: ArtifactStore, running: list[type[Stage]], sqlite_folder: Path | None) -> list[Problem]:
     """The free space a local root and a sqlite tracking store's folder (``None``: the
     default store, inside the root) need (see the module docstring)."""
     if not store.local or not running:  # nothing to run: only the tracker writes, a few KiB
@@ -101,7 +106,7 @@ def space_problems(store: Any, running: list[type], sqlite_folder: Path | None) 
     return [p for p in found if p]
 
 
-def disk_problems(cfg: Any, store: Any, running: Iterable[type]) -> list[Problem]:
+def disk_problems(cfg: PipelineConfig, store: ArtifactStore, running: Iterable[type[Stage]]) -> list[Problem]:
     """Stage folders and free space of the run's local places."""
     running = list(running)
     db = sqlite_file(cfg.run.tracking_uri)

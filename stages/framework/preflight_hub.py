@@ -30,7 +30,7 @@ import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stages.config.data import HF_NAMES, HUB_READS
 from stages.config.depth import cached_hub_config
@@ -38,6 +38,10 @@ from stages.framework.external import is_hub_id, offline_switch
 from stages.framework.keys import stage_sections
 from stages.framework.preflight import MISSING, PROBE_SECONDS, Problem
 from stages.framework.resources import section_value
+
+if TYPE_CHECKING:
+    from stages.config.schema import PipelineConfig
+    from stages.framework.stage import Stage
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 MODEL_SWITCHES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # as `stages.framework.external`
@@ -58,7 +62,7 @@ class HubRead:
     stages: tuple[str, ...]
 
 
-def hub_reads(cfg: Any, running: Iterable[type]) -> list[HubRead]:
+def hub_reads(cfg: PipelineConfig, running: Iterable[type[Stage]]) -> list[HubRead]:
     """Every hub model and dataset the stages to run (classes) read, once per field."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for stage in running:
@@ -142,7 +146,7 @@ def _line(read: HubRead, what: str) -> str:
     return f"{read.field}={read.value!r} {read.why}, {what} (read by {', '.join(read.stages)})"
 
 
-def hub_problems(cfg: Any, running: Iterable[type], probe: bool = True, heading: str = "") -> list[Problem]:
+def hub_problems(cfg: PipelineConfig, running: Iterable[type[Stage]], probe: bool = True, heading: str = "") -> list[Problem]:
     """A missing input (exit 3, listed under ``heading``) per hub read of the stages to run
     that neither the local cache nor the hub can serve; ``probe``: whether to ask the hub
     (one request, at most `PROBE_SECONDS`)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stages.config.uris import sqlite_file, tracking_scheme
 from stages.framework.locks import WAIT_ENV, wait_bound
@@ -29,6 +29,10 @@ from stages.framework.tracking import (
     deleted_message,
     setup_lock,
 )
+
+if TYPE_CHECKING:
+    from stages.config.schema import PipelineConfig
+    from stages.framework.store import ArtifactStore
 
 
 def _sqlite_experiment(db: Path, experiment: str) -> tuple[str, str] | None:
@@ -70,7 +74,7 @@ def _server_problems(uri: str, experiment: str) -> list[Problem]:
     return []
 
 
-def tracker_problems(cfg: Any, store: Any, earlier: list[Problem], probe: bool = True) -> list[Problem]:
+def tracker_problems(cfg: PipelineConfig, store: ArtifactStore, earlier: list[Problem], probe: bool = True) -> list[Problem]:
     """What `Tracker` would refuse for ``cfg``'s tracking store and experiment; nothing
     when ``earlier`` problems already name ``run.tracking_uri`` or ``run.artifact_root``
     (the store cannot be read) or, for a server, when ``probe`` is off."""

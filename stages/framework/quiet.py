@@ -169,7 +169,9 @@ def _set_warnings(quiet: bool) -> None:
     for known in KNOWN_WARNINGS:
         pattern = re.escape(known.message)
         # drop our own entry first: applying twice must not stack filters
-        warnings.filters[:] = [f for f in warnings.filters
+        # typeshed declares `filters` a Sequence; it is the module's list, which
+        # filterwarnings and resetwarnings mutate in place as well
+        warnings.filters[:] = [f for f in warnings.filters  # type: ignore[index]
                                if not (f[0] == "ignore" and f[2] is known.category
                                        and getattr(f[1], "pattern", None) == pattern)]
         if quiet:

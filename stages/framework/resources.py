@@ -36,8 +36,8 @@ class DemandError(ValueError):
 class Demand(dict):
     """``{resource: amount}`` plus ``lower``: the config field(s) to lower when it does not fit."""
 
-    def __init__(self, resources: Mapping[str, float] = (), lower: str = "") -> None:
-        super().__init__({k: float(v) for k, v in dict(resources).items() if v})
+    def __init__(self, resources: Mapping[str, float] | None = None, lower: str = "") -> None:
+        super().__init__({k: float(v) for k, v in (resources or {}).items() if v})
         self.lower = lower
 
 

@@ -30,13 +30,13 @@ def whole_seconds(seconds: float) -> int:
 
 
 def update(root: str, table_file: Path = stage_table.TABLE_FILE, dry_run: bool = False
-           ) -> tuple[dict[str, tuple[float, int]], list[str]]:
+           ) -> tuple[dict[str, tuple[float | None, int]], list[str]]:
     """Rewrite ``table_file``'s ``expected_seconds`` from ROOT's measured durations
     (nothing written with ``dry_run`` or when nothing changed). Returns the changes,
     ``{stage: (old, new)}``, and the stages of the table with a measured duration."""
     table = stage_table.read(table_file)
     measured = past_seconds(ArtifactStore(root), sorted(table))
-    changes: dict[str, tuple[float, int]] = {}
+    changes: dict[str, tuple[float | None, int]] = {}  # old: None where the table had none
     for name, seconds in measured.items():
         old, new = table[name].get("expected_seconds"), whole_seconds(seconds)
         if old != new:

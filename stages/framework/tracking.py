@@ -30,6 +30,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,7 @@ class RunLogger:
     def log_params(self, params: dict[str, Any]) -> None:
         items = [Param(k, redact(v)) for k, v in flatten(params).items()]
         for chunk in _chunks(items, BATCH):
-            _retry_locked(lambda c=chunk: self.client.log_batch(self.run_id, params=c))
+            _retry_locked(partial(self.client.log_batch, self.run_id, params=chunk))
 
     def set_tags(self, tags: dict[str, Any]) -> None:
         items = [RunTag(k, redact(str(v))) for k, v in tags.items()]
@@ -157,7 +158,7 @@ class RunLogger:
     def log_metric_entities(self, metrics: list[Metric]) -> None:
         """Already-built MLflow ``Metric`` entities (own timestamps and steps), batched."""
         for chunk in _chunks(metrics, 1000):
-            _retry_locked(lambda c=chunk: self.client.log_batch(self.run_id, metrics=c))
+            _retry_locked(partial(self.client.log_batch, self.run_id, metrics=chunk))
 
     def run_name(self) -> str:
         """The run's name as MLflow shows it (a stage's carries its key parameters)."""

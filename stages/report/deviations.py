@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from stages.config.train import RE_CONFIGS, RE_DECODERS, RE_POOLINGS
+from stages.config.train import RE_CONFIGS, RE_DECODERS, RE_POOLINGS, TrainJob
 from stages.data.paper_sources import HF_NAMES
 from stages.report.budgets import training_budgets
 from stages.report.tables import PAPER_SCORER_LAYER, seq2seq_base
@@ -257,7 +257,7 @@ def _lm_checkpoints(lm: Any) -> list[Deviation]:
             for setting, value, paper, pattern, why in roles if not pattern.match(_checkpoint(value))]
 
 
-def _optimiser(job: Any) -> str:
+def _optimiser(job: TrainJob) -> str:
     return f"{job.optimizer} lr {job.lr:g}, weight decay {job.weight_decay:g}, {job.schedule} schedule, " \
            f"{job.warmup_steps} warm-up steps"
 

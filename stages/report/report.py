@@ -255,9 +255,9 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
             page.append("<p><i>Per-example outputs:</i> none written by the measuring stage.</p>")
     if differences:
         caption, headers = "Differences from the papers' setups", ["setting", "paper", "this run (why)"]
-        rows = [(d.setting, d.paper, d.here) for d in differences]
-        md += [f"## {caption}", "", markdown(headers, rows)]
-        page += [f"<h2>{html.escape(caption)}</h2>", html_table(headers, rows)]
+        settings = [(d.setting, d.paper, d.here) for d in differences]
+        md += [f"## {caption}", "", markdown(headers, settings)]
+        page += [f"<h2>{html.escape(caption)}</h2>", html_table(headers, settings)]
     if corpus:
         md += [f"## {corpus[0]}", "", markdown(["quantity", "value"], corpus[1])]
         page += [f"<h2>{html.escape(corpus[0])}</h2>", html_table(["quantity", "value"], corpus[1])]

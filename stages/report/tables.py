@@ -300,6 +300,15 @@ def multilingual_token_table(analysis: NuggetAnalysis | None, context: str, lang
     return t
 
 
+def _metric_n(row: TableRow, key: str) -> int | None:
+    """The n of ``row``'s metric ``key``: its "n_<key>" metric where the evaluation gave one
+    (a count, held with the row's metrics as a number), else the row's."""
+    if f"n_{key}" not in row.metrics:
+        return row.n
+    own = row.metrics[f"n_{key}"]
+    return None if own is None else int(own)
+
+
 def add_eval_row(t: ReportTable, label: str, row: TableRow, columns: dict[str, str], row_id: str | None,
                  unmeasurable: dict[str, str] | None = None) -> None:
     """``row`` of an evaluation's `EvalTable` as a row of ``t``: ``columns`` maps each report
@@ -311,7 +320,7 @@ def add_eval_row(t: ReportTable, label: str, row: TableRow, columns: dict[str, s
     if all(v is None for v in measured.values()) and row.note:
         measured = dict.fromkeys(columns, row.note if row.note.startswith(NOT_RUN) else f"not run: {row.note}")
     measured |= unmeasurable or {}
-    t.add(label, measured, row_id, n={c: row.metrics.get(f"n_{key}", row.n) for c, key in columns.items()},
+    t.add(label, measured, row_id, n={c: _metric_n(row, key) for c, key in columns.items()},
           se={c: row.stderr[key] for c, key in columns.items() if key in row.stderr},
           bounds={c: row.interval[key] for c, key in columns.items() if key in row.interval}, flag=row.flag)
 

@@ -50,7 +50,8 @@ def _drop_directives(lines: list[str]) -> list[str]:
 def sections(text: str) -> tuple[str, list[Section]]:
     """(document title, [(heading, text), ...]) with the lead as the first section."""
     lines = _drop_directives(text.splitlines())
-    title, heads, bodies = "", [""], [[]]
+    title, heads = "", [""]
+    bodies: list[list[str]] = [[]]
     i = 0
     while i < len(lines):
         line = lines[i]

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree
 
-from stages.sources.registry import get, wheel_path
+from stages.sources.registry import wheel, wheel_path
 
 
 def _member_bytes(sources_dir: Path, name: str, index: int = 0) -> bytes:
-    member = get(name).members[index]
+    member = wheel(name).members[index]
     with zipfile.ZipFile(wheel_path(sources_dir, name)) as zf:
         return zf.read(member)
 

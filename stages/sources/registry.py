@@ -125,11 +125,17 @@ def get(name: str) -> Source:
     return SOURCES[name]
 
 
-def wheel_path(sources_dir: Path, name: str) -> Path:
-    """The fetched wheel of source ``name``; :class:`SourceMissingError` if absent."""
+def wheel(name: str) -> PypiWheel:
+    """Source ``name``, which must be a PyPI wheel (a TypeError names it otherwise)."""
     src = get(name)
     if not isinstance(src, PypiWheel):
         raise TypeError(f"offline source {name!r} is not a PyPI wheel")
+    return src
+
+
+def wheel_path(sources_dir: Path, name: str) -> Path:
+    """The fetched wheel of source ``name``; :class:`SourceMissingError` if absent."""
+    src = wheel(name)
     folder = Path(sources_dir).expanduser() / src.folder
     wheels = sorted(folder.glob(src.wheel_glob))
     if not wheels:

@@ -384,3 +384,16 @@ def test_a_nugget_split_other_than_dev_is_listed():
     assert "eval.nugget_split" in {d.setting for d in listed_deviations(["profile=small"])}
     assert "eval.nugget_split" not in {d.setting for d in listed_deviations(["profile=tiny"])}
     assert "eval.nugget_split" not in {d.setting for d in listed_deviations(["profile=paper"])}
+
+
+def test_a_metric_n_is_a_count_even_when_held_as_a_float():
+    """A column's own n ("n_<metric>") lives among the row's float metrics; the cell and the
+    findings' value read it as the count it is."""
+    from stages.artifacts.evaluate import TableRow
+    from stages.report.tables import ReportTable, add_eval_row
+
+    t = ReportTable("t", "T", "ctx", ["bleu", "L=16"])
+    row = TableRow("nugget2d r=0.05", {"bleu": 90.0, "bleu_L16": 80.0, "n_bleu_L16": 3.0}, n=8)
+    add_eval_row(t, "nugget2d", row, {"bleu": "bleu", "L=16": "bleu_L16"}, None)
+    assert t.rows[0][1] == {"bleu": "90.00 (n=8)", "L=16": "80.00 (n=3)"}
+    assert [(c, v.n) for _, c, v in t.numbers] == [("bleu", 8), ("L=16", 3)]
