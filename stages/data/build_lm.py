@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stages.artifacts.data import BaseLM, LMRecords
+from stages.artifacts.data import LMRecords, PreparedLM
 from stages.config.lm_splits import WIKITEXT_LM_SPLITS, publishes_splits
 from stages.data import paper_sources as paper
 from stages.data.articles import article_text, wikitext103_documents
@@ -61,6 +61,7 @@ from stages.data.splits import assign_splits
 from stages.data.stats import length_stats
 from stages.data.tokens import encode_texts
 from stages.framework import raydata
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.sources.readers import lee_documents
 
@@ -151,10 +152,20 @@ def _by_split(ids: Sequence[list[int]], splits: Sequence[str]) -> dict[str, list
     return {s: [x for x, t in zip(ids, splits, strict=True) if t == s] for s in ("train", "dev", "test")}
 
 
-class BuildLM(Stage):
+@dataclass(frozen=True)
+class BuildLMConfig:
+    lm: LMData = section("data.lm")
+    seed: int = section("data.seed")
+    max_docs: int = section("data.max_docs")
+
+
+@dataclass(frozen=True)
+class BuildLMInputs:
+    prepared: PreparedLM
+
+
+class BuildLM(Stage[BuildLMConfig, BuildLMInputs, LMRecords]):
     name = "build_lm"
-    upstream = ("prepare_lm",)
-    config_keys = ("data.lm", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}  # tokenisation runs on Ray Data
     fans_out = True  # the executor reserves every CPU for it
     external_paths = ("data.lm.squad_files", "data.lm.cnn_files", "data.lm.pile_files", "data.lm.wiki_files")
@@ -164,11 +175,11 @@ class BuildLM(Stage):
         offline = sections["data.lm"].source == "offline"
         return ("gensim_wiki", "python_docs", "gensim_lee") if offline else ()
 
-    def run(self, ctx: StageContext) -> None:
+    def compute(self, ctx: StageContext, config: BuildLMConfig, inputs: BuildLMInputs) -> None:
         raydata.configure()
-        cfg, seed = ctx.cfg("data.lm"), ctx.cfg("data.seed")
-        tok_dir = BaseLM.read(ctx.inputs["prepare_lm"]).path
-        raw = _texts(cfg, ctx.sources_dir, ctx.cfg("data.max_docs"))
+        cfg, seed = config.lm, config.seed
+        tok_dir = inputs.prepared.base().path  # every role shares this tokenizer (prepare_lm checks)
+        raw = _texts(cfg, ctx.sources_dir, config.max_docs)
         metrics: dict[str, float] = {}
         rng = np.random.default_rng(seed)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ from stages.data.documents import Document, build_documents
 from stages.data.splits import SPLITS, assign_splits
 from stages.data.stats import length_stats, scoped
 from stages.framework import raydata
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 
 if TYPE_CHECKING:
@@ -85,10 +87,20 @@ def mt_documents(cfg: MTData, sources_dir: Path, tokenizer_dir: Path, max_docs: 
     return by_split, stats, corpus.source
 
 
-class BuildMtDocs(Stage):
+@dataclass(frozen=True)
+class MtDocsConfig:
+    mt: MTData = section("data.mt")
+    seed: int = section("data.seed")
+    max_docs: int = section("data.max_docs")
+
+
+@dataclass(frozen=True)
+class MtDocsInputs:
+    tokenizer: TokenizerFolder
+
+
+class BuildMtDocs(Stage[MtDocsConfig, MtDocsInputs, MtDocuments]):
     name = "build_mt_docs"
-    upstream = ("tokenizer",)
-    config_keys = ("data.mt", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}  # the Ray Data tasks it launches take the CPUs
     fans_out = True  # the executor reserves every CPU for it
     external_paths = ("data.mt.local_files",)
@@ -97,12 +109,12 @@ class BuildMtDocs(Stage):
     def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
         return mt_offline_sources(sections["data.mt"])
 
-    def run(self, ctx: StageContext) -> None:
+    def compute(self, ctx: StageContext, config: MtDocsConfig, inputs: MtDocsInputs) -> None:
         raydata.configure()
-        cfg, max_docs = ctx.cfg("data.mt"), ctx.cfg("data.max_docs")
-        tokenizer_dir = TokenizerFolder.read(ctx.inputs["tokenizer"]).path
+        cfg, max_docs = config.mt, config.max_docs
+        tokenizer_dir = inputs.tokenizer.path
         t0 = time.time()
-        by_split, stats, source = mt_documents(cfg, ctx.sources_dir, tokenizer_dir, max_docs, ctx.cfg("data.seed"))
+        by_split, stats, source = mt_documents(cfg, ctx.sources_dir, tokenizer_dir, max_docs, config.seed)
         if cfg.ae_sources:
             english = english_corpus(list(cfg.ae_sources), ctx.sources_dir)
             extra = build_documents(english, tokenizer_dir, cfg.max_doc_tokens)

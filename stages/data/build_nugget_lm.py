@@ -15,6 +15,7 @@ Output: `stages.artifacts.data.NuggetLMCorpus`.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from stages.data.splits import SPLITS, assign_splits
 from stages.data.stats import length_stats
 from stages.data.tokens import encode_with_words
 from stages.framework import raydata
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 
 if TYPE_CHECKING:
@@ -78,10 +80,19 @@ def write_split(docs: Iterable[dict[str, list]], min_tokens: int, path: Path) ->
     return counts
 
 
-class BuildNuggetLM(Stage):
+@dataclass(frozen=True)
+class NuggetLMDataConfig:
+    nugget_lm: NuggetLMData = section("data.nugget_lm")
+    seed: int = section("data.seed")
+
+
+@dataclass(frozen=True)
+class NuggetLMDataInputs:
+    tokenizer: TokenizerFolder
+
+
+class BuildNuggetLM(Stage[NuggetLMDataConfig, NuggetLMDataInputs, NuggetLMCorpus]):
     name = "build_nugget_lm"
-    upstream = ("tokenizer",)
-    config_keys = ("data.nugget_lm", "data.seed")
     resources = {"num_cpus": 0}  # tokenisation runs on Ray Data
     fans_out = True  # the executor reserves every CPU for it
     external_paths = ("data.nugget_lm.wiki_files",)
@@ -90,11 +101,11 @@ class BuildNuggetLM(Stage):
     def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
         return ("gensim_wiki",) if sections["data.nugget_lm"].source == "gensim_wiki" else ()
 
-    def run(self, ctx: StageContext) -> None:
+    def compute(self, ctx: StageContext, config: NuggetLMDataConfig, inputs: NuggetLMDataInputs) -> None:
         raydata.configure()
-        cfg = ctx.cfg("data.nugget_lm")
-        tokenizer = TokenizerFolder.read(ctx.inputs["tokenizer"]).path
-        texts = _articles(cfg, ctx.sources_dir, ctx.cfg("data.seed"))
+        cfg = config.nugget_lm
+        tokenizer = inputs.tokenizer.path
+        texts = _articles(cfg, ctx.sources_dir, config.seed)
         metrics: dict[str, float] = {}
         for split in SPLITS:
             counts = write_split(encode_with_words(texts[split], tokenizer), cfg.min_doc_tokens,

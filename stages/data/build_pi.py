@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from stages.artifacts.data import TokenizerFolder
+from stages.artifacts.data import SimilarityDataset, TokenizerFolder
 from stages.data.bm25 import BM25Config, bm25_tokens, mine_windows
 from stages.data.corpora import pi_corpus
 from stages.data.documents import build_documents
@@ -27,7 +28,11 @@ from stages.data.nugget_data import Task, write_dataset
 from stages.data.parallel import map_chunks
 from stages.data.stats import length_stats
 from stages.framework import raydata
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
+
+if TYPE_CHECKING:
+    from stages.config.data import BM25Params, PIData
 
 log = logging.getLogger("nugget.build_pi")
 BLOCKS_PER_TASK = 8
@@ -37,10 +42,21 @@ def _mine(chunk, query_tokens, cand_tokens, window, block, n_neg, cfg):
     return mine_windows(query_tokens, cand_tokens, chunk, window, block, n_neg, cfg)
 
 
-class BuildPi(Stage):
+@dataclass(frozen=True)
+class PiConfig:
+    pi: PIData = section("data.pi")
+    bm25: BM25Params = section("data.bm25")
+    seed: int = section("data.seed")
+    max_docs: int = section("data.max_docs")
+
+
+@dataclass(frozen=True)
+class PiInputs:
+    tokenizer: TokenizerFolder
+
+
+class BuildPi(Stage[PiConfig, PiInputs, SimilarityDataset]):
     name = "build_pi"
-    upstream = ("tokenizer",)
-    config_keys = ("data.pi", "data.bm25", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}  # its Ray Data / Ray tasks take the CPUs
     fans_out = True  # the executor reserves every CPU for it
     external_paths = ("data.pi.parabank_path",)
@@ -49,16 +65,16 @@ class BuildPi(Stage):
     def offline_sources(cls, sections: dict[str, Any]) -> tuple[str, ...]:
         return ("sword_bible",) if sections["data.pi"].source == "sword_bible" else ()
 
-    def run(self, ctx: StageContext) -> None:
+    def compute(self, ctx: StageContext, config: PiConfig, inputs: PiInputs) -> None:
         raydata.configure()
-        cfg, max_docs = ctx.cfg("data.pi"), ctx.cfg("data.max_docs")
-        bm25 = BM25Config(**vars(ctx.cfg("data.bm25")))
+        cfg, max_docs = config.pi, config.max_docs
+        bm25 = BM25Config(**vars(config.bm25))
         if cfg.window < cfg.window_block:
             raise ValueError(f"data.pi.window={cfg.window} must be >= data.pi.window_block={cfg.window_block}")
         t0 = time.time()
         corpus = pi_corpus(cfg, ctx.sources_dir)
-        built = build_documents(corpus, TokenizerFolder.read(ctx.inputs["tokenizer"]).path, cfg.max_doc_tokens,
-                                keep_prob=cfg.keep_prob, seed=ctx.cfg("data.seed"))
+        built = build_documents(corpus, inputs.tokenizer.path, cfg.max_doc_tokens,
+                                keep_prob=cfg.keep_prob, seed=config.seed)
         docs = built.docs[:max_docs] if max_docs else built.docs
         if len(docs) < cfg.negatives + 1:
             raise ValueError(

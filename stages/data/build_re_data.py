@@ -28,6 +28,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ from stages.data.restoration_texts import Example, SeededSample, WindowCounts, c
 from stages.data.sentences import PunktSplitter, train_punkt
 from stages.data.splits import assign_splits
 from stages.data.text import split_sentences
+from stages.framework.contract import NoInputs, section
 from stages.framework.stage import Stage, StageContext
 
 if TYPE_CHECKING:
@@ -115,10 +117,14 @@ class _Writer:
         self.words += word_count(ex["text"])
 
 
-class BuildREData(Stage):
+@dataclass(frozen=True)
+class REDataConfig:
+    re: REData = section("data.re")
+    seed: int = section("data.seed")
+
+
+class BuildREData(Stage[REDataConfig, NoInputs, RestorationTexts]):
     name = "build_re_data"
-    upstream = ()
-    config_keys = ("data.re", "data.seed")
     external_paths = ("data.re.local_files",)
 
     @classmethod
@@ -126,8 +132,8 @@ class BuildREData(Stage):
         source = sections["data.re"].source
         return () if source == C4 else (source,)
 
-    def run(self, ctx: StageContext) -> None:
-        cfg, seed = ctx.cfg("data.re"), ctx.cfg("data.seed")
+    def compute(self, ctx: StageContext, config: REDataConfig, inputs: NoInputs) -> None:
+        cfg, seed = config.re, config.seed
         caps = {"train": cfg.max_train_examples, "dev": cfg.max_dev_examples}
         dropped = {k: WindowCounts() for k in cfg.sentence_counts}
         writers: dict[tuple[int, str], _Writer] = {}

@@ -24,14 +24,19 @@ import csv
 import hashlib
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.base import write_json
 from stages.artifacts.data import SimilarityDataset
 from stages.artifacts.restorable import RetrievalData, passage_input
 from stages.common.records import write_jsonl
+from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
+
+if TYPE_CHECKING:
+    from stages.config.data import RERetrievalData
 
 
 def heldout(query_id: str, seed: int, train_fraction: float) -> bool:
@@ -95,19 +100,29 @@ def dpr_test(path: str) -> list[dict[str, Any]]:
     return out
 
 
-class BuildRERetrieval(Stage):
+@dataclass(frozen=True)
+class RERetrievalConfig:
+    retrieval: RERetrievalData = section("data.re_retrieval")
+    seed: int = section("data.seed")
+
+
+@dataclass(frozen=True)
+class RERetrievalInputs:
+    # the stand-in's tasks (source=rr_tasks); with dpr_nq the stage uses nothing of it
+    rr: SimilarityDataset = produced_by("build_rr")
+
+
+class BuildRERetrieval(Stage[RERetrievalConfig, RERetrievalInputs, RetrievalData]):
     name = "build_re_retrieval"
-    upstream = ("build_rr",)  # the stand-in (source=rr_tasks); with dpr_nq it is not read
-    config_keys = ("data.re_retrieval", "data.seed")
     external_paths = ("data.re_retrieval.nq_train_file", "data.re_retrieval.nq_dev_file",
                       "data.re_retrieval.nq_test_file", "data.re_retrieval.passages_file")
 
-    def run(self, ctx: StageContext) -> None:
-        cfg = ctx.cfg("data.re_retrieval")
+    def compute(self, ctx: StageContext, config: RERetrievalConfig, inputs: RERetrievalInputs) -> None:
+        cfg = config.retrieval
         out = ctx.output_dir
         if cfg.source == "rr_tasks":
-            rr = SimilarityDataset.read(ctx.inputs["build_rr"], "build_rr")
-            train, dev, test, passages = rr_splits(rr, ctx.cfg("data.seed"), cfg.train_fraction, cfg.dev_fraction)
+            rr = inputs.rr
+            train, dev, test, passages = rr_splits(rr, config.seed, cfg.train_fraction, cfg.dev_fraction)
             RetrievalData.write_passages(out, passages.items())
             counts = {"train": write_jsonl(out / "train.jsonl", train), "dev": write_jsonl(out / "dev.jsonl", dev),
                       "test": write_jsonl(out / "test.jsonl", test), "passages": len(passages)}

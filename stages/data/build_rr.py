@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stages.artifacts.data import TokenizerFolder
+from stages.artifacts.data import SimilarityDataset, TokenizerFolder
 from stages.data.bm25 import BM25Config, bm25_tokens, mine_pool
 from stages.data.corpora import rr_articles
 from stages.data.nugget_data import Task, write_dataset
@@ -28,7 +29,11 @@ from stages.data.parallel import map_chunks
 from stages.data.stats import length_stats
 from stages.data.tokens import count_tokens
 from stages.framework import raydata
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
+
+if TYPE_CHECKING:
+    from stages.config.data import BM25Params, RRData
 
 log = logging.getLogger("nugget.build_rr")
 QUERIES_PER_TASK = 256
@@ -39,10 +44,21 @@ def _mine(chunk, q_tokens, pool_tokens, pool_groups, q_groups, positives, n_neg,
                      [q_groups[i] for i in chunk], [positives[i] for i in chunk], n_neg, cfg)
 
 
-class BuildRr(Stage):
+@dataclass(frozen=True)
+class RrConfig:
+    rr: RRData = section("data.rr")
+    bm25: BM25Params = section("data.bm25")
+    seed: int = section("data.seed")
+    max_docs: int = section("data.max_docs")
+
+
+@dataclass(frozen=True)
+class RrInputs:
+    tokenizer: TokenizerFolder
+
+
+class BuildRr(Stage[RrConfig, RrInputs, SimilarityDataset]):
     name = "build_rr"
-    upstream = ("tokenizer",)
-    config_keys = ("data.rr", "data.bm25", "data.seed", "data.max_docs")
     resources = {"num_cpus": 0}
     fans_out = True  # the executor reserves every CPU for it
     external_paths = ("data.rr.local_files",)
@@ -52,10 +68,10 @@ class BuildRr(Stage):
         source = sections["data.rr"].source
         return (source,) if source in ("gensim_wiki", "python_docs") else ()
 
-    def run(self, ctx: StageContext) -> None:
+    def compute(self, ctx: StageContext, config: RrConfig, inputs: RrInputs) -> None:
         raydata.configure()
-        cfg, max_docs = ctx.cfg("data.rr"), ctx.cfg("data.max_docs")
-        bm25 = BM25Config(**vars(ctx.cfg("data.bm25")))
+        cfg, max_docs = config.rr, config.max_docs
+        bm25 = BM25Config(**vars(config.bm25))
         t0 = time.time()
         articles = rr_articles(cfg, ctx.sources_dir)
         pool, pool_groups = [], []
@@ -71,7 +87,7 @@ class BuildRr(Stage):
             eligible = eligible[:max_docs]
         if not eligible:
             raise ValueError(f"build_rr: no article of {cfg.source!r} has a lead and a second section")
-        rng = np.random.default_rng(ctx.cfg("data.seed"))
+        rng = np.random.default_rng(config.seed)
         positives = [int(rng.choice(np.flatnonzero(groups == a))) for a in eligible]
         others = int((groups != eligible[0]).sum())
         if others < cfg.negatives:  # the pool's size is the corpus's: known only once it is read
@@ -93,7 +109,7 @@ class BuildRr(Stage):
         write_dataset(ctx.output_dir, [(f"L{q}", t) for q, t in enumerate(queries)]
                       + [(f"R{j}", pool[j]) for j in used], tasks)
 
-        lengths = count_tokens(queries + [pool[j] for j in used], TokenizerFolder.read(ctx.inputs["tokenizer"]).path)
+        lengths = count_tokens(queries + [pool[j] for j in used], inputs.tokenizer.path)
         stats: dict[str, float] = {
             "articles": len(articles),
             "skipped_no_lead": len(no_lead),

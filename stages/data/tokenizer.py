@@ -16,19 +16,29 @@ Output: ``tokenizer/`` (a HF ``save_pretrained`` folder) and ``stats.json``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.data import TokenizerFolder
 from stages.data.corpora import english_corpus, mt_corpus, mt_offline_sources
+from stages.framework.contract import NoInputs, section
 from stages.framework.stage import Stage, StageContext
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
+    from stages.config.data import MTData
+    from stages.config.schema import Seq2SeqModel
 
-class Tokenizer(Stage):
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    model: Seq2SeqModel = section("model.seq2seq")
+    mt: MTData = section("data.mt")
+
+
+class Tokenizer(Stage[TokenizerConfig, NoInputs, TokenizerFolder]):
     name = "tokenizer"
-    config_keys = ("model.seq2seq", "data.mt")
     resources = {"num_cpus": 1}
     external_paths = ("data.mt.local_files",)
     external_models = ("model.seq2seq.name_or_path",)
@@ -38,9 +48,8 @@ class Tokenizer(Stage):
         tiny = sections["model.seq2seq"].source == "tiny_random"  # BPE trained on the corpus
         return mt_offline_sources(sections["data.mt"]) if tiny else ()
 
-    def run(self, ctx: StageContext) -> None:
-        model = ctx.cfg("model.seq2seq")
-        mt = ctx.cfg("data.mt")
+    def compute(self, ctx: StageContext, config: TokenizerConfig, inputs: NoInputs) -> None:
+        model, mt = config.model, config.mt
         stats: dict[str, float] = {}
         tok: PreTrainedTokenizerBase  # a trained fast BPE, or whichever class the pretrained model names
         if model.source == "tiny_random":

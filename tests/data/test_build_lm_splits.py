@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 
+from stages.artifacts.data import BaseLM
 from stages.config import load_config
 from stages.data import build_lm
 from stages.data.build_lm import BuildLM, Pool
@@ -38,7 +39,7 @@ def _run(tmp_path, monkeypatch, overrides: list[str], texts=None):
 
     monkeypatch.setattr(build_lm, "encode_texts", encode)
     monkeypatch.setattr(build_lm.raydata, "configure", lambda: None)
-    monkeypatch.setattr(build_lm.BaseLM, "read", classmethod(lambda cls, src, role="lm": SimpleNamespace(path=tmp_path)))
+    monkeypatch.setattr(BaseLM, "read", classmethod(lambda cls, src, role="lm": SimpleNamespace(path=tmp_path)))
     if texts is not None:
         monkeypatch.setattr(build_lm, "_texts", lambda cfg, sources_dir, cap: texts)
     out = tmp_path / "out"

@@ -296,7 +296,10 @@ def test_build_re_retrieval_reads_dprs_natural_questions_files(tmp_path):
     files = [f"data.re_retrieval.{k}={tmp_path / v}" for k, v in (
         ("nq_train_file", "train.json"), ("nq_dev_file", "dev.json"), ("nq_test_file", "test.csv"),
         ("passages_file", "psgs.tsv"))]
-    BuildRERetrieval().run(context(BuildRERetrieval, {}, tmp_path / "out", ["data.re_retrieval.source=dpr_nq", *files]))
+    (tmp_path / "rr").mkdir()  # its upstream, always built in the DAG (its tasks are not used with dpr_nq)
+    write_rr(tmp_path / "rr")
+    rr = {"build_rr": artifact("build_rr", tmp_path / "rr")}
+    BuildRERetrieval().run(context(BuildRERetrieval, rr, tmp_path / "out", ["data.re_retrieval.source=dpr_nq", *files]))
     data = RetrievalData.read(tmp_path / "out")
     assert data.match == "answer" and data.passages == tmp_path / "psgs.tsv" and data.stand_in == ""
     (train,) = data.rows("train")  # the question without a hard negative is skipped, as DPR's trainer does
