@@ -55,8 +55,9 @@ class SummarizationConfig:
 @dataclass(frozen=True)
 class SummarizationInputs:
     base: BaseLM = reading(role="chat")  # the QA / summarisation base (Nugget2D §3)
-    records: LMRecords
-    full_ft: FullFinetunedLM
+    # reading() on the rest too: to mypy a plain field may not follow one declared with "= ..."
+    records: LMRecords = reading()
+    full_ft: FullFinetunedLM = reading()
     nugget2d: TrainedNugget2D = produced_by("train_nugget2d_ft")
 
 
