@@ -312,3 +312,17 @@ class NuggetLMCorpus:
         offsets = table.column("ids").combine_chunks().offsets.to_numpy().astype(np.int64)
         return TokenDocuments(flat("ids").astype(np.int64), flat("word_start").astype(bool), flat("oov").astype(bool),
                               offsets - offsets[0])  # a slice's offsets start where it does
+
+
+@dataclass(frozen=True)
+class StoredSimilarityDataset:
+    """A `SimilarityDataset` (``build_pi`` / ``build_rr``; no ``STAGE`` of its own: read it
+    with ``produced_by``) with the store key of the artifact it was read from, for results
+    that name the data they were computed on (``eval_similarity``'s ``data`` column)."""
+
+    dataset: SimilarityDataset
+    key: str  # "" for a plain output directory
+
+    @classmethod
+    def read(cls, source: Source, stage: str = SimilarityDataset.STAGE) -> StoredSimilarityDataset:
+        return cls(SimilarityDataset.read(source, stage), locate(source, stage).key)

@@ -27,6 +27,7 @@ Output: `stages.artifacts.evaluate.NuggetAnalysis`:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ import torch
 
 from stages.artifacts.data import MtDocuments
 from stages.artifacts.evaluate import NuggetAnalysis
+from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.common.degenerate import LABEL, constant_outputs
 from stages.common.languages import check_writes_its_input
 from stages.common.tokens import display_token, token_text
@@ -45,6 +47,7 @@ from stages.evaluate.nugget.plots import probability_gain as plot_gain
 from stages.evaluate.nugget.plots import token_frequencies
 from stages.evaluate.nugget.systems import System, collect_systems
 from stages.evaluate.publish import log_flags
+from stages.framework.contract import optional, section
 from stages.framework.stage import Stage, StageContext
 
 if TYPE_CHECKING:
@@ -131,43 +134,57 @@ def pick(systems: list[System], objective: str, layer: int) -> System | None:
                                        s.name), default=None)
 
 
-class AnalyzeNuggets(Stage):
+@dataclass(frozen=True)
+class AnalysisConfig:
+    analysis_docs: int = section("eval.analysis_docs")
+    highlight_docs: int = section("eval.highlight_docs")
+    probe_docs: int = section("eval.probe_docs")
+    batch_size: int = section("eval.batch_size")
+    dtype: str = section("eval.dtype")
+    scorer_layer: int = section("nugget.scorer_layer")
+    split: str = section("eval.nugget_split")
+
+
+@dataclass(frozen=True)
+class AnalysisInputs:
+    docs: MtDocuments
+    nugget: TrainedNugget
+    sweep: NuggetSweep | None = optional()
+    baselines: TrainedBaselines | None = optional()
+
+
+class AnalyzeNuggets(Stage[AnalysisConfig, AnalysisInputs, NuggetAnalysis]):
     name = "analyze_nuggets"
-    required_upstream = ("build_mt_docs", "train_nugget")
-    optional_upstream = ("sweep_nugget", "train_baselines")
-    upstream = required_upstream
-    config_keys = ("eval.analysis_docs", "eval.highlight_docs", "eval.probe_docs", "eval.batch_size", "eval.dtype",
-                   "nugget.scorer_layer", "eval.nugget_split")
     uses_device = True
 
-    def run(self, ctx: StageContext) -> None:
-        split = MtDocuments.read(ctx.inputs["build_mt_docs"]).split(ctx.cfg("eval.nugget_split"))
+    def compute(self, ctx: StageContext, config: AnalysisConfig, inputs: AnalysisInputs) -> None:
+        split = inputs.docs.split(config.split)
         sides = pq.read_table(split, columns=["source", "target"]).to_pydict()
-        texts, n_docs = sides["source"], ctx.cfg("eval.analysis_docs")
-        systems = collect_systems(ctx.inputs)
-        layer = ctx.cfg("nugget.scorer_layer")
+        texts, n_docs = sides["source"], config.analysis_docs
+        systems = collect_systems(inputs)
+        layer = config.scorer_layer
         ae, mt = pick(systems, "ae", layer), pick(systems, "mt", layer)
         if ae is None:
             raise ValueError("analyze_nuggets needs an AE Nugget model (sweep_nugget or train_nugget with objective ae)")
-        stats = {s.name: self._token_stats(ctx, s, texts[:n_docs]) for s in (ae, mt) if s}
+        stats = {s.name: self._token_stats(ctx, config, s, texts[:n_docs]) for s in (ae, mt) if s}
         # appendix D: train_baselines' models encoding the corpus's other language, on that side
-        other = [s for s in collect_systems(ctx.inputs, encoder_side="target") if s.kind == "nugget"]
-        stats |= {s.name: self._token_stats(ctx, s, sides["target"][:n_docs]) for s in other}
+        other = [s for s in collect_systems(inputs, encoder_side="target") if s.kind == "nugget"]
+        stats |= {s.name: self._token_stats(ctx, config, s, sides["target"][:n_docs]) for s in other}
         frequency = self._frequency_outputs(ctx, stats, {s.name: s for s in (ae, mt, *other) if s})
-        highlighted = texts[: ctx.cfg("eval.highlight_docs")]
-        self._highlight(ctx, ae, highlighted)
-        gain = self._probe(ctx, ae, texts, ctx.cfg("eval.probe_docs"))
+        highlighted = texts[: config.highlight_docs]
+        self._highlight(ctx, config, ae, highlighted)
+        gain = self._probe(ctx, config, ae, texts, config.probe_docs)
         NuggetAnalysis(frequency, gain).write(ctx.output_dir)
         details = figure_details(frequency, gain, len(texts[:n_docs]), len(highlighted), ae.describe())
         ctx.log_artifact(NuggetAnalysis.write_captions(ctx.output_dir, details))
 
-    def _token_stats(self, ctx: StageContext, system: System, texts: list[str]) -> TokenStats:
+    def _token_stats(self, ctx: StageContext, config: AnalysisConfig, system: System, texts: list[str]) -> TokenStats:
         """Nugget vs text token counts, each token counted as the word it spells
         (`readable_token`: a token and its word-initial variant are one word, and a
         byte-level BPE token of a Chinese character is not counted as unreadable bytes)."""
-        loaded, stats = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype")), TokenStats()
+        loaded, stats = load_system(system, device=ctx.device, precision=config.dtype), TokenStats()
         word = cache(partial(readable_token, loaded.tokenizer))  # decoded once per distinct token
-        for chunk in batches(texts, ctx.cfg("eval.batch_size")):
+        for chunk in batches(texts, config.batch_size):
             nuggets, enc = loaded.encode(chunk)
             for ids, mask, idx, nmask in zip(enc["input_ids"], enc["attention_mask"], nuggets.indices, nuggets.mask, strict=True):
                 tokens = [word(t) for t in loaded.tokenizer.convert_ids_to_tokens(ids[mask.bool()].tolist())]
@@ -203,8 +220,8 @@ class AnalyzeNuggets(Stage):
                              f"punct_share_text.{obj}_n": sum(s.text.values())})
         return report
 
-    def _highlight(self, ctx: StageContext, system: System, texts: list[str]) -> None:
-        loaded, docs = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype")), []
+    def _highlight(self, ctx: StageContext, config: AnalysisConfig, system: System, texts: list[str]) -> None:
+        loaded, docs = load_system(system, device=ctx.device, precision=config.dtype), []
         for text in texts:
             enc = loaded.tokenize([text])
             with loaded.model.encoder_pass(enc["attention_mask"]) as p:
@@ -215,10 +232,10 @@ class AnalyzeNuggets(Stage):
         page.write_text(highlight_page(f"Nuggets of {system.describe()}", docs))
         ctx.log_artifact(page)
 
-    def _probe(self, ctx: StageContext, system: System, dev: list[str], limit: int) -> dict:
+    def _probe(self, ctx: StageContext, config: AnalysisConfig, system: System, dev: list[str], limit: int) -> dict:
         """Figs. 7-8 on up to ``limit`` documents (fig. 8 cuts its fixed-length documents
         from the whole ``dev`` text list)."""
-        loaded, texts = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype")), dev[:limit]
+        loaded, texts = load_system(system, device=ctx.device, precision=config.dtype), dev[:limit]
         # eq. 9 teacher-forces the input ids (their language code included) as the labels
         check_writes_its_input(loaded.tokenizer, f"analyze_nuggets' probe of {system.name}")
         by_nugget: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))

@@ -32,18 +32,21 @@ reads its inputs (segments, unigram references, models, Lambda), calls it and pu
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
 from stages.artifacts.calibrate import CalibratedThreshold
-from stages.artifacts.data import LMRecords
+from stages.artifacts.data import LMRecords, PreparedLM
+from stages.artifacts.evaluate import EvalTable
 from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
 from stages.common.degenerate import UnigramModel
-from stages.config.evaluation import LMEval
+from stages.config.evaluation import LMEval, PressSection
 from stages.evaluate.lm.language_modelling import BASELINES, LOG, Segment, evaluate_lm
 from stages.evaluate.publish import publish
+from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
 
 AR_STAGE = "train_nugget2d_ar"
@@ -93,16 +96,31 @@ def unigram_models(paths: dict[str, Path], vocab_size: int) -> tuple[dict[str, U
     return {c: own[c] if own[c].total else pooled for c in paths}, notes
 
 
-class EvalLM(Stage):
+@dataclass(frozen=True)
+class LMConfig:
+    lm: LMEval = section("eval.lm")
+    presses: PressSection = section("eval.presses")
+    dtype: str = section("eval.dtype")
+
+
+@dataclass(frozen=True)
+class LMInputs:
+    prepared: PreparedLM
+    records: LMRecords
+    calibrated: CalibratedThreshold
+    trained: TrainedNugget2D = produced_by(AR_STAGE)
+
+
+class EvalLM(Stage[LMConfig, LMInputs, EvalTable]):
     name = "eval_lm"
-    upstream = ("prepare_lm", "build_lm", "calibrate_threshold", AR_STAGE)
-    config_keys = ("eval.lm", "eval.presses", "eval.dtype")
     uses_device = True
 
     @staticmethod
-    def baseline_models(cfg: LMEval, ctx: StageContext, trained: TrainedNugget2D) -> dict[str, Any]:
-        """For ``baseline_adapter: trained``, each baseline's own model (``trained``'s variants);
-        else none: the baselines decode with the AR model's weights."""
+    def baseline_models(cfg: LMEval, trained: TrainedNugget2D, prepared: PreparedLM, device: str,
+                        dtype: str) -> dict[str, Any]:
+        """For ``baseline_adapter: trained``, each baseline's own model (``trained``'s variants,
+        on ``prepared``'s base LM, placed on ``device`` in ``dtype``); else none: the
+        baselines decode with the AR model's weights."""
         if cfg.baseline_adapter != "trained":
             return {}
         systems = [s for s in cfg.systems if s in BASELINES]
@@ -110,23 +128,22 @@ class EvalLM(Stage):
         if missing:
             raise ValueError(f"eval.lm.baseline_adapter=trained: {AR_STAGE} trained no {missing} "
                              f"(it holds {sorted(trained.variants)}); set train.nugget2d_ar.baselines")
-        return {s: trained.variant(s).load_from(ctx.inputs["prepare_lm"], ctx.device, ctx.cfg("eval.dtype"))[0]
-                for s in systems}
+        return {s: trained.variant(s).load_from(prepared.path, device, dtype)[0] for s in systems}
 
-    def run(self, ctx: StageContext) -> None:
-        cfg = ctx.cfg("eval.lm")
-        calibrated = CalibratedThreshold.read(ctx.inputs["calibrate_threshold"])
+    def compute(self, ctx: StageContext, config: LMConfig, inputs: LMInputs) -> None:
+        cfg = config.lm
+        calibrated = inputs.calibrated
         threshold, ratio = calibrated.threshold, calibrated.ratio
-        records = LMRecords.read(ctx.inputs["build_lm"])
+        records = inputs.records
         data = {c: _segments(records.segments(c), cfg.split, cfg.max_segments) for c in cfg.corpora}
-        trained = TrainedNugget2D.read(ctx.inputs[AR_STAGE], AR_STAGE)
-        model, base = trained.load_from(ctx.inputs["prepare_lm"], ctx.device, ctx.cfg("eval.dtype"))
+        trained = inputs.trained
+        model, base = trained.load_from(inputs.prepared.path, ctx.device, config.dtype)
         tokenizer = base.tokenizer()
         same_scorer = scorer_fingerprint(model) == calibrated.scorer_fingerprint
         if not same_scorer:
             LOG.warning("eval_lm: %s's scorer differs from the one Lambda was calibrated on (%s); "
                         "the realised nugget ratio column shows the effect", AR_STAGE, calibrated.scorer_stage)
-        baselines = self.baseline_models(cfg, ctx, trained)
+        baselines = self.baseline_models(cfg, trained, inputs.prepared, ctx.device, config.dtype)
         unigrams, unigram_notes = unigram_models({c: records.segments(c) for c in cfg.corpora}, len(tokenizer))
         provenance = [
             f"Lambda = {threshold:.4f} from calibrate_threshold (r = {ratio:g}); "
@@ -138,7 +155,7 @@ class EvalLM(Stage):
         ]
         stand_ins = records.stand_ins()
         result = evaluate_lm(model, tokenizer, data, cfg, threshold=threshold, ratio=ratio, unigrams=unigrams,
-                             presses=ctx.cfg("eval.presses"), baselines=baselines, provenance=provenance,
+                             presses=config.presses, baselines=baselines, provenance=provenance,
                              unigram_notes=unigram_notes,
                              stand_in="; ".join(f"{c}: {stand_ins[c]}" for c in cfg.corpora if c in stand_ins))
         ctx.set_tags({"lambda_scorer_match": same_scorer})

@@ -32,6 +32,7 @@ n = words) and
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
@@ -44,6 +45,7 @@ from stages.common.device import to_device
 from stages.common.records import batches
 from stages.evaluate.lm.perplexity import PerplexityCounts, perplexity_intervals
 from stages.evaluate.publish import publish
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 
 if TYPE_CHECKING:
@@ -101,18 +103,27 @@ def unigram_counts(model: UnigramModel, docs: TokenDocuments, lengths: list[int]
     return total
 
 
-class EvalNuggetLM(Stage):
+@dataclass(frozen=True)
+class NuggetLMConfig:
+    nugget_lm: NuggetLMEval = section("eval.nugget_lm")
+    dtype: str = section("eval.dtype")
+
+
+@dataclass(frozen=True)
+class NuggetLMInputs:
+    corpus: NuggetLMCorpus
+    trained: TrainedNuggetLM
+
+
+class EvalNuggetLM(Stage[NuggetLMConfig, NuggetLMInputs, EvalTable]):
     name = "eval_nugget_lm"
-    upstream = ("build_nugget_lm", "train_nugget_lm")
-    config_keys = ("eval.nugget_lm", "eval.dtype")
     uses_device = True
 
-    def run(self, ctx: StageContext) -> None:
+    def compute(self, ctx: StageContext, config: NuggetLMConfig, inputs: NuggetLMInputs) -> None:
         from nugget_core.nugget import SpecialTokens
 
-        cfg: NuggetLMEval = ctx.cfg("eval.nugget_lm")
-        corpus = NuggetLMCorpus.read(ctx.inputs["build_nugget_lm"])
-        trained = TrainedNuggetLM.read(ctx.inputs["train_nugget_lm"])
+        cfg = config.nugget_lm
+        corpus, trained = inputs.corpus, inputs.trained
         docs = corpus.documents(cfg.split, cfg.max_docs)
         lengths = [min(n, cfg.max_doc_tokens) if cfg.max_doc_tokens else n for n in docs.lengths()]
         rows, examples = [], []
@@ -122,7 +133,7 @@ class EvalNuggetLM(Stage):
             if segment % cfg.stride:
                 raise ValueError(f"eval.nugget_lm.stride={cfg.stride} must divide {record['system']}'s "
                                  f"segment_tokens={segment}")
-            lm = trained.load(record, ctx.device, ctx.cfg("eval.dtype"))
+            lm = trained.load(record, ctx.device, config.dtype)
             wrap = SpecialTokens.of(trained.tokenizer(record))
             start_id, pad_id = trained.decoder_token_ids(record)
             metrics: dict[str, float | None] = {}

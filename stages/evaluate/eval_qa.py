@@ -25,29 +25,48 @@ empty, or that answers 0 of n where NoDoc also does, flagged uninformative: `qa_
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from nugget_core.nugget2d.prompts import PromptFormat
-from stages.artifacts.data import LMRecords
+from stages.artifacts.data import LMRecords, PreparedLM
+from stages.artifacts.evaluate import EvalTable
 from stages.artifacts.train import TrainedNugget2D
 from stages.common.records import read_records
+from stages.config.evaluation import PressSection, QAEval
+from stages.config.schema import PromptSection
 from stages.evaluate.lm.qa import RatioModel, evaluate_qa
 from stages.evaluate.publish import publish
+from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
 
 COMPRESSOR_STAGE = "train_nugget2d"
 
 
-class EvalQA(Stage):
+@dataclass(frozen=True)
+class QAConfig:
+    qa: QAEval = section("eval.qa")
+    presses: PressSection = section("eval.presses")
+    dtype: str = section("eval.dtype")
+    prompts: PromptSection = section("prompts")
+
+
+@dataclass(frozen=True)
+class QAInputs:
+    prepared: PreparedLM
+    records: LMRecords
+    compressor: TrainedNugget2D = produced_by(COMPRESSOR_STAGE)
+
+
+class EvalQA(Stage[QAConfig, QAInputs, EvalTable]):
     name = "eval_qa"
-    upstream = ("prepare_lm", "build_lm", COMPRESSOR_STAGE)
-    config_keys = ("eval.qa", "eval.presses", "eval.dtype", "prompts")
     uses_device = True
 
-    def run(self, ctx: StageContext) -> None:
-        cfg = ctx.cfg("eval.qa")
-        records = read_records(LMRecords.read(ctx.inputs["build_lm"]).records("qa"), cfg.split, cfg.max_examples)
-        compressor = TrainedNugget2D.read(ctx.inputs[COMPRESSOR_STAGE], COMPRESSOR_STAGE)
-        placement = (ctx.device, ctx.cfg("eval.dtype"))
-        model, base = compressor.load_from(ctx.inputs["prepare_lm"], *placement)
+    def compute(self, ctx: StageContext, config: QAConfig, inputs: QAInputs) -> None:
+        cfg = config.qa
+        records = read_records(inputs.records.records("qa"), cfg.split, cfg.max_examples)
+        compressor = inputs.compressor
+        placement = (ctx.device, config.dtype)
+        model, base = compressor.load_from(inputs.prepared.path, *placement)
         tokenizer = base.tokenizer()
 
         def at_ratio(ratio: float) -> RatioModel:
@@ -56,11 +75,11 @@ class EvalQA(Stage):
             if trained is None:
                 return RatioModel(model, compressor.ratio)
             own = trained.path != compressor.path
-            return RatioModel(trained.load_from(ctx.inputs["prepare_lm"], *placement)[0] if own else model,
+            return RatioModel(trained.load_from(inputs.prepared.path, *placement)[0] if own else model,
                               trained.ratio)
 
-        result = evaluate_qa(model, tokenizer, records, cfg, prompt_format=PromptFormat(ctx.cfg("prompts").format, tokenizer),
-                             presses=ctx.cfg("eval.presses"), soft_prompt=compressor.soft_prompt, at_ratio=at_ratio,
+        result = evaluate_qa(model, tokenizer, records, cfg, prompt_format=PromptFormat(config.prompts.format, tokenizer),
+                             presses=config.presses, soft_prompt=compressor.soft_prompt, at_ratio=at_ratio,
                              compressor=f"{COMPRESSOR_STAGE} checkpoint")
         ctx.set_tags({"stand_in": result.table.stand_in or "none"})
         publish(ctx, result.table, result.examples)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -35,6 +36,7 @@ from stages.common.padding import pad
 from stages.common.records import batches
 from stages.evaluate.lm.rouge import ROUGE_TYPES, rouge_per_example
 from stages.evaluate.publish import publish
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 
 if TYPE_CHECKING:
@@ -89,20 +91,29 @@ def system_row(record: dict[str, Any], nll: list[float], counts: list[int], roug
                     stderr=errors, flag=generation_flags(restored) or "")
 
 
-class EvalRERestoration(Stage):
+@dataclass(frozen=True)
+class RestorationConfig:
+    re: REEval = section("eval.re")
+    dtype: str = section("eval.dtype")
+
+
+@dataclass(frozen=True)
+class RestorationInputs:
+    texts: RestorationTexts
+    trained: TrainedRestorable
+
+
+class EvalRERestoration(Stage[RestorationConfig, RestorationInputs, EvalTable]):
     name = "eval_re_restoration"
-    upstream = ("build_re_data", "train_re")
-    config_keys = ("eval.re", "eval.dtype")
     uses_device = True
 
-    def run(self, ctx: StageContext) -> None:
-        cfg: REEval = ctx.cfg("eval.re")
-        texts = RestorationTexts.read(ctx.inputs["build_re_data"])
-        trained = TrainedRestorable.read(ctx.inputs["train_re"])
+    def compute(self, ctx: StageContext, config: RestorationConfig, inputs: RestorationInputs) -> None:
+        cfg = config.re
+        texts, trained = inputs.texts, inputs.trained
         rows, examples = [], []
         for k, record in enumerate(trained.systems, 1):
             tick = time.time()
-            model = trained.load(record, ctx.device, ctx.cfg("eval.dtype"))
+            model = trained.load(record, ctx.device, config.dtype)
             tokenizer = trained.tokenizer(record)
             limit = record["max_tokens"]  # the truncation of its training texts
             dev = texts.texts(record["sentences"], "dev", cfg.max_examples)

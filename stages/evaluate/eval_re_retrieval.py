@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 import unicodedata
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from stages.common.intervals import hits_interval, means_and_errors
 from stages.common.padding import pad
 from stages.common.records import batches
 from stages.evaluate.publish import publish
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 
 if TYPE_CHECKING:
@@ -140,16 +142,25 @@ def retrieval_row(record: dict[str, Any], ranks: list[int], passages: int, ks: l
                     flag=f"first-ranked passage: {flag}" if flag else "")
 
 
-class EvalRERetrieval(Stage):
+@dataclass(frozen=True)
+class RetrievalConfig:
+    re: REEval = section("eval.re")
+    dtype: str = section("eval.dtype")
+
+
+@dataclass(frozen=True)
+class RetrievalInputs:
+    trained: TrainedRetrieval
+    data: RetrievalData
+
+
+class EvalRERetrieval(Stage[RetrievalConfig, RetrievalInputs, EvalTable]):
     name = "eval_re_retrieval"
-    upstream = ("train_re_retrieval", "build_re_retrieval")
-    config_keys = ("eval.re", "eval.dtype")
     uses_device = True
 
-    def run(self, ctx: StageContext) -> None:
-        cfg: REEval = ctx.cfg("eval.re")
-        trained = TrainedRetrieval.read(ctx.inputs["train_re_retrieval"])
-        data = RetrievalData.read(ctx.inputs["build_re_retrieval"])
+    def compute(self, ctx: StageContext, config: RetrievalConfig, inputs: RetrievalInputs) -> None:
+        cfg = config.re
+        trained, data = inputs.trained, inputs.data
         tests = list(data.rows("test", cfg.max_queries))
         if not tests:
             raise ValueError(f"eval_re_retrieval: {data.path}/test.jsonl has no queries")
@@ -157,7 +168,7 @@ class EvalRERetrieval(Stage):
         rows, examples, passages = [], [], 0
         for n, record in enumerate(trained.systems, 1):
             tick = time.time()
-            query_tower, passage_tower = trained.towers(record, ctx.device, ctx.cfg("eval.dtype"))
+            query_tower, passage_tower = trained.towers(record, ctx.device, config.dtype)
             tokenizer = trained.tokenizer(record)
             queries = embed(query_tower, tokenizer, [t["query"] for t in tests], record["max_query_tokens"],
                             cfg.batch_size, ctx.device)

@@ -21,12 +21,14 @@ per system).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
 from stages.artifacts.data import MtDocuments
 from stages.artifacts.evaluate import ReconstructionResults
+from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.common.degenerate import LABEL, generation_flags
 from stages.common.records import write_jsonl
 from stages.evaluate.nugget.encoders import load_system
@@ -35,6 +37,7 @@ from stages.evaluate.nugget.plots import bleu_vs_ratio
 from stages.evaluate.nugget.similarity import metric_name
 from stages.evaluate.nugget.systems import System, collect_systems, to_record
 from stages.evaluate.publish import log_flags
+from stages.framework.contract import optional, section
 from stages.framework.stage import Stage, StageContext
 
 if TYPE_CHECKING:
@@ -53,32 +56,44 @@ def reconstruction_systems(systems: list[System]) -> list[System]:
     return [s for s in systems if s.kind == "bottleneck" or (s.selector == "topk" and s.baseline is None)]
 
 
-class EvalReconstruction(Stage):
+@dataclass(frozen=True)
+class ReconstructionConfig:
+    beam_size: int = section("eval.beam_size")
+    extra_tokens: int = section("eval.reconstruction_extra_tokens")
+    max_examples: int = section("eval.max_examples")
+    batch_size: int = section("eval.batch_size")
+    dtype: str = section("eval.dtype")
+    split: str = section("eval.nugget_split")
+
+
+@dataclass(frozen=True)
+class ReconstructionInputs:
+    docs: MtDocuments
+    nugget: TrainedNugget
+    baselines: TrainedBaselines
+    sweep: NuggetSweep | None = optional()
+
+
+class EvalReconstruction(Stage[ReconstructionConfig, ReconstructionInputs, ReconstructionResults]):
     name = "eval_reconstruction"
-    required_upstream = ("build_mt_docs", "train_nugget", "train_baselines")
-    optional_upstream = ("sweep_nugget",)
-    upstream = required_upstream
-    config_keys = ("eval.beam_size", "eval.reconstruction_extra_tokens", "eval.max_examples", "eval.batch_size",
-                   "eval.dtype", "eval.nugget_split")
     uses_device = True
 
-    def run(self, ctx: StageContext) -> None:
-        split = ctx.cfg("eval.nugget_split")
-        table = pq.read_table(MtDocuments.read(ctx.inputs["build_mt_docs"]).split(split),
-                              columns=["source", "target"]).to_pydict()
-        cap = ctx.cfg("eval.max_examples")
+    def compute(self, ctx: StageContext, config: ReconstructionConfig, inputs: ReconstructionInputs) -> None:
+        split = config.split
+        table = pq.read_table(inputs.docs.split(split), columns=["source", "target"]).to_pydict()
+        cap = config.max_examples
         docs = {k: (v[:cap] if cap else v) for k, v in table.items()}
         if not docs["source"]:
             raise ValueError(f"build_mt_docs split {split!r} (eval.nugget_split) is empty: nothing to reconstruct")
-        systems = reconstruction_systems(collect_systems(ctx.inputs))
+        systems = reconstruction_systems(collect_systems(inputs))
         rows, samples, metrics = [], [], {}
         flags: dict[str, str] = {}  # system -> why it is uninformative
         for n, system in enumerate(systems, 1):
             tick = time.time()
-            loaded = load_system(system, device=ctx.device, precision=ctx.cfg("eval.dtype"))
+            loaded = load_system(system, device=ctx.device, precision=config.dtype)
             refs = docs["source"] if system.objective == "ae" else docs["target"]
-            hyps = loaded.decode(docs["source"], ctx.cfg("eval.batch_size"), ctx.cfg("eval.beam_size"),
-                                 decode_limit(loaded.tokenizer, refs, ctx.cfg("eval.reconstruction_extra_tokens")))
+            hyps = loaded.decode(docs["source"], config.batch_size, config.beam_size,
+                                 decode_limit(loaded.tokenizer, refs, config.extra_tokens))
             tokenize = bleu_tokenizer(refs)
             bleu, bounds = corpus_bleu_interval(hyps, refs, tokenize=tokenize)
             ends = dict(zip(("bleu_low", "bleu_high"), bounds, strict=True)) if bounds else {}
@@ -93,8 +108,8 @@ class EvalReconstruction(Stage):
             metrics |= {metric_name("bleu", system.name) + end[4:]: x for end, x in ends.items()}  # its 95% interval
             interval = f" [{bounds[0]:.2f}, {bounds[1]:.2f}]" if bounds else ""
             print(f"[eval_reconstruction] {n}/{len(systems)} {system.name}: BLEU {bleu:.2f}{interval} "
-                  f"({len(refs)} docs, beam {ctx.cfg('eval.beam_size')}, {time.time() - tick:.1f}s)", flush=True)
-        written = ReconstructionResults(rows, split, ctx.cfg("eval.beam_size")).write(ctx.output_dir)
+                  f"({len(refs)} docs, beam {config.beam_size}, {time.time() - tick:.1f}s)", flush=True)
+        written = ReconstructionResults(rows, split, config.beam_size).write(ctx.output_dir)
         write_jsonl(ctx.output_dir / ReconstructionResults.EXAMPLES, samples)
         for path in written[1:]:
             ctx.log_artifact(path)
@@ -102,7 +117,7 @@ class EvalReconstruction(Stage):
         bleu_vs_ratio(rows, figure)
         captions = ReconstructionResults.write_captions(ctx.output_dir, {figure.name: (
             f"n = {len(docs['source'])} {split} documents per system, {len(systems)} systems, "
-            f"beam {ctx.cfg('eval.beam_size')}.")})
+            f"beam {config.beam_size}.")})
         for path in (figure, captions):
             ctx.log_artifact(path)
         ctx.log_metrics(metrics)

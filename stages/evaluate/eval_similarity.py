@@ -19,11 +19,13 @@ they are not); every MRR is also an MLflow metric ``mrr.<task>.<system>``.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stages.artifacts.data import SimilarityDataset
+from stages.artifacts.data import StoredSimilarityDataset
 from stages.artifacts.evaluate import SimilarityResults
+from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.common.degenerate import LABEL, constant_outputs
 from stages.common.intervals import stderr
 from stages.common.records import write_jsonl
@@ -36,6 +38,7 @@ from stages.evaluate.nugget.similarity import (
 )
 from stages.evaluate.nugget.systems import System, collect_systems, to_record
 from stages.evaluate.publish import log_flags
+from stages.framework.contract import optional, produced_by, reading, section
 from stages.framework.stage import Stage, StageContext
 
 if TYPE_CHECKING:
@@ -54,42 +57,58 @@ def colbart_source(systems: list[System], seq2seq: Seq2SeqModel) -> System | Non
     return min(pool, key=lambda s: (s.dev_loss if s.dev_loss is not None else float("inf"), s.name), default=None)
 
 
-class EvalSimilarity(Stage):
+@dataclass(frozen=True)
+class SimilarityConfig:
+    max_tasks: int = section("eval.max_tasks")
+    batch_size: int = section("eval.batch_size")
+    pi_data_dir: str = section("eval.pi_data_dir")
+    rr_data_dir: str = section("eval.rr_data_dir")
+    dtype: str = section("eval.dtype")
+    seq2seq: Seq2SeqModel = section("model.seq2seq")
+
+
+@dataclass(frozen=True)
+class SimilarityInputs:
+    pi: StoredSimilarityDataset = produced_by("build_pi")
+    rr: StoredSimilarityDataset = produced_by("build_rr")
+    # reading() on the rest too: to mypy a plain field may not follow one declared with "= ..."
+    nugget: TrainedNugget = reading()
+    baselines: TrainedBaselines = reading()
+    sweep: NuggetSweep | None = optional()
+
+
+class EvalSimilarity(Stage[SimilarityConfig, SimilarityInputs, SimilarityResults]):
     name = "eval_similarity"
-    required_upstream = ("build_pi", "build_rr", "train_nugget", "train_baselines")
-    optional_upstream = ("sweep_nugget",)
-    upstream = required_upstream
-    config_keys = ("eval.max_tasks", "eval.batch_size", "eval.pi_data_dir", "eval.rr_data_dir", "eval.dtype",
-                   "model.seq2seq")
     external_paths = ("eval.pi_data_dir", "eval.rr_data_dir")  # released nugget-data folders
     external_models = ("model.seq2seq.name_or_path",)  # the pretrained ColBART encoder
     uses_device = True
 
-    def _datasets(self, ctx: StageContext) -> dict[str, tuple[list, dict, str]]:
+    @staticmethod
+    def _datasets(config: SimilarityConfig, inputs: SimilarityInputs) -> dict[str, tuple[list, dict, str]]:
         out = {}
-        for task, stage, override in (("pi", "build_pi", "eval.pi_data_dir"), ("rr", "build_rr", "eval.rr_data_dir")):
-            folder = (Path(ctx.cfg(override)).expanduser() if ctx.cfg(override)
-                      else SimilarityDataset.read(ctx.inputs[stage], stage).path)
+        for task, stage, override, built in (("pi", "build_pi", config.pi_data_dir, inputs.pi),
+                                             ("rr", "build_rr", config.rr_data_dir, inputs.rr)):
+            folder = Path(override).expanduser() if override else built.dataset.path
             tasks, docs = read_similarity_data(folder)
-            cap = ctx.cfg("eval.max_tasks")
+            cap = config.max_tasks
             tasks = tasks[:cap] if cap else tasks
             if not tasks:
                 raise ValueError(f"{task}: no tasks in {folder}")
-            out[task] = (tasks, docs, str(folder) if ctx.cfg(override) else f"{stage} artifact {ctx.inputs[stage].key}")
+            out[task] = (tasks, docs, str(folder) if override else f"{stage} artifact {built.key}")
         return out
 
-    def run(self, ctx: StageContext) -> None:
-        datasets = self._datasets(ctx)  # fail on missing data before loading any model
-        systems = collect_systems(ctx.inputs)
-        colbart = colbart_source(systems, ctx.cfg("model.seq2seq"))
+    def compute(self, ctx: StageContext, config: SimilarityConfig, inputs: SimilarityInputs) -> None:
+        datasets = self._datasets(config, inputs)  # fail on missing data before loading any model
+        systems = collect_systems(inputs)
+        colbart = colbart_source(systems, config.seq2seq)
         jobs = [(s, s.kind) for s in systems] + ([(colbart, "colbart")] if colbart else [])
         rows, metrics, ranks, flags = [], {}, [], {}
         for n, (system, mode) in enumerate(jobs, 1):
-            loaded = load_system(system, mode, ctx.device, ctx.cfg("eval.dtype"))
+            loaded = load_system(system, mode, ctx.device, config.dtype)
             for task, (tasks, docs, origin) in datasets.items():
                 tick = time.time()
                 ids = needed_docs(tasks)
-                vecs = dict(zip(ids, loaded.vectors([docs[i] for i in ids], ctx.cfg("eval.batch_size")), strict=True))
+                vecs = dict(zip(ids, loaded.vectors([docs[i] for i in ids], config.batch_size), strict=True))
                 per_task, rankings = task_reciprocal_ranks(vecs, tasks, multi=mode != "bottleneck")
                 value = sum(per_task) / len(per_task)  # MRR x 100
                 label = "ColBART" if mode == "colbart" else system.name

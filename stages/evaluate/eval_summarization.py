@@ -26,35 +26,55 @@ the summary of the rest).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from nugget_core.nugget2d.prompts import PromptFormat
 from stages.artifacts.data import BaseLM, LMRecords
+from stages.artifacts.evaluate import EvalTable
 from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D
 from stages.common.records import read_records
+from stages.config.evaluation import PressSection, SummarizationEval
+from stages.config.schema import PromptSection
 from stages.evaluate.lm.summarization import evaluate_summarization
 from stages.evaluate.publish import publish
+from stages.framework.contract import produced_by, reading, section
 from stages.framework.stage import Stage, StageContext
 
 MODELS_NOTE = ("full_ft: train_full_ft (base LM + LoRA, merged); nugget2d_ft: train_nugget2d_ft "
                "(train_nugget2d's compressor fine-tuned on the task); full_zs: the base LM.")
 
 
-class EvalSummarization(Stage):
+@dataclass(frozen=True)
+class SummarizationConfig:
+    summarization: SummarizationEval = section("eval.summarization")
+    presses: PressSection = section("eval.presses")
+    dtype: str = section("eval.dtype")
+    prompts: PromptSection = section("prompts")
+
+
+@dataclass(frozen=True)
+class SummarizationInputs:
+    base: BaseLM = reading(role="chat")  # the QA / summarisation base (Nugget2D §3)
+    # reading() on the rest too: to mypy a plain field may not follow one declared with "= ..."
+    records: LMRecords = reading()
+    full_ft: FullFinetunedLM = reading()
+    nugget2d: TrainedNugget2D = produced_by("train_nugget2d_ft")
+
+
+class EvalSummarization(Stage[SummarizationConfig, SummarizationInputs, EvalTable]):
     name = "eval_summarization"
-    upstream = ("prepare_lm", "build_lm", "train_full_ft", "train_nugget2d_ft")
-    config_keys = ("eval.summarization", "eval.presses", "eval.dtype", "prompts")
     uses_device = True
 
-    def run(self, ctx: StageContext) -> None:
-        cfg = ctx.cfg("eval.summarization")
-        records = read_records(LMRecords.read(ctx.inputs["build_lm"]).records("summarization"), cfg.split,
-                               cfg.max_examples)
-        base = BaseLM.read(ctx.inputs["prepare_lm"], "chat")  # the QA / summarisation base (Nugget2D §3)
+    def compute(self, ctx: StageContext, config: SummarizationConfig, inputs: SummarizationInputs) -> None:
+        cfg = config.summarization
+        records = read_records(inputs.records.records("summarization"), cfg.split, cfg.max_examples)
+        base = inputs.base
         tokenizer = base.tokenizer()
-        placement = (ctx.device, ctx.cfg("eval.dtype"))
-        nugget2d = TrainedNugget2D.read(ctx.inputs["train_nugget2d_ft"], "train_nugget2d_ft").load(base, *placement)
+        placement = (ctx.device, config.dtype)
+        nugget2d = inputs.nugget2d.load(base, *placement)
         result = evaluate_summarization(
-            nugget2d, tokenizer, records, cfg, prompt_format=PromptFormat(ctx.cfg("prompts").format, tokenizer),
-            presses=ctx.cfg("eval.presses"), models_note=MODELS_NOTE,
-            full_ft=lambda: FullFinetunedLM.read(ctx.inputs["train_full_ft"]).load(base, nugget2d.config, *placement))
+            nugget2d, tokenizer, records, cfg, prompt_format=PromptFormat(config.prompts.format, tokenizer),
+            presses=config.presses, models_note=MODELS_NOTE,
+            full_ft=lambda: inputs.full_ft.load(base, nugget2d.config, *placement))
         ctx.set_tags({"stand_in": result.table.stand_in or "none"})
         publish(ctx, result.table, result.examples)

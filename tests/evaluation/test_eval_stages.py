@@ -20,6 +20,9 @@ def test_similarity_covers_every_system(evaluated):
     # corpus's other language: these tasks are English)
     assert len(labels) == 7 * 2 and not any("target language" in label for label, _ in labels)
     assert out.colbart_from == "sweep:mt-r0.1-l0"  # MT, lowest dev loss
+    # each row names the data it was computed on: the store key of build_pi's / build_rr's artifact
+    assert {(r["task"], r["data"]) for r in out.rows} == {("pi", "build_pi artifact key-build_pi"),
+                                                           ("rr", "build_rr artifact key-build_rr")}
     for r in out.rows:
         assert 100 / 4 <= r["mrr"] <= 100  # 4 candidates
     single = [r for r in out.rows if r["mode"] == "bottleneck"]

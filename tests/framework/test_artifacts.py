@@ -17,6 +17,7 @@ from stages.artifacts.data import (
     LMRecords,
     MtDocuments,
     SimilarityDataset,
+    StoredSimilarityDataset,
     TokenizerFolder,
 )
 from stages.artifacts.evaluate import (
@@ -73,6 +74,13 @@ def test_data_contracts_round_trip(tmp_path):
     for name in SimilarityDataset.FILES:
         _touch(tmp_path / "pi" / name)
     assert SimilarityDataset.read(tmp_path / "pi", "build_pi").path == tmp_path / "pi"
+    # with the store key of the artifact it came from (none for a plain directory)
+    stored = StoredSimilarityDataset.read(Artifact("build_rr", "k1", "", tmp_path / "pi", {}))
+    assert (stored.dataset.path, stored.key) == (tmp_path / "pi", "k1")
+    assert StoredSimilarityDataset.read(tmp_path / "pi").key == ""
+    (tmp_path / "pi" / "docs.tsv").unlink()
+    with pytest.raises(ContractError, match="output of stage 'build_rr'.*docs.tsv"):
+        StoredSimilarityDataset.read(Artifact("build_rr", "k1", "", tmp_path / "pi", {}))
 
 
 def test_train_contracts_round_trip(tmp_path):
@@ -287,7 +295,7 @@ def test_train_nugget_output_is_what_the_evaluations_read(monkeypatch, tmp_path)
     monkeypatch.setattr("stages.train.train_nugget.nugget_task", lambda ctx: None)
     ctx = _stage_context(TrainNugget, tmp_path, {})
     TrainNugget().run(ctx)
-    system = train_nugget_system(Artifact("train_nugget", "k", "", ctx.output_dir, {}))
+    system = train_nugget_system(TrainedNugget.read(Artifact("train_nugget", "k", "", ctx.output_dir, {})))
     nugget = ctx.cfg("nugget")
     assert (system.objective, system.ratio, system.scorer_layer, system.dev_loss) == (
         ctx.cfg("train.nugget").objective, nugget.ratio, nugget.scorer_layer, 1.5)

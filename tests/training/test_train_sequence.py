@@ -115,7 +115,7 @@ def test_train_baselines_stage_writes_what_the_evaluations_read(ray_local, mt_ar
                        {"build_mt_docs": Path(data), "tokenizer": Path(tok).parent}, tmp_path / "out",
                        logger, tmp_path, str(tmp_path / "work"))
     TrainBaselines().run(ctx)
-    systems = baseline_systems(Artifact("train_baselines", "k", "", ctx.output_dir, {}))
+    systems = baseline_systems(TrainedBaselines.read(Artifact("train_baselines", "k", "", ctx.output_dir, {})))
     assert [(s.name, s.kind) for s in systems] == [("baseline:re_gating", "bottleneck"), ("baseline:chunk", "nugget")]
     for s in systems:
         assert (s.model_dir / "config.json").exists() and s.dev_loss is not None

@@ -1,19 +1,18 @@
 """Which trained models an evaluation covers, read from upstream artifacts.
 
-Sources (each optional except where a stage requires it), read through their contracts
-(`stages.artifacts.train`): ``sweep_nugget`` (`NuggetSweep`: one model per trial),
-``train_nugget`` (`TrainedNugget`), ``train_baselines`` (`TrainedBaselines`: TSDAE, RE,
-Nugget ablations).
+Sources (each optional except where a stage requires it), as a stage's inputs hold them
+(read through their contracts, `stages.artifacts.train`): ``sweep_nugget``
+(`NuggetSweep`: one model per trial), ``train_nugget`` (`TrainedNugget`),
+``train_baselines`` (`TrainedBaselines`: TSDAE, RE, Nugget ablations).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
-from stages.framework.stage import Artifact
 
 
 @dataclass(frozen=True)
@@ -43,8 +42,7 @@ class System:
         return f"Nugget {self.objective.upper()} r={self.ratio:g} l={self.scorer_layer}{extra} [{self.source}]"
 
 
-def sweep_systems(art: Artifact) -> list[System]:
-    sweep = NuggetSweep.read(art)
+def sweep_systems(sweep: NuggetSweep) -> list[System]:
     return [
         System(
             name=f"sweep:{r['trial']}", kind="nugget", model_dir=sweep.model_dir(r),
@@ -55,8 +53,7 @@ def sweep_systems(art: Artifact) -> list[System]:
     ]
 
 
-def train_nugget_system(art: Artifact) -> System:
-    trained = TrainedNugget.read(art)
+def train_nugget_system(trained: TrainedNugget) -> System:
     return System(
         name="train_nugget", kind="nugget", model_dir=trained.model_dir, objective=trained.objective,
         source="train_nugget", ratio=trained.ratio, scorer_layer=trained.scorer_layer,
@@ -64,9 +61,8 @@ def train_nugget_system(art: Artifact) -> System:
     )
 
 
-def baseline_systems(art: Artifact) -> list[System]:
+def baseline_systems(baselines: TrainedBaselines) -> list[System]:
     out = []
-    baselines = TrainedBaselines.read(art)
     for r in baselines.systems:
         common: dict[str, Any] = dict(
             name=f"baseline:{r['system']}", kind=r["kind"], model_dir=baselines.model_dir(r),
@@ -81,17 +77,31 @@ def baseline_systems(art: Artifact) -> list[System]:
     return out
 
 
-def collect_systems(inputs: dict[str, Artifact], encoder_side: str | None = "source") -> list[System]:
-    """Every system of the upstream artifacts present in ``inputs`` whose encoder reads
-    ``encoder_side`` of the corpus (the source language by default: the English
-    evaluations; None: every system)."""
+class TrainedSystems(Protocol):
+    """The upstream outputs an evaluation takes its systems from (a stage's inputs
+    class); None: that stage is not in the run."""
+
+    @property
+    def sweep(self) -> NuggetSweep | None: ...
+
+    @property
+    def nugget(self) -> TrainedNugget | None: ...
+
+    @property
+    def baselines(self) -> TrainedBaselines | None: ...
+
+
+def collect_systems(trained: TrainedSystems, encoder_side: str | None = "source") -> list[System]:
+    """Every system of the ``trained`` outputs whose encoder reads ``encoder_side`` of the
+    corpus (the source language by default: the English evaluations; None: every
+    system); sweep trials first, then train_nugget, then the baselines."""
     systems: list[System] = []
-    if "sweep_nugget" in inputs:
-        systems += sweep_systems(inputs["sweep_nugget"])
-    if "train_nugget" in inputs:
-        systems.append(train_nugget_system(inputs["train_nugget"]))
-    if "train_baselines" in inputs:
-        systems += baseline_systems(inputs["train_baselines"])
+    if trained.sweep is not None:
+        systems += sweep_systems(trained.sweep)
+    if trained.nugget is not None:
+        systems.append(train_nugget_system(trained.nugget))
+    if trained.baselines is not None:
+        systems += baseline_systems(trained.baselines)
     systems = [s for s in systems if encoder_side is None or s.encoder_side == encoder_side]
     for s in systems:
         if not s.model_dir.exists():
