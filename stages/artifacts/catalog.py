@@ -5,9 +5,8 @@
 A stage with a typed header (``Stage[Config, Inputs, Output]``,
 `stages.framework.contract`) declares its output class itself, and that wins. For the
 others a contract names its producing stage in ``STAGE``: one class per stage where a
-class has one writer; the classes several stages write (every evaluation table is an
-`EvalTable`, the Nugget2D variants are `TrainedNugget2D`s, ``build_rr`` writes a
-`SimilarityDataset` like ``build_pi``) are listed in `SHARED`. No stage imports this
+class has one writer; a class several stages write (the Nugget2D variants are
+`TrainedNugget2D`s) is listed in `SHARED` for its other writers. No stage imports this
 module, so it enters no cache key.
 """
 
@@ -16,21 +15,17 @@ from __future__ import annotations
 from types import ModuleType
 
 from stages.artifacts import calibrate, data, evaluate, restorable, train
-from stages.artifacts.data import SimilarityDataset
-from stages.artifacts.evaluate import EvalTable
 from stages.artifacts.train import TrainedNugget2D
 from stages.framework.stage import Stage
 
 MODULES: tuple[ModuleType, ...] = (data, train, calibrate, evaluate, restorable)
 
-#: stages whose output is a contract that names another stage (or none) in ``STAGE``
+#: stages without a typed header whose output is a contract that names another stage (or
+#: none) in ``STAGE`` (a typed header names its output itself)
 SHARED: dict[str, type] = {
-    "build_rr": SimilarityDataset,
     "train_nugget2d_ft": TrainedNugget2D,
     "train_nugget2d_ar": TrainedNugget2D,
     "train_nugget2d_ae": TrainedNugget2D,
-    **{name: EvalTable for name in ("eval_lm", "eval_qa", "eval_summarization", "eval_nugget2d_ae",
-                                    "eval_nugget_lm", "eval_re_restoration", "eval_re_retrieval")},
 }
 
 #: stages no other stage reads, so they have no contract class: what their output is
