@@ -13,7 +13,7 @@ import math
 from dataclasses import asdict, dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stages.artifacts.base import Location, field, locate, records, write_json
 from stages.artifacts.data import BaseLM
@@ -21,6 +21,9 @@ from stages.artifacts.systems import SystemsOutput
 from stages.artifacts.trainer_state import TRAINER_STATE, TrainingSummary, read_summary, summary_of
 from stages.common.progress import progress_logger
 from stages.framework.stage import Artifact
+
+if TYPE_CHECKING:
+    from nugget_core.nugget2d import Nugget2DConfig
 
 Source = Artifact | Path | str
 log = progress_logger("nugget.artifacts")
@@ -323,7 +326,7 @@ class FullFinetunedLM:
     def training(self) -> list[TrainingSummary]:
         return [read_summary(Location(self.STAGE, self.path.parent), TRAINER_STATE, self.STAGE)]
 
-    def load(self, base: BaseLM, config: Any, device: str = "cpu", precision: str = "fp32") -> Any:
+    def load(self, base: BaseLM, config: Nugget2DConfig, device: str = "cpu", precision: str = "fp32") -> Any:
         """The base LM with this adapter merged in, inside a fresh `Nugget2DModel` of
         ``config``, in eval mode. Only the wrapper's Full path runs on it
         (`Nugget2DModel.encode_full` / ``lm_forward(None)``: every Nugget2D adapter off), so Full zero-shot and Full

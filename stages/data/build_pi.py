@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,8 @@ log = logging.getLogger("nugget.build_pi")
 BLOCKS_PER_TASK = 8
 
 
-def _mine(chunk, query_tokens, cand_tokens, window, block, n_neg, cfg):
+def _mine(chunk: Sequence[int], query_tokens: Sequence[list[str]], cand_tokens: Sequence[list[str]], window: int,
+          block: int, n_neg: int, cfg: BM25Config) -> list[tuple[list[int], int]]:
     return mine_windows(query_tokens, cand_tokens, chunk, window, block, n_neg, cfg)
 
 

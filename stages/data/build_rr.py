@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,9 @@ log = logging.getLogger("nugget.build_rr")
 QUERIES_PER_TASK = 256
 
 
-def _mine(chunk, q_tokens, pool_tokens, pool_groups, q_groups, positives, n_neg, cfg):
+def _mine(chunk: Sequence[int], q_tokens: Sequence[list[str]], pool_tokens: Sequence[list[str]],
+          pool_groups: np.ndarray, q_groups: Sequence[int], positives: Sequence[int], n_neg: int,
+          cfg: BM25Config) -> list[tuple[list[int], int]]:
     return mine_pool([q_tokens[i] for i in chunk], pool_tokens, pool_groups,
                      [q_groups[i] for i in chunk], [positives[i] for i in chunk], n_neg, cfg)
 
