@@ -78,8 +78,9 @@ class Nugget2DModel(nn.Module):
     `decoder_pass` / `forward` (theta on a context), `lm_forward` / `backbone_forward`
     (any HF forward with an adapter or per-token gates routed), `merged_adapter`
     (inference with an adapter folded into the weights), `score` / `select`,
-    `embed`, `rotary`. ``router`` and ``adaptor`` are internals: callers outside
-    `nugget_core` use these methods instead.
+    `embed`, `rotary`; ``facts`` is the LM family's `FamilyFacts` (checked when the model
+    is built). ``router`` and ``adaptor`` are internals: callers outside `nugget_core` use
+    these methods instead.
     """
 
     def __init__(
