@@ -18,8 +18,8 @@ rewrites that mask to ``mask + s``. This
 
 Eq. 5 of both papers scales the sum, ``(q k^T + s) / sqrt(d)``. HF scales ``q k^T`` by
 ``1/sqrt(d_head)`` before adding the mask, so the bias added to the mask is
-``s * scale`` with ``scale = 1/sqrt(d_head)`` (the adaptor's ``attention_scale``; the
-configs' ``scale_residual``, on by default; off adds ``s`` unscaled, as this code did
+``s * scale`` with ``scale = 1/sqrt(d_head)`` (the adaptor's ``attention_scale``; for
+Nugget2D the causal adaptor's ``facts(model).attention_scale``; the configs' ``scale_residual``, on by default; off adds ``s`` unscaled, as this code did
 before). With ``straight_through`` the forward pass is unchanged either way; the scale
 reaches the scorer's gradient.
 """

@@ -2,13 +2,16 @@
 
 ``get_adaptor(model)`` (seq2seq, Nugget) and ``get_adaptor(model, "causal")`` /
 ``get_causal_adaptor(model)`` (decoder-only, Nugget2D) look up `register_adaptor`'s
-table by ``config.model_type``; see `nugget_core.adaptors.registry` for adding a family.
+table by ``config.model_type``; see `nugget_core.adaptors.registry` for adding a family
+and `FamilyFacts` (``adaptor.facts(model)``) for the per-family facts a causal adaptor
+states and Nugget2D checks.
 """
 
 from __future__ import annotations
 
 from .bart import BartAdaptor
 from .base import AdaptorKind, CausalLMAdaptor, Seq2SeqAdaptor
+from .facts import SUPPORTED_LAYER_TYPES, FamilyFacts
 from .llama import LlamaFamilyAdaptor
 from .registry import (
     SUPPORTED_ATTENTION,
@@ -25,9 +28,11 @@ register_adaptor(LlamaFamilyAdaptor, "llama", "mistral", "qwen2")
 
 __all__ = [
     "SUPPORTED_ATTENTION",
+    "SUPPORTED_LAYER_TYPES",
     "AdaptorKind",
     "BartAdaptor",
     "CausalLMAdaptor",
+    "FamilyFacts",
     "LlamaFamilyAdaptor",
     "Seq2SeqAdaptor",
     "T5Adaptor",

@@ -15,6 +15,8 @@ from typing import ClassVar, Literal
 from torch import nn
 from transformers import PreTrainedModel
 
+from .facts import FamilyFacts
+
 AdaptorKind = Literal["seq2seq", "causal"]
 
 
@@ -57,7 +59,9 @@ class CausalLMAdaptor(ABC):
 
     Nugget2D drives the unmodified model through 4D float masks, position ids and cache
     objects given to the backbone's forward, so the family must accept a 4D additive
-    mask and cache keys after rotary embedding.
+    mask and cache keys after rotary embedding. What else differs between families
+    (embedding and attention scales, soft-capping, sliding windows, ...) is stated by
+    `facts`; `check` refuses what Nugget2D does not support.
     """
 
     kind: ClassVar[AdaptorKind] = "causal"
@@ -78,16 +82,14 @@ class CausalLMAdaptor(ABC):
     def rotary(self, model: PreTrainedModel) -> nn.Module:
         """The rotary embedding module: ``rotary(x, position_ids) -> (cos, sin)``."""
 
+    @abstractmethod
+    def facts(self, model: PreTrainedModel) -> FamilyFacts:
+        """The family facts Nugget2D depends on, read from ``model`` (`FamilyFacts`)."""
+
     def hidden_size(self, model: PreTrainedModel) -> int:
         return int(model.config.hidden_size)
 
-    def attention_scale(self, model: PreTrainedModel) -> float:
-        """The factor attention applies to ``q k^T`` before adding the mask
-        (``1/sqrt(d_head)``): eq. 5 scales the nugget residual by it too."""
-        c = model.config
-        head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-        return float(head_dim) ** -0.5
-
     def check(self, model: PreTrainedModel) -> None:
-        """Raise ``ValueError`` if ``model`` lacks the layout this adaptor expects."""
-        del model  # nothing beyond the lookup by model_type to check by default
+        """Raise ``ValueError`` if ``model`` lacks the layout this adaptor expects or has
+        a fact Nugget2D does not support (`FamilyFacts.refuse_unsupported`)."""
+        self.facts(model).refuse_unsupported(str(model.config.model_type))

@@ -78,8 +78,9 @@ class Nugget2DModel(nn.Module):
     `decoder_pass` / `forward` (theta on a context), `lm_forward` / `backbone_forward`
     (any HF forward with an adapter or per-token gates routed), `merged_adapter`
     (inference with an adapter folded into the weights), `score` / `select`,
-    `embed`, `rotary`. ``router`` and ``adaptor`` are internals: callers outside
-    `nugget_core` use these methods instead.
+    `embed`, `rotary`; ``facts`` is the LM family's `FamilyFacts` (checked when the model
+    is built). ``router`` and ``adaptor`` are internals: callers outside `nugget_core` use
+    these methods instead.
     """
 
     def __init__(
@@ -89,7 +90,8 @@ class Nugget2DModel(nn.Module):
         peft_model: PeftModel | None = None,
     ) -> None:
         super().__init__()
-        self.adaptor = get_causal_adaptor(base_model)
+        self.adaptor = get_causal_adaptor(base_model)  # refuses unsupported family facts
+        self.facts = self.adaptor.facts(base_model)
         config.check_depth(len(self.adaptor.layers(base_model)))
         self.config = config
         for p in base_model.parameters():
@@ -113,9 +115,12 @@ class Nugget2DModel(nn.Module):
     def random_embeddings(self, n: int) -> torch.Tensor:
         """``[n, d]`` Gaussian vectors at the scale of the LM's token embeddings, on its device
         and in its dtype: the initialisation of learned input embeddings (the soft prompt,
-        ICAE's memory slots)."""
+        ICAE's memory slots). Token embeddings reach layer 0 as the table's rows times
+        the family's ``embedding_scale`` (Gemma: ``sqrt(d)``), so the table's spread is
+        scaled by it."""
         table = self.adaptor.embed_tokens(self.lm).weight
-        return torch.randn(n, table.shape[1], device=table.device, dtype=table.dtype) * float(table.std())
+        scale = float(table.std()) * self.facts.embedding_scale
+        return torch.randn(n, table.shape[1], device=table.device, dtype=table.dtype) * scale
 
     @classmethod
     def from_lm(
@@ -137,9 +142,10 @@ class Nugget2DModel(nn.Module):
 
     @property
     def residual_scale(self) -> float:
-        """The factor on nugget scores in the attention logits: the LM's ``1/sqrt(d_head)``
-        with ``config.scale_residual`` (eq. 5), else 1."""
-        return self.adaptor.attention_scale(self.lm) if self.config.scale_residual else 1.0
+        """The factor on nugget scores in the attention logits: the LM's attention scale
+        (``facts.attention_scale``, ``1/sqrt(d_head)``) with ``config.scale_residual``
+        (eq. 5), else 1."""
+        return self.facts.attention_scale if self.config.scale_residual else 1.0
 
     def attention_mask(self, visible: torch.Tensor, key_scores: torch.Tensor | None = None) -> torch.Tensor:
         """`nugget_attention_mask` of ``visible [batch, q, kv]`` with this model's dtype,

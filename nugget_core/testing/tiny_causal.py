@@ -35,9 +35,13 @@ class TinyCausalSpec:
 
 
 def build_tiny_causal_lm(
-    family: str = "llama", spec: TinyCausalSpec | None = None, seed: int = 0
+    family: str = "llama", spec: TinyCausalSpec | None = None, seed: int = 0, **config_overrides: object
 ) -> PreTrainedModel:
-    """A random-init ``{Llama,Mistral,Qwen2}ForCausalLM`` in eval mode."""
+    """A random-init ``{Llama,Mistral,Qwen2}ForCausalLM`` in eval mode.
+
+    ``config_overrides`` go to the config class as keywords, so its own derivations run
+    (e.g. Qwen2's ``layer_types`` from ``use_sliding_window``): the adaptor tests' family
+    facts."""
     if family not in _FAMILIES:
         raise ValueError(f"unknown family {family!r}; use one of {sorted(_FAMILIES)}")
     import torch
@@ -45,21 +49,22 @@ def build_tiny_causal_lm(
 
     spec = spec or TinyCausalSpec()
     config_cls, model_cls = (getattr(transformers, name) for name in _FAMILIES[family])
-    config = config_cls(
-        vocab_size=spec.vocab_size,
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.layers,
-        num_attention_heads=spec.heads,
-        num_key_value_heads=spec.kv_heads,
-        max_position_embeddings=spec.max_positions,
-        tie_word_embeddings=False,
-        initializer_range=spec.initializer_range,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    if family == "mistral":
+    config = config_cls(**{
+        "vocab_size": spec.vocab_size,
+        "hidden_size": spec.hidden_size,
+        "intermediate_size": spec.intermediate_size,
+        "num_hidden_layers": spec.layers,
+        "num_attention_heads": spec.heads,
+        "num_key_value_heads": spec.kv_heads,
+        "max_position_embeddings": spec.max_positions,
+        "tie_word_embeddings": False,
+        "initializer_range": spec.initializer_range,
+        "pad_token_id": 0,
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+        **config_overrides,
+    })
+    if family == "mistral" and "sliding_window" not in config_overrides:
         config.sliding_window = None  # full attention: Nugget2D supplies its own masks
     with torch.random.fork_rng():
         torch.manual_seed(seed)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nugget_core import ResidualMode
-from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel
+from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel, TinyCausalSpec, build_tiny_causal_lm
 from nugget_core.nugget2d.generation import generate_from_context
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -39,6 +39,24 @@ def test_all_tokens_selected_reproduces_vanilla_logits(causal_factory, doc_batch
     assert out.nugget_counts.tolist() == [12, 8]
     if training_pass == "two_pass":
         assert bool(out.context.mask.all(dim=1)[0]) and out.context.counts.tolist() == [12, 8]
+    for b in range(2):
+        n = int(doc_batch["prompt_mask"][b].sum() + doc_batch["answer_mask"][b].sum())
+        torch.testing.assert_close(out.logits[b, :n], reference[b])
+
+
+@pytest.mark.parametrize(
+    ("family", "window"),
+    [("mistral", {"sliding_window": 4096}),
+     ("qwen2", {"use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 1})],
+)
+def test_a_sliding_window_covering_every_position_is_accepted_and_exact(doc_batch, family, window):
+    """A window as long as max_position_embeddings (the family fact ``sliding_window``)
+    never masks anything, so Nugget2D, which builds its own masks, still matches the plain
+    model; shorter windows are refused (test_nugget2d_family_facts.py)."""
+    base = build_tiny_causal_lm(family, TinyCausalSpec(attn_implementation="eager"), **window)
+    reference = _vanilla_continuation_logits(base, doc_batch)
+    out = Nugget2DModel(base, Nugget2DConfig(ratio=1.0, scorer_layer=1, lora_rank=4))(**doc_batch)
+    assert out.nugget_counts.tolist() == [12, 8]
     for b in range(2):
         n = int(doc_batch["prompt_mask"][b].sum() + doc_batch["answer_mask"][b].sum())
         torch.testing.assert_close(out.logits[b, :n], reference[b])
