@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from stages.config.schema import PipelineConfig
-from stages.framework import quiet
+from stages.framework import quiet, sigterm
 from stages.framework.code_identity import code_version
 from stages.framework.devices import task_device
 from stages.framework.environment import environment_problems
@@ -67,6 +67,7 @@ def run_one(
     # Ray workers start with an unconfigured root logger: stage progress lines would vanish
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     quiet.apply()  # before the stage imports ray.data / transformers (NUGGET_VERBOSE decides)
+    sigterm.install()  # a stop request landing in a finaliser exits without a traceback
     stage_name = stage_cls.name
     store = ArtifactStore(cfg.run.artifact_root)
     with ExitStack() as held:
