@@ -19,7 +19,7 @@ from stages.data.paper_sources import HF_NAMES
 from stages.report.budgets import training_budgets
 from stages.report.tables import PAPER_SCORER_LAYER, seq2seq_base
 
-Config = Callable[[str], Any]  # StageContext.cfg
+Config = Callable[[str], Any]  # a config path -> its section (the report's ReportConfig by path)
 
 
 @dataclass(frozen=True)
