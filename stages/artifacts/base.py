@@ -6,9 +6,11 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from stages.framework.stage import Artifact
+
+OutputT = TypeVar("OutputT")
 
 
 class ContractError(ValueError):
@@ -68,6 +70,18 @@ def locate(source: Artifact | Path | str, stage: str) -> Location:
     if isinstance(source, Artifact):
         return Location(source.stage, Path(source.path), source.key)
     return Location(stage, Path(source))
+
+
+@dataclass(frozen=True)
+class Stored(Generic[OutputT]):
+    """A stage output read through its contract (``output``) with where it was read from
+    (``where``: the producing stage, its store key, "" for a plain directory, and its
+    folder), for a reader that names the artifact behind each number and links its files
+    (the report). Its subclasses have no ``STAGE``: an inputs class reads them with
+    ``produced_by``."""
+
+    output: OutputT
+    where: Location
 
 
 _MISSING = object()

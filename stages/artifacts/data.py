@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from stages.artifacts.base import Location, field, locate, write_json
+from stages.artifacts.base import Location, Stored, field, locate, write_json
 from stages.framework.stage import Artifact
 
 Source = Artifact | Path | str
@@ -326,3 +326,12 @@ class StoredSimilarityDataset:
     @classmethod
     def read(cls, source: Source, stage: str = SimilarityDataset.STAGE) -> StoredSimilarityDataset:
         return cls(SimilarityDataset.read(source, stage), locate(source, stage).key)
+
+
+@dataclass(frozen=True)
+class StoredCorpusStatistics(Stored[CorpusStatistics]):
+    """`CorpusStatistics` with where they were read from (`Stored`: the report names the artifact)."""
+
+    @classmethod
+    def read(cls, source: Source) -> StoredCorpusStatistics:
+        return cls(CorpusStatistics.read(source), locate(source, CorpusStatistics.STAGE))

@@ -24,7 +24,7 @@ from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from stages.artifacts.base import field, locate, records, write_json
+from stages.artifacts.base import Stored, field, locate, records, write_json
 from stages.common.degenerate import LABEL
 from stages.common.render import csv_text, markdown
 from stages.framework.stage import Artifact
@@ -375,3 +375,32 @@ class NuggetAnalysis(WithFigures):
                               ("punctuation_share_text", float)):
                 field(where, cls.FREQUENCY, stats, key, kind)
         return cls(freq, where.json(cls.GAIN), where.path)
+
+
+# the evaluation outputs with where they were read from (`Stored`), for the report's provenance and links
+@dataclass(frozen=True)
+class StoredEvalTable(Stored[EvalTable]):
+    @classmethod
+    def read(cls, source: Source, stage: str = EvalTable.STAGE) -> StoredEvalTable:
+        return cls(EvalTable.read(source, stage), locate(source, stage))
+
+
+@dataclass(frozen=True)
+class StoredSimilarityResults(Stored[SimilarityResults]):
+    @classmethod
+    def read(cls, source: Source) -> StoredSimilarityResults:
+        return cls(SimilarityResults.read(source), locate(source, SimilarityResults.STAGE))
+
+
+@dataclass(frozen=True)
+class StoredReconstructionResults(Stored[ReconstructionResults]):
+    @classmethod
+    def read(cls, source: Source) -> StoredReconstructionResults:
+        return cls(ReconstructionResults.read(source), locate(source, ReconstructionResults.STAGE))
+
+
+@dataclass(frozen=True)
+class StoredNuggetAnalysis(Stored[NuggetAnalysis]):
+    @classmethod
+    def read(cls, source: Source) -> StoredNuggetAnalysis:
+        return cls(NuggetAnalysis.read(source), locate(source, NuggetAnalysis.STAGE))

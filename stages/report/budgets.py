@@ -12,17 +12,18 @@ baseline when a same-budget reference exists.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stages.config.train import NuggetTrainJob, SweepSection, TrainJob
 
 
-def training_budgets(cfg: Callable[[str], Any]) -> dict[str, str]:
+def training_budgets(nugget: NuggetTrainJob, sweep: SweepSection, baselines: TrainJob) -> dict[str, str]:
     """{training stage (a similarity record's ``source``): its job's stopping rule in words}
-    for the sweep (``train.nugget`` with ``train.sweep.max_steps``), ``train_nugget`` and
-    ``train_baselines`` (``cfg``: the run's config, `StageContext.cfg`). Equal text, equal budget
-    (`TrainJob.stopping_rule`)."""
-    nugget, sweep = cfg("train.nugget"), cfg("train.sweep")
+    for the sweep (``train.nugget`` with ``train.sweep.max_steps``), ``train_nugget``
+    (``train.nugget``) and ``train_baselines`` (``train.baselines``). Equal text, equal
+    budget (`TrainJob.stopping_rule`)."""
     # a sweep trial is train.nugget's job with its own step cap (stages/train/tune_grid.py)
     sweep_job = dataclasses.replace(nugget, max_steps=sweep.max_steps or nugget.max_steps)
     return {"sweep_nugget": sweep_job.stopping_rule(), "train_nugget": nugget.stopping_rule(),
-            "train_baselines": cfg("train.baselines").stopping_rule()}
+            "train_baselines": baselines.stopping_rule()}

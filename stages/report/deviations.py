@@ -19,7 +19,7 @@ from stages.data.paper_sources import HF_NAMES
 from stages.report.budgets import training_budgets
 from stages.report.tables import PAPER_SCORER_LAYER, seq2seq_base
 
-Config = Callable[[str], Any]  # StageContext.cfg
+Config = Callable[[str], Any]  # a config path -> its section (the report's ReportConfig by path)
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ def _nugget_budgets(cfg: Config) -> list[Deviation]:
     """How long the systems of Nugget tables 2 / 4 train (app. B.1: every model "until
     convergence on the dev set"): read here as early stopping on the dev loss, the best
     evaluation's weights kept, one rule for Nugget, its sweep, TSDAE, RE and the ablations."""
-    by_stage = training_budgets(cfg)
+    by_stage = training_budgets(cfg("train.nugget"), cfg("train.sweep"), cfg("train.baselines"))
     rules = {"train.nugget": by_stage["train_nugget"], "train.sweep": by_stage["sweep_nugget"],
              "train.baselines": by_stage["train_baselines"]}
     if len(set(rules.values())) == 1:

@@ -15,10 +15,14 @@ evaluation does not write it, and the report says why the cell is empty ("not me
 
 from __future__ import annotations
 
-from stages.artifacts.evaluate import EvalTable, TableRow
-from stages.framework.stage import Artifact, StageContext
+from typing import TYPE_CHECKING
+
+from stages.artifacts.evaluate import EvalTable, StoredEvalTable, TableRow
 from stages.report.published import PUBLISHED, RE_COLUMNS, RE_RECALL
-from stages.report.tables import ReportTable, add_eval_row, seq2seq_base
+from stages.report.tables import ReportTable, add_eval_row, examples, measured_by, seq2seq_base
+
+if TYPE_CHECKING:
+    from stages.report.contract import ReportConfig
 
 RESTORATION_STAGE, RETRIEVAL_STAGE = "eval_re_restoration", "eval_re_retrieval"
 TABLE8, TABLE9 = "re_table8", "re_table9"
@@ -73,14 +77,6 @@ def _retrieval_label(system: str, paper_row: str) -> str:
                      "'pretrained|<layers>' or '<freeze|grad>|<sentences>|<layers>'")
 
 
-def _read(art: Artifact | None) -> EvalTable | None:
-    return EvalTable.read(art, art.stage) if art is not None else None
-
-
-def _measured_by(context: str, art: Artifact | None, stage: str) -> str:
-    return f"{context}; measured by " + (f"stage {art.stage} (key {art.key})" if art else f"stage {stage} absent")
-
-
 def _fill(t: ReportTable, published_rows: list[str], rows: list[TableRow], columns: dict[str, str],
           label: dict[str, str], unmeasurable: dict[str, dict[str, str]] | None = None) -> None:
     """Each published row in the paper's order, with the systems that reproduce it (``label``:
@@ -107,10 +103,10 @@ def _restoration_title(sentences: int) -> str:
     return f"RE table 8, {sentences} {noun} ({table3}): restoration, PPL and ROUGE x 100"
 
 
-def restoration_tables(art: Artifact | None, context: str) -> list[ReportTable]:
-    """RE table 8 from ``eval_re_restoration``: one report table per sentence count (the
-    paper's 1, 3, 5 and any other this run measured)."""
-    table = _read(art)
+def restoration_tables(stored: StoredEvalTable | None, context: str) -> list[ReportTable]:
+    """RE table 8 from ``eval_re_restoration``'s output (None: not in this run): one report
+    table per sentence count (the paper's 1, 3, 5 and any other this run measured)."""
+    table, where = (stored.output, stored.where) if stored else (None, None)
     rows = table.rows if table else []
     keys = {r.system: _restoration_key(r.system, r.paper_row) for r in rows}
     # per configuration the [CLS] rows, then the mean-pooled ones (the paper's two column groups), decoders in order
@@ -120,11 +116,11 @@ def restoration_tables(art: Artifact | None, context: str) -> list[ReportTable]:
     out = []
     for sentences in sorted({1, 3, 5} | {k[0] for k in keys.values()}):
         t = ReportTable(restoration_table_id(sentences), _restoration_title(sentences),
-                        _measured_by(context, art, RESTORATION_STAGE), list(RESTORATION_COLUMNS),
+                        measured_by(context, where, RESTORATION_STAGE), list(RESTORATION_COLUMNS),
                         stand_in=table.stand_in if table else "", published_as=TABLE8)
         _fill(t, [p for p in published if p.startswith(f"{sentences}|")],
               [r for r in rows if keys[r.system][0] == sentences], columns, label)
-        t.examples = [p for p in ([art.path / EvalTable.EXAMPLES] if art else []) if p.is_file()]
+        t.examples = examples(where, EvalTable.EXAMPLES)
         out.append(t)
     return out
 
@@ -145,36 +141,37 @@ def not_measurable(row: TableRow) -> dict[str, str]:
     return out
 
 
-def retrieval_table(art: Artifact | None, context: str) -> ReportTable:
-    """RE table 9 (R@20 / R@100: table 4) from ``eval_re_retrieval``, plus the MRR it also measures."""
-    table = _read(art)
+def retrieval_table(stored: StoredEvalTable | None, context: str) -> ReportTable:
+    """RE table 9 (R@20 / R@100: table 4) from ``eval_re_retrieval``'s output (None: not in
+    this run), plus the MRR it also measures."""
+    table, where = (stored.output, stored.where) if stored else (None, None)
     rows = table.rows if table else []
     published = list(PUBLISHED[TABLE9])
     label = {row_id: _retrieval_label(row_id, row_id) for row_id in published}
     label |= {r.paper_row: _retrieval_label(r.system, r.paper_row) for r in rows}
     t = ReportTable(TABLE9, "RE table 9 (its R@20 / R@100 columns are RE table 4): passage retrieval, recall@k and "
-                    "MRR x 100", _measured_by(context, art, RETRIEVAL_STAGE), list(RETRIEVAL_COLUMNS),
+                    "MRR x 100", measured_by(context, where, RETRIEVAL_STAGE), list(RETRIEVAL_COLUMNS),
                     stand_in=table.stand_in if table else "")
     _fill(t, published, rows, {c: c for c in RETRIEVAL_COLUMNS}, label, {r.system: not_measurable(r) for r in rows})
-    t.examples = [p for p in ([art.path / EvalTable.EXAMPLES] if art else []) if p.is_file()]
+    t.examples = examples(where, EvalTable.EXAMPLES)
     return t
 
 
-def re_context(ctx: StageContext) -> str:
+def re_context(cfg: ReportConfig) -> str:
     """Profile, base encoder-decoder and restoration data behind the RE tables."""
-    model = ctx.cfg("model.re")
+    model = cfg.re
     base = (model.name_or_path if model.source == "pretrained" else
-            f"{seq2seq_base(ctx.cfg('model.seq2seq'))}, trained by train_nugget (AE), used as the pretrained "
+            f"{seq2seq_base(cfg.seq2seq)}, trained by train_nugget (AE), used as the pretrained "
             "encoder-decoder")
-    return f"profile {ctx.cfg('profile')}; base model: {base}; restoration texts: data.re.source = " \
-           f"{ctx.cfg('data.re').source}"
+    return f"profile {cfg.profile}; base model: {base}; restoration texts: data.re.source = {cfg.re_data.source}"
 
 
-def re_tables(ctx: StageContext) -> list[ReportTable]:
-    """The RE tables of this run (every cell `NOT_RUN` where its stage is absent)."""
-    context = re_context(ctx)
-    retrieval = ctx.cfg("train.re_retrieval")
-    return [*restoration_tables(ctx.inputs.get(RESTORATION_STAGE), context),
-            retrieval_table(ctx.inputs.get(RETRIEVAL_STAGE),
-                            f"{context}; bi-encoders from train_re's {retrieval.pooling}-pooling / "
-                            f"{retrieval.decoder}-decoder encoders (train_re_retrieval)")]
+def re_tables(cfg: ReportConfig, restoration: StoredEvalTable | None, retrieval: StoredEvalTable | None
+              ) -> list[ReportTable]:
+    """The RE tables from the outputs of ``eval_re_restoration`` and ``eval_re_retrieval``
+    (every cell `NOT_RUN` where the stage is absent: None)."""
+    context = re_context(cfg)
+    job = cfg.train_re_retrieval
+    return [*restoration_tables(restoration, context),
+            retrieval_table(retrieval, f"{context}; bi-encoders from train_re's {job.pooling}-pooling / "
+                                       f"{job.decoder}-decoder encoders (train_re_retrieval)")]

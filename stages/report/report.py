@@ -28,22 +28,26 @@ from __future__ import annotations
 
 import html
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stages.artifacts.data import CorpusStatistics
+from stages.artifacts.base import Location, OutputT, Stored
+from stages.artifacts.data import StoredCorpusStatistics
 from stages.artifacts.evaluate import (
     NuggetAnalysis,
     ReconstructionResults,
     SimilarityResults,
+    WithFigures,
     metric_name,
 )
 from stages.artifacts.trainer_state import TrainingSummary
 from stages.common.render import csv_text, html_table, markdown, section
-from stages.framework.stage import Artifact, Stage, StageContext
+from stages.framework.contract import section_fields
+from stages.framework.stage import Stage, StageContext
 from stages.report.budgets import training_budgets
+from stages.report.contract import ReportConfig, ReportInputs
 from stages.report.deviations import Deviation, deviations
 from stages.report.findings import DEGENERATE, Verdict, counts, judge
 from stages.report.re_tables import re_tables
@@ -53,7 +57,9 @@ from stages.report.tables import (
     ReportTable,
     bleu_table,
     eval_table,
+    examples,
     kv_states,
+    measured_by,
     multilingual_token_table,
     seq2seq_base,
     token_table,
@@ -93,12 +99,12 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def corpus_table(art: Artifact) -> tuple[str, list[tuple[str, str]]]:
-    stats = CorpusStatistics.read(art).stats
+def corpus_table(stored: StoredCorpusStatistics) -> tuple[str, list[tuple[str, str]]]:
+    stats = stored.output.stats
     rows = [(k, _fmt(v)) for k, v in sorted(stats.items()) if k not in ("top_words", "source")]
     top = ", ".join(f"{w} ({c})" for w, c in stats.get("top_words", [])[:10])
     rows.append(("top words", top))
-    title = f"Corpus statistics: {stats['source']} (stage corpus_stats, key {art.key})"
+    title = f"Corpus statistics: {stats['source']} (stage corpus_stats, key {stored.where.key})"
     return title, rows
 
 
@@ -118,84 +124,87 @@ def to_html(title: str, tables: list[tuple[str, list[tuple[str, str]]]]) -> str:
     return "\n".join(parts)
 
 
-def _seq2seq_context(ctx: StageContext, data: str) -> str:
+def _seq2seq_context(cfg: ReportConfig, data: str) -> str:
     """Profile, seq2seq base model and data behind a Nugget table."""
-    model = ctx.cfg("model.seq2seq")
+    model = cfg.seq2seq
     base = seq2seq_base(model) + ("" if model.source == "pretrained" else " trained from scratch")
-    return f"profile {ctx.cfg('profile')}; base model: {base}; data: {data}"
+    return f"profile {cfg.profile}; base model: {base}; data: {data}"
 
 
-def _context(ctx: StageContext, stage: str, data: str) -> str:
-    where = f"stage {stage} (key {ctx.inputs[stage].key})" if stage in ctx.inputs else f"stage {stage} absent"
-    return f"{_seq2seq_context(ctx, data)}; measured by {where}"
+def _context(cfg: ReportConfig, stage: str, where: Location | None, data: str) -> str:
+    """A Nugget table's context and the artifact of ``stage`` that measured it (``where``
+    it was read from; None: the stage is not in this run)."""
+    return measured_by(_seq2seq_context(cfg, data), where, stage)
 
 
-def _read(ctx: StageContext, contract: Any) -> Any:
-    """The stage's output through its contract, or None when the stage is not in this run."""
-    return contract.read(ctx.inputs[contract.STAGE]) if contract.STAGE in ctx.inputs else None
+def _by_path(cfg: ReportConfig) -> Callable[[str], Any]:
+    """``cfg``'s sections by config path, as `stages.report.deviations` reads them."""
+    return {f.path: getattr(cfg, f.name) for f in section_fields(ReportConfig)}.__getitem__
 
 
-def _examples(ctx: StageContext, stage: str, name: str) -> list[Path]:
-    """The per-example output ``name`` of ``stage``'s artifact, when this run has it."""
-    art = ctx.inputs.get(stage)
-    return [art.path / name] if art is not None and (art.path / name).is_file() else []
+def _where(stored: Stored[OutputT] | None) -> Location | None:
+    return stored.where if stored is not None else None
 
 
-def build_tables(ctx: StageContext) -> list[ReportTable]:
-    tables = _tables(ctx)
-    links = {"nugget_fig4": _examples(ctx, "eval_reconstruction", ReconstructionResults.EXAMPLES),
-             "nugget_fig5": _examples(ctx, "analyze_nuggets", NuggetAnalysis.EXAMPLES),
-             "nugget_appD": _examples(ctx, "analyze_nuggets", NuggetAnalysis.EXAMPLES),
-             "nugget_table2": _examples(ctx, "eval_similarity", SimilarityResults.EXAMPLES),
-             "nugget_table4": _examples(ctx, "eval_similarity", SimilarityResults.EXAMPLES)}
+def build_tables(cfg: ReportConfig, inputs: ReportInputs) -> list[ReportTable]:
+    tables = _tables(cfg, inputs)
+    rec, sim = _where(inputs.eval_reconstruction), _where(inputs.eval_similarity)
+    analysis = _where(inputs.analyze_nuggets)
+    links = {"nugget_fig4": examples(rec, ReconstructionResults.EXAMPLES),
+             "nugget_fig5": examples(analysis, NuggetAnalysis.EXAMPLES),
+             "nugget_appD": examples(analysis, NuggetAnalysis.EXAMPLES),
+             "nugget_table2": examples(sim, SimilarityResults.EXAMPLES),
+             "nugget_table4": examples(sim, SimilarityResults.EXAMPLES)}
     for t in tables:
         t.examples = t.examples or links.get(t.id, [])
     return tables
 
 
-def _tables(ctx: StageContext) -> list[ReportTable]:
-    sim: SimilarityResults | None = _read(ctx, SimilarityResults)
-    rec: ReconstructionResults | None = _read(ctx, ReconstructionResults)
-    data_sim = "; ".join(sorted({f"{r['task'].upper()}: {r['n_tasks']} tasks from {r['data']}" for r in sim.rows})) if sim else ""
+def _tables(cfg: ReportConfig, inputs: ReportInputs) -> list[ReportTable]:
+    sim = inputs.eval_similarity.output
+    rec = inputs.eval_reconstruction.output
+    analysis = inputs.analyze_nuggets.output if inputs.analyze_nuggets else None
+    data_sim = "; ".join(sorted({f"{r['task'].upper()}: {r['n_tasks']} tasks from {r['data']}" for r in sim.rows}))
     data_rec = (f"first {rec.rows[0]['n_docs']} {rec.split} documents of build_mt_docs, beam {rec.beam_size}"
-                if rec and rec.rows else f"build_mt_docs {ctx.cfg('eval').nugget_split} split")
-    analysed = f"{ctx.cfg('eval').nugget_split} documents of build_mt_docs"
-    lm = ctx.cfg("model.lm")
-    lm_ctx = f"profile {ctx.cfg('profile')}; base LM: {lm.name_or_path or lm.source} (keep_layers={lm.keep_layers})"
-    lengths = ctx.cfg("eval").autoencoding.lengths
-    mt = ctx.cfg("data.mt")
+                if rec.rows else f"build_mt_docs {cfg.eval.nugget_split} split")
+    analysed = f"{cfg.eval.nugget_split} documents of build_mt_docs"
+    lm = cfg.lm
+    lm_ctx = f"profile {cfg.profile}; base LM: {lm.name_or_path or lm.source} (keep_layers={lm.keep_layers})"
+    lengths = cfg.eval.autoencoding.lengths
+    mt = cfg.mt
     mt_stand_in = "" if mt.source == "wmt19" else f"{mt.source} en-zh documents (stand-in for WMT19 en-zh)"
     languages = {"source": f"source language ({mt.src_lang})", "target": f"target language ({mt.tgt_lang})"}
-    budgets, layer = training_budgets(ctx.cfg), ctx.cfg("nugget").scorer_layer
+    budgets, layer = training_budgets(cfg.train_nugget, cfg.sweep, cfg.train_baselines), cfg.nugget.scorer_layer
+    sim_at, rec_at = _where(inputs.eval_similarity), _where(inputs.eval_reconstruction)
+    analysis_at = _where(inputs.analyze_nuggets)
     return [
-        bleu_table(rec, _context(ctx, "eval_reconstruction", data_rec), mt_stand_in, layer, budgets),
-        token_table(_read(ctx, NuggetAnalysis),
-                    _context(ctx, "analyze_nuggets", analysed), mt_stand_in, layer),
-        multilingual_token_table(_read(ctx, NuggetAnalysis),
-                                 _context(ctx, "analyze_nuggets", f"{analysed}, each language's side"),
+        bleu_table(rec, _context(cfg, "eval_reconstruction", rec_at, data_rec), mt_stand_in, layer, budgets),
+        token_table(analysis, _context(cfg, "analyze_nuggets", analysis_at, analysed), mt_stand_in, layer),
+        multilingual_token_table(analysis,
+                                 _context(cfg, "analyze_nuggets", analysis_at, f"{analysed}, each language's side"),
                                  languages, mt_stand_in),
-        table2(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR"), budgets, layer),
+        table2(sim, _context(cfg, "eval_similarity", sim_at, data_sim or "PI / RR"), budgets, layer),
         eval_table("nugget_table3", "Nugget table 3: Nugget LM word-level perplexity with h history segments",
-                   ctx.inputs.get("eval_nugget_lm"),
-                   {f"h={h}": f"ppl_h{h}" for h in sorted({0, *ctx.cfg("eval").nugget_lm.histories})},
-                   _seq2seq_context(ctx, f"{ctx.cfg('eval').nugget_lm.split} articles of build_nugget_lm "
+                   inputs.eval_nugget_lm,
+                   {f"h={h}": f"ppl_h{h}" for h in sorted({0, *cfg.eval.nugget_lm.histories})},
+                   _seq2seq_context(cfg, f"{cfg.eval.nugget_lm.split} articles of build_nugget_lm "
                                          "(out-of-vocabulary words excluded)")),
-        table4(sim, _context(ctx, "eval_similarity", data_sim or "PI / RR"), budgets, layer),
-        eval_table("nugget2d_table1", "Nugget2D table 1: LM perplexity", ctx.inputs.get("eval_lm"),
+        table4(sim, _context(cfg, "eval_similarity", sim_at, data_sim or "PI / RR"), budgets, layer),
+        eval_table("nugget2d_table1", "Nugget2D table 1: LM perplexity", inputs.eval_lm,
                        {"wikitext_subword": "wiki_subword_ppl", "wikitext_word": "wiki_word_ppl",
                         "pile_subword": "pile_subword_ppl"}, lm_ctx, kv_states),
-        eval_table("nugget2d_table3", "Nugget2D table 3: QA accuracy", ctx.inputs.get("eval_qa"),
+        eval_table("nugget2d_table3", "Nugget2D table 3: QA accuracy", inputs.eval_qa,
                        {"accuracy": "accuracy"}, lm_ctx),
-        eval_table("nugget2d_table4", "Nugget2D table 4: summarisation ROUGE", ctx.inputs.get("eval_summarization"),
+        eval_table("nugget2d_table4", "Nugget2D table 4: summarisation ROUGE", inputs.eval_summarization,
                        {"rouge1": "rouge1", "rouge2": "rouge2", "rougeL": "rougeL"}, lm_ctx),
         eval_table("nugget2d_autoencoding", "Nugget2D §4 (fig. 5): reconstruction BLEU by document length, "
-                       "Nugget2D vs ICAE", ctx.inputs.get("eval_nugget2d_ae"),
+                       "Nugget2D vs ICAE", inputs.eval_nugget2d_ae,
                        {"bleu": "bleu", **{f"L={n}": f"bleu_L{n}" for n in lengths},
                         **{f"states L={n}": f"states_L{n}" for n in lengths}}, lm_ctx),
         eval_table("nugget2d_tokens", "Nugget2D §4.3: which tokens become nuggets (% of nuggets / of tokens)",
-                       ctx.inputs.get("eval_nugget2d_ae"), {"share_nuggets": "share_nuggets",
-                                                            "share_text": "share_text"}, lm_ctx),
-        *re_tables(ctx),
+                       inputs.eval_nugget2d_ae, {"share_nuggets": "share_nuggets",
+                                                 "share_text": "share_text"}, lm_ctx),
+        *re_tables(cfg, inputs.eval_re_restoration, inputs.eval_re_retrieval),
     ]
 
 
@@ -278,38 +287,28 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
     return "\n".join(md) + "\n", "\n".join(page)
 
 
-class Report(Stage):
+class Report(Stage[ReportConfig, ReportInputs, None]):
     name = "report"
-    required_upstream = ("corpus_stats", "eval_similarity", "eval_reconstruction")
-    optional_upstream = ("analyze_nuggets", "eval_lm", "eval_qa", "eval_summarization", "eval_nugget2d_ae",
-                         "eval_nugget_lm", "eval_re_restoration", "eval_re_retrieval", *TRAINING_STAGES)
-    upstream = required_upstream
     parent_metrics = True  # its metrics (the headline numbers, the findings' counts) go to the parent run too
-    # the sections after "eval": what the differences from the papers are checked against
-    config_keys = ("report", "profile", "model.seq2seq", "model.lm", "nugget", "nugget2d", "data.mt", "data.lm",
-                   "data.pi", "data.rr", "eval", "train.nugget2d", "train.nugget2d_ae", "train.nugget2d_ar",
-                   "train.nugget2d_ft", "train.full_ft", "data.nugget_lm", "calibrate.threshold", "train.nugget_lm",
-                   "model.re", "data.re", "train.re", "train.re_retrieval", "data.re_retrieval", "train.nugget",
-                   "train.sweep", "train.baselines")
 
-    def run(self, ctx: StageContext) -> None:
-        tables = build_tables(ctx)
+    def compute(self, ctx: StageContext, cfg: ReportConfig, inputs: ReportInputs) -> None:
+        tables = build_tables(cfg, inputs)
         problems = [p for t in tables for p in t.problems()]
         if problems:  # never publish a number without the n it stands on
             raise ValueError("report: measured numbers without their n:\n  " + "\n  ".join(problems))
+        with_figures: list[WithFigures] = [inputs.eval_reconstruction.output]
+        if inputs.analyze_nuggets is not None:
+            with_figures.append(inputs.analyze_nuggets.output)
         figures = []  # referenced where their evaluation stored them, never copied
-        for contract in (ReconstructionResults, NuggetAnalysis):
-            output = _read(ctx, contract)
-            captions = output.captions() if output else {}
-            figures += [Figure(contract.STAGE, path, captions.get(path.name, "")) for path in
-                        (output.figures() if output else [])]
-        corpus = corpus_table(ctx.inputs["corpus_stats"]) if "corpus_stats" in ctx.inputs else None
-        differences = deviations(ctx.cfg)
+        for output in with_figures:
+            captions = output.captions()
+            figures += [Figure(output.STAGE, path, captions.get(path.name, "")) for path in output.figures()]
+        corpus = corpus_table(inputs.corpus_stats)
+        differences = deviations(_by_path(cfg))
         verdicts = judge(tables)
-        training = training_summaries(ctx.inputs)
+        training = training_summaries({stage: getattr(inputs, stage) for stage in TRAINING_STAGES})
         worse = log_worse(training)
-        md, page = render(ctx.cfg("report").title, tables, corpus, figures, differences, verdicts, ctx.output_dir,
-                          training)
+        md, page = render(cfg.report.title, tables, corpus, figures, differences, verdicts, ctx.output_dir, training)
         (ctx.output_dir / "report.md").write_text(md)
         (ctx.output_dir / "report.html").write_text(page)
         (ctx.output_dir / "tables").mkdir()

@@ -19,26 +19,30 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from stages.artifacts.base import Location
 from stages.artifacts.evaluate import (
     NOT_RUN,
     EvalTable,
     NuggetAnalysis,
     ReconstructionResults,
+    StoredEvalTable,
     TableRow,
 )
 from stages.common.degenerate import LABEL
 from stages.common.intervals import Z95, share_interval
 from stages.common.tokens import display_token
-from stages.framework.stage import Artifact
 from stages.report.published import PUBLISHED, SOURCES, published
+
+if TYPE_CHECKING:
+    from stages.config.schema import Seq2SeqModel
 
 NOT_IN_PAPER = "not in paper"
 FLAG_MARK = f"[{LABEL}]"  # beside a number measured on an uninformative system; the table's notes say why
 
 
-def seq2seq_base(model: Any) -> str:
+def seq2seq_base(model: Seq2SeqModel) -> str:
     """The encoder-decoder ``model.seq2seq`` names, as a table's context states it."""
     if model.source == "pretrained":
         return model.name_or_path
@@ -300,6 +304,17 @@ def multilingual_token_table(analysis: NuggetAnalysis | None, context: str, lang
     return t
 
 
+def measured_by(context: str, where: Location | None, stage: str = "") -> str:
+    """``context`` and the artifact that measured a table (``where`` it was read from), or
+    that ``stage`` is absent from this run."""
+    return f"{context}; measured by " + (f"stage {where.stage} (key {where.key})" if where else f"stage {stage} absent")
+
+
+def examples(where: Location | None, name: str) -> list[Path]:
+    """The per-example output ``name`` of the artifact read from ``where``, when it wrote one."""
+    return [where.path / name] if where is not None and (where.path / name).is_file() else []
+
+
 def _metric_n(row: TableRow, key: str) -> int | None:
     """The n of ``row``'s metric ``key``: its "n_<key>" metric where the evaluation gave one
     (a count, held with the row's metrics as a number), else the row's."""
@@ -325,7 +340,7 @@ def add_eval_row(t: ReportTable, label: str, row: TableRow, columns: dict[str, s
           bounds={c: row.interval[key] for c, key in columns.items() if key in row.interval}, flag=row.flag)
 
 
-def eval_table(table_id: str, title: str, art: Artifact | None, columns: dict[str, str],
+def eval_table(table_id: str, title: str, stored: StoredEvalTable | None, columns: dict[str, str],
                context: str, budget_of: Callable[[str], str | None] | None = None) -> ReportTable:
     """A paper's table from an ``eval_*`` stage's `EvalTable` (Nugget table 3, the Nugget2D
     tables): every system of the table beside the published row its stage says it
@@ -339,11 +354,11 @@ def eval_table(table_id: str, title: str, art: Artifact | None, columns: dict[st
     t = ReportTable(table_id, title, context, list(columns))
     matched: set[str] = set()
     measured_at: set[str] = set()
-    if art is not None:
-        t.context = f"{context}; measured by stage {art.stage} (key {art.key})"
-        table = EvalTable.read(art, art.stage)
+    if stored is not None:
+        t.context = measured_by(context, stored.where)
+        table = stored.output
         t.stand_in = table.stand_in
-        t.examples = [p for p in (art.path / EvalTable.EXAMPLES,) if p.is_file()]
+        t.examples = examples(stored.where, EvalTable.EXAMPLES)
         for row in table.rows:
             if all(row.metrics.get(key) is None for key in columns.values()) and row.metrics:
                 continue  # a row of the stage's other table (it measures other columns)

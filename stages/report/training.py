@@ -10,7 +10,8 @@ worse.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias
 
 from stages.artifacts.restorable import TrainedRestorable, TrainedRetrieval
 from stages.artifacts.train import (
@@ -24,7 +25,6 @@ from stages.artifacts.train import (
 from stages.artifacts.trainer_state import TrainingSummary
 from stages.common.progress import progress_logger
 from stages.common.render import section
-from stages.framework.stage import Artifact
 
 log = progress_logger("nugget.report")
 
@@ -38,30 +38,27 @@ INTRO = ("Each trained model's dev loss (mean negative log-likelihood per dev ta
          "measure on it is no sign of the method.")
 
 
-def _nugget2d(stage: str) -> Callable[[Artifact], list[TrainingSummary]]:
-    return lambda art: TrainedNugget2D.read(art, stage).training(stage)
+# every training stage, in DAG order: the report reads the output of each one in the run
+TRAINING_STAGES = ("train_nugget", "sweep_nugget", "train_baselines", "train_nugget_lm", "train_nugget2d",
+                   "train_nugget2d_ft", "train_nugget2d_ar", "train_nugget2d_ae", "train_full_ft", "train_re",
+                   "train_re_retrieval")
+# what they write (the Nugget2D stages all a `TrainedNugget2D`)
+Trained: TypeAlias = (TrainedNugget | NuggetSweep | TrainedBaselines | TrainedNuggetLM | TrainedNugget2D | FullFinetunedLM
+                      | TrainedRestorable | TrainedRetrieval)
 
 
-# every training stage, in DAG order, and how its output lists its models' summaries
-READERS: dict[str, Callable[[Artifact], list[TrainingSummary]]] = {
-    "train_nugget": lambda art: TrainedNugget.read(art).training(),
-    "sweep_nugget": lambda art: NuggetSweep.read(art).training(),
-    "train_baselines": lambda art: TrainedBaselines.read(art).training(),
-    "train_nugget_lm": lambda art: TrainedNuggetLM.read(art).training(),
-    "train_nugget2d": _nugget2d("train_nugget2d"),
-    "train_nugget2d_ft": _nugget2d("train_nugget2d_ft"),
-    "train_nugget2d_ar": _nugget2d("train_nugget2d_ar"),
-    "train_nugget2d_ae": _nugget2d("train_nugget2d_ae"),
-    "train_full_ft": lambda art: FullFinetunedLM.read(art).training(),
-    "train_re": lambda art: TrainedRestorable.read(art).training(),
-    "train_re_retrieval": lambda art: TrainedRetrieval.read(art).training(),
-}
-TRAINING_STAGES = tuple(READERS)
+def summaries_of(stage: str, output: Trained) -> list[TrainingSummary]:
+    """The summaries of the models ``output``, the output of training stage ``stage``, holds."""
+    if isinstance(output, TrainedNugget2D):  # four stages write this class: the stage names their models
+        return output.training(stage)
+    return output.training()
 
 
-def training_summaries(inputs: Mapping[str, Artifact]) -> list[TrainingSummary]:
-    """The summary of every model trained by the training stages among ``inputs``."""
-    return [s for stage, read in READERS.items() if stage in inputs for s in read(inputs[stage])]
+def training_summaries(outputs: Mapping[str, Trained | None]) -> list[TrainingSummary]:
+    """The summary of every model trained by the training stages in ``outputs`` (stage ->
+    its output, None where it is not in the run), in `TRAINING_STAGES` order."""
+    return [s for stage in TRAINING_STAGES if (output := outputs.get(stage)) is not None
+            for s in summaries_of(stage, output)]
 
 
 def training_rows(summaries: Sequence[TrainingSummary]) -> list[tuple[str, ...]]:

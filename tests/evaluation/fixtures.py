@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stages.artifacts.data import CorpusStatistics
+from stages.artifacts.evaluate import ReconstructionResults, SimilarityResults, StoredEvalTable
 from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.config import load_config
 from stages.data.nugget_data import Task, write_dataset
@@ -69,6 +71,22 @@ def deviations_of(cfg: Any) -> list[Any]:
 
 def artifact(stage: str, path: Path, config: dict[str, Any] | None = None) -> Artifact:
     return Artifact(stage, f"key-{stage}", str(path), path, {"config": config or {}})
+
+
+def report_required(root: Path) -> dict[str, Artifact]:
+    """Outputs of the report's required upstream (corpus statistics, similarity and
+    reconstruction results without a system), for a test of another part of the report."""
+    outputs = {"corpus_stats": CorpusStatistics({"source": "fixture", "documents": 1}),
+               "eval_similarity": SimilarityResults([]), "eval_reconstruction": ReconstructionResults([], "dev", 1)}
+    for stage, output in outputs.items():
+        (root / stage).mkdir(parents=True)
+        output.write(root / stage)
+    return {stage: artifact(stage, root / stage) for stage in outputs}
+
+
+def stored_table(stage: str, path: Path) -> StoredEvalTable:
+    """The `EvalTable` written at ``path`` as the report reads the output of ``stage``."""
+    return StoredEvalTable.read(artifact(stage, path))
 
 
 def context(stage_cls: type, inputs: dict[str, Artifact], out: Path, overrides: list[str]) -> StageContext:

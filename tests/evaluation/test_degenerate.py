@@ -35,7 +35,7 @@ from stages.report.findings import (
     judge,
 )
 from stages.report.tables import FLAG_MARK, ReportTable, eval_table
-from tests.evaluation.fixtures import artifact, context
+from tests.evaluation.fixtures import context, stored_table
 
 VARIED = ["a cat sat", "two dogs ran", "the sun rose", "rain fell hard", "birds sang loudly", "a train left"]
 
@@ -150,7 +150,7 @@ def test_constant_output_system_is_flagged_and_its_finding_not_shown(tmp_path, c
     assert EvalTable.read(ctx.output_dir, "eval_nugget2d_ae").row("nugget2d r0.1").flag == reason
     assert f"uninformative: {reason}" in (ctx.output_dir / "table.md").read_text()
 
-    table = eval_table("nugget2d_autoencoding", "AE", artifact("eval_nugget2d_ae", ctx.output_dir),
+    table = eval_table("nugget2d_autoencoding", "AE", stored_table("eval_nugget2d_ae", ctx.output_dir),
                        {"bleu": "bleu"}, "ctx")
     cells = {label: m["bleu"] for label, m, _ in table.rows}
     assert cells["nugget2d r0.1"] == f"90.00 ± 1.96 (n=8) {FLAG_MARK}" and cells["icae r0.1"] == "10.00 ± 1.96 (n=8)"

@@ -23,7 +23,7 @@ from stages.report.findings import FINDINGS, NOT_SHOWN, SHOWN
 from stages.report.published import PUBLISHED
 from stages.report.report import Report
 from stages.report.tables import NOT_IN_PAPER
-from tests.evaluation.fixtures import artifact, context, listed_deviations
+from tests.evaluation.fixtures import artifact, context, listed_deviations, stored_table
 
 # a measured number: value, its 95% interval (± 1.96 se of a mean, [low, high] of a proportion), n, and the
 # mark of an uninformative system (the fixtures' untrained models decode constant texts)
@@ -203,7 +203,7 @@ def test_report_reads_nugget2d_metrics(tmp_path):
                  n=4, stderr={"wiki_word_ppl": 0.5}, paper_row="nugget2d_64"),
         TableRow("Compressive 64/320/32", {}, note="no checkpoint", paper_row="compressive_64"),
     ], stand_in="wiki: offline Wikipedia articles (stand-in for WikiText-103)").write(tmp_path)
-    t = eval_table("nugget2d_table1", "T1", artifact("eval_lm", tmp_path),
+    t = eval_table("nugget2d_table1", "T1", stored_table("eval_lm", tmp_path),
                        {"wikitext_subword": "wiki_subword_ppl", "wikitext_word": "wiki_word_ppl",
                         "pile_subword": "pile_subword_ppl"}, "ctx")
     rows = {label: (m, p) for label, m, p in t.rows}
@@ -222,9 +222,9 @@ def test_report_reads_nugget2d_metrics(tmp_path):
         TableRow("nugget2d r=0.05", {"bleu": 90.0, "bleu_L16": 80.0, "n_bleu_L16": 3}, n=8, paper_row="nugget2d_0.05"),
         TableRow("tokens: punctuation", {"share_nuggets": 40.0}, n=500, paper_row="punctuation"),
     ]).write(tmp_path / "ae")
-    bleu = eval_table("nugget2d_autoencoding", "AE", artifact("eval_nugget2d_ae", tmp_path / "ae"),
+    bleu = eval_table("nugget2d_autoencoding", "AE", stored_table("eval_nugget2d_ae", tmp_path / "ae"),
                           {"bleu": "bleu", "L=16": "bleu_L16"}, "ctx")
-    tokens = eval_table("nugget2d_tokens", "tokens", artifact("eval_nugget2d_ae", tmp_path / "ae"),
+    tokens = eval_table("nugget2d_tokens", "tokens", stored_table("eval_nugget2d_ae", tmp_path / "ae"),
                             {"share_nuggets": "share_nuggets"}, "ctx")
     assert [r[0] for r in bleu.rows] == ["nugget2d r=0.05", "nugget2d_0.1", "icae_0.05", "icae_0.1"]
     assert bleu.rows[0][1:] == ({"bleu": "90.00 (n=8)", "L=16": "80.00 (n=3)"},  # a column's own n
@@ -367,7 +367,7 @@ def test_nugget2d_table1_says_which_budgets_compare(tmp_path):
         TableRow("Nugget2D 12/40/8", {"wiki_subword_ppl": 20.0}, n=4, paper_row="nugget2d_12"),
         TableRow("Full 12/40/8", {"wiki_subword_ppl": 25.0}, n=4, paper_row="full_12"),
     ]).write(tmp_path)
-    t = eval_table("nugget2d_table1", "T1", artifact("eval_lm", tmp_path), {"wikitext_subword": "wiki_subword_ppl"},
+    t = eval_table("nugget2d_table1", "T1", stored_table("eval_lm", tmp_path), {"wikitext_subword": "wiki_subword_ppl"},
                    "ctx", kv_states)
     assert t.context.endswith("budgets measured: 12 states, published: 64 states, 128 states; comparable (measured "
                               "beside published): none: no measured row sits beside a published one")

@@ -16,11 +16,11 @@ Nugget2D §5: 100k Pile tokens; Nugget2D table 2: 10.5k SQuAD dev / 12k CNN-DM t
 
 from __future__ import annotations
 
-import functools
 import math
 
 import pytest
 
+from stages.artifacts.data import CorpusStatistics
 from stages.artifacts.evaluate import (
     Column,
     EvalTable,
@@ -31,8 +31,10 @@ from stages.artifacts.evaluate import (
 )
 from stages.common.intervals import share_interval
 from stages.config import load_config
+from stages.framework.contract import build_config, read_inputs
 from stages.framework.stage import Artifact
 from stages.report.budgets import training_budgets
+from stages.report.contract import ReportConfig, ReportInputs
 from stages.report.findings import FINDINGS, NOT_MEASURABLE, NOT_SHOWN, SHOWN, judge
 from stages.report.published import PUBLISHED
 from stages.report.report import Report, build_tables
@@ -98,8 +100,11 @@ def _numbers(cells: dict) -> dict[str, float]:
 
 
 def evaluation_outputs(root) -> dict[str, Artifact]:
-    """Every evaluation output the report reads, holding the papers' numbers."""
+    """Every evaluation output the report reads, holding the papers' numbers (and corpus statistics)."""
     out = {}
+    (root / "cs").mkdir()
+    CorpusStatistics({"source": "wmt19", "documents": 1}).write(root / "cs")
+    out["corpus_stats"] = Artifact("corpus_stats", "k-cs", "", root / "cs", {})
     (root / "sim").mkdir()
     SimilarityResults(similarity_rows(), "pretrained:facebook/mbart-large-50").write(root / "sim")
     out["eval_similarity"] = Artifact("eval_similarity", "k-sim", "", root / "sim", {})
@@ -151,7 +156,7 @@ def published_report(tmp_path_factory):
     root = tmp_path_factory.mktemp("published")
     ctx = context(Report, evaluation_outputs(root), root / "report", ["profile=paper"])
     Report().run(ctx)
-    tables = build_tables(ctx)
+    tables = build_tables(build_config(ReportConfig, ctx.config), read_inputs(ReportInputs, ctx.inputs))
     return ctx, {t.id: t for t in tables}, {v.finding: v for v in judge(tables)}
 
 
@@ -185,7 +190,7 @@ def test_papers_numbers_show_every_finding_they_allow(published_report):
 def test_each_published_cell_sits_beside_the_model_its_row_describes(published_report):
     _, tables, verdicts = published_report
     config = load_config(["profile=paper"])
-    budgets = training_budgets(lambda key: functools.reduce(getattr, key.split("."), config))
+    budgets = training_budgets(config.train.nugget, config.train.sweep, config.train.baselines)
     # table 2: "Nugget MT r = 0.1" is l = 3 (not the sweep's l = 0 ablation, 69.82), the sweep's and nugget_mt
     t2 = {label: (m, p) for label, m, p in tables["nugget_table2"].rows}
     beside = [label for label, (_, p) in t2.items() if p["pi"] == 96.69]

@@ -16,7 +16,7 @@ from stages.report.published import PUBLISHED, SOURCES, UNREADABLE
 from stages.report.re_tables import restoration_tables, retrieval_table
 from stages.report.report import Report
 from stages.report.tables import NOT_IN_PAPER
-from tests.evaluation.fixtures import artifact, context
+from tests.evaluation.fixtures import artifact, context, stored_table
 
 # RE table 3 as printed (mean pooling): decoder, configuration, sentences -> PPL, R-1, R-2, R-L
 TABLE3 = {
@@ -200,18 +200,18 @@ def test_a_row_of_no_known_layout_is_refused(tmp_path):
     EvalTable("R", [Column("rougeL", "R-L")], [TableRow("odd", {"rougeL": 1.0}, n=2, paper_row="1|e|mean|gating")]
               ).write(tmp_path / "r")
     with pytest.raises(ValueError, match="system 'odd' has paper_row '1|e|mean|gating'"):
-        restoration_tables(artifact("eval_re_restoration", tmp_path / "r"), "ctx")
+        restoration_tables(stored_table("eval_re_restoration", tmp_path / "r"), "ctx")
     (tmp_path / "q").mkdir()
     EvalTable("Q", [Column("r@1", "R@1")], [TableRow("odd", {"r@1": 1.0}, n=2, paper_row="frozen|1")]
               ).write(tmp_path / "q")
     with pytest.raises(ValueError, match="system 'odd' has paper_row 'frozen|1'"):
-        retrieval_table(artifact("eval_re_retrieval", tmp_path / "q"), "ctx")
+        retrieval_table(stored_table("eval_re_retrieval", tmp_path / "q"), "ctx")
 
 
 def test_a_sentence_count_not_in_the_paper_gets_its_own_table(tmp_path):
     (tmp_path / "r").mkdir()
     EvalTable("R", [Column("rougeL", "R-L")], [_restoration_row(2, "a", "mean", "gating", 70.0)]).write(tmp_path / "r")
-    tables = {t.id: t for t in restoration_tables(artifact("eval_re_restoration", tmp_path / "r"), "ctx")}
+    tables = {t.id: t for t in restoration_tables(stored_table("eval_re_restoration", tmp_path / "r"), "ctx")}
     assert list(tables) == ["re_table8_k1", "re_table8_k2", "re_table8_k3", "re_table8_k5"]
     (label, measured, published), = tables["re_table8_k2"].rows
     assert label == "(a) mean pooling, gating decoder [2 sent. (a) mean gating]"

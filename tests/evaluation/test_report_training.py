@@ -13,10 +13,12 @@ import pytest
 
 from stages.artifacts.base import ContractError
 from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget, TrainedNugget2D
+from stages.framework.contract import input_fields
+from stages.report.contract import ReportInputs
 from stages.report.report import Report
 from stages.report.training import TRAINING_STAGES, WORSE, training_summaries
 from stages.train.loop import STATE_FILE, TrainerState
-from tests.evaluation.fixtures import artifact, context
+from tests.evaluation.fixtures import artifact, context, report_required
 
 
 def _state(folder: Path, before: float, after: float, steps: int = 20, tokens: int = 4000) -> dict:
@@ -57,7 +59,7 @@ def _training_outputs(root: Path) -> dict:
 
 
 def test_training_section_shows_before_after_and_flags_the_model_made_worse(tmp_path, caplog):
-    inputs = _training_outputs(tmp_path)
+    inputs = {**_training_outputs(tmp_path), **report_required(tmp_path / "evaluated")}
     ctx = context(Report, inputs, tmp_path / "report", [])
     caplog.set_level(logging.WARNING, logger="nugget.report")
     Report().run(ctx)
@@ -86,6 +88,9 @@ def test_every_training_stage_is_read_by_the_report():
 
     trainers = {s.name for s in ALL_STAGES if s.__module__.startswith("stages.train.")}
     assert set(TRAINING_STAGES) == trainers and set(TRAINING_STAGES) <= set(Report.upstream)
+    # read through the report's typed inputs, one field per training stage named after it, in DAG order
+    assert Report.optional_upstream is not None and Report.optional_upstream[-len(TRAINING_STAGES):] == TRAINING_STAGES
+    assert [f.name for f in input_fields(ReportInputs)][-len(TRAINING_STAGES):] == list(TRAINING_STAGES)
 
 
 def test_a_trainer_state_without_the_step_0_dev_loss_is_named(tmp_path):
@@ -94,4 +99,4 @@ def test_a_trainer_state_without_the_step_0_dev_loss_is_named(tmp_path):
     del state["initial_dev_loss"]
     (tmp_path / "train_nugget" / STATE_FILE).write_text(json.dumps(state))
     with pytest.raises(ContractError, match=r"field 'initial_dev_loss' of 'trainer_state.json' is missing"):
-        training_summaries(inputs)
+        training_summaries({"train_nugget": TrainedNugget.read(inputs["train_nugget"])})

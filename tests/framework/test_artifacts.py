@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from stages.artifacts.base import ContractError
+from stages.artifacts.base import ContractError, Location
 from stages.artifacts.calibrate import CalibratedThreshold
 from stages.artifacts.data import (
     BaseLM,
@@ -17,6 +17,7 @@ from stages.artifacts.data import (
     LMRecords,
     MtDocuments,
     SimilarityDataset,
+    StoredCorpusStatistics,
     StoredSimilarityDataset,
     TokenizerFolder,
 )
@@ -26,6 +27,10 @@ from stages.artifacts.evaluate import (
     NuggetAnalysis,
     ReconstructionResults,
     SimilarityResults,
+    StoredEvalTable,
+    StoredNuggetAnalysis,
+    StoredReconstructionResults,
+    StoredSimilarityResults,
     TableRow,
 )
 from stages.artifacts.train import (
@@ -181,6 +186,29 @@ def test_nugget_evaluation_contracts_round_trip(tmp_path):
     NuggetAnalysis(freq, {"documents": 2}).write(tmp_path)
     analysis = NuggetAnalysis.read(tmp_path)
     assert (analysis.token_frequency, analysis.probability_gain) == (freq, {"documents": 2})
+
+
+def test_stored_contracts_keep_where_the_output_was_read_from(tmp_path):
+    """The report's inputs (`stages.artifacts.base.Stored`): the output read through its
+    contract, with the stage, store key and folder it came from."""
+    for folder in ("qa", "sim", "rec", "ana", "cs"):
+        (tmp_path / folder).mkdir()
+    EvalTable("QA", [Column("accuracy", "acc.")], [TableRow("full", {"accuracy": 1.0}, n=2)]).write(tmp_path / "qa")
+    stored = StoredEvalTable.read(Artifact("eval_qa", "k-qa", "", tmp_path / "qa", {}))
+    assert stored.output == EvalTable.read(tmp_path / "qa") and stored.where == Location("eval_qa", tmp_path / "qa", "k-qa")
+    assert StoredEvalTable.read(tmp_path / "qa", "eval_lm").where == Location("eval_lm", tmp_path / "qa")
+    SimilarityResults([]).write(tmp_path / "sim")
+    ReconstructionResults([], "dev", 5).write(tmp_path / "rec")
+    NuggetAnalysis({}, {}).write(tmp_path / "ana")
+    CorpusStatistics({"source": "gensim_lee"}).write(tmp_path / "cs")
+    for kind, folder, stage in ((StoredSimilarityResults, "sim", "eval_similarity"),
+                                (StoredReconstructionResults, "rec", "eval_reconstruction"),
+                                (StoredNuggetAnalysis, "ana", "analyze_nuggets"),
+                                (StoredCorpusStatistics, "cs", "corpus_stats")):
+        read = kind.read(Artifact(stage, f"k-{folder}", "", tmp_path / folder, {}))
+        assert read.where == Location(stage, tmp_path / folder, f"k-{folder}") and read.output is not None
+        with pytest.raises(ContractError, match=f"output of stage '{stage}' \\(key k-x\\)"):
+            kind.read(Artifact(stage, "k-x", "", tmp_path / "missing", {}))
 
 
 # -- clear errors ----------------------------------------------------------------------

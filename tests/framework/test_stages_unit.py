@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from stages.artifacts.data import StoredCorpusStatistics
 from stages.data.corpus_stats import document_counts, summarise, words
 from stages.framework.stage import Artifact
 from stages.report.report import corpus_table, to_html, to_markdown
@@ -61,7 +62,7 @@ def test_report_renders_stats(tmp_path):
         json.dumps({"source": "gensim_lee", "documents": 3, "words_mean": 7.6667, "top_words": [["the", 4]]})
     )
     art = Artifact("corpus_stats", "abc", str(tmp_path), tmp_path, {})
-    table = corpus_table(art)
+    table = corpus_table(StoredCorpusStatistics.read(art))
     md = to_markdown("T", [table])
     assert "| documents | 3 |" in md and "| words_mean | 7.667 |" in md and "the (4)" in md
     assert "<td>documents</td><td>3</td>" in to_html("T", [table])
