@@ -109,6 +109,13 @@ def _names_itself(cls: ast.ClassDef) -> bool:
                for t in targets + [e for t in targets if isinstance(t, ast.Tuple) for e in t.elts])
 
 
+def _base_name(base: ast.expr) -> str | None:
+    """A base class's name: ``Base``, ``module.Base``, or a generic one's, ``Base["Job"]``."""
+    if isinstance(base, ast.Subscript):
+        base = base.value
+    return base.id if isinstance(base, ast.Name) else getattr(base, "attr", None)
+
+
 def stage_modules() -> set[str]:
     """Modules defining a concrete stage: a `Stage` subclass (directly or through a base
     class defined anywhere in the code base, e.g. `stages.train.nugget2d_stage`) that sets
@@ -117,8 +124,7 @@ def stage_modules() -> set[str]:
     classes = {m: _classes(path) for m, path in modules().items() if m != "stages.framework.stage"}
     stages, grew = {"Stage"}, True
     while grew:  # bases defined in other modules: widen until no new subclass turns up
-        found = {c.name for cs in classes.values() for c in cs if any(
-            (b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)) in stages for b in c.bases)}
+        found = {c.name for cs in classes.values() for c in cs if any(_base_name(b) in stages for b in c.bases)}
         grew = not found <= stages
         stages |= found
     return {m for m, cs in classes.items() if any(c.name in stages and _names_itself(c) for c in cs)}
