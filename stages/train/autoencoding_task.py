@@ -18,24 +18,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from stages.common.padding import pad
-from stages.train.nugget2d_task import Nugget2DTaskBase
+from stages.train.nugget2d_task import Nugget2DModule, Nugget2DTaskBase, inner_model
+
+if TYPE_CHECKING:
+    from nugget_core.nugget2d import ICAEModel, Nugget2DModel
 
 SYSTEMS = ("nugget2d", "icae")
 
 
-class AutoencodingModule(nn.Module):
+class AutoencodingModule(Nugget2DModule):
     """``forward(doc_ids, doc_mask, target_ids, target_mask)`` -> ``Nugget2DOutput`` of
     ``-log p(target | compressed doc, soft prompt)``; ``.model`` is the `Nugget2DModel`
     or `ICAEModel`."""
 
-    def __init__(self, model: nn.Module, system: str) -> None:
+    def __init__(self, model: Nugget2DModel | ICAEModel, system: str) -> None:
         super().__init__()
         self.model, self.system = model, system
 
@@ -79,10 +82,6 @@ class AutoencodingTask(Nugget2DTaskBase):
         icae.trainable()
         return AutoencodingModule(icae, self.system)
 
-    def enable_activation_checkpointing(self, model: nn.Module) -> None:
-        inner = model.model
-        (inner.nugget2d if self.system == "icae" else inner).enable_activation_checkpointing()
-
     def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
         """``doc_*`` (the documents, cut when training) and ``target_*`` (+ EOS)."""
         docs = [r["doc"] for r in rows]
@@ -106,11 +105,14 @@ class AutoencodingTask(Nugget2DTaskBase):
         return "autoencoding" if self.system == "nugget2d" else "icae"
 
     def export(self, model: nn.Module, directory: Path) -> None:
-        from nugget_core.nugget2d import save_icae
+        from nugget_core.nugget2d import ICAEModel, save_icae
 
         if self.system == "nugget2d":
             super().export(model, directory)
             return
-        model.model.nugget2d.usage = self.usage()
-        save_icae(model.model, directory)
+        icae = inner_model(model)
+        if not isinstance(icae, ICAEModel):
+            raise TypeError(f"{type(icae).__name__}: the icae system exports an ICAEModel")
+        icae.nugget2d.usage = self.usage()
+        save_icae(icae, directory)
         self.tokenizer().save_pretrained(directory)

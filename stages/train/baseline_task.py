@@ -31,5 +31,5 @@ class BaselineTask(NuggetTask):
         if init_dir is not None:
             return BottleneckModel.from_pretrained(init_dir)
         # the very HF model NuggetTask builds (tiny or pretrained), hooks removed
-        base = super().build_model(None).unload()
+        base = self.nugget_model(None).unload()
         return get_bottleneck_model(base, BottleneckConfig(decoder=self.bottleneck))

@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import importlib
 import pickle
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from deepspeed import DeepSpeedEngine
+    from deepspeed.runtime.checkpoint_engine.torch_checkpoint_engine import TorchCheckpointEngine
 
 # (module, name) of the non-tensor classes DeepSpeed 0.19.8 pickles into ZeRO-2 checkpoints
 CHECKPOINT_CLASSES = (
@@ -46,9 +50,11 @@ def checkpoint_classes() -> list[type]:
 def load_weights_only(path: str | Path, map_location: Any = None, allowed: Sequence[type] | None = None) -> Any:
     """``torch.load(path, weights_only=True)`` admitting ``allowed`` classes (default: the
     DeepSpeed `CHECKPOINT_CLASSES`) besides tensors and plain containers."""
-    classes = checkpoint_classes() if allowed is None else list(allowed)
+    # torch.serialization.safe_globals takes a list of classes or (class, name) pairs
+    admitted: list[Callable[..., Any] | tuple[Callable[..., Any], str]] = list(
+        checkpoint_classes() if allowed is None else allowed)
     try:
-        with torch.serialization.safe_globals(classes):
+        with torch.serialization.safe_globals(admitted):
             return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as exc:
         # torch's message advises weights_only=False first; keep only the line naming the global
@@ -63,7 +69,7 @@ def load_weights_only(path: str | Path, map_location: Any = None, allowed: Seque
 
 
 @cache
-def _weights_only_engine() -> type:
+def _weights_only_engine() -> type[TorchCheckpointEngine]:
     """DeepSpeed's ``TorchCheckpointEngine`` with `load_weights_only` as its ``load``."""
     from deepspeed.runtime.checkpoint_engine.torch_checkpoint_engine import TorchCheckpointEngine
 
@@ -74,7 +80,7 @@ def _weights_only_engine() -> type:
     return WeightsOnlyCheckpointEngine
 
 
-def use_weights_only_loads(engine: Any) -> None:
+def use_weights_only_loads(engine: DeepSpeedEngine) -> None:
     """Make every checkpoint read of a DeepSpeed ``engine`` weights-only (its settings,
     e.g. the zipfile serialisation of saves, kept). Refuses an engine whose checkpoint
     engine is not DeepSpeed's plain torch one (a config selecting another writer), rather
@@ -85,6 +91,6 @@ def use_weights_only_loads(engine: Any) -> None:
     if type(current) is not TorchCheckpointEngine:
         raise TypeError(f"DeepSpeed checkpoint engine {type(current).__name__}: only TorchCheckpointEngine "
                         "can be made to load weights-only (stages.train.deepspeed_checkpoints)")
-    safe = _weights_only_engine().__new__(_weights_only_engine())
+    safe = object.__new__(_weights_only_engine())  # no __init__: the current engine's settings are copied in
     safe.__dict__.update(current.__dict__)
     engine.checkpoint_engine = safe

@@ -30,7 +30,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -38,6 +38,9 @@ from torch import nn
 
 from stages.common.device import autocast
 from stages.train.deepspeed_checkpoints import use_weights_only_loads
+
+if TYPE_CHECKING:
+    from stages.config.train import TrainJob
 
 DS_TAG = "ds"
 LossFn = Callable[[nn.Module, dict], torch.Tensor]
@@ -47,7 +50,7 @@ LossFn = Callable[[nn.Module, dict], torch.Tensor]
 class Optimizer:
     """One ``TrainJob.optimizer`` value as each backend builds it."""
 
-    torch_class: type[torch.optim.Optimizer]  # ddp
+    torch_class: type[torch.optim.Adam]  # ddp (AdamW is an Adam: the same arguments)
     adam_w_mode: bool  # deepspeed (torch_adam: torch.optim.AdamW if True, else torch.optim.Adam)
 
 
@@ -59,7 +62,7 @@ OPTIMIZERS: dict[str, Optimizer] = {
 }
 
 
-def optimizer_of(job: Any) -> Optimizer:
+def optimizer_of(job: TrainJob) -> Optimizer:
     """The optimiser ``job.optimizer`` names (the config schema checks the value first)."""
     if job.optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer: value {job.optimizer!r} is not one of {sorted(OPTIMIZERS)}")
@@ -76,7 +79,7 @@ def _trainable(model: nn.Module) -> list[nn.Parameter]:
 
 
 class DDPEngine:
-    def __init__(self, model: nn.Module, job: Any, find_unused: bool, device: torch.device) -> None:
+    def __init__(self, model: nn.Module, job: TrainJob, find_unused: bool, device: torch.device) -> None:
         self.module = model
         self.device = device
         self.precision = job.precision
@@ -88,7 +91,9 @@ class DDPEngine:
             if distributed
             else model
         )
-        self.optimizer = optimizer_of(job).torch_class(_trainable(model), lr=job.lr, betas=tuple(job.betas), weight_decay=job.weight_decay)
+        self.optimizer = optimizer_of(job).torch_class(
+            _trainable(model), lr=job.lr, betas=(job.betas[0], job.betas[1]), weight_decay=job.weight_decay
+        )
 
     def autocast(self) -> Any:
         """The precision context of a forward pass and its loss (``precision=bf16``: autocast)."""
@@ -120,7 +125,7 @@ class DDPEngine:
         self.optimizer.load_state_dict(state)
 
 
-def deepspeed_config(job: Any) -> dict[str, Any]:
+def deepspeed_config(job: TrainJob) -> dict[str, Any]:
     """The DeepSpeed config of a `TrainJob` (ZeRO-2; precision and clipping from the job)."""
     return {
         "train_micro_batch_size_per_gpu": job.batch_size,
@@ -144,7 +149,7 @@ def deepspeed_config(job: Any) -> dict[str, Any]:
 
 
 class DeepSpeedEngine:
-    def __init__(self, model: nn.Module, job: Any, device: torch.device) -> None:
+    def __init__(self, model: nn.Module, job: TrainJob, device: torch.device) -> None:
         if device.type != "cuda":
             os.environ.setdefault("DS_ACCELERATOR", "cpu")
         import deepspeed
@@ -183,7 +188,10 @@ class DeepSpeedEngine:
             raise FileNotFoundError(f"no DeepSpeed checkpoint '{DS_TAG}' under {directory}")
 
 
-def make_engine(model: nn.Module, job: Any, find_unused: bool, device: torch.device) -> DDPEngine | DeepSpeedEngine:
+Engine = DDPEngine | DeepSpeedEngine  # what `make_engine` returns: the interface the loop uses
+
+
+def make_engine(model: nn.Module, job: TrainJob, find_unused: bool, device: torch.device) -> Engine:
     """The job's backend around ``model`` (already on ``device``)."""
     if job.backend == "deepspeed":
         return DeepSpeedEngine(model, job, device)

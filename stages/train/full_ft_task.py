@@ -19,6 +19,7 @@ from torch import nn
 
 from stages.common.padding import pad
 from stages.train.lm_task import BaseLMTask
+from stages.train.task import as_pretrained
 
 IGNORE = -100
 
@@ -63,6 +64,10 @@ class FullFinetuneTask(BaseLMTask):
         return get_peft_model(base, config)
 
     def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        from peft import PeftModel
+
+        if not isinstance(model, PeftModel):
+            raise TypeError(f"{type(model).__name__}: not the peft model FullFinetuneTask builds")
         model.gradient_checkpointing_enable({"use_reentrant": False})  # one adapter, always on: no routing
 
     def collate(self, rows: list[dict[str, list[int]]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
@@ -84,5 +89,5 @@ class FullFinetuneTask(BaseLMTask):
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """The peft adapter (``adapter_config.json`` + weights) and the tokenizer."""
-        model.save_pretrained(str(directory))
+        as_pretrained(model).save_pretrained(str(directory))
         self.tokenizer().save_pretrained(directory)

@@ -19,8 +19,9 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stages.framework import quiet
 from stages.framework.resources import cluster_capacity, shortfall, worker_demand
@@ -29,11 +30,18 @@ from stages.train.model_card import document_models
 from stages.train.ray_trainer import torch_trainer
 from stages.train.sequence import DONE, finished_uri, train_sequence_per_worker
 from stages.train.storage import clear_storage, exists
+from stages.train.task import example_length_of
+
+if TYPE_CHECKING:
+    from stages.config.train import TrainJob
+    from stages.framework.stage import StageContext
+    from stages.framework.tracking import RunLogger
+    from stages.train.task import TrainingTask
 
 WORKER_GROUP_START_TIMEOUT_S = "86400"  # wait for the placement group, never time out and retry
 
 
-def check_resources(job: Any, section: str) -> None:
+def check_resources(job: TrainJob, section: str) -> None:
     """Fail before training when the cluster cannot host the worker group (the same test
     as the executor's ``check_fits`` before a pipeline starts; kept for direct callers)."""
     need = worker_demand(job.num_workers, job.use_gpu)
@@ -46,14 +54,14 @@ def check_resources(job: Any, section: str) -> None:
         )
 
 
-def check_task(task: Any, job: Any) -> None:
+def check_task(task: TrainingTask, job: TrainJob) -> None:
     """Fail before a fit starts when ``job`` asks of ``task`` what it cannot do."""
-    if getattr(job, "group_by_length", False) and not callable(getattr(task, "example_length", None)):
-        raise ValueError(f"group_by_length: {type(task).__name__} defines no example_length (its rows have no "
-                         "length to group by); set train.<job>.group_by_length=false for this stage")
+    if getattr(job, "group_by_length", False):
+        example_length_of(task)
 
 
-def _run(train_fn: Any, loop_config: dict[str, Any], job: Any, storage: str, name: str) -> Any:
+def _run(train_fn: Callable[[dict[str, Any]], None], loop_config: dict[str, Any], job: TrainJob, storage: str,
+         name: str) -> Any:
     """One ``TorchTrainer`` fit of ``train_fn`` with ``job``'s workers; its `Result`."""
     import ray.train
 
@@ -74,20 +82,22 @@ def _run(train_fn: Any, loop_config: dict[str, Any], job: Any, storage: str, nam
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
             # Ray Train configures its controller's and workers' loggers itself: its
             # per-report INFO lines (Reporting training result, Checkpoint successfully
-            # created, the TrainController lines) only with --verbose
-            logging_config=ray.train.LoggingConfig(log_level=quiet.train_log_level()),
+            # created, the TrainController lines) only with --verbose. The ignore: ray.train
+            # binds Train V2's RunConfig (which has logging_config) only at run time, when V2
+            # is enabled (the default, which the pipeline needs); a type checker sees V1's.
+            logging_config=ray.train.LoggingConfig(log_level=quiet.train_log_level()),  # type: ignore[call-arg]
         ),
     )
     return trainer.fit()
 
 
 def fit(
-    task: Any,
-    job: Any,
+    task: TrainingTask,
+    job: TrainJob,
     storage: str,
     name: str,
     seed: int,
-    logger: Any = None,
+    logger: RunLogger | None = None,
     fail_at_step: int = 0,
     *,
     download_to: str | Path,
@@ -113,12 +123,12 @@ def fit(
 
 
 def fit_sequence(
-    models: list[tuple[str, Any]],
-    job: Any,
+    models: Sequence[tuple[str, TrainingTask]],
+    job: TrainJob,
     storage: str,
     name: str,
     seed: int,
-    logger: Any = None,
+    logger: RunLogger | None = None,
     fail_at_step: int = 0,
     fail_in: str = "",
 ) -> dict[str, str]:
@@ -150,7 +160,8 @@ def export_finished(finished: str, dest: Path) -> dict[str, Any]:
     return json.loads((dest / STATE_FILE).read_text())
 
 
-def train_into_stage_output(ctx: Any, task: Any, job: Any, job_key: str, model_dir: str) -> dict[str, Any]:
+def train_into_stage_output(ctx: StageContext, task: TrainingTask, job: TrainJob, job_key: str,
+                            model_dir: str) -> dict[str, Any]:
     """The body of a single-model training stage: check resources, fit (resuming an
     interrupted attempt of the same key, unless forced), export ``<output>/<model_dir>``,
     the probe logits and ``trainer_state.json``, drop the checkpoints, log the summary."""

@@ -72,7 +72,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -89,8 +89,14 @@ from stages.common.progress import (
 )
 from stages.framework import quiet
 from stages.train.batches import BatchSchedule
-from stages.train.engine import make_engine
+from stages.train.engine import Engine, make_engine
 from stages.train.storage import clear_storage, copy_tree
+from stages.train.task import example_length_of
+
+if TYPE_CHECKING:
+    from stages.config.train import TrainJob
+    from stages.framework.tracking import RunLogger
+    from stages.train.task import Batch, TrainingTask
 
 STATE_FILE = TRAINER_STATE
 BEST_FILE = "trainable.pt"  # the trainable parameters of a best-dev evaluation
@@ -116,7 +122,7 @@ class TrainerState:
     tokens_seen: int = 0  # tokens (task.n_tokens) of every step so far, all ranks
 
 
-def lr_at(step: int, job: Any) -> float:
+def lr_at(step: int, job: TrainJob) -> float:
     """Linear warm-up, then constant, cosine or linear decay to 0 at ``max_steps``."""
     if job.warmup_steps and step < job.warmup_steps:
         return job.lr * (step + 1) / job.warmup_steps
@@ -182,7 +188,7 @@ def _all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
     return t.tolist()
 
 
-def worker_device(job: Any) -> torch.device:
+def worker_device(job: TrainJob) -> torch.device:
     """This worker's device: the GPU Ray Train assigned it with ``use_gpu``, else the CPU."""
     if not job.use_gpu:
         return torch.device("cpu")
@@ -193,7 +199,7 @@ def worker_device(job: Any) -> torch.device:
     return device
 
 
-def evaluate(engine: Any, task: Any, dev: list, rank: int, world: int, job: Any) -> tuple[float, int]:
+def evaluate(engine: Engine, task: TrainingTask, dev: list, rank: int, world: int, job: TrainJob) -> tuple[float, int]:
     """(token-weighted mean dev loss over all ranks' shards, its target tokens)."""
     mine = dev[rank::world]
     loss_sum, tokens = 0.0, 0.0
@@ -211,7 +217,7 @@ def evaluate(engine: Any, task: Any, dev: list, rank: int, world: int, job: Any)
     return loss_sum / max(tokens, 1.0), int(tokens)
 
 
-def _save(engine: Any, task: Any, state: TrainerState, rank: int, directory: Path, probe: dict) -> None:
+def _save(engine: Engine, task: TrainingTask, state: TrainerState, rank: int, directory: Path, probe: Batch) -> None:
     if rank == 0:
         task.export(engine.module, directory / "model")
         (directory / STATE_FILE).write_text(json.dumps(asdict(state)))
@@ -242,7 +248,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
 
 
 def train_task(
-    task: Any,
+    task: TrainingTask,
     config: dict[str, Any],
     checkpoint: Any,
     on_final: Callable[[Path], None] | None = None,
@@ -259,12 +265,13 @@ def train_task(
         return _train(task, config, checkpoint, on_final, tag)
 
 
-def _train(task: Any, config: dict[str, Any], checkpoint: Any, on_final: Callable[[Path], None] | None,
+def _train(task: TrainingTask, config: dict[str, Any], checkpoint: Any, on_final: Callable[[Path], None] | None,
            tag: str) -> TrainerState:
     import ray.train
 
     quiet.apply()  # this worker's libraries: NUGGET_VERBOSE from the job's runtime env
-    job, logger = config["job"], config.get("logger")
+    job: TrainJob = config["job"]
+    logger: RunLogger | None = config.get("logger")
     prefix = f"{config['metric_prefix']}." if config.get("metric_prefix") else ""
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
@@ -279,7 +286,10 @@ def _train(task: Any, config: dict[str, Any], checkpoint: Any, on_final: Callabl
         init_dir = restored / "model"
 
     train, dev = task.load_split("train"), task.load_split("dev")
-    lengths = [task.example_length(row) for row in train] if getattr(job, "group_by_length", False) else None
+    lengths = None
+    if getattr(job, "group_by_length", False):
+        example_length = example_length_of(task)
+        lengths = [example_length(row) for row in train]
     device = worker_device(job)
     model = task.build_model(init_dir).to(device)  # tasks build on the CPU
     if getattr(job, "activation_checkpointing", False):
@@ -305,7 +315,7 @@ def _train(task: Any, config: dict[str, Any], checkpoint: Any, on_final: Callabl
         label = " ".join(x for x in (logger.run_name() if logger is not None else "train",
                                      config.get("metric_prefix", "")) if x)
         progress = TrainProgress(label, job.max_steps, state.step, progress_seconds())
-    if metrics_out is not None and checkpoint is None:
+    if metrics_out is not None and logger is not None and checkpoint is None:
         params = {"train.world_size": world, "train.train_examples": len(train), "train.dev_examples": len(dev),
                   "train.examples_per_step": state.train_loss_n, **task.parameter_counts(model)}
         logger.log_params({f"{prefix}{k}": v for k, v in params.items()})

@@ -23,11 +23,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from stages.common.progress import dev_loss_rose
 from stages.framework.stage import StageContext
 from stages.train.loop import STATE_FILE
+
+if TYPE_CHECKING:
+    from stages.config.train import TrainJob
+    from stages.train.task import TrainingTask
 
 # Folders above this size are not copied into MLflow (tiny and LoRA models are far below;
 # a BART-large full fine-tune is ~1.6 GB in fp32).
@@ -36,6 +40,13 @@ MLFLOW_MODEL_MAX_MB = 1024
 CONFIG_FILES = ("nugget2d_config.json", "usage.json", "nugget_config.json", "nugget_lm_config.json",
                 "bottleneck_config.json")
 BaseModelReferenceLike = Any  # nugget_core.checkpoint.BaseModelReference (imported lazily)
+
+
+@runtime_checkable
+class OnBaseLM(Protocol):
+    """A task training adapters on a base LM: its prepare_lm folder (`stages.train.lm_task.BaseLMTask`)."""
+
+    base_dir: str
 
 
 @dataclass(frozen=True)
@@ -117,18 +128,18 @@ def base_hub_id(model_lm: Any, base_dir: Path) -> str:
     return "" if not name or Path(name).expanduser().exists() else name
 
 
-def _settings(obj: Any) -> dict[str, str]:
+def _settings(obj: TrainJob | Mapping[str, Any]) -> dict[str, str]:
     """A job section (dataclass) or a mapping as flat ``{"a.b": "value"}`` lines."""
     from stages.framework.tracking import flatten  # mlflow: imported where a card is written
 
-    return flatten(dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else dict(obj))
+    return flatten(dict(obj) if isinstance(obj, Mapping) else dataclasses.asdict(obj))
 
 
 def _size_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
 
 
-def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: Any, task: Any,
+def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: TrainJob, task: TrainingTask,
                base: BaseModelReferenceLike | None, details: Mapping[str, Any] | None = None) -> str:
     """The README.md of ``folder`` (see the module docstring)."""
     rel = folder.relative_to(ctx.output_dir).as_posix()
@@ -182,7 +193,7 @@ def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: Any, task:
     return "\n".join(lines)
 
 
-def document_models(ctx: StageContext, job: Any, tasks: Mapping[Path, Any], model_lm: Any = None,
+def document_models(ctx: StageContext, job: TrainJob, tasks: Mapping[Path, TrainingTask], model_lm: Any = None,
                     details: Mapping[Path, Mapping[str, Any]] | None = None) -> list[Path]:
     """Model card, base reference (adapter checkpoints) and MLflow artifacts of every
     model folder in ``tasks`` (folder in the stage output -> the task that trained it;
@@ -197,6 +208,9 @@ def document_models(ctx: StageContext, job: Any, tasks: Mapping[Path, Any], mode
             raise FileNotFoundError(f"{folder}: no model folder of a known kind ({', '.join(k.marker for k in KINDS)})")
         base = None
         if kind.adapters:
+            if not isinstance(task, OnBaseLM):
+                raise TypeError(f"{folder}: a {kind.name} checkpoint's task {type(task).__name__} names no base LM "
+                                "(base_dir)")
             base_dir = Path(task.base_dir)
             base = BaseModelReference(relative_path=published_relative_path(ctx, folder, base_dir),
                                       hub_id=base_hub_id(model_lm, base_dir),

@@ -2,7 +2,9 @@
 ``train_nugget2d`` (`stages.train.train_nugget2d`), ``train_nugget2d_ft``
 (`stages.train.train_nugget2d_ft`), ``train_nugget2d_ar`` (`stages.train.train_nugget2d_ar`)
 and ``train_nugget2d_ae`` (`stages.train.train_nugget2d_ae`), and `Variant`, a model a
-stage trains beside its own. Each stage lives in a module of its own, so editing one
+stage trains beside its own; `Nugget2DObjectiveStage` is the base of the three whose job
+names their model's objective (a compressor by default; ``train_nugget2d_ar`` trains the
+autoregressive LM instead). Each stage lives in a module of its own, so editing one
 leaves its siblings' cache keys alone; this module is in all their import closures, so an
 edit here re-keys all four, as it changes what each of them runs.
 
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from stages.artifacts.data import BaseLM, LMRecords
 from stages.artifacts.train import TrainedNugget2D
@@ -41,31 +43,40 @@ from stages.train.launch import (
 )
 from stages.train.loop import PROBE_FILE, STATE_FILE
 from stages.train.model_card import document_models
-from stages.train.nugget2d_task import Nugget2DARTask, Nugget2DCompressorTask
+from stages.train.nugget2d_task import Nugget2DCompressorTask
 from stages.train.storage import clear_storage, copy_tree
 
+if TYPE_CHECKING:
+    from stages.config.train import LMTrainJob, Nugget2DTrainJob
+    from stages.train.task import TrainingTask
+
 MAIN = "main"  # a stage's own model, beside its variants
+JobT = TypeVar("JobT", bound="LMTrainJob")  # a stage's job section (train.<job>)
+ObjectiveJobT = TypeVar("ObjectiveJobT", bound="Nugget2DTrainJob")  # one naming its model's objective
 
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
-    task: Any  # a TrainingTask
+    task: TrainingTask
     objective: str  # what trained.json records for it
     ratio: float
     base_role: str  # the prepare_lm base LM it trains on (BaseLM.ROLES)
 
 
-class Nugget2DTrainingStage(Stage):
+class Nugget2DTrainingStage(Stage, Generic[JobT]):
+    """A Nugget2D training stage whose job section (``job_key``) is a ``JobT``: the task of
+    its own model (`task`, recorded as `main_model`) and its `variants`, in one fit."""
+
     job_key: ClassVar[str]
     base_role: ClassVar[str]  # the experiment's base LM (Nugget2D §3: LLaMA-2-7B-chat for QA / summaries)
-    upstream = ("prepare_lm", "build_lm")
+    upstream: ClassVar[tuple[str, ...]] = ("prepare_lm", "build_lm")
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
 
     def from_upstream(self, ctx: StageContext) -> dict[str, Any]:
         """Task fields taken from upstream artifacts (none: a fresh model)."""
         return {}
 
-    def common(self, ctx: StageContext, job: Any, base_role: str = "") -> dict[str, Any]:
+    def common(self, ctx: StageContext, job: LMTrainJob, base_role: str = "") -> dict[str, Any]:
         """Fields of every Nugget2D task (on the stage's base LM, or ``base_role``'s)."""
         return dict(
             data=LMRecords.read(ctx.inputs["build_lm"]),
@@ -76,31 +87,20 @@ class Nugget2DTrainingStage(Stage):
             seed=ctx.cfg("run.seed"),
         )
 
-    def task(self, ctx: StageContext, job: Any, objective: str = "", ratio: float | None = None,
-             base_role: str = "") -> Nugget2DCompressorTask | Nugget2DARTask:
-        """The compressor task of ``job`` (``objective`` / ``ratio`` / ``base_role``: a variant's)."""
-        fields = self.common(ctx, job, base_role)
-        if ratio is not None:
-            fields["nugget2d"] = dataclasses.replace(fields["nugget2d"], ratio=ratio)
-        return Nugget2DCompressorTask(
-            objective=objective or job.objective,
-            finetune_task=job.finetune_task,
-            max_doc_tokens=job.max_doc_tokens,
-            prompt_format=ctx.cfg("prompts").format,
-            **fields,
-            **self.from_upstream(ctx),
-        )
+    def task(self, ctx: StageContext, job: JobT) -> TrainingTask:
+        """The task of the stage's own model."""
+        raise NotImplementedError(f"{type(self).__name__} defines no task")
 
-    def variants(self, ctx: StageContext, job: Any) -> dict[str, Variant]:
+    def variants(self, ctx: StageContext, job: JobT) -> dict[str, Variant]:
         """Models trained beside the main one, by name (none by default)."""
         return {}
 
-    def main_model(self, ctx: StageContext, job: Any) -> tuple[str, float]:
+    def main_model(self, ctx: StageContext, job: JobT) -> tuple[str, float]:
         """The objective and ratio of the stage's own model (recorded in ``trained.json``)."""
-        return job.objective, ctx.cfg("nugget2d").ratio
+        raise NotImplementedError(f"{type(self).__name__} defines no main_model")
 
     def run(self, ctx: StageContext) -> None:
-        job = ctx.cfg(self.job_key)
+        job: JobT = ctx.cfg(self.job_key)
         objective, ratio = self.main_model(ctx, job)
         finetune_task = getattr(job, "finetune_task", "") or ""
         variants = self.variants(ctx, job)
@@ -117,7 +117,7 @@ class Nugget2DTrainingStage(Stage):
             clear_storage(ctx.work_uri, "models")
         # one worker group trains them in turn (metrics under "<name>.")
         finished = fit_sequence(models, job, ctx.work_uri, "models", ctx.cfg("run.seed"), ctx.logger)
-        records = {}
+        records, folders = {}, {}
         for name, _ in models:
             main = name == MAIN
             dest = TrainedNugget2D.folder(ctx.output_dir) if main else TrainedNugget2D.variant_folder(ctx.output_dir, name)
@@ -128,13 +128,39 @@ class Nugget2DTrainingStage(Stage):
             if main:
                 copy_tree(f"{finished[name]}/{PROBE_FILE}", str(ctx.output_dir / PROBE_FILE))
             else:
-                v = variants[name]
+                v, folders[name] = variants[name], dest
                 records[name] = {"dir": str(dest.relative_to(ctx.output_dir)), "objective": v.objective,
                                  "ratio": v.ratio, "base_role": v.base_role}
         clear_storage(ctx.work_uri, "models")
         tasks = dict(models)
         document_models(ctx, job, {
             TrainedNugget2D.folder(ctx.output_dir): tasks[MAIN],
-            **{ctx.output_dir / r["dir"]: tasks[name] for name, r in records.items()}}, ctx.cfg("model.lm"))
+            **{folder: tasks[name] for name, folder in folders.items()}}, ctx.cfg("model.lm"))
         TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), objective, finetune_task, ratio,
                         records, self.base_role).write(ctx.output_dir)
+
+
+class Nugget2DObjectiveStage(Nugget2DTrainingStage[ObjectiveJobT]):
+    """A Nugget2D stage whose job names its model's objective (``train.<job>.objective``),
+    by default a compressor of that objective (`compressor_task`)."""
+
+    def task(self, ctx: StageContext, job: ObjectiveJobT) -> TrainingTask:
+        return self.compressor_task(ctx, job)
+
+    def compressor_task(self, ctx: StageContext, job: ObjectiveJobT, objective: str = "", ratio: float | None = None,
+                        base_role: str = "") -> Nugget2DCompressorTask:
+        """The compressor task of ``job`` (``objective`` / ``ratio`` / ``base_role``: a variant's)."""
+        fields = self.common(ctx, job, base_role)
+        if ratio is not None:
+            fields["nugget2d"] = dataclasses.replace(fields["nugget2d"], ratio=ratio)
+        return Nugget2DCompressorTask(
+            objective=objective or job.objective,
+            finetune_task=job.finetune_task,
+            max_doc_tokens=job.max_doc_tokens,
+            prompt_format=ctx.cfg("prompts").format,
+            **fields,
+            **self.from_upstream(ctx),
+        )
+
+    def main_model(self, ctx: StageContext, job: ObjectiveJobT) -> tuple[str, float]:
+        return job.objective, ctx.cfg("nugget2d").ratio

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 import torch
@@ -36,6 +36,9 @@ from torch import nn
 
 from stages.common.padding import pad
 from stages.train.lm_task import BaseLMTask
+
+if TYPE_CHECKING:
+    from nugget_core.nugget2d import ICAEModel, Nugget2DConfig, Nugget2DModel, Nugget2DUsage
 
 CHUNKS = ("doc", "prompt", "answer")
 
@@ -57,11 +60,36 @@ COMPRESSOR_OBJECTIVES: dict[str, CompressorObjective] = {
 }
 
 
-class CompressorModule(nn.Module):
+class Nugget2DModule(nn.Module):
+    """What a Nugget2D task's ``build_model`` returns: the model it trains as ``.model`` (a
+    `Nugget2DModel`, or an `ICAEModel` on one), its ``forward`` one objective's loss."""
+
+    model: Nugget2DModel | ICAEModel
+
+
+def inner_model(model: nn.Module) -> Nugget2DModel | ICAEModel:
+    """The model a Nugget2D task trains inside ``model`` (its ``build_model`` output,
+    handed back by the loop); a ``TypeError`` for any other module."""
+    if not isinstance(model, Nugget2DModule):
+        raise TypeError(f"{type(model).__name__}: not a Nugget2D task's model (a Nugget2DModule)")
+    return model.model
+
+
+def nugget2d_of(model: nn.Module) -> Nugget2DModel:
+    """The `Nugget2DModel` inside ``model`` (an ICAE's: the one under its memory slots)."""
+    from nugget_core.nugget2d import ICAEModel
+
+    inner = inner_model(model)
+    return inner.nugget2d if isinstance(inner, ICAEModel) else inner
+
+
+class CompressorModule(Nugget2DModule):
     """``forward(**batch)`` -> ``Nugget2DOutput`` (``.loss``, ``.logits``) of one compressor
     objective (``nugget_core.nugget2d.objective_loss``)."""
 
-    def __init__(self, model: nn.Module, objective: str) -> None:
+    model: Nugget2DModel
+
+    def __init__(self, model: Nugget2DModel, objective: str) -> None:
         super().__init__()
         self.model, self.objective = model, objective
 
@@ -71,7 +99,7 @@ class CompressorModule(nn.Module):
         return objective_loss(self.model, self.objective, batch)
 
 
-class AutoregressiveModule(nn.Module):
+class AutoregressiveModule(Nugget2DModule):
     """``forward(input_ids [B, T], predict_last [1])`` -> ``nugget_core.nugget2d.ar_loss``'s
     `AROutput`: ``.loss`` (mean NLL of the last ``predict_last`` tokens) and ``.logits
     [B, T, V]`` of the parallel approximation.
@@ -79,7 +107,9 @@ class AutoregressiveModule(nn.Module):
     Nuggets are the tokens scoring above ``threshold`` (the calibrated Lambda); with
     ``threshold`` None, above the in-batch ``(1 - r)`` quantile of the scores."""
 
-    def __init__(self, model: nn.Module, threshold: float | None = None) -> None:
+    model: Nugget2DModel
+
+    def __init__(self, model: Nugget2DModel, threshold: float | None = None) -> None:
         super().__init__()
         self.model, self.threshold = model, threshold
 
@@ -102,7 +132,7 @@ class Nugget2DTaskBase(BaseLMTask):
     init_dir: str | None = None  # a saved Nugget2D to start from (fine-tuning a trained compressor)
     find_unused_parameters: bool = field(default=True, init=False)  # frozen adapter / scorer
 
-    def model_config(self) -> Any:
+    def model_config(self) -> Nugget2DConfig:
         from dataclasses import asdict
 
         from nugget_core.nugget2d import Nugget2DConfig
@@ -113,7 +143,7 @@ class Nugget2DTaskBase(BaseLMTask):
         raise NotImplementedError
 
     def enable_activation_checkpointing(self, model: nn.Module) -> None:
-        model.model.enable_activation_checkpointing()  # the routing-aware one (Nugget2DModel)
+        nugget2d_of(model).enable_activation_checkpointing()  # the routing-aware one (Nugget2DModel)
 
     def load_split(self, split: str) -> list[dict[str, Any]]:
         rows = self._records(split)
@@ -127,22 +157,22 @@ class Nugget2DTaskBase(BaseLMTask):
     def _parquet_rows(path: Path, split: str) -> list[dict[str, Any]]:
         return [r for r in pq.read_table(path).to_pylist() if r["split"] == split]
 
-    def _fresh_model(self) -> Any:
+    def _fresh_model(self) -> Nugget2DModel:
         from nugget_core.nugget2d import Nugget2DModel
 
         return Nugget2DModel.from_lm(self.base_dir, self.model_config(), attn_implementation=self.attn_implementation)
 
-    def _nugget2d_model(self, init_dir: Path | None) -> Any:
+    def _nugget2d_model(self, init_dir: Path | None) -> Nugget2DModel:
         """The saved model (a resume's ``init_dir`` wins over the task's), else a fresh one."""
         from nugget_core.nugget2d import load_nugget2d
 
-        init_dir = init_dir if init_dir is not None else self.init_dir
-        if init_dir is not None:
-            return load_nugget2d(init_dir, self.base_dir, attn_implementation=self.attn_implementation)
+        saved = init_dir if init_dir is not None else self.init_dir
+        if saved is not None:
+            return load_nugget2d(saved, self.base_dir, attn_implementation=self.attn_implementation)
         torch.manual_seed(self.seed)  # LoRA, scorer and soft prompt initialisation
         return self._fresh_model()
 
-    def usage(self) -> Any:
+    def usage(self) -> Nugget2DUsage:
         """How the trained model reads its inputs (`nugget_core.nugget2d.Nugget2DUsage`),
         saved beside it; the subclasses name their objective."""
         from nugget_core.nugget2d import Nugget2DUsage
@@ -158,7 +188,7 @@ class Nugget2DTaskBase(BaseLMTask):
         output (a path relative to the final folder: `stages.train.model_card`)."""
         from nugget_core.nugget2d import save_nugget2d
 
-        save_nugget2d(model.model, directory, usage=self.usage())
+        save_nugget2d(nugget2d_of(model), directory, usage=self.usage())
         self.tokenizer().save_pretrained(directory)
 
 
@@ -184,7 +214,7 @@ class Nugget2DCompressorTask(Nugget2DTaskBase):
     def objective_name(self) -> str:
         return self.objective
 
-    def usage(self) -> Any:
+    def usage(self) -> Nugget2DUsage:
         from dataclasses import replace
 
         usage = super().usage()
@@ -223,7 +253,7 @@ class Nugget2DCompressorTask(Nugget2DTaskBase):
 class _SegmentsTask(Nugget2DTaskBase):
     """Tasks on build_lm's LM segments: predict the recent tokens after the distant ones."""
 
-    def usage(self) -> Any:
+    def usage(self) -> Nugget2DUsage:
         from nugget_core.nugget2d import Nugget2DUsage
 
         return Nugget2DUsage(objective=self.objective_name(), soft_prompt=False)  # plain text, no soft prompt
@@ -256,7 +286,7 @@ class Nugget2DARTask(_SegmentsTask):
     scorer_dir: str | None = None  # a saved Nugget2D whose scorer is copied in and frozen
     threshold: float | None = None  # the calibrated Lambda (None: in-batch (1 - r) quantile)
 
-    def _fresh_model(self) -> Any:
+    def _fresh_model(self) -> Nugget2DModel:
         from nugget_core.nugget2d import load_scorer
 
         model = super()._fresh_model()
@@ -276,12 +306,14 @@ class Nugget2DARTask(_SegmentsTask):
         return AutoregressiveModule(model, self.threshold)
 
 
-class LMBaselineModule(nn.Module):
+class LMBaselineModule(Nugget2DModule):
     """``forward(input_ids [B, T], predict_last [1])`` -> ``.loss`` (mean NLL of the last
     ``predict_last`` tokens) and ``.logits [B, T, V]`` of an LM baseline
     (``nugget_core.nugget2d.baseline_lm_loss``)."""
 
-    def __init__(self, model: nn.Module, system: str) -> None:
+    model: Nugget2DModel
+
+    def __init__(self, model: Nugget2DModel, system: str) -> None:
         super().__init__()
         self.model, self.system = model, system
 

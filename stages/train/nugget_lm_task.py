@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from stages.artifacts.data import NuggetLMCorpus, TokenDocuments
-from stages.train.task import TaskBase
+from stages.train.task import TaskBase, as_pretrained
 
 
 @dataclass
@@ -122,5 +122,5 @@ class NuggetLMTask(TaskBase):
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """`NuggetLM.save_pretrained` + tokenizer: loadable outside Ray."""
-        model.save_pretrained(directory)
+        as_pretrained(model).save_pretrained(directory)
         self.tokenizer().save_pretrained(directory)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -30,6 +30,9 @@ from stages.common.languages import has_language_codes, set_language_codes
 from stages.common.padding import pad
 from stages.train.batches import Example, delete_words
 from stages.train.task import Seq2SeqTaskBase
+
+if TYPE_CHECKING:
+    from nugget_core import NuggetModel
 
 
 def sentence_end_positions(text: str, sentences: list[str], offsets: list[tuple[int, int]]) -> list[int]:
@@ -165,6 +168,11 @@ class NuggetTask(Seq2SeqTaskBase):
 
     def build_model(self, init_dir: Path | None) -> nn.Module:
         """A fresh Nugget model, or the one saved in ``init_dir`` (resume)."""
+        return self.nugget_model(init_dir)
+
+    def nugget_model(self, init_dir: Path | None) -> NuggetModel:
+        """`build_model`'s model as the `nugget_core.NuggetModel` it is (`BaselineTask`
+        unloads the HF model from it)."""
         from nugget_core import NuggetModel, TinyBartSpec, build_tiny_bart, get_nugget_model
 
         impl = self.model.attn_implementation

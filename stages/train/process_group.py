@@ -29,6 +29,7 @@ import socket
 from datetime import timedelta
 from typing import Any
 
+from ray.train.backend import BackendConfig
 from ray.train.torch import TorchConfig
 from ray.train.torch.config import _set_torch_distributed_env_vars, _TorchBackend
 
@@ -98,10 +99,12 @@ def join_process_group(backend: str, world_rank: int, world_size: int, address: 
 
 
 class _NodeBoundTorchBackend(_TorchBackend):
-    def on_start(self, worker_group: Any, backend_config: TorchConfig) -> None:
+    def on_start(self, worker_group: Any, backend_config: BackendConfig) -> None:
         import ray
         from ray.train._internal.worker_group import WorkerGroup as V1WorkerGroup
 
+        if not isinstance(backend_config, TorchConfig):  # Ray hands each backend its own config
+            raise TypeError(f"{type(backend_config).__name__}: the node-bound torch backend takes a TorchConfig")
         backend = backend_config.backend
         if backend not in BACKENDS:
             raise ValueError(f"torch backend {backend!r}: the node-bound process group supports {BACKENDS}")

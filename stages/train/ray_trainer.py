@@ -34,7 +34,11 @@ def torch_trainer(*args: Any, **kwargs: Any) -> Any:
     from ray.train.torch import TorchTrainer
 
     class Trainer(TorchTrainer):
+        # The ignore: ray.train.torch binds Train V2's TorchTrainer (which defines this hook)
+        # only at run time, when V2 is enabled (the default, which the pipeline needs); a
+        # type checker sees V1's, which has no such method.
         def _create_default_callbacks(self) -> list[Any]:
-            return without_cleaner(super()._create_default_callbacks(), private_ray.is_private())
+            default = super()._create_default_callbacks()  # type: ignore[misc]
+            return without_cleaner(default, private_ray.is_private())
 
     return Trainer(*args, **kwargs)

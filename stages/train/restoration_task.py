@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -23,6 +23,9 @@ from stages.artifacts.train import TrainedNugget
 from stages.common.languages import has_language_codes, set_language_codes
 from stages.common.padding import pad
 from stages.train.task import Seq2SeqTaskBase
+
+if TYPE_CHECKING:
+    from stages.framework.stage import StageContext
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ class RestorableBase:
                 else f"pretrained {self.path}")
 
 
-def restorable_base(ctx: Any) -> RestorableBase:
+def restorable_base(ctx: StageContext) -> RestorableBase:
     """``model.re`` of a stage context resolved: train_nugget's AE model folder (its
     ``train_nugget`` input), or the pretrained name."""
     cfg = ctx.cfg("model.re")

@@ -4,6 +4,7 @@ on a task (modelled on torchtune's ``FTRecipeInterface``).
 Who calls what:
 
 - :mod:`stages.train.loop` (on every Ray Train worker): ``load_split``, ``build_model``,
+  ``enable_activation_checkpointing`` (when the job sets ``activation_checkpointing``),
   ``find_unused_parameters``, ``parameter_counts``, ``collate``, ``loss``, ``n_tokens``,
   ``n_target_tokens``, ``logits`` and ``export``;
 - :mod:`stages.train.engine`: only the ``loss`` function the loop hands it
@@ -20,9 +21,9 @@ objective's name. :class:`TaskBase` holds the behaviour most tasks share (HF-sty
 contract, and ``tests/training/test_task_protocol.py`` checks every task class against it
 with :func:`protocol_mismatches`.
 
-Optional: ``example_length(row) -> int`` (the loop sorts batches by it when the job sets
-``group_by_length``; `stages.train.launch.check_task` refuses the job before the fit
-starts when the task does not define it).
+Optional: ``example_length(row) -> int`` (`LengthTask`: the loop sorts batches by it when
+the job sets ``group_by_length``; `stages.train.launch.check_task` refuses the job before
+the fit starts when the task does not define it, with `example_length_of`'s error).
 
 Shapes: ``B`` = sequences in a batch, ``T`` = padded length, ``V`` = vocabulary.
 """
@@ -96,6 +97,12 @@ class TrainingTask(Protocol):
         """``{"params.trainable": n, "params.frozen": n}``: MLflow params of the run."""
         ...
 
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        """Turn on activation checkpointing in ``model`` (``build_model``'s output) when
+        the job sets ``activation_checkpointing``; a ``ValueError`` where the task cannot
+        (`TaskBase`'s default)."""
+        ...
+
     def export(self, model: nn.Module, directory: Path) -> None:
         """Write ``model`` (unwrapped) so ``build_model(directory)`` and the downstream
         loaders restore it exactly; ``directory`` does not exist yet. Rank 0 only."""
@@ -104,8 +111,42 @@ class TrainingTask(Protocol):
 
 PROTOCOL_MEMBERS: tuple[str, ...] = (
     "find_unused_parameters", "load_split", "build_model", "collate", "loss", "logits",
-    "n_target_tokens", "n_tokens", "parameter_counts", "export",
+    "n_target_tokens", "n_tokens", "parameter_counts", "enable_activation_checkpointing", "export",
 )
+
+
+@runtime_checkable
+class LengthTask(Protocol):
+    """The optional member of a task: the length of one of its rows (``group_by_length``)."""
+
+    def example_length(self, row: Any) -> int:
+        ...
+
+
+def example_length_of(task: TrainingTask) -> Callable[[Any], int]:
+    """``task.example_length``; a ``ValueError`` naming the setting to change when the task
+    defines none (``group_by_length`` sorts batches by it)."""
+    if not isinstance(task, LengthTask):
+        raise ValueError(f"group_by_length: {type(task).__name__} defines no example_length (its rows have no "
+                         "length to group by); set train.<job>.group_by_length=false for this stage")
+    return task.example_length
+
+
+@runtime_checkable
+class PretrainedModel(Protocol):
+    """A model saved by Hugging Face's ``save_pretrained`` (transformers and peft models,
+    nugget_core's): what the tasks exporting that way build."""
+
+    def save_pretrained(self, save_directory: str | Path, /) -> Any:
+        ...
+
+
+def as_pretrained(model: nn.Module) -> PretrainedModel:
+    """``model`` (a task's ``build_model`` output, handed back by the loop) as the
+    `PretrainedModel` it is; a ``TypeError`` for a module without ``save_pretrained``."""
+    if not isinstance(model, PretrainedModel):
+        raise TypeError(f"{type(model).__name__} has no save_pretrained: not a model this task builds")
+    return model
 
 
 def _parameters(fn: Any, drop_self: bool) -> list[str]:
@@ -172,5 +213,5 @@ class Seq2SeqTaskBase(TaskBase):
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """``model.save_pretrained`` + the tokenizer: loadable outside Ray."""
-        model.save_pretrained(directory)
+        as_pretrained(model).save_pretrained(directory)
         self.tokenizer().save_pretrained(directory)  # type: ignore[attr-defined]

@@ -10,30 +10,33 @@ autoregressive model (``train_nugget2d_ar``) reuses (§2.5).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stages.artifacts.train import TrainedNugget2D
 from stages.framework.stage import StageContext
-from stages.train.nugget2d_stage import Nugget2DTrainingStage, Variant
+from stages.train.nugget2d_stage import Nugget2DObjectiveStage, Variant
+
+if TYPE_CHECKING:
+    from stages.config.train import Nugget2DCompressorJob
 
 
-class TrainNugget2D(Nugget2DTrainingStage):
+class TrainNugget2D(Nugget2DObjectiveStage["Nugget2DCompressorJob"]):
     name = "train_nugget2d"
     job_key = train_job = "train.nugget2d"
     base_role = "chat"  # the QA compressor (§6.2); its autoencoding variant trains on "lm"
     config_keys = ("nugget2d", "model.lm", "train.nugget2d", "prompts", "run.seed")
 
     @staticmethod
-    def variant_specs(job: Any, ratio: float) -> dict[str, tuple[str, float]]:
+    def variant_specs(job: Nugget2DCompressorJob, ratio: float) -> dict[str, tuple[str, float]]:
         """The compressors trained beside the main one: name -> (objective, ratio)."""
         out = {TrainedNugget2D.ratio_name(r): (job.objective, r) for r in job.extra_ratios}
         if job.ar_scorer == TrainedNugget2D.AUTOENCODING and job.objective != TrainedNugget2D.AUTOENCODING:
             out[TrainedNugget2D.AUTOENCODING] = (TrainedNugget2D.AUTOENCODING, ratio)
         return out
 
-    def variants(self, ctx: StageContext, job: Any) -> dict[str, Variant]:
+    def variants(self, ctx: StageContext, job: Nugget2DCompressorJob) -> dict[str, Variant]:
         specs = self.variant_specs(job, ctx.cfg("nugget2d").ratio)
         # the autoencoding compressor lends its scorer to the AR model: the AR model's base LM
         role = {name: "lm" if name == TrainedNugget2D.AUTOENCODING else self.base_role for name in specs}
-        return {name: Variant(self.task(ctx, job, objective, r, role[name]), objective, r, role[name])
+        return {name: Variant(self.compressor_task(ctx, job, objective, r, role[name]), objective, r, role[name])
                 for name, (objective, r) in specs.items()}

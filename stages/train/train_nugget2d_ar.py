@@ -11,33 +11,36 @@ same configuration"; `stages.train.nugget2d_task.LMBaselineTask`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.calibrate import CalibratedThreshold
 from stages.artifacts.data import BaseLM
 from stages.artifacts.train import TrainedNugget2D
 from stages.framework.stage import StageContext
-from stages.train.nugget2d_stage import Nugget2DTrainingStage, Variant
+from stages.train.nugget2d_stage import Nugget2DObjectiveStage, Variant
 from stages.train.nugget2d_task import LMBaselineTask, Nugget2DARTask
+
+if TYPE_CHECKING:
+    from stages.config.train import Nugget2DARJob
 
 # train_nugget2d_ar reuses the compressor's scorer, the one calibrate_threshold calibrated
 SCORER_STAGE = "train_nugget2d"
 
 
-class TrainNugget2DAR(Nugget2DTrainingStage):
+class TrainNugget2DAR(Nugget2DObjectiveStage["Nugget2DARJob"]):
     name = "train_nugget2d_ar"
     job_key = train_job = "train.nugget2d_ar"
     base_role = "lm"
     upstream = ("prepare_lm", "build_lm", SCORER_STAGE, "calibrate_threshold")
     config_keys = ("nugget2d", "model.lm", "train.nugget2d_ar", "run.seed")
 
-    def task(self, ctx: StageContext, job: Any) -> Nugget2DARTask:
+    def task(self, ctx: StageContext, job: Nugget2DARJob) -> Nugget2DARTask:
         if job.objective != "autoregressive":
             raise ValueError(f"train.nugget2d_ar.objective={job.objective!r}: this stage trains "
                              "objective autoregressive (compressor objectives: train_nugget2d)")
         return Nugget2DARTask(lm_corpus=job.lm_corpus, **self.common(ctx, job), **self.from_upstream(ctx))
 
-    def variants(self, ctx: StageContext, job: Any) -> dict[str, Variant]:
+    def variants(self, ctx: StageContext, job: Nugget2DARJob) -> dict[str, Variant]:
         ratio = ctx.cfg("nugget2d").ratio  # Compressive pools chunks of round(1 / r), r the calibrated one
         return {system: Variant(LMBaselineTask(system=system, lm_corpus=job.lm_corpus, **self.common(ctx, job)),
                                 system, ratio, self.base_role) for system in job.baselines}

@@ -6,14 +6,17 @@ it writes: `stages.train.nugget2d_stage`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.train import TrainedNugget2D
 from stages.framework.stage import StageContext
-from stages.train.nugget2d_stage import Nugget2DTrainingStage
+from stages.train.nugget2d_stage import Nugget2DObjectiveStage
+
+if TYPE_CHECKING:
+    from stages.config.train import Nugget2DTrainJob  # noqa: F401 (the job type: a string in the base class below)
 
 
-class TrainNugget2DFT(Nugget2DTrainingStage):
+class TrainNugget2DFT(Nugget2DObjectiveStage["Nugget2DTrainJob"]):
     name = "train_nugget2d_ft"
     job_key = train_job = "train.nugget2d_ft"
     base_role = "chat"

@@ -25,7 +25,7 @@ Output: `stages.artifacts.train.TrainedNuggetLM`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.data import NuggetLMCorpus, TokenizerFolder
 from stages.artifacts.train import (
@@ -40,10 +40,13 @@ from stages.train.model_card import document_models
 from stages.train.nugget_lm_task import NuggetLMTask
 from stages.train.storage import clear_storage
 
+if TYPE_CHECKING:
+    from stages.config.train import NuggetLMJob
+
 MEMORY = {"tsdae": "mean", "compressive": "chunk_mean", "transformer": "none"}
 
 
-def system_specs(job: Any) -> list[dict[str, Any]]:
+def system_specs(job: NuggetLMJob) -> list[dict[str, Any]]:
     """One record per system of ``train.nugget_lm``: name, memory, ratio, its table-3 row."""
     specs = [{"system": f"nugget_r{r:g}", "memory": "nugget", "ratio": float(r), "paper_row": f"nugget_{r:g}"}
              for r in job.ratios]

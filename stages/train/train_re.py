@@ -20,7 +20,7 @@ Output (`stages.artifacts.restorable.TrainedRestorable`): ``systems.json`` (per 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.restorable import RestorationTexts, TrainedRestorable
 from stages.config.train import RE_CONFIGS
@@ -30,11 +30,14 @@ from stages.train.model_card import document_models
 from stages.train.restoration_task import RestorationTask, restorable_base, token_limit
 from stages.train.storage import clear_storage
 
+if TYPE_CHECKING:
+    from stages.config.train import RETrainJob
+
 # RE table 3: the rows the paper reports for 1, 3 and 5 sentences alike
 TABLE3 = {"configs": ("c", "d"), "poolings": ("mean",), "decoders": ("cross", "gating")}
 
 
-def re_systems(job: Any) -> list[dict[str, Any]]:
+def re_systems(job: RETrainJob) -> list[dict[str, Any]]:
     """The grid of ``train.re`` as records (without the training results), in training order;
     beyond one sentence only RE table 3's rows with ``beyond_one_sentence=table3``."""
     out = []
@@ -56,7 +59,7 @@ def re_systems(job: Any) -> list[dict[str, Any]]:
     return out
 
 
-def restorable_fields(spec: dict[str, Any], job: Any) -> dict[str, Any]:
+def restorable_fields(spec: dict[str, Any], job: RETrainJob) -> dict[str, Any]:
     """`nugget_core.restorable.RestorableConfig`'s fields of one system of `re_systems`."""
     return {"pooling": spec["pooling"], "decoder": spec["decoder"], "repr_dim": job.repr_dim or None,
             "extra_layers": spec["extra_layers"], "freeze_pretrained": spec["freeze_pretrained"],

@@ -21,7 +21,7 @@ Output (`stages.artifacts.restorable.TrainedRetrieval`): ``systems.json`` (per s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.restorable import RetrievalData, TrainedRestorable, TrainedRetrieval
 from stages.framework.stage import Stage, StageContext
@@ -31,8 +31,11 @@ from stages.train.restoration_task import restorable_base
 from stages.train.retrieval_task import RetrievalTask
 from stages.train.storage import clear_storage
 
+if TYPE_CHECKING:
+    from stages.config.train import RERetrievalJob
 
-def retrieval_systems(job: Any, trained: TrainedRestorable) -> list[dict[str, Any]]:
+
+def retrieval_systems(job: RERetrievalJob, trained: TrainedRestorable) -> list[dict[str, Any]]:
     """The bi-encoders of ``train.re_retrieval`` (name, paper row, train_re record or None)."""
     out = []
     layers = sorted({r["extra_layers"] for r in trained.systems if r["config"] in job.configs})

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stages.framework import quiet
 from stages.train.launch import fit
 from stages.train.storage import copy_tree
+
+if TYPE_CHECKING:
+    from stages.config.train import NuggetTrainJob, SweepSection
+    from stages.framework.tracking import NestedRuns
+    from stages.train.nugget_task import NuggetTask
 
 
 def trial_name(objective: str, ratio: float, layer: int) -> str:
@@ -65,7 +70,8 @@ def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
     return metrics
 
 
-def run_sweep(task: Any, job: Any, grid: Any, storage: str, seed: int, runs: Any = None) -> list[dict[str, Any]]:
+def run_sweep(task: NuggetTask, job: NuggetTrainJob, grid: SweepSection, storage: str, seed: int,
+              runs: NestedRuns | None = None) -> list[dict[str, Any]]:
     """Fit every grid point; returns one row per trial (objective, ratio, layer, metrics).
     ``runs`` (a `stages.framework.tracking.NestedRuns`, or None) creates each trial's
     MLflow run."""
@@ -88,13 +94,16 @@ def run_sweep(task: Any, job: Any, grid: Any, storage: str, seed: int, runs: Any
     )
     results = tuner.fit()
     rows = []
-    for result in results:
+    for i in range(len(results)):  # ResultGrid is indexed (it defines no __iter__)
+        result = results[i]
         if result.error is not None:
             raise RuntimeError(f"sweep trial {result.config} failed: {result.error}")
-        c = result.config
+        c, metrics = result.config, result.metrics
+        if c is None or metrics is None:  # a trial that ran without error has both
+            raise RuntimeError(f"sweep trial {i} has no {'config' if c is None else 'metrics'}")
         rows.append({
             "trial": trial_name(c["objective"], c["ratio"], c["scorer_layer"]),
             "objective": c["objective"], "ratio": c["ratio"], "scorer_layer": c["scorer_layer"],
-            **{k: result.metrics[k] for k in TRIAL_METRICS},
+            **{k: metrics[k] for k in TRIAL_METRICS},
         })
     return sorted(rows, key=lambda r: (r["objective"], r["ratio"], r["scorer_layer"]))

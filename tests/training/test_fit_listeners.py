@@ -82,3 +82,12 @@ def test_an_interface_the_user_named_is_kept(monkeypatch):
     monkeypatch.setattr("stages.train.process_group._node_address", lambda: "127.0.0.1")
     bind_collectives_to_node()
     assert [os.environ[v] for v in IFNAME_VARS] == ["eth7", "=ib0"]
+
+
+def test_the_node_bound_backend_takes_only_a_torch_config():
+    from ray.train.backend import BackendConfig
+
+    from stages.train.process_group import NodeBoundTorchConfig
+
+    with pytest.raises(TypeError, match="BackendConfig: the node-bound torch backend takes a TorchConfig"):
+        NodeBoundTorchConfig().backend_cls().on_start(None, BackendConfig())

@@ -7,6 +7,8 @@ import json
 from dataclasses import make_dataclass
 from types import SimpleNamespace
 
+import pytest
+
 from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel, load_nugget2d, save_nugget2d
 from stages.framework.stage import Artifact
 from stages.train.model_card import document_models
@@ -51,3 +53,14 @@ def test_card_and_base_reference_hold_after_publishing(tmp_path):
     published = scratch.rename(tmp_path / "train_nugget2d_ar" / "k")
     loaded = load_nugget2d(published / "nugget2d", base_within=tmp_path)
     assert loaded.config.scorer_layer == 1
+
+
+def test_an_adapter_checkpoint_of_a_task_without_base_lm_is_refused(tmp_path):
+    """An adapter folder's card and base reference need the task's base LM folder."""
+    ctx = context(TrainNugget2DAR, {}, tmp_path / "out", [])
+    folder = tmp_path / "out" / "adapter"
+    folder.mkdir()
+    (folder / "adapter_config.json").write_text("{}")  # a LoRA adapter checkpoint
+    job = make_dataclass("Job", [("max_steps", int)])(3)
+    with pytest.raises(TypeError, match="LoRA adapter checkpoint's task SimpleNamespace names no base LM"):
+        document_models(ctx, job, {folder: SimpleNamespace(objective="x")})

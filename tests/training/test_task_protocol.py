@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from torch import nn
 
 from stages.artifacts.data import LMRecords, MtDocuments, NuggetLMCorpus
 from stages.artifacts.restorable import RestorationTexts
@@ -55,6 +56,32 @@ def test_a_task_with_another_signature_is_reported():
     assert protocol_mismatches(Odd) == [
         "Odd.collate('examples', 'step', 'rank'): protocol has ('rows', 'step', 'rank', 'train')"
     ]
+
+
+def test_a_task_without_activation_checkpointing_is_reported():
+    """The loop calls enable_activation_checkpointing when the job sets activation_checkpointing."""
+    class Bare:
+        find_unused_parameters = False
+
+    assert "Bare: missing enable_activation_checkpointing" in protocol_mismatches(Bare)
+
+
+@pytest.mark.parametrize("cls", [NuggetTask, RestorationTask, NuggetLMTask, FullFinetuneTask],
+                         ids=lambda c: c.__name__)
+def test_export_refuses_a_module_without_save_pretrained(cls, tmp_path):
+    """A module handed back to a task is checked for what the task calls on it: an error naming it."""
+    with pytest.raises(TypeError, match="Linear has no save_pretrained"):
+        INSTANCES[cls]().export(nn.Linear(2, 2), tmp_path / "m")
+
+
+def test_model_specific_calls_refuse_a_module_the_task_does_not_build(tmp_path):
+    nugget2d = INSTANCES[Nugget2DARTask]()
+    with pytest.raises(TypeError, match="Linear: not a Nugget2D task's model"):
+        nugget2d.enable_activation_checkpointing(nn.Linear(2, 2))
+    with pytest.raises(TypeError, match="Linear: not a Nugget2D task's model"):
+        nugget2d.export(nn.Linear(2, 2), tmp_path / "m")
+    with pytest.raises(TypeError, match="Linear: not the peft model FullFinetuneTask builds"):
+        INSTANCES[FullFinetuneTask]().enable_activation_checkpointing(nn.Linear(2, 2))
 
 
 def test_compressor_task_takes_only_compressor_objectives():
