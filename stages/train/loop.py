@@ -87,7 +87,7 @@ from stages.common.progress import (
     learning_line,
     progress_seconds,
 )
-from stages.framework import quiet
+from stages.framework import quiet, sigterm
 from stages.train.batches import BatchSchedule
 from stages.train.engine import Engine, make_engine
 from stages.train.storage import clear_storage, copy_tree
@@ -270,6 +270,7 @@ def _train(task: TrainingTask, config: dict[str, Any], checkpoint: Any, on_final
     import ray.train
 
     quiet.apply()  # this worker's libraries: NUGGET_VERBOSE from the job's runtime env
+    sigterm.install()  # Ray's stop request landing in a finaliser exits without a traceback
     job: TrainJob = config["job"]
     logger: RunLogger | None = config.get("logger")
     prefix = f"{config['metric_prefix']}." if config.get("metric_prefix") else ""

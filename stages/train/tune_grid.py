@@ -13,7 +13,7 @@ import dataclasses
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from stages.framework import quiet
+from stages.framework import quiet, sigterm
 from stages.train.launch import fit
 from stages.train.storage import copy_tree
 
@@ -43,6 +43,10 @@ def trial_metrics(state: dict[str, Any]) -> dict[str, float]:
 def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
     """Train one grid point; returns its metrics (also reported to Tune)."""
     from ray import tune
+
+    # Tune stops the trial's actor with SIGTERM once it has reported; landing in a
+    # finaliser, that printed a traceback (stages.framework.sigterm)
+    sigterm.install()
 
     objective, ratio, layer = config["objective"], config["ratio"], config["scorer_layer"]
     name = trial_name(objective, ratio, layer)
