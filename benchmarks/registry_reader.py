@@ -8,7 +8,11 @@ itself (``name = "..."``) and what it reads (``upstream``, or ``required_upstrea
 registered ones of ``optional_upstream``, as ``stages.framework.optional`` resolves them),
 as tuples of string literals or of module constants (``SCORER_STAGE = "train_nugget2d"``,
 ``*TRAINING_STAGES``, ``tuple(READERS)`` of a dict literal: its keys), possibly inherited
-from a base class. Anything else is refused by name, never guessed.
+from a base class; or, for a stage with a typed header ``Stage[Config, Inputs, Output]``
+(`stages.framework.contract`), the fields of its inputs class: each one's
+``produced_by("x")`` / ``optional("x")`` stage, else its annotated class's ``STAGE``
+(``optional(...)`` fields are the optional upstream). Anything else is refused by name,
+never guessed.
 """
 
 from __future__ import annotations
@@ -113,8 +117,10 @@ class _Reader:
         raise Unreadable(f"{mod.path}: {name!r} is no module-level literal")
 
     def value(self, node: ast.expr, module: str, scope: dict[str, object]) -> object:
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, str)):
             return node.value
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):  # OtherClass.STAGE
+            return self.attributes(module, node.value.id, (node.attr,))[node.attr]
         if isinstance(node, ast.Tuple | ast.List):
             items: list[object] = []
             for e in node.elts:  # `*OTHER` spreads a tuple constant
@@ -157,10 +163,61 @@ class _Reader:
                 if isinstance(target, ast.Name) and target.id in (*wanted, "required_upstream"):
                     scope[target.id] = self.value(stmt.value, where, scope)  # type: ignore[union-attr,arg-type]
         for base in node.bases:
-            if isinstance(base, ast.Name) and self.find_class(where, base.id):
-                inherited = self.attributes(where, base.id, wanted)
+            header = self.typed_header(where, base)
+            if header is not None:
+                scope = {**header, **scope}
+                continue
+            named = base.value if isinstance(base, ast.Subscript) else base  # a generic base: Base[Job]
+            if isinstance(named, ast.Name) and self.find_class(where, named.id):
+                inherited = self.attributes(where, named.id, wanted)
                 scope = {**inherited, **scope}
         return {k: v for k, v in scope.items() if k in wanted}
+
+    def typed_header(self, module: str, base: ast.expr) -> dict[str, object] | None:
+        """``upstream`` (and ``required_upstream`` / ``optional_upstream``) derived from a
+        ``Stage[Config, Inputs, Output]`` base, as `stages.framework.contract` derives them;
+        None for any other base."""
+        if not (isinstance(base, ast.Subscript) and isinstance(base.value, ast.Name)
+                and isinstance(base.slice, ast.Tuple) and len(base.slice.elts) == 3):
+            return None
+        found = self.find_class(module, base.value.id)
+        if found is None or (found[0], found[1].name) != ("stages.framework.stage", "Stage"):
+            return None
+        inputs = base.slice.elts[1]
+        if not isinstance(inputs, ast.Name):
+            raise Unreadable(f"{self.module(module).path}:{base.lineno}: inputs class {ast.unparse(inputs)} is no name")
+        located = self.find_class(module, inputs.id)
+        if located is None:
+            raise Unreadable(f"{self.module(module).path}: no inputs class {inputs.id}")
+        where, cls = located
+        required: list[str] = []
+        optional: list[str] = []
+        for stmt in cls.body:
+            if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+                continue
+            call = stmt.value if isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) else None
+            kind = call.func.id if call is not None else ""  # type: ignore[union-attr]
+            named = call is not None and kind in ("produced_by", "optional") and call.args
+            if named:
+                stage = self.value(call.args[0], where, {})  # type: ignore[union-attr]
+            else:
+                stage = self.annotated_stage(where, stmt.annotation)
+            (optional if kind == "optional" else required).append(str(stage))
+        header: dict[str, object] = {"upstream": tuple(required)}
+        if optional:
+            header.update(required_upstream=tuple(required), optional_upstream=tuple(optional))
+        return header
+
+    def annotated_stage(self, module: str, annotation: ast.expr) -> object:
+        """The ``STAGE`` of an inputs field's class (``Kind`` or ``Kind | None``)."""
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            sides = [a for a in (annotation.left, annotation.right)
+                     if not (isinstance(a, ast.Constant) and a.value is None)]
+            annotation = sides[0] if len(sides) == 1 else annotation
+        if not isinstance(annotation, ast.Name):
+            raise Unreadable(f"{self.module(module).path}:{annotation.lineno}: input annotation "
+                             f"{ast.unparse(annotation)} is no class name")
+        return self.attributes(module, annotation.id, ("STAGE",))["STAGE"]
 
 
 def stage_graph(tree: Path) -> list[StageNode]:
@@ -174,7 +231,7 @@ def stage_graph(tree: Path) -> list[StageNode]:
     for module, cls, attrs in raw:
         if not isinstance(attrs.get("name"), str):
             raise Unreadable(f"{module}.{cls}: no literal name")
-        if "optional_upstream" in attrs:
+        if attrs.get("optional_upstream") is not None:
             upstream = tuple(attrs.get("required_upstream", ())) + tuple(  # type: ignore[arg-type]
                 n for n in attrs["optional_upstream"] if n in names)  # type: ignore[attr-defined]
         else:

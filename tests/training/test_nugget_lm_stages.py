@@ -18,7 +18,7 @@ import torch
 from stages.artifacts.data import NuggetLMCorpus, TokenDocuments
 from stages.artifacts.train import TrainedNuggetLM
 from stages.data.tokens import word_flags
-from tests.evaluation.fixtures import artifact, context
+from tests.evaluation.fixtures import artifact, context, stored_table
 from tests.training.fixtures import make_docs
 
 pytestmark = pytest.mark.ray
@@ -144,7 +144,7 @@ def test_eval_nugget_lm_fills_table_3_and_the_report(trained_lm, tmp_path):
     assert ctx.logger.metrics["nugget_r0.1/ppl_h2"] == rows["nugget_0.1"].metrics["ppl_h2"]
     assert ctx.logger.metrics["nugget_r0.1/ppl_h2_low"] == rows["nugget_0.1"].interval["ppl_h2"][0]
     assert ctx.logger.metrics["nugget_r0.1/n"] == rows["nugget_0.1"].n
-    report = eval_table("nugget_table3", "T3", artifact("eval_nugget_lm", tmp_path / "eval"),
+    report = eval_table("nugget_table3", "T3", stored_table("eval_nugget_lm", tmp_path / "eval"),
                         {f"h={h}": f"ppl_h{h}" for h in (0, 1, 2, 4, 8)}, "ctx")
     cells = {row[0]: row for row in report.cells()}
     # a system above the unigram model of the train split (the fixture's barely trained LMs) is flagged
