@@ -315,17 +315,14 @@ class NuggetLMCorpus:
 
 
 @dataclass(frozen=True)
-class StoredSimilarityDataset:
+class StoredSimilarityDataset(Stored[SimilarityDataset]):
     """A `SimilarityDataset` (``build_pi`` / ``build_rr``; no ``STAGE`` of its own: read it
-    with ``produced_by``) with the store key of the artifact it was read from, for results
-    that name the data they were computed on (``eval_similarity``'s ``data`` column)."""
-
-    dataset: SimilarityDataset
-    key: str  # "" for a plain output directory
+    with ``produced_by``) with where it was read from (`Stored`), for results that name the
+    data they were computed on (``eval_similarity``'s ``data`` column)."""
 
     @classmethod
     def read(cls, source: Source, stage: str = SimilarityDataset.STAGE) -> StoredSimilarityDataset:
-        return cls(SimilarityDataset.read(source, stage), locate(source, stage).key)
+        return cls(SimilarityDataset.read(source, stage), locate(source, stage))
 
 
 @dataclass(frozen=True)

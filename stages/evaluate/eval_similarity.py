@@ -88,13 +88,13 @@ class EvalSimilarity(Stage[SimilarityConfig, SimilarityInputs, SimilarityResults
         out = {}
         for task, stage, override, built in (("pi", "build_pi", config.pi_data_dir, inputs.pi),
                                              ("rr", "build_rr", config.rr_data_dir, inputs.rr)):
-            folder = Path(override).expanduser() if override else built.dataset.path
+            folder = Path(override).expanduser() if override else built.output.path
             tasks, docs = read_similarity_data(folder)
             cap = config.max_tasks
             tasks = tasks[:cap] if cap else tasks
             if not tasks:
                 raise ValueError(f"{task}: no tasks in {folder}")
-            out[task] = (tasks, docs, str(folder) if override else f"{stage} artifact {built.key}")
+            out[task] = (tasks, docs, str(folder) if override else f"{stage} artifact {built.where.key}")
         return out
 
     def compute(self, ctx: StageContext, config: SimilarityConfig, inputs: SimilarityInputs) -> None:

@@ -81,8 +81,8 @@ def test_data_contracts_round_trip(tmp_path):
     assert SimilarityDataset.read(tmp_path / "pi", "build_pi").path == tmp_path / "pi"
     # with the store key of the artifact it came from (none for a plain directory)
     stored = StoredSimilarityDataset.read(Artifact("build_rr", "k1", "", tmp_path / "pi", {}))
-    assert (stored.dataset.path, stored.key) == (tmp_path / "pi", "k1")
-    assert StoredSimilarityDataset.read(tmp_path / "pi").key == ""
+    assert (stored.output.path, stored.where.key) == (tmp_path / "pi", "k1")
+    assert StoredSimilarityDataset.read(tmp_path / "pi").where.key == ""
     (tmp_path / "pi" / "docs.tsv").unlink()
     with pytest.raises(ContractError, match="output of stage 'build_rr'.*docs.tsv"):
         StoredSimilarityDataset.read(Artifact("build_rr", "k1", "", tmp_path / "pi", {}))
