@@ -200,8 +200,8 @@ def _with_auth_server(work: Path, check: Callable[[str], tuple[Ran, Expect]]) ->
 
 
 def _wait_for_an_answer(url: str, server: subprocess.Popen, seconds: float) -> None:
-    """Until the server answers one HTTP request: a cold server's first answer took over
-    the preflight's 4 s probe on a loaded machine (load 12 on 2 cores), which this case
+    """Until the server answers one HTTP request: on a loaded machine a cold server's first
+    answer can take longer than the preflight's probe (docs/reliability.md), which this case
     is not about."""
     import urllib.error
     import urllib.request

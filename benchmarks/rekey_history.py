@@ -1,6 +1,6 @@
 """How often a commit re-keys stages: the old code identity against the new, replayed over history.
 
-    python benchmarks/rekey_history.py                     # the 60 first-parent commits ending at da3ece1
+    python benchmarks/rekey_history.py                     # the 60 first-parent commits ending at DEFAULT_END
     python benchmarks/rekey_history.py --count 100         # the 100 ending there
     python benchmarks/rekey_history.py --range A..B        # the first-parent commits of A..B
 
@@ -9,7 +9,7 @@ the in-repo packages) and every stage registered in each tree's ``stages/registr
 a code digest under three schemes:
 
 - ``old``: sha256 over (relative path, bytes) of every file of the stage module's import
-  closure, ``stages/framework/`` included (the identity up to da3ece1);
+  closure, ``stages/framework/`` included (the identity up to `DEFAULT_END`);
 - ``new``: :mod:`stages.framework.code_identity`'s normalised digest (the AST without
   docstrings; comments never reach it) over the closure without the framework's plumbing
   (:data:`stages.framework.provenance.PLUMBING_PACKAGES`);

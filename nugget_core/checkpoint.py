@@ -79,9 +79,9 @@ class BaseModelReference(JsonConfig):
         )
 
 
-# What makes a folder loadable, checked before anything is built or injected: loaders used
-# to fail inside safetensors ("incomplete metadata"), huggingface_hub ("Repo id must be in
-# the form...", for a local folder it cannot find) or json, naming no path.
+# What makes a folder loadable, checked before anything is built or injected: the loaders
+# would otherwise fail inside safetensors ("incomplete metadata"), huggingface_hub ("Repo id
+# must be in the form...", for a local folder it cannot find) or json, naming no path.
 HF_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")

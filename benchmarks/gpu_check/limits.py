@@ -21,7 +21,7 @@ RETURN_FILE_BYTES = 16 * MIB
 RETURN_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 MAX_CALLS = 3
 BUDGET_S = 25 * 60  # device time the plan may spend, the machine's start included
-MACHINE_START_S = 120  # a fresh machine's start, measured at about two minutes
+MACHINE_START_S = 120  # a fresh machine's start (docs/performance.md)
 # what a call keeps back from its own timeout: packing the results and exiting before the
 # tool's limit kills the command (and with it every file not yet written under $OUT)
 CALL_RESERVE_S = 30

@@ -5,8 +5,8 @@
   image need not have zstd).
 - A PyPI source wheel as a slim zip of the same file name holding only the members the
   readers take (`stages.sources.registry.PypiWheel.members`): the readers open the wheel
-  as a zip and read those members, nothing else (gensim: 2 files, 2 MB of 27 MB).
-- SmolLM2 is not carried (89 MB): the stand-in replaces it (`standin`).
+  as a zip and read those members, nothing else (sizes: docs/performance.md).
+- SmolLM2's GGUF is not carried (too large for a carry): the stand-in replaces it (`standin`).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ IMAGE_PACKAGES = Path(__file__).with_name("image_packages.txt")
 NOT_CARRIED = {"py-spy": "a sampling profiler binary that Ray's dashboard calls on demand only",
                "nugget-pipeline": "this project: it travels as source"}
 # parts of the Ray wheel this project never loads (Java workers, RLlib, Serve, Ray's LLM
-# library, the dashboard's JavaScript build): 79 MB -> ~40 MB
+# library, the dashboard's JavaScript build): about half the wheel (docs/performance.md)
 RAY_DROP = ("ray/jars/", "ray/rllib/", "ray/serve/", "ray/llm/", "ray/dashboard/client/build/")
 IMAGE_PYTHON = "3.12"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_5_x86_64",

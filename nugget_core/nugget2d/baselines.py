@@ -6,8 +6,7 @@ like with like, plus `stream_nll` to score a sequence with any of them.
   ("Full" in the paper's table 1 reads the last tokens): at every step the window's
   tokens are encoded afresh from position 0, as an LM given only that text. A rolling KV
   cache instead would keep keys computed with tokens already evicted and drop the first
-  tokens the LM attends to as a sink: on SmolLM2 with a 64-token window, PPL 69.3 rolling
-  against 22.9 re-encoded (22.5 with the whole context; measured in the review of 98fe98b).
+  tokens the LM attends to as a sink, which costs perplexity (docs/algorithms.md).
 - `CompressiveStream` (Rae et al., 2020, mean pooling): tokens leaving the recent
   window are pooled in fixed chunks of ``round(1 / r)`` tokens, one memory slot per chunk
   and layer, so the distant part has the same ratio as Nugget2D. Keys are pooled before

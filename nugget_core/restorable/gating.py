@@ -19,8 +19,8 @@ decoding carries the running sum across steps: with a KV cache, the layer keeps
 ``sum_j q~_j [batch, 1, 1, d_repr]`` and the count of positions ``[batch, 1, 1, 1]`` as the
 keys / values of its own layer of the cross-attention cache (which the gating decoder
 does not otherwise use). Beam search reorders that cache like any other, so each beam
-keeps its own sum; without that, every decoding step re-ran the whole prefix (O(n^2):
-133 s of the tiny run's 183 s reconstruction stage went to the gating system).
+keeps its own sum; without that, every decoding step re-runs the whole prefix (O(n^2),
+the bulk of a reconstruction stage's time: docs/performance.md).
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ class GatingLayer(nn.Module):
         `EncoderDecoderCache`, or the cross-attention `Cache` itself) the running sum of
         earlier positions is read from and written back to the cache (see module doc).
         ``cache`` is the same cache under the name transformers >= 5.24 passes to attention
-        modules (it renamed ``past_key_values``; with only the old name read, cached decoding ran
-        without the running sum)."""
+        modules (it renamed ``past_key_values``; reading only the old name would decode without
+        the running sum: docs/environment-notes.md)."""
         if key_value_states is None or key_value_states.shape[1] != 1:
             shape = None if key_value_states is None else tuple(key_value_states.shape)
             raise ValueError(f"the gating layer reads exactly one vector per sequence, got {shape}")

@@ -27,9 +27,9 @@ class TinyBartSpec:
         default="sdpa", metadata={"help": "attention kernel", "choices": ("sdpa", "eager")}
     )
     # Untied by default: Nugget feedback freezes the encoder's input embeddings, and a
-    # random-init model cannot learn through a frozen tied LM head (measured: the loss
-    # stalls near 3.6 instead of reaching 0.005 in the 200-step overfit test). In
-    # transformers 5.x this also gives the decoder its own input embeddings.
+    # random-init model cannot learn through a frozen tied LM head (its loss stalls:
+    # docs/environment-notes.md). In transformers 5.x this also gives the decoder its own
+    # input embeddings.
     tie_embeddings: bool = field(
         default=False,
         metadata={"help": "tie input / output embeddings (off: feedback freezes the inputs)"},

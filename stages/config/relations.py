@@ -1,15 +1,15 @@
-"""Relations between config sections that a stage used to find only when it ran, checked at
+"""Relations between config sections that a stage would otherwise find only when it ran, checked at
 config load instead (so a ``--dry-run`` reports them all, with everything else that would
 stop the run: `stages.framework.plan_checks`). Each check reads the config alone, never
 data:
 
 - ``data.re.max_train_examples`` caps the texts train_re trains on per sentence count: a
   cap below one global batch (``train.re.batch_size`` x ``num_workers``) cannot fill one
-  step (`stages.train.batches.BatchSchedule` refused it after the data was built);
+  step (`stages.train.batches.BatchSchedule` would refuse it only after the data is built);
 - build_mt_docs holds a dev split only with ``data.mt.dev_split`` or a ``dev_fraction``,
   a test split only with a ``test_fraction``: train_nugget's dev loss reads dev, and
-  eval_reconstruction / analyze_nuggets read ``eval.nugget_split`` (an empty split failed
-  them after the trainings).
+  eval_reconstruction / analyze_nuggets read ``eval.nugget_split`` (an empty split would
+  fail them after the trainings).
 
 build_lm's splits have their own module (`stages.config.lm_splits`). A schedule that does
 less than it could (a warm-up as long as the fit, an early stopping patience beyond its

@@ -34,9 +34,9 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
-# Python integers have no bound, but what reads them does: a tokenizer vocabulary of 10**23
-# failed 16 s into a run with an OverflowError, a count of 10**12 allocates
-# or loops for hours. Every integer field without an upper bound of its own ("le" / "lt")
+# Python integers have no bound, but what reads them does: a huge vocabulary size fails deep
+# inside a stage with an OverflowError, a huge count allocates or loops for hours
+# (docs/reliability.md). Every integer field without an upper bound of its own ("le" / "lt")
 # is held to int32's maximum, which every library the stages hand integers to accepts.
 INT_LIMIT = 2**31 - 1
 

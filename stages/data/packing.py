@@ -96,7 +96,7 @@ def _cut_if_over(doc: PackedDoc, count_left: Callable[[list[int]], int], count_r
                  limit: int) -> PackedDoc:
     """``doc`` marked truncated (cut to the limit when written) if it still exceeds ``limit``: a
     re-packed document of one unit that the approximate per-unit count put within the limit but
-    whose exact count does not (measured: one 49-subword paragraph of debian_reference at 48)."""
+    whose exact count does not (an example is in docs/profiles.md)."""
     if len(doc.units) == 1 and (count_left(doc.left) > limit or count_right(doc.right) > limit):
         return PackedDoc(doc.left, doc.right, truncated=True)
     return doc

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from stages.data.text import normalise
 
-if TYPE_CHECKING:  # nltk is imported where Punkt runs: importing it costs ~0.9 s, and every
-    # process that loads the stage registry would pay it
+if TYPE_CHECKING:  # nltk is imported where Punkt runs: its import is slow (docs/performance.md),
+    # and every process that loads the stage registry would pay it
     from nltk.tokenize.punkt import PunktParameters
 
 

@@ -71,7 +71,7 @@ def restore(model: RestorableModel, tokenizer: PreTrainedTokenizerBase, texts: l
         counts += labels.ne(-100).sum(dim=1).tolist()
         longest = max(len(targets[i]) for i in chunk)
         # never past the truncation of its training texts (positions - 1): the longest reference + the margin
-        # ran off the decoder's position table on one-sentence texts near the limit (profile=small, 128 positions)
+        # can run off the decoder's position table on texts near the limit (docs/reliability.md)
         out = model.generate(ids, mask, num_beams=beams, max_new_tokens=min(longest + extra_tokens, limit))
         restored += tokenizer.batch_decode(out, skip_special_tokens=True)
     return nll, counts, [" ".join(t.split()) for t in restored]

@@ -3,8 +3,8 @@
 The store writes the table into the manifest when it publishes and checks it when a stage
 reads its inputs, so a truncated, edited or half-copied cached output is named as such
 (stage, key, file) instead of failing deep inside a reader. The planner checks sizes only
-(one ``stat`` per file); readers check the bytes. A hash costs ~1 s per GB on one core,
-and each process hashes a given file version (path, size, mtime) once.
+(one ``stat`` per file); readers check the bytes. A hash costs time in proportion to the
+bytes (docs/performance.md), so each process hashes a given file version (path, size, mtime) once.
 """
 
 from __future__ import annotations

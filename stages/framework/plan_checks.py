@@ -1,9 +1,9 @@
 """Everything that would stop a run, found in one pass before Ray starts (``--dry-run``
 included), and reported together.
 
-A cluster user used to fix one problem per attempt: planning stopped at the first missing
-input path, a config error hid the missing inputs, a stage's own config check hid the
-places the run needs. `check_run` collects, without stopping at any:
+One attempt shows everything to fix, so that no problem hides another (a config error
+hiding the missing inputs, a stage's own config check hiding the places the run needs;
+docs/reliability.md). `check_run` collects, without stopping at any:
 
 - the config's range and relation errors (`stages.config.validate.errors`: the schema's
   bounds, each section's cross-field checks, the split, depth and budget relations);

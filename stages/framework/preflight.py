@@ -1,9 +1,8 @@
 """Checks of the places a run needs, after the config loads and before Ray starts.
 
-A bad place used to fail minutes in, deep in a library: an unwritable artifact root after
-113 s of sqlite retries ("unable to open database file", no path), an MLflow server that
-does not answer after 256 s of HTTP retries, an unknown tracking URI scheme with a message
-about the model registry, a missing offline-sources folder once Ray had started (31 s).
+A bad place would otherwise fail minutes in, deep in a library, with a message that names
+neither the key nor the path (an unwritable artifact root, an MLflow server that does not
+answer, an unknown tracking URI scheme, a missing offline-sources folder; docs/reliability.md).
 Each check here costs at most a file write or one short HTTP request, names the config
 key and the value, and says what to do. `preflight` returns every problem found; the CLI
 reports them with the config errors and missing inputs (`stages.framework.plan_checks`)

@@ -1,7 +1,7 @@
 """The GPUs a run asks for, checked before Ray starts (`stages.framework.plan_checks`).
 
-``run.device=cuda`` on a machine without a GPU used to pass ``--dry-run`` and fail once Ray
-had started (the executor's `stages.framework.resources.check_fits`, exit 1). Here the
+``run.device=cuda`` on a machine without a GPU would pass ``--dry-run`` and fail only once
+Ray had started (the executor's `stages.framework.resources.check_fits`, exit 1). Here the
 same demand test runs in the preflight, against the GPUs the run will have:
 
 - a local run (no ``run.ray_address``, no ``$RAY_ADDRESS``): its private Ray gets this

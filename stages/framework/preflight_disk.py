@@ -2,10 +2,10 @@
 space they need, before Ray starts (`stages.framework.plan_checks` runs them with the other
 places, `stages.framework.preflight`).
 
-They used to fail inside the run: a stage folder made read-only under a writable root
-(``chmod a-w <root>/<stage>``) failed in the stage's Ray task; a full disk under the root
-failed in a stage without naming the path, and one under the sqlite tracking store gave
-a 120-line MLflow traceback after Ray started.
+Otherwise they fail inside the run: a read-only stage folder under a writable root
+(``chmod a-w <root>/<stage>``) in the stage's Ray task; a full disk under the root in a
+stage without naming the path, and one under the sqlite tracking store as an MLflow
+traceback after Ray started (docs/reliability.md).
 
 - every stage that will run writes ``<root>/<stage>/`` (scratch, lock, output): that folder,
   where it exists, must accept a file (`stage_folder_problems`);

@@ -2,8 +2,8 @@
 (`stages.framework.plan_checks`).
 
 A hub model id (``model.*.name_or_path``) or a dataset loaded by name (``data.*`` with an
-empty local-copy field) on a machine without network used to fail after 35-65 s of
-retries inside a stage, with a traceback that did not name the config field. Here, for
+empty local-copy field) on a machine without network would fail inside a stage after
+retries, with a traceback that does not name the config field (docs/reliability.md). Here, for
 every such read of a stage to run that the local Hugging Face cache cannot serve:
 
 - the hub switched off (models: ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``, which

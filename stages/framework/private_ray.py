@@ -1,7 +1,8 @@
 """Whether the pipeline runs on the private local Ray its CLI started.
 
-`pipelines.cli` starts that Ray without a dashboard (``include_dashboard=False``: ~7 s
-less per start), and so without the state API some Ray components assume. The CLI marks
+`pipelines.cli` starts that Ray without a dashboard (``include_dashboard=False``: a
+faster start, docs/environment-notes.md), and so without the state API some Ray
+components assume. The CLI marks
 its process (:func:`mark`), and every stage task gets the mark in its environment
 (:func:`runtime_env_vars`, the executor's per-task runtime env, which the actors a stage
 starts inherit), so code in a stage can tell (:func:`is_private`).

@@ -1,8 +1,9 @@
 """Quiet by default: what third-party libraries print in stage tasks and Ray Train workers.
 
-A ``make run`` log used to be mostly progress bars (Ray Data, HF weights loading and
-saving, GGUF conversion), Ray Train's per-report INFO lines and the Tune table; the
-pipeline's own lines (stage start / finish, training progress) drowned in them.
+Left alone, the libraries fill a ``make run`` log with progress bars (Ray Data, HF
+weights loading and saving, GGUF conversion), Ray Train's per-report INFO lines and the
+Tune table, and the pipeline's own lines (stage start / finish, training progress) drown
+in them.
 :func:`apply` turns those off in the current process, and :func:`apply` with
 ``verbose=True`` (``--verbose`` on the command line, carried to every Ray process by
 ``NUGGET_VERBOSE=1`` in the runtime env, :func:`runtime_env_vars`) puts every one back.

@@ -3,7 +3,7 @@
 A driver that starts its own Ray (``ray.init(address="local")``) owns GCS, raylet, the
 dashboard and runtime-env agents and the workers. Killed by SIGKILL, it cannot stop them:
 GCS and raylet notice and exit, but the agents (``ray::DashboardAgent``,
-``ray::RuntimeEnvAgent``) were measured still running, reparented to init. The reaper is a
+``ray::RuntimeEnvAgent``) keep running, reparented to init (docs/reliability.md). The reaper is a
 small process in its own session that remembers every descendant of the driver (pid and
 start time, polled each second) and, once the driver is gone, sends SIGTERM to those
 still alive, then SIGKILL. It never touches a process the driver did not start, nor one

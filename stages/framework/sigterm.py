@@ -4,12 +4,12 @@ inside a finaliser.
 Ray's workers handle SIGTERM (how Ray Tune stops a finished trial's actor, and how Ray
 shuts workers down) by raising ``SystemExit`` from the signal handler. Python runs a
 signal handler between bytecodes of whatever the main thread is doing; when that is a
-weakref callback or a ``__del__`` (garbage collection: ``WeakSet._remove`` in the one
-measured), the ``SystemExit`` cannot propagate: Python prints "Exception ignored in ...
-Traceback (most recent call last) ... SystemExit: 1" through ``sys.unraisablehook`` and
-the worker carries on until Ray kills it. A fresh ``make run`` printed exactly that from a
-sweep trial's actor (``run_trial``) after its trial had finished and reported: a run that
-succeeded, with a traceback in its output.
+weakref callback or a ``__del__`` (garbage collection, e.g. ``WeakSet._remove``), the
+``SystemExit`` cannot propagate: Python prints "Exception ignored in ... Traceback (most
+recent call last) ... SystemExit: 1" through ``sys.unraisablehook`` and the worker carries
+on until Ray kills it. A sweep trial's actor (``run_trial``), stopped after its trial has
+reported, can do that: a run that succeeds, with a traceback in its output
+(docs/environment-notes.md).
 
 `install` replaces ``sys.unraisablehook`` in the calling process with one that does what
 the signal asked for, exit at once (``os._exit``: the interpreter is inside a finaliser,
