@@ -3,7 +3,7 @@
 Ray Train storage (checkpoints of this fit) lives beside the stage's artifacts under
 ``<artifact_root>/<stage>/.train-<key>/`` so every node of a cluster reaches it; it is
 deleted once the final model is exported. Reports are synchronised across workers, so
-the health-check interval is shortened (docs/environment-notes.md: ~2 s per report otherwise).
+the health-check interval is shortened (the default adds a wait to every report: docs/environment-notes.md).
 
 The executor starts a training stage only when its workers' CPUs / GPUs are free
 (``Stage.demand``), so the worker group's placement group is granted at once. Should it

@@ -6,10 +6,10 @@ thread asks Ray's state API every second whether the train controller is alive. 
 state API is served by the dashboard, which the private Ray of `pipelines.cli` does not
 run (``include_dashboard=False``), and the client finds its cluster by auto-detection,
 which picks ``/tmp/ray/ray_current_cluster`` (the last ``ray start`` head, often stopped
-long ago) or another Ray of the machine. Each query then waited up to 40 s for a GCS that
-is not there (measured), longer than the cleaner's 12 s stop timeout, and fits ended with
-"Failed to stop PlacementGroupCleaner gracefully" or "Timed out while waiting for GCS"
-tracebacks (5 in one paper rehearsal). On that Ray the cleaner can never see the
+long ago) or another Ray of the machine. Each query then waits for a GCS that is not
+there, longer than the cleaner's stop timeout, and a fit ends with "Failed to stop
+PlacementGroupCleaner gracefully" or "Timed out while waiting for GCS" tracebacks
+(docs/environment-notes.md has the timings). On that Ray the cleaner can never see the
 controller die, so it protects nothing: it is left out there
 (`stages.framework.private_ray`). A cluster with a dashboard (``make run``'s head,
 ``ray_cluster.yaml``) keeps it.
