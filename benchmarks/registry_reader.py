@@ -11,8 +11,9 @@ as tuples of string literals or of module constants (``SCORER_STAGE = "train_nug
 from a base class; or, for a stage with a typed header ``Stage[Config, Inputs, Output]``
 (`stages.framework.contract`), the fields of its inputs class: each one's
 ``produced_by("x")`` / ``optional("x")`` stage, else its annotated class's ``STAGE``
-(``optional(...)`` fields are the optional upstream). Anything else is refused by name,
-never guessed.
+(``optional(...)`` fields are the optional upstream), and a ``collected(Kind)`` field's
+registered stages whose header writes ``Kind`` and which no other field names. Anything else
+is refused by name, never guessed.
 """
 
 from __future__ import annotations
@@ -192,21 +193,34 @@ class _Reader:
         where, cls = located
         required: list[str] = []
         optional: list[str] = []
+        collects: str | None = None
         for stmt in cls.body:
             if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
                 continue
             call = stmt.value if isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) else None
             kind = call.func.id if call is not None else ""  # type: ignore[union-attr]
+            if kind == "collected" and call is not None and call.args:
+                collects = self.class_id(where, call.args[0])
+                continue
             named = call is not None and kind in ("produced_by", "optional") and call.args
             if named:
                 stage = self.value(call.args[0], where, {})  # type: ignore[union-attr]
             else:
                 stage = self.annotated_stage(where, stmt.annotation)
             (optional if kind == "optional" else required).append(str(stage))
-        header: dict[str, object] = {"upstream": tuple(required)}
-        if optional:
+        output = base.slice.elts[2]
+        header: dict[str, object] = {"upstream": tuple(required), "collects": collects,
+                                     "output": None if isinstance(output, ast.Constant) else self.class_id(module, output)}
+        if optional or collects:
             header.update(required_upstream=tuple(required), optional_upstream=tuple(optional))
         return header
+
+    def class_id(self, module: str, node: ast.expr) -> str:
+        """``module:Class`` where the class named by ``node`` (in ``module``) is defined."""
+        located = self.find_class(module, node.id) if isinstance(node, ast.Name) else None
+        if located is None:
+            raise Unreadable(f"{self.module(module).path}:{node.lineno}: {ast.unparse(node)} is no class of stages.*")
+        return f"{located[0]}:{located[1].name}"
 
     def annotated_stage(self, module: str, annotation: ast.expr) -> object:
         """The ``STAGE`` of an inputs field's class (``Kind`` or ``Kind | None``)."""
@@ -224,9 +238,10 @@ def stage_graph(tree: Path) -> list[StageNode]:
     """Every registered stage of ``tree`` with its name and resolved upstream."""
     reader = _Reader(tree)
     raw = [(module, cls, reader.attributes(module, cls, ("name", "upstream", "required_upstream",
-                                                          "optional_upstream")))
+                                                          "optional_upstream", "collects", "output")))
            for module, cls in registered_stages(tree)]
     names = {attrs.get("name") for _, _, attrs in raw}
+    outputs = {attrs.get("name"): attrs.get("output") for _, _, attrs in raw}
     nodes = []
     for module, cls, attrs in raw:
         if not isinstance(attrs.get("name"), str):
@@ -236,6 +251,9 @@ def stage_graph(tree: Path) -> list[StageNode]:
                 n for n in attrs["optional_upstream"] if n in names)  # type: ignore[attr-defined]
         else:
             upstream = tuple(attrs.get("upstream", ()))  # type: ignore[arg-type]
+        if attrs.get("collects") is not None:  # as `stages.framework.optional.collected_upstream`
+            named = {*attrs["required_upstream"], *attrs["optional_upstream"], attrs["name"]}  # type: ignore[misc]
+            upstream += tuple(n for n, out in outputs.items() if out == attrs["collects"] and n not in named)
         nodes.append(StageNode(module, cls, str(attrs["name"]), upstream))
     return nodes
 

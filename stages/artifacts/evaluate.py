@@ -11,11 +11,13 @@
   (``eval_reconstruction``), `NuggetAnalysis` (``analyze_nuggets``): the Nugget
   evaluations' per-system records and figures.
 
-Rendering (markdown / CSV) is `stages.common.render`'s, the one rendering module.
+Rendering (markdown, HTML, CSV) is `stages.common.render`'s, the one rendering module; the
+report shows a table no paper table names as `EvalTable.to_markdown` / `to_html` render it.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from collections.abc import Sequence
@@ -26,7 +28,7 @@ from typing import Any, ClassVar
 
 from stages.artifacts.base import Stored, field, locate, records, write_json
 from stages.common.degenerate import LABEL
-from stages.common.render import csv_text, markdown
+from stages.common.render import csv_text, html_table, markdown
 from stages.framework.stage import Artifact
 
 Source = Artifact | Path | str
@@ -102,19 +104,38 @@ class EvalTable:
         se = row.stderr.get(col.key)
         return f"{text} ± {col.fmt.format(se)}" if se is not None and math.isfinite(se) else text
 
-    def to_markdown(self) -> str:
+    def _display(self) -> tuple[list[str], list[list[str]]]:
+        """Headers and rows as the table is shown (markdown, HTML)."""
         headers = ["system", "n", *[c.header for c in self.columns], "note"]
         rows = [[r.system, "" if r.n is None else str(r.n), *[self._cell(r, c) for c in self.columns],
                  "; ".join(x for x in (r.note, f"{LABEL}: {r.flag}" if r.flag else "") if x)] for r in self.rows]
-        body = [f"## {self.title}", "", markdown(headers, rows)]
+        return headers, rows
+
+    def _legend(self) -> list[str]:
+        """What the cells' ± / [a, b] mean (where the table has them), then its notes."""
+        legend = []
         if any(r.stderr for r in self.rows):
-            body.append("- x ± y: mean ± its standard error over the row's n examples.")
+            legend.append("x ± y: mean ± its standard error over the row's n examples.")
         if any(r.interval for r in self.rows):
-            body.append("- x [a, b]: the value and its 95% interval: Wilson's for a proportion of the row's n "
-                        "examples, a bootstrap percentile interval over documents / segments for a corpus BLEU or a "
-                        "perplexity.")
-        body += [f"- {n}" for n in self.notes]
+            legend.append("x [a, b]: the value and its 95% interval: Wilson's for a proportion of the row's n "
+                          "examples, a bootstrap percentile interval over documents / segments for a corpus BLEU or "
+                          "a perplexity.")
+        return legend + list(self.notes)
+
+    def to_markdown(self, heading: bool = True) -> str:
+        """The table as markdown, under a ``## title`` heading unless ``heading`` is False
+        (a reader that writes its own, e.g. the report)."""
+        headers, rows = self._display()
+        body = [f"## {self.title}", ""] if heading else []
+        body += [markdown(headers, rows), *[f"- {line}" for line in self._legend()]]
         return "\n".join(body) + "\n"
+
+    def to_html(self, heading: bool = True) -> str:
+        """The table as an HTML fragment, under an ``<h2>`` title unless ``heading`` is False."""
+        headers, rows = self._display()
+        legend = self._legend()
+        return ((f"<h2>{html.escape(self.title)}</h2>" if heading else "") + html_table(headers, rows)
+                + ("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in legend) + "</ul>" if legend else ""))
 
     def to_csv(self) -> str:
         se_keys = [c.key for c in self.columns if any(c.key in r.stderr for r in self.rows)]

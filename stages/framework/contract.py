@@ -26,6 +26,22 @@ it is read back through the output class, so an output that breaks its own contr
 looks complete. An input's producer is its class's ``STAGE`` unless `produced_by` names
 another (a contract several stages write: every evaluation table is an `EvalTable`).
 
+A reader of every stage of a kind (the report: each evaluation's table) declares one
+`collected` field instead of a field per stage::
+
+    @dataclass(frozen=True)
+    class ReportInputs:
+        eval_qa: StoredEvalTable | None = optional("eval_qa")   # named: its own paper table
+        evaluations: Mapping[str, StoredEvalTable] = collected(EvalTable)
+
+It holds, by stage name, the output of every registered stage whose header writes
+``EvalTable`` and which no other field names, each read through the mapping's value class.
+Which stages those are is settled once per run, with the registered set
+(`stages.framework.optional.resolve_optional_upstream` puts them in ``upstream``, so the
+cache key covers them); at run time the field gets every upstream output no other field
+reads, which is why an inputs class has one collected field at most. A new stage of that
+kind is then read (and shown) once it is registered, with no edit to its reader.
+
 This module only reads declarations; it imports no stage and no artifact class.
 """
 
@@ -42,6 +58,7 @@ SECTION = "stage_contract.section"
 PRODUCER = "stage_contract.producer"
 OPTIONAL = "stage_contract.optional"
 READ_KWARGS = "stage_contract.read_kwargs"
+COLLECTED = "stage_contract.collected"
 
 
 class ContractDeclarationError(TypeError):
@@ -149,6 +166,8 @@ def input_fields(inputs_cls: type) -> list[InputField]:
     hints = _hints(inputs_cls)
     found = []
     for f in _fields(inputs_cls, "inputs"):
+        if COLLECTED in f.metadata:  # no one producing stage: `collected_field`
+            continue
         kind, nullable = _unwrap_optional(hints[f.name])
         is_optional = bool(f.metadata.get(OPTIONAL, False))
         where = f"inputs class {inputs_cls.__qualname__}: field {f.name!r}"
@@ -219,4 +238,75 @@ def read_inputs(inputs_cls: type, artifacts: Mapping[str, Any]) -> Any:
             raise ContractDeclarationError(f"inputs class {inputs_cls.__qualname__}: no output of stage "
                                            f"{f.stage!r} among the stage's upstream {sorted(artifacts)}")
         values[f.name] = f.kind.read(artifacts[f.stage], **f.read_kwargs)
+    values.update(read_collected(inputs_cls, artifacts))
     return inputs_cls(**values)
+
+
+# -- collected fields: every registered stage of one output class (module docstring) ------------
+
+
+def collected(kind: type, **read_kwargs: Any) -> Any:
+    """A field (typed ``Mapping[str, Reader]``) holding, by stage name, the output of every
+    registered stage whose header's output class is ``kind`` and which no other field of
+    the inputs class names, each read through ``Reader`` (``kind`` itself, or a class
+    reading it with where it came from, e.g. `StoredEvalTable` for `EvalTable`) with
+    ``read_kwargs``; empty where there is none."""
+    if not isinstance(kind, type):
+        raise ContractDeclarationError(f"collected({kind!r}): expected the output class the stages write")
+    return dataclasses.field(default_factory=dict, metadata={COLLECTED: kind, READ_KWARGS: read_kwargs})
+
+
+@dataclass(frozen=True)
+class CollectedField:
+    """The collected field of an inputs class: the output class it collects (``kind``), the
+    class each output is read through (``reader``) and that read's keyword arguments."""
+
+    name: str
+    kind: type
+    reader: type[Contract]
+    read_kwargs: Mapping[str, Any]
+
+
+def collected_field(inputs_cls: type) -> CollectedField | None:
+    """The `collected` field of ``inputs_cls`` (None: it has none), checked: typed
+    ``Mapping[str, Reader]`` with a contract class as ``Reader``, one per inputs class."""
+    found = [f for f in _fields(inputs_cls, "inputs") if COLLECTED in f.metadata]
+    if not found:
+        return None
+    if len(found) > 1:
+        raise ContractDeclarationError(
+            f"inputs class {inputs_cls.__qualname__}: collected fields {[f.name for f in found]}; declare one "
+            "(at run time it holds every upstream output no other field reads)")
+    f = found[0]
+    hint = _hints(inputs_cls)[f.name]
+    args = typing.get_args(hint)
+    reader = args[1] if len(args) == 2 else None
+    if typing.get_origin(hint) is not Mapping or args[0] is not str or not isinstance(reader, type) \
+            or not callable(getattr(reader, "read", None)):
+        raise ContractDeclarationError(
+            f"inputs class {inputs_cls.__qualname__}: field {f.name!r}: a collected field is typed "
+            f"Mapping[str, <contract class>] (stage name -> output), not {hint!r}")
+    return CollectedField(f.name, f.metadata[COLLECTED], reader, dict(f.metadata.get(READ_KWARGS, {})))
+
+
+def collected_stages(inputs_cls: type, outputs: Mapping[str, type | None], own: str = "") -> tuple[str, ...]:
+    """The stages the collected field of ``inputs_cls`` reads, in the order of ``outputs``
+    (each registered stage -> its header's output class, None without one): those writing
+    the field's class, except the ones another field names and ``own`` (the reader itself)."""
+    field = collected_field(inputs_cls)
+    if field is None:
+        return ()
+    named = {f.stage for f in input_fields(inputs_cls)} | {own}
+    return tuple(s for s, output in outputs.items() if output is field.kind and s not in named)
+
+
+def read_collected(inputs_cls: type, artifacts: Mapping[str, Any]) -> dict[str, Any]:
+    """{the collected field's name: {stage: its output read through the field's class}} for
+    every artifact of ``artifacts`` no other field reads (the stage's upstream holds exactly
+    the collected stages besides those, `collected_stages`); {} without a collected field."""
+    field = collected_field(inputs_cls)
+    if field is None:
+        return {}
+    named = {f.stage for f in input_fields(inputs_cls)}
+    return {field.name: {stage: field.reader.read(artifact, **field.read_kwargs)
+                         for stage, artifact in artifacts.items() if stage not in named}}

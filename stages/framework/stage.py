@@ -86,6 +86,7 @@ from stages.framework import stage_table
 from stages.framework.contract import (
     Contract,
     build_config,
+    collected_field,
     contract_arguments,
     producer_names,
     read_inputs,
@@ -243,7 +244,8 @@ class Stage(Generic[ConfigT, InputsT, OutputT]):
         cls.config_keys = tuple(f.path for f in section_fields(cls.config_class))
         required, optional = producer_names(cls.inputs_class)
         cls.upstream = required
-        if optional:  # `stages.framework.optional` adds the registered ones to upstream
+        # `stages.framework.optional` adds the registered optional and collected ones to upstream
+        if optional or collected_field(cls.inputs_class) is not None:
             cls.required_upstream, cls.optional_upstream = required, optional
 
     @classmethod

@@ -8,15 +8,22 @@ The sections after ``eval`` are what the differences from the papers are checked
 link its per-example outputs), and every training stage's output for the training
 section (`stages.report.training`; its fields are named after their stages, in
 `TRAINING_STAGES` order).
+
+The evaluations a paper table names are fields of their own; every other registered stage
+writing an `EvalTable` is collected into ``other_evaluations`` (`stages.framework.contract.collected`)
+and shown as its own table (`stages.report.evaluation_tables`), so a new evaluation stage
+reaches the report by its registry line alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stages.artifacts.data import StoredCorpusStatistics
 from stages.artifacts.evaluate import (
+    EvalTable,
     StoredEvalTable,
     StoredNuggetAnalysis,
     StoredReconstructionResults,
@@ -31,7 +38,7 @@ from stages.artifacts.train import (
     TrainedNugget2D,
     TrainedNuggetLM,
 )
-from stages.framework.contract import optional, produced_by, section
+from stages.framework.contract import collected, optional, produced_by, section
 
 if TYPE_CHECKING:
     from nugget_core import NuggetConfig
@@ -120,3 +127,5 @@ class ReportInputs:
     train_full_ft: FullFinetunedLM | None = optional()
     train_re: TrainedRestorable | None = optional()
     train_re_retrieval: TrainedRetrieval | None = optional()
+    # every other registered evaluation (an `EvalTable` no field above names), by stage name
+    other_evaluations: Mapping[str, StoredEvalTable] = collected(EvalTable)

@@ -4,7 +4,9 @@ Pure function of its inputs: it reads the upstream artifacts through their contr
 (`stages.artifacts`), never MLflow, so its cache key covers everything it shows. Tables: Nugget
 figure 4 (BLEU vs r), figure 5 in numbers, appendix D, tables 2-4, Nugget2D tables 1, 3, 4, its
 autoencoding study (§4), the RE paper's tables 8 (= 2, 3) and 9 (= 4) (`stages.report.re_tables`),
-and the corpus statistics.
+then the table of every other registered evaluation stage (an `EvalTable` no paper table
+names, collected by the report's inputs: `stages.report.evaluation_tables`; a new evaluation
+stage shows up here once registered), and the corpus statistics.
 Every measured cell is a number from an upstream file or "not run in this profile";
 published numbers (`stages.report.published`) only ever fill the published column.
 Each table states the profile, models and data behind its measured column; a last
@@ -19,9 +21,11 @@ the per-example outputs of
 the stage that measured it; figures are shown, with their captions, where their
 evaluation stored them (relative links: one copy of each file).
 
-Outputs: ``report.md``, ``report.html``, one ``tables/<id>.csv`` per table. Metrics:
-the counts of tables, measured cells, differences and findings by verdict, and every
-measured number reproducing a published cell (`headline_metrics`).
+Outputs: ``report.md``, ``report.html``, one ``tables/<id>.csv`` per paper table and one
+``tables/<stage>.csv`` per collected evaluation. Metrics: the counts of tables, measured
+cells, differences and findings by verdict, every measured number reproducing a published
+cell (`headline_metrics`) and every number of a collected evaluation's table
+(`EvaluationTable.metrics`).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from stages.framework.stage import Stage, StageContext
 from stages.report.budgets import training_budgets
 from stages.report.contract import ReportConfig, ReportInputs
 from stages.report.deviations import Deviation, deviations
+from stages.report.evaluation_tables import EvaluationTable, evaluation_tables
 from stages.report.findings import DEGENERATE, Verdict, counts, judge
 from stages.report.re_tables import re_tables
 from stages.report.similarity_tables import table2, table4
@@ -214,12 +219,28 @@ def _link(target: Path, base: Path) -> str:
     return Path(os.path.relpath(target, base)).as_posix()
 
 
+def _examples(paths: Sequence[Path], base: Path, measured: bool) -> tuple[list[str], list[str]]:
+    """A table's line linking its per-example outputs ``paths`` (relative to ``base``), as
+    (markdown lines, HTML parts); a table with ``measured`` numbers but none says so."""
+    links = [(_link(p, base), f"{p.parent.parent.name}/{p.name}") for p in paths]
+    if links:
+        return (["", "*Per-example outputs:* " + ", ".join(f"[{text}]({href})" for href, text in links)],
+                ["<p><i>Per-example outputs:</i> " + ", ".join(
+                    f"<a href='{html.escape(href)}'>{html.escape(text)}</a>" for href, text in links) + "</p>"])
+    if measured:
+        return (["", "*Per-example outputs:* none written by the measuring stage."],
+                ["<p><i>Per-example outputs:</i> none written by the measuring stage.</p>"])
+    return [], []
+
+
 def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[str, str]]] | None,
            figures: Sequence[Figure] = (), differences: Sequence[Deviation] = (),
            verdicts: Sequence[Verdict] = (), base: Path | None = None,
-           training: Sequence[TrainingSummary] = ()) -> tuple[str, str]:
+           training: Sequence[TrainingSummary] = (),
+           evaluations: Sequence[EvaluationTable] = ()) -> tuple[str, str]:
     """The report as markdown and HTML; links (per-example outputs, figures) are relative
-    to ``base``, the report's folder; ``training``: the trained models' summaries."""
+    to ``base``, the report's folder; ``training``: the trained models' summaries;
+    ``evaluations``: the collected evaluations' tables, after the papers'."""
     base = base or Path.cwd()
     md = [f"# {title}", "", "Measured values come from this pipeline run's artifacts; published values are the "
           "papers' (source under each title). Each measured number carries the n it stands on (examples, queries, "
@@ -247,7 +268,6 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
     md += training_md
     page += training_html
     for t in tables:
-        links = [(_link(p, base), f"{p.parent.parent.name}/{p.name}") for p in t.examples]
         md += [f"## {t.heading}", "", f"*Source of published values:* {t.source}.", "",
                f"*Measured:* {t.context}.", "", markdown(t.headers(), t.cells())]
         page += [f"<h2>{html.escape(t.heading)}</h2>", f"<p><i>Source of published values:</i> {html.escape(t.source)}.<br>",
@@ -255,13 +275,18 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
         if t.notes():
             md += ["", "*Notes:*", "", *[f"- {n}" for n in t.notes()]]
             page.append("<p><i>Notes:</i></p><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in t.notes()) + "</ul>")
-        if links:
-            md += ["", "*Per-example outputs:* " + ", ".join(f"[{text}]({href})" for href, text in links)]
-            page.append("<p><i>Per-example outputs:</i> " + ", ".join(
-                f"<a href='{html.escape(href)}'>{html.escape(text)}</a>" for href, text in links) + "</p>")
-        elif t.measured_count():
-            md += ["", "*Per-example outputs:* none written by the measuring stage."]
-            page.append("<p><i>Per-example outputs:</i> none written by the measuring stage.</p>")
+        links_md, links_html = _examples(t.examples, base, t.measured_count() > 0)
+        md += links_md
+        page += links_html
+    for e in evaluations:  # the collected evaluations: each table as it renders itself
+        md += [f"## {e.heading}", "", f"*Source of published values:* {e.source}.", "",
+               f"*Measured:* {e.context}.", "", e.table.to_markdown(heading=False).rstrip("\n") + "\n"]
+        page += [f"<h2>{html.escape(e.heading)}</h2>",
+                 f"<p><i>Source of published values:</i> {html.escape(e.source)}.<br>",
+                 f"<i>Measured:</i> {html.escape(e.context)}.</p>", e.table.to_html(heading=False)]
+        links_md, links_html = _examples(e.examples, base, bool(e.numbers()))
+        md += links_md
+        page += links_html
     if differences:
         caption, headers = "Differences from the papers' setups", ["setting", "paper", "this run (why)"]
         settings = [(d.setting, d.paper, d.here) for d in differences]
@@ -293,7 +318,8 @@ class Report(Stage[ReportConfig, ReportInputs, None]):
 
     def compute(self, ctx: StageContext, cfg: ReportConfig, inputs: ReportInputs) -> None:
         tables = build_tables(cfg, inputs)
-        problems = [p for t in tables for p in t.problems()]
+        evaluations = evaluation_tables(cfg.profile, inputs.other_evaluations)
+        problems = [p for t in tables for p in t.problems()] + [p for e in evaluations for p in e.problems()]
         if problems:  # never publish a number without the n it stands on
             raise ValueError("report: measured numbers without their n:\n  " + "\n  ".join(problems))
         with_figures: list[WithFigures] = [inputs.eval_reconstruction.output]
@@ -308,14 +334,21 @@ class Report(Stage[ReportConfig, ReportInputs, None]):
         verdicts = judge(tables)
         training = training_summaries({stage: getattr(inputs, stage) for stage in TRAINING_STAGES})
         worse = log_worse(training)
-        md, page = render(cfg.report.title, tables, corpus, figures, differences, verdicts, ctx.output_dir, training)
+        md, page = render(cfg.report.title, tables, corpus, figures, differences, verdicts, ctx.output_dir, training,
+                          evaluations)
         (ctx.output_dir / "report.md").write_text(md)
         (ctx.output_dir / "report.html").write_text(page)
         (ctx.output_dir / "tables").mkdir()
         for t in tables:
             (ctx.output_dir / "tables" / f"{t.id}.csv").write_text(csv_text(t.headers(), t.cells()))
+        for e in evaluations:
+            (ctx.output_dir / "tables" / f"{e.stage}.csv").write_text(e.table.to_csv())
         for name in ("report.md", "report.html"):
             ctx.log_artifact(ctx.output_dir / name)
-        ctx.log_metrics({"tables": len(tables), "measured_cells": sum(t.measured_count() for t in tables),
+        collected = {name: value for e in evaluations for name, value in e.metrics().items()}
+        ctx.log_metrics({"tables": len(tables) + len(evaluations),
+                         "measured_cells": sum(t.measured_count() for t in tables)
+                         + sum(len(e.numbers()) for e in evaluations),
                          "trained_models": len(training), "trained_models_worse": len(worse),
-                         "paper_differences": len(differences), **counts(verdicts), **headline_metrics(tables)})
+                         "paper_differences": len(differences), **counts(verdicts), **headline_metrics(tables),
+                         **collected})

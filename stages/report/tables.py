@@ -315,7 +315,7 @@ def examples(where: Location | None, name: str) -> list[Path]:
     return [where.path / name] if where is not None and (where.path / name).is_file() else []
 
 
-def _metric_n(row: TableRow, key: str) -> int | None:
+def metric_n(row: TableRow, key: str) -> int | None:
     """The n of ``row``'s metric ``key``: its "n_<key>" metric where the evaluation gave one
     (a count, held with the row's metrics as a number), else the row's."""
     if f"n_{key}" not in row.metrics:
@@ -335,7 +335,7 @@ def add_eval_row(t: ReportTable, label: str, row: TableRow, columns: dict[str, s
     if all(v is None for v in measured.values()) and row.note:
         measured = dict.fromkeys(columns, row.note if row.note.startswith(NOT_RUN) else f"not run: {row.note}")
     measured |= unmeasurable or {}
-    t.add(label, measured, row_id, n={c: _metric_n(row, key) for c, key in columns.items()},
+    t.add(label, measured, row_id, n={c: metric_n(row, key) for c, key in columns.items()},
           se={c: row.stderr[key] for c, key in columns.items() if key in row.stderr},
           bounds={c: row.interval[key] for c, key in columns.items() if key in row.interval}, flag=row.flag)
 

@@ -5,6 +5,7 @@ objects, and an output that breaks its own contract is caught before it is publi
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -14,6 +15,8 @@ import pytest
 from stages.artifacts.base import ContractError, locate
 from stages.framework.contract import (
     ContractDeclarationError,
+    NoInputs,
+    collected,
     optional,
     produced_by,
     reading,
@@ -201,3 +204,64 @@ def test_a_stage_without_a_header_keeps_its_hand_declared_contract():
     assert Legacy.upstream == ("count",)
     with pytest.raises(NotImplementedError, match="override run"):
         Legacy().run(None)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class TallyInputs:
+    counts: Counts
+    others: Mapping[str, Counts] = collected(Counts, scale=10)
+
+
+class Tally(Stage[DoubleConfig, TallyInputs, Counts]):
+    name = "tally"
+    seen: ClassVar[list[TallyInputs]] = []
+
+    def compute(self, ctx: StageContext, cfg: DoubleConfig, inputs: TallyInputs) -> None:
+        self.seen.append(inputs)
+
+
+def test_a_collected_field_reads_every_registered_stage_of_its_class(tmp_path):
+    class Count(Stage[DoubleConfig, NoInputs, Counts]):
+        name = "count"
+
+    class Third(Stage[DoubleConfig, NoInputs, Counts]):
+        name = "third"
+
+    class First(Stage[DoubleConfig, NoInputs, Counts]):
+        name = "first"
+
+    class Untyped(Stage):  # no header: its output class is unknown, so never collected
+        name = "untyped"
+
+    class Terminal(Stage[DoubleConfig, NoInputs, None]):
+        name = "terminal"
+
+    assert Tally.upstream == ("count",) and Tally.optional_upstream == ()
+    resolve_optional_upstream([Count, Third, Untyped, Tally, Terminal, First])
+    # registry order; not `count` (a field names it) nor the reader itself, though both write Counts
+    assert Tally.upstream == ("count", "third", "first")
+    inputs = {s: _output(tmp_path, s, i) for i, s in enumerate(Tally.upstream, 1)}
+    Tally().run(_context(tmp_path, Tally, inputs))
+    got = Tally.seen[-1]
+    assert got.counts == Counts(1) and dict(got.others) == {"third": Counts(20, 10), "first": Counts(30, 10)}
+    resolve_optional_upstream([Count, Tally])  # one registry less: static again, for that run
+    assert Tally.upstream == ("count",)
+
+
+def test_collected_field_declaration_errors():
+    @dataclass(frozen=True)
+    class TwoCollected:
+        a: Mapping[str, Counts] = collected(Counts)
+        b: Mapping[str, Counts] = collected(Counts)
+
+    with pytest.raises(ContractDeclarationError, match=r"collected fields \['a', 'b'\]; declare one"):
+        class F(Stage[DoubleConfig, TwoCollected, Counts]):
+            name = "f"
+
+    @dataclass(frozen=True)
+    class NotAMapping:
+        a: Counts = collected(Counts)
+
+    with pytest.raises(ContractDeclarationError, match="field 'a': a collected field is typed Mapping"):
+        class G(Stage[DoubleConfig, NotAMapping, Counts]):
+            name = "g"
