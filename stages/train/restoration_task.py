@@ -19,13 +19,13 @@ import torch
 from torch import nn
 
 from stages.artifacts.restorable import RestorationTexts
-from stages.artifacts.train import TrainedNugget
 from stages.common.languages import has_language_codes, set_language_codes
 from stages.common.padding import pad
 from stages.train.task import Seq2SeqTaskBase
 
 if TYPE_CHECKING:
-    from stages.framework.stage import StageContext
+    from stages.artifacts.train import TrainedNugget
+    from stages.config.schema import REBaseModel
 
 
 @dataclass(frozen=True)
@@ -58,13 +58,11 @@ class RestorableBase:
                 else f"pretrained {self.path}")
 
 
-def restorable_base(ctx: StageContext) -> RestorableBase:
-    """``model.re`` of a stage context resolved: train_nugget's AE model folder (its
-    ``train_nugget`` input), or the pretrained name."""
-    cfg = ctx.cfg("model.re")
+def restorable_base(cfg: REBaseModel, nugget: TrainedNugget) -> RestorableBase:
+    """``model.re`` resolved: train_nugget's AE model folder (the stage's ``train_nugget``
+    input, ``nugget``), or the pretrained name."""
     if cfg.source == "pretrained":
         return RestorableBase("pretrained", cfg.name_or_path, cfg.attn_implementation)
-    nugget = TrainedNugget.read(ctx.inputs["train_nugget"])
     if nugget.objective != "ae":  # config_errors catches this first; an edited artifact would not
         raise ValueError(f"model.re.source=stage_ae needs train_nugget's AE model, not {nugget.objective!r}")
     return RestorableBase("stage_ae", str(nugget.model_dir), cfg.attn_implementation)

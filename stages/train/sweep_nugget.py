@@ -12,45 +12,62 @@ before training and of the exported weights, tokens seen, model_dir) and
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
 from stages.artifacts.train import NuggetSweep
+from stages.framework.contract import section
 from stages.framework.resources import Demand, worker_demand
 from stages.framework.stage import Stage, StageContext
 from stages.train.launch import check_resources
 from stages.train.model_card import document_models
-from stages.train.nugget_job import nugget_task
+from stages.train.nugget_job import NuggetData, nugget_task
 from stages.train.storage import clear_storage, copy_tree
 from stages.train.tune_grid import run_sweep
 
+if TYPE_CHECKING:
+    from stages.config.schema import NuggetSection, Seq2SeqModel
+    from stages.config.train import NuggetTrainJob, SweepSection
 
-class SweepNugget(Stage):
+
+@dataclass(frozen=True)
+class SweepConfig:
+    nugget: NuggetSection = section("nugget")
+    seq2seq: Seq2SeqModel = section("model.seq2seq")
+    job: NuggetTrainJob = section("train.nugget")
+    grid: SweepSection = section("train.sweep")
+    seed: int = section("run.seed")
+
+
+class SweepNugget(Stage[SweepConfig, NuggetData, NuggetSweep]):
     name = "sweep_nugget"
-    upstream = ("tokenizer", "build_mt_docs")
-    config_keys = ("nugget", "model.seq2seq", "train.nugget", "train.sweep", "run.seed")
     external_models = ("model.seq2seq.name_or_path",)  # the pretrained base (source=pretrained)
     resources = {"num_cpus": 0}
 
     @classmethod
-    def demand(cls, sections: dict) -> Demand:
+    def demand(cls, sections: dict[str, Any]) -> Demand:
         """Concurrent trials x train.nugget's worker group (a trial itself holds no CPU)."""
         job, grid = sections["train.nugget"], sections["train.sweep"]
         trials = min(grid.max_concurrent_trials, len(grid.ratios) * len(grid.scorer_layers) * len(grid.objectives))
         return Demand(worker_demand(trials * job.num_workers, job.use_gpu),
                       lower="train.sweep.max_concurrent_trials or train.nugget.num_workers")
 
-    def run(self, ctx: StageContext) -> None:
-        job, grid = ctx.cfg("train.nugget"), ctx.cfg("train.sweep")
+    def compute(self, ctx: StageContext, config: SweepConfig, inputs: NuggetData) -> None:
+        job, grid = config.job, config.grid
         check_resources(job, "train.nugget")
-        layers = ctx.cfg("model.seq2seq").tiny.layers
-        if ctx.cfg("model.seq2seq").source == "tiny_random" and max(grid.scorer_layers) > layers:
+        layers = config.seq2seq.tiny.layers
+        if config.seq2seq.source == "tiny_random" and max(grid.scorer_layers) > layers:
             raise ValueError(f"train.sweep.scorer_layers: {grid.scorer_layers} exceeds model.seq2seq.tiny.layers={layers}")
         if ctx.forced:
             clear_storage(ctx.work_uri, "")
-        rows = run_sweep(nugget_task(ctx), job, grid, ctx.work_uri, ctx.cfg("run.seed"), ctx.nested_runs())
+        task = nugget_task(inputs, job, config.nugget, config.seq2seq, config.seed)
+        rows = run_sweep(task, job, grid, ctx.work_uri, config.seed, ctx.nested_runs())
         for row in rows:
             dest = NuggetSweep.trial_dir(ctx.output_dir, row["trial"])
             copy_tree(f"{ctx.work_uri}/trials/{row['trial']}/model", str(dest))
             row["model_dir"] = str(dest.relative_to(ctx.output_dir))
-        document_models(ctx, job, {NuggetSweep.trial_dir(ctx.output_dir, r["trial"]): nugget_task(ctx) for r in rows},
+        # every trial's card names the sweep's base task (its own r / l / objective: `details`)
+        document_models(ctx, job, {NuggetSweep.trial_dir(ctx.output_dir, r["trial"]): task for r in rows},
                         details={NuggetSweep.trial_dir(ctx.output_dir, r["trial"]): {"trial": r} for r in rows})
         sweep = NuggetSweep(ctx.output_dir, rows)
         sweep.write(ctx.output_dir)

@@ -29,15 +29,21 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from stages.artifacts.data import MtDocuments, TokenizerFolder
 from stages.artifacts.train import TrainedBaselines
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.train.baseline_task import BaselineTask
 from stages.train.launch import check_resources, export_finished, final_metrics, fit_sequence
 from stages.train.model_card import document_models
+from stages.train.nugget_job import NuggetData
 from stages.train.storage import clear_storage
+
+if TYPE_CHECKING:
+    from stages.config.evaluation import BaselinesSection
+    from stages.config.schema import NuggetSection, Seq2SeqModel
+    from stages.config.train import TrainJob
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,7 @@ SYSTEMS: dict[str, SystemSpec] = {
 }
 
 
-def system_record(name: str, spec: SystemSpec, nugget: Any, deletion: float) -> dict[str, Any]:
+def system_record(name: str, spec: SystemSpec, nugget: NuggetSection, deletion: float) -> dict[str, Any]:
     """What the evaluations need to know about a trained system (``systems.json``)."""
     record: dict[str, Any] = {
         "system": name, "objective": spec.objective, "deletion_noise": deletion,
@@ -81,39 +87,48 @@ def system_record(name: str, spec: SystemSpec, nugget: Any, deletion: float) -> 
     return record
 
 
-class TrainBaselines(Stage):
+@dataclass(frozen=True)
+class BaselinesConfig:
+    baselines: BaselinesSection = section("eval.baselines")
+    job: TrainJob = section("train.baselines")
+    nugget: NuggetSection = section("nugget")
+    seq2seq: Seq2SeqModel = section("model.seq2seq")
+    seed: int = section("run.seed")
+
+
+class TrainBaselines(Stage[BaselinesConfig, NuggetData, TrainedBaselines]):
     name = "train_baselines"
-    upstream = ("tokenizer", "build_mt_docs")
-    config_keys = ("eval.baselines", "train.baselines", "nugget", "model.seq2seq", "run.seed")
     external_models = ("model.seq2seq.name_or_path",)  # the pretrained base (source=pretrained)
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
     train_job = "train.baselines"  # the executor reserves its workers (one fit at a time)
 
-    def run(self, ctx: StageContext) -> None:
-        cfg, job = ctx.cfg("eval.baselines"), ctx.cfg("train.baselines")
+    def compute(self, ctx: StageContext, config: BaselinesConfig, inputs: NuggetData) -> None:
+        cfg, job = config.baselines, config.job
         check_resources(job, "train.baselines")
-        data = MtDocuments.read(ctx.inputs["build_mt_docs"])
-        tokenizer_dir = str(TokenizerFolder.read(ctx.inputs["tokenizer"]).path)
+        tokenizer_dir = str(inputs.tokenizer.path)
         models, records = [], []
         for i, name in enumerate(cfg.systems):
             spec = SYSTEMS[name]
-            nugget = dataclasses.replace(
-                ctx.cfg("nugget"), selector=spec.selector, feedback=spec.feedback,
-                ratio=cfg.sentence_ratio if spec.sentence_ratio else ctx.cfg("nugget").ratio,
-            )
+            # the section's fields are made at import (stages.config.derive): a type checker
+            # knows none of them by name, so they are handed over as a mapping
+            changes: dict[str, Any] = {
+                "selector": spec.selector, "feedback": spec.feedback,
+                "ratio": cfg.sentence_ratio if spec.sentence_ratio else config.nugget.ratio,
+            }
+            nugget = dataclasses.replace(config.nugget, **changes)
             deletion = cfg.tsdae_deletion if spec.noisy else 0.0
             print(f"[train_baselines] system {i + 1}/{len(cfg.systems)}: {name} {spec}", flush=True)
             models.append((name, BaselineTask(
-                data=data, tokenizer_dir=tokenizer_dir,
-                objective=spec.objective, nugget=nugget, model=ctx.cfg("model.seq2seq"),
+                data=inputs.docs, tokenizer_dir=tokenizer_dir,
+                objective=spec.objective, nugget=nugget, model=config.seq2seq,
                 deletion_noise=deletion, dev_examples=job.dev_examples,
-                seed=ctx.cfg("run.seed"), bottleneck=spec.bottleneck, encoder_side=spec.encoder_side,
+                seed=config.seed, bottleneck=spec.bottleneck, encoder_side=spec.encoder_side,
             )))
             records.append(system_record(name, spec, nugget, deletion))
         if ctx.forced:  # never resume a forced recompute from an older attempt
             clear_storage(ctx.work_uri, "baselines")
         # one worker group trains the systems in turn (per-step metrics under "<name>.")
-        finished = fit_sequence(models, job, ctx.work_uri, "baselines", ctx.cfg("run.seed"), ctx.logger)
+        finished = fit_sequence(models, job, ctx.work_uri, "baselines", config.seed, ctx.logger)
         for record in records:
             name = record["system"]
             state = export_finished(finished[name], TrainedBaselines.system_dir(ctx.output_dir, name))

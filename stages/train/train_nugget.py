@@ -16,24 +16,38 @@ tokens-per-second are logged to MLflow by rank 0 into this stage's run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from stages.artifacts.train import TrainedNugget
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.train.launch import train_into_stage_output
-from stages.train.nugget_job import nugget_task
+from stages.train.nugget_job import NuggetData, nugget_task
+
+if TYPE_CHECKING:
+    from stages.config.schema import NuggetSection, Seq2SeqModel
+    from stages.config.train import NuggetTrainJob
 
 
-class TrainNugget(Stage):
+@dataclass(frozen=True)
+class TrainNuggetConfig:
+    nugget: NuggetSection = section("nugget")
+    seq2seq: Seq2SeqModel = section("model.seq2seq")
+    job: NuggetTrainJob = section("train.nugget")
+    seed: int = section("run.seed")
+
+
+class TrainNugget(Stage[TrainNuggetConfig, NuggetData, TrainedNugget]):
     name = "train_nugget"
-    upstream = ("tokenizer", "build_mt_docs")
-    config_keys = ("nugget", "model.seq2seq", "train.nugget", "run.seed")
     external_models = ("model.seq2seq.name_or_path",)  # the pretrained base (source=pretrained)
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
     train_job = "train.nugget"  # the executor reserves its workers
 
-    def run(self, ctx: StageContext) -> None:
-        state = train_into_stage_output(ctx, nugget_task(ctx), ctx.cfg("train.nugget"), "train.nugget",
-                                        TrainedNugget.DIR)
-        nugget = ctx.cfg("nugget")
-        TrainedNugget(ctx.output_dir / TrainedNugget.DIR, str(ctx.cfg("train.nugget").objective), float(nugget.ratio),
+    def compute(self, ctx: StageContext, config: TrainNuggetConfig, inputs: NuggetData) -> None:
+        job, nugget = config.job, config.nugget
+        task = nugget_task(inputs, job, nugget, config.seq2seq, config.seed)
+        state = train_into_stage_output(ctx, task, job, "train.nugget", TrainedNugget.DIR)
+        TrainedNugget(ctx.output_dir / TrainedNugget.DIR, str(job.objective), float(nugget.ratio),
                       int(nugget.scorer_layer), str(nugget.selector), bool(nugget.feedback),
                       state.get("best_dev_loss")).write(ctx.output_dir)

@@ -25,6 +25,7 @@ Output: `stages.artifacts.train.TrainedNuggetLM`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.data import NuggetLMCorpus, TokenizerFolder
@@ -34,6 +35,7 @@ from stages.artifacts.train import (
     TrainedNuggetLM,
     decoder_token_ids,
 )
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.train.launch import check_resources, export_finished, final_metrics, fit_sequence
 from stages.train.model_card import document_models
@@ -41,6 +43,7 @@ from stages.train.nugget_lm_task import NuggetLMTask
 from stages.train.storage import clear_storage
 
 if TYPE_CHECKING:
+    from stages.config.schema import Seq2SeqModel
     from stages.config.train import NuggetLMJob
 
 MEMORY = {"tsdae": "mean", "compressive": "chunk_mean", "transformer": "none"}
@@ -54,11 +57,26 @@ def system_specs(job: NuggetLMJob) -> list[dict[str, Any]]:
     return specs
 
 
-class TrainNuggetLM(Stage):
+@dataclass(frozen=True)
+class NuggetLMConfig:
+    job: NuggetLMJob = section("train.nugget_lm")
+    seq2seq: Seq2SeqModel = section("model.seq2seq")
+    seed: int = section("run.seed")
+    # what the autoencoders it starts from are (checked by config_errors)
+    nugget_objective: str = section("train.nugget.objective")
+    baseline_systems: list[str] = section("eval.baselines.systems")
+
+
+@dataclass(frozen=True)
+class NuggetLMInputs:
+    tokenizer: TokenizerFolder
+    corpus: NuggetLMCorpus
+    nugget: TrainedNugget  # the AE model every system but TSDAE starts from
+    baselines: TrainedBaselines  # its tsdae_ae: where TSDAE starts
+
+
+class TrainNuggetLM(Stage[NuggetLMConfig, NuggetLMInputs, TrainedNuggetLM]):
     name = "train_nugget_lm"
-    upstream = ("tokenizer", "build_nugget_lm", "train_nugget", "train_baselines")
-    # train.nugget.objective / eval.baselines.systems: what the autoencoders it starts from are
-    config_keys = ("train.nugget_lm", "model.seq2seq", "run.seed", "train.nugget.objective", "eval.baselines.systems")
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
     train_job = "train.nugget_lm"  # the executor reserves its workers (one fit at a time)
 
@@ -75,39 +93,37 @@ class TrainNuggetLM(Stage):
                          "eval.baselines.systems or drop 'tsdae'")
         return found
 
-    def run(self, ctx: StageContext) -> None:
-        job = ctx.cfg("train.nugget_lm")
+    def compute(self, ctx: StageContext, config: NuggetLMConfig, inputs: NuggetLMInputs) -> None:
+        job = config.job
         check_resources(job, "train.nugget_lm")
-        corpus = NuggetLMCorpus.read(ctx.inputs["build_nugget_lm"])
-        nugget = TrainedNugget.read(ctx.inputs["train_nugget"])
+        nugget = inputs.nugget
         if nugget.objective != "ae":  # the config check catches this first; an edited artifact would not
             raise ValueError(f"train_nugget's model is {nugget.objective!r}; the Nugget LMs start from an AE model")
         specs = system_specs(job)
         inits = {s["system"]: nugget.model_dir for s in specs}
         origin = dict.fromkeys(inits, f"train_nugget (AE, r={nugget.ratio:g})")
         if "tsdae" in inits:
-            baselines = TrainedBaselines.read(ctx.inputs["train_baselines"])
-            tsdae = [r for r in baselines.systems if r["system"] == "tsdae_ae"]
+            tsdae = [r for r in inputs.baselines.systems if r["system"] == "tsdae_ae"]
             if not tsdae:
                 raise ValueError("train.nugget_lm.baselines has 'tsdae' but train_baselines trained no tsdae_ae")
-            inits["tsdae"] = baselines.model_dir(tsdae[0])
+            inits["tsdae"] = inputs.baselines.model_dir(tsdae[0])
             origin["tsdae"] = "train_baselines (tsdae_ae)"
         start, pad = decoder_token_ids(nugget.model_dir)
-        tokenizer_dir = str(TokenizerFolder.read(ctx.inputs["tokenizer"]).path)
+        tokenizer_dir = str(inputs.tokenizer.path)
         models = []
         for i, spec in enumerate(specs, 1):
             print(f"[train_nugget_lm] system {i}/{len(specs)}: {spec['system']} (memory {spec['memory']}, "
                   f"starts from {origin[spec['system']]})", flush=True)
             models.append((spec["system"], NuggetLMTask(
-                corpus=corpus, tokenizer_dir=tokenizer_dir, init_dir=str(inits[spec["system"]]),
+                corpus=inputs.corpus, tokenizer_dir=tokenizer_dir, init_dir=str(inits[spec["system"]]),
                 memory=spec["memory"], ratio=spec["ratio"], chunk_tokens=job.compressive_chunk,
                 segment_tokens=job.segment_tokens, histories=list(job.histories), decoder_start_id=start, pad_id=pad,
-                dev_examples=job.dev_examples, seed=ctx.cfg("run.seed"),
-                attn_implementation=ctx.cfg("model.seq2seq").attn_implementation,
+                dev_examples=job.dev_examples, seed=config.seed,
+                attn_implementation=config.seq2seq.attn_implementation,
             )))
         if ctx.forced:  # never resume a forced recompute from an older attempt
             clear_storage(ctx.work_uri, "nugget_lm")
-        finished = fit_sequence(models, job, ctx.work_uri, "nugget_lm", ctx.cfg("run.seed"), ctx.logger)
+        finished = fit_sequence(models, job, ctx.work_uri, "nugget_lm", config.seed, ctx.logger)
         records = []
         for spec in specs:
             name = spec["system"]

@@ -20,10 +20,13 @@ Output (`stages.artifacts.restorable.TrainedRestorable`): ``systems.json`` (per 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.restorable import RestorationTexts, TrainedRestorable
+from stages.artifacts.train import TrainedNugget
 from stages.config.train import RE_CONFIGS
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.train.launch import check_resources, export_finished, final_metrics, fit_sequence
 from stages.train.model_card import document_models
@@ -31,6 +34,7 @@ from stages.train.restoration_task import RestorationTask, restorable_base, toke
 from stages.train.storage import clear_storage
 
 if TYPE_CHECKING:
+    from stages.config.schema import REBaseModel
     from stages.config.train import RETrainJob
 
 # RE table 3: the rows the paper reports for 1, 3 and 5 sentences alike
@@ -66,12 +70,26 @@ def restorable_fields(spec: dict[str, Any], job: RETrainJob) -> dict[str, Any]:
             "freeze_encoder_embedding": job.freeze_encoder_embedding}
 
 
-class TrainRE(Stage):
+@dataclass(frozen=True)
+class TrainREConfig:
+    job: RETrainJob = section("train.re")
+    model: REBaseModel = section("model.re")
+    seed: int = section("run.seed")
+    # what config_errors checks the grid and the base against
+    nugget_objective: str = section("train.nugget.objective")
+    sentence_counts: list[int] = section("data.re.sentence_counts")
+
+
+@dataclass(frozen=True)
+class TrainREInputs:
+    texts: RestorationTexts
+    # the pretrained encoder-decoder of profile=tiny (model.re.source=stage_ae); with
+    # source=pretrained it is read but unused: it stays an input (upstreams are static)
+    nugget: TrainedNugget
+
+
+class TrainRE(Stage[TrainREConfig, TrainREInputs, TrainedRestorable]):
     name = "train_re"
-    # train_nugget: the pretrained encoder-decoder of profile=tiny (model.re.source=stage_ae); with
-    # source=pretrained it is not read, but stays an input (upstreams are static)
-    upstream = ("build_re_data", "train_nugget")
-    config_keys = ("train.re", "model.re", "run.seed", "train.nugget.objective", "data.re.sentence_counts")
     external_models = ("model.re.name_or_path",)
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
     train_job = "train.re"
@@ -89,11 +107,10 @@ class TrainRE(Stage):
                          "or model.re.source=pretrained")
         return found
 
-    def run(self, ctx: StageContext) -> None:
-        job = ctx.cfg("train.re")
+    def compute(self, ctx: StageContext, config: TrainREConfig, inputs: TrainREInputs) -> None:
+        job = config.job
         check_resources(job, "train.re")
-        texts = RestorationTexts.read(ctx.inputs["build_re_data"])
-        base = restorable_base(ctx)
+        base = restorable_base(config.model, inputs.nugget)
         specs = re_systems(job)
         from transformers import AutoConfig
 
@@ -104,12 +121,12 @@ class TrainRE(Stage):
                   f"{spec['config']}, {spec['pooling']} pooling, {spec['decoder']} decoder)", flush=True)
             models.append((spec["system"], RestorationTask(
                 base=base, restorable=restorable_fields(spec, job),
-                data=texts, sentences=spec["sentences"],
-                max_tokens=job.max_tokens, dev_examples=job.dev_examples, seed=ctx.cfg("run.seed"),
+                data=inputs.texts, sentences=spec["sentences"],
+                max_tokens=job.max_tokens, dev_examples=job.dev_examples, seed=config.seed,
             )))
         if ctx.forced:  # never resume a forced recompute from an older attempt
             clear_storage(ctx.work_uri, "re")
-        finished = fit_sequence(models, job, ctx.work_uri, "re", ctx.cfg("run.seed"), ctx.logger)
+        finished = fit_sequence(models, job, ctx.work_uri, "re", config.seed, ctx.logger)
         records = []
         for spec in specs:
             name = spec["system"]

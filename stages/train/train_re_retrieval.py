@@ -21,9 +21,12 @@ Output (`stages.artifacts.restorable.TrainedRetrieval`): ``systems.json`` (per s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.restorable import RetrievalData, TrainedRestorable, TrainedRetrieval
+from stages.artifacts.train import TrainedNugget
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.train.launch import check_resources, export_finished, final_metrics, fit_sequence
 from stages.train.model_card import document_models
@@ -32,6 +35,7 @@ from stages.train.retrieval_task import RetrievalTask
 from stages.train.storage import clear_storage
 
 if TYPE_CHECKING:
+    from stages.config.schema import REBaseModel
     from stages.config.train import RERetrievalJob
 
 
@@ -55,25 +59,36 @@ def retrieval_systems(job: RERetrievalJob, trained: TrainedRestorable) -> list[d
     return out
 
 
-class TrainRERetrieval(Stage):
+@dataclass(frozen=True)
+class RetrievalConfig:
+    job: RERetrievalJob = section("train.re_retrieval")
+    model: REBaseModel = section("model.re")
+    seed: int = section("run.seed")
+
+
+@dataclass(frozen=True)
+class RetrievalInputs:
+    trained: TrainedRestorable
+    data: RetrievalData
+    nugget: TrainedNugget  # the pretrained encoder of profile=tiny (model.re.source=stage_ae)
+
+
+class TrainRERetrieval(Stage[RetrievalConfig, RetrievalInputs, TrainedRetrieval]):
     name = "train_re_retrieval"
-    upstream = ("train_re", "build_re_retrieval", "train_nugget")  # train_nugget: the pretrained encoder of tiny
-    config_keys = ("train.re_retrieval", "model.re", "run.seed")
     external_models = ("model.re.name_or_path",)
     resources = {"num_cpus": 0}
     train_job = "train.re_retrieval"
 
-    def run(self, ctx: StageContext) -> None:
-        job = ctx.cfg("train.re_retrieval")
+    def compute(self, ctx: StageContext, config: RetrievalConfig, inputs: RetrievalInputs) -> None:
+        job = config.job
         check_resources(job, "train.re_retrieval")
-        trained = TrainedRestorable.read(ctx.inputs["train_re"])
+        trained, data = inputs.trained, inputs.data
         systems = retrieval_systems(job, trained)
-        data = RetrievalData.read(ctx.inputs["build_re_retrieval"])
         # the workers read the rows themselves (`RetrievalTask.load_split`)
         n_train = data.count("train")
         n_dev = min(job.dev_examples, data.count("dev")) if job.dev_examples else data.count("dev")
         print(f"[train_re_retrieval] {n_train} training queries, {n_dev} dev ({data.source})", flush=True)
-        base = restorable_base(ctx)
+        base = restorable_base(config.model, inputs.nugget)
         models = []
         for i, s in enumerate(systems, 1):
             r = s["record"]
@@ -85,10 +100,10 @@ class TrainRERetrieval(Stage):
             models.append((s["system"], RetrievalTask(
                 base=base, restorable=restorable, init=init, data=data, dev_examples=job.dev_examples,
                 hard_negatives=job.hard_negatives, max_query_tokens=job.max_query_tokens,
-                max_passage_tokens=job.max_passage_tokens, seed=ctx.cfg("run.seed"))))
+                max_passage_tokens=job.max_passage_tokens, seed=config.seed)))
         if ctx.forced:
             clear_storage(ctx.work_uri, "re_retrieval")
-        finished = fit_sequence(models, job, ctx.work_uri, "re_retrieval", ctx.cfg("run.seed"), ctx.logger)
+        finished = fit_sequence(models, job, ctx.work_uri, "re_retrieval", config.seed, ctx.logger)
         records = []
         for s in systems:
             name = s["system"]

@@ -320,8 +320,15 @@ def test_train_nugget_output_is_what_the_evaluations_read(monkeypatch, tmp_path)
     from stages.train.train_nugget import TrainNugget
 
     _fake_training(monkeypatch, "stages.train.train_nugget")
-    monkeypatch.setattr("stages.train.train_nugget.nugget_task", lambda ctx: None)
-    ctx = _stage_context(TrainNugget, tmp_path, {})
+    monkeypatch.setattr("stages.train.train_nugget.nugget_task", lambda *args: None)
+    # what its inputs' contracts check: a tokenizer folder, the train / dev documents
+    (tmp_path / "tok" / "tokenizer").mkdir(parents=True)
+    (tmp_path / "docs").mkdir()
+    for split in ("train", "dev"):
+        (tmp_path / "docs" / f"{split}.parquet").touch()
+    inputs = {"tokenizer": Artifact("tokenizer", "t", "", tmp_path / "tok", {}),
+              "build_mt_docs": Artifact("build_mt_docs", "d", "", tmp_path / "docs", {})}
+    ctx = _stage_context(TrainNugget, tmp_path, inputs)
     TrainNugget().run(ctx)
     system = train_nugget_system(TrainedNugget.read(Artifact("train_nugget", "k", "", ctx.output_dir, {})))
     nugget = ctx.cfg("nugget")
