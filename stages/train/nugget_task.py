@@ -116,7 +116,7 @@ def check_fields(task: NuggetTaskFields) -> None:
         raise ValueError(f"Nugget encoder_side {task.encoder_side!r}: expected one of {ENCODER_SIDES}")
 
 
-def language_codes(task: NuggetTaskFields, corpus_source: str, corpus_target: str) -> tuple[str, str]:
+def task_language_codes(task: NuggetTaskFields, corpus_source: str, corpus_target: str) -> tuple[str, str]:
     """(encoder code, label code) of ``task``, from the corpus's two languages (the
     tokenizer stage's ``data.mt.src_lang`` / ``tgt_lang``): the encoder's side is the
     language it reads; the labels are in that language for AE (Nugget §3.4: "English
@@ -129,10 +129,10 @@ def language_codes(task: NuggetTaskFields, corpus_source: str, corpus_target: st
 
 def nugget_tokenizer(task: NuggetTaskFields) -> Any:
     """The tokenizer of ``task.tokenizer_dir``; a multilingual one coding the encoder's
-    text and the labels with `language_codes`."""
+    text and the labels with `task_language_codes`."""
     tok = load_tokenizer(task.tokenizer_dir)
     if has_language_codes(tok):
-        set_language_codes(tok, *language_codes(task, tok.src_lang, tok.tgt_lang))
+        set_language_codes(tok, *task_language_codes(task, tok.src_lang, tok.tgt_lang))
     return tok
 
 
@@ -164,7 +164,7 @@ def nugget_examples(task: NuggetTaskFields, tok: Any, split: str) -> list[Exampl
     enc = tok(table["source"], truncation=True, max_length=limit, return_offsets_mapping=True)
     targets = table[OBJECTIVES[task.objective].target_column]
     # text_target: a multilingual tokenizer (mBART-50) prefixes the labels with the code of
-    # the labels' language (`language_codes`), not the encoder's
+    # the labels' language (`task_language_codes`), not the encoder's
     dec = tok(text_target=targets, truncation=True, max_length=limit)
     return [
         Example(ids, tgt, sentence_end_positions(text, sents, offs), tuple(enc.word_ids(i)))
@@ -199,7 +199,7 @@ def nugget_batch(task: NuggetTaskFields, tok: Any, rows: list[Example], step: in
     return batch
 
 
-def nugget_config(task: NuggetTaskFields) -> NuggetConfig:
+def nugget_config_of(task: NuggetTaskFields) -> NuggetConfig:
     """The task's ``nugget`` section as a `NuggetConfig` (the section has its fields)."""
     from dataclasses import asdict
 
@@ -225,7 +225,7 @@ def nugget_model(task: NuggetTaskFields, tokenizer: Callable[[], Any], init_dir:
 
         base = AutoModelForSeq2SeqLM.from_pretrained(task.model.name_or_path, attn_implementation=impl,
                                                      trust_remote_code=False)
-    return get_nugget_model(base, nugget_config(task))
+    return get_nugget_model(base, nugget_config_of(task))
 
 
 @dataclass
@@ -249,11 +249,11 @@ class NuggetTask(NuggetTaskFields):
         return self._tok
 
     def language_codes(self, corpus_source: str, corpus_target: str) -> tuple[str, str]:
-        """(encoder code, label code) of this task (`language_codes`)."""
-        return language_codes(self, corpus_source, corpus_target)
+        """(encoder code, label code) of this task (`task_language_codes`)."""
+        return task_language_codes(self, corpus_source, corpus_target)
 
     def nugget_config(self) -> NuggetConfig:
-        return nugget_config(self)
+        return nugget_config_of(self)
 
     def punctuation(self) -> set[int]:
         """The chunk selector's punctuation token ids (§7.1), found once per process."""
