@@ -16,7 +16,8 @@ documents stay whole.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +26,22 @@ import torch
 from torch import nn
 
 from stages.common.padding import pad
-from stages.train.nugget2d_task import Nugget2DModule, Nugget2DTaskBase, inner_model
+from stages.train.lm_task import pad_id
+from stages.train.nugget2d_steps import (
+    Nugget2DModule,
+    Nugget2DTaskFields,
+    export_nugget2d,
+    fresh_nugget2d,
+    inner_model,
+    nugget2d_of,
+    saved_or_fresh,
+    split_rows,
+)
+from stages.train.task import Batch
+from stages.train.task_steps import load_tokenizer, trainable_and_frozen
 
 if TYPE_CHECKING:
-    from nugget_core.nugget2d import ICAEModel, Nugget2DModel
+    from nugget_core.nugget2d import ICAEModel, Nugget2DModel, Nugget2DUsage
 
 SYSTEMS = ("nugget2d", "icae")
 
@@ -50,13 +63,15 @@ class AutoencodingModule(Nugget2DModule):
 
 
 @dataclass
-class AutoencodingTask(Nugget2DTaskBase):
+class AutoencodingTask(Nugget2DTaskFields):
     """One system of the autoencoding study (module docstring)."""
 
     system: str = "nugget2d"
     slots: int = 0  # icae: memory slots
     min_doc_tokens: int = 16
     max_doc_tokens: int = 512
+    find_unused_parameters: bool = field(default=True, init=False)  # frozen adapter / scorer
+    _tok: Any = field(default=None, init=False, repr=False)  # loaded once per process
 
     def __post_init__(self) -> None:
         if self.system not in SYSTEMS:
@@ -64,25 +79,40 @@ class AutoencodingTask(Nugget2DTaskBase):
         if self.system == "icae" and self.slots < 1:
             raise ValueError(f"icae needs slots >= 1, got {self.slots}")
 
-    def _records(self, split: str) -> list[dict[str, Any]]:
-        return [{"doc": window[: self.max_doc_tokens]} for window in self.data.continuation_windows(split)]
+    def tokenizer(self) -> Any:
+        if self._tok is None:
+            self._tok = load_tokenizer(self.base_dir)
+        return self._tok
+
+    def usage(self) -> Nugget2DUsage:
+        """Saved beside the model: reconstruction reads the soft prompt."""
+        from nugget_core.nugget2d import Nugget2DUsage
+
+        return Nugget2DUsage(objective="autoencoding" if self.system == "nugget2d" else "icae", soft_prompt=True)
+
+    def load_split(self, split: str) -> list[dict[str, Any]]:
+        rows = [{"doc": window[: self.max_doc_tokens]} for window in self.data.continuation_windows(split)]
+        return split_rows(self, rows, split)
 
     def build_model(self, init_dir: Path | None) -> nn.Module:
         from nugget_core.nugget2d import ICAEModel, load_icae, set_objective
 
         if self.system == "nugget2d":
-            model = self._nugget2d_model(init_dir)
+            model = saved_or_fresh(self, init_dir)
             set_objective(model, "autoencoding")
             return AutoencodingModule(model, self.system)
         if init_dir is not None:  # a resumed attempt
             icae = load_icae(init_dir, self.base_dir, attn_implementation=self.attn_implementation)
         else:
             torch.manual_seed(self.seed)
-            icae = ICAEModel(self._fresh_model(), self.slots)
+            icae = ICAEModel(fresh_nugget2d(self), self.slots)
         icae.trainable()
         return AutoencodingModule(icae, self.system)
 
-    def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        nugget2d_of(model).enable_activation_checkpointing()  # the routing-aware one (Nugget2DModel)
+
+    def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> Batch:
         """``doc_*`` (the documents, cut when training) and ``target_*`` (+ EOS)."""
         docs = [r["doc"] for r in rows]
         if train:  # dev and probe batches (step -1) stay whole
@@ -91,24 +121,37 @@ class AutoencodingTask(Nugget2DTaskBase):
         eos = self.tokenizer().eos_token_id
         if eos is None:
             raise ValueError(f"{self.base_dir}: the tokenizer has no EOS token; reconstruction needs one to stop")
-        doc_ids, doc_mask = pad(docs, self.pad_id())
-        target_ids, target_mask = pad([d + [eos] for d in docs], self.pad_id())
+        doc_ids, doc_mask = pad(docs, pad_id(self.tokenizer()))
+        target_ids, target_mask = pad([d + [eos] for d in docs], pad_id(self.tokenizer()))
         return {"doc_ids": doc_ids, "doc_mask": doc_mask, "target_ids": target_ids, "target_mask": target_mask}
 
-    def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+    @staticmethod
+    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
+        return forward(**batch).loss
+
+    @staticmethod
+    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
+        return model(**batch).logits
+
+    @staticmethod
+    def n_target_tokens(batch: Batch) -> int:
         return int(batch["target_mask"].sum())
 
-    def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+    @staticmethod
+    def n_tokens(batch: Batch) -> int:
         return int(batch["doc_mask"].sum() + batch["target_mask"].sum())
 
-    def objective_name(self) -> str:
-        return "autoencoding" if self.system == "nugget2d" else "icae"
+    @staticmethod
+    def parameter_counts(model: nn.Module) -> dict[str, int]:
+        return trainable_and_frozen(model)
 
     def export(self, model: nn.Module, directory: Path) -> None:
+        """A Nugget2D folder (`stages.train.nugget2d_steps.export_nugget2d`), or for icae
+        ``save_icae`` (the Nugget2D parts and the memory slots), with the tokenizer."""
         from nugget_core.nugget2d import ICAEModel, save_icae
 
         if self.system == "nugget2d":
-            super().export(model, directory)
+            export_nugget2d(model, directory, self.usage(), self.tokenizer)
             return
         icae = inner_model(model)
         if not isinstance(icae, ICAEModel):

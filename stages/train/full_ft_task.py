@@ -3,7 +3,7 @@ appendix-C prompt and is fine-tuned, with one LoRA adapter of the same rank as
 Nugget2D's, to produce the answer.
 
 Each example is ``document part + prompt part + answer + EOS`` as one sequence
-(`BaseLMTask.task_examples`, the tokenisation the evaluations use); the loss is the
+(`stages.train.lm_task.task_examples`, the tokenisation the evaluations use); the loss is the
 mean NLL of the answer tokens and EOS only (labels are -100 elsewhere). The export is a
 peft adapter folder plus the tokenizer; `stages.artifacts.train.FullFinetunedLM.load`
 rebuilds the LM with the adapter merged in.
@@ -11,21 +11,32 @@ rebuilds the LM with the adapter merged in.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
 
+from stages.artifacts.data import LMRecords
 from stages.common.padding import pad
-from stages.train.lm_task import BaseLMTask
-from stages.train.task import as_pretrained
-
-IGNORE = -100
+from stages.train.lm_task import pad_id, task_examples
+from stages.train.task import Batch
+from stages.train.task_steps import (
+    IGNORE,
+    export_pretrained,
+    keep_dev,
+    labelled_tokens,
+    load_tokenizer,
+    trainable_and_frozen,
+)
 
 
 @dataclass
-class FullFinetuneTask(BaseLMTask):
+class FullFinetuneTask:
+    data: LMRecords  # build_lm's output
+    base_dir: str  # prepare_lm's HF folder (weights + tokenizer)
     finetune_task: str
     lora_rank: int
     lora_alpha: int
@@ -37,12 +48,17 @@ class FullFinetuneTask(BaseLMTask):
     dev_examples: int = 0
     seed: int = 0
     find_unused_parameters: bool = field(default=False, init=False)
+    _tok: Any = field(default=None, init=False, repr=False)  # loaded once per process
+
+    def tokenizer(self) -> Any:
+        if self._tok is None:
+            self._tok = load_tokenizer(self.base_dir)
+        return self._tok
 
     def load_split(self, split: str) -> list[dict[str, list[int]]]:
-        rows = self.task_examples(self.finetune_task, split, self.max_doc_tokens, self.prompt_format)
-        if split == "dev" and self.dev_examples:
-            rows = rows[: self.dev_examples]
-        return rows
+        rows = task_examples(self.data, self.tokenizer(), self.finetune_task, split, self.max_doc_tokens,
+                             self.prompt_format)
+        return keep_dev(rows, split, self.dev_examples)
 
     def build_model(self, init_dir: Path | None) -> nn.Module:
         from peft import PeftModel, get_peft_model
@@ -73,21 +89,32 @@ class FullFinetuneTask(BaseLMTask):
     def collate(self, rows: list[dict[str, list[int]]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
         """Right-padded ``input_ids`` / ``attention_mask`` / ``labels`` (answer + EOS only)."""
         sequences = [r["doc"] + r["prompt"] + r["answer"] for r in rows]
-        ids, mask = pad(sequences, self.pad_id())
+        ids, mask = pad(sequences, pad_id(self.tokenizer()))
         labels = torch.full_like(ids, IGNORE)
         for i, (row, seq) in enumerate(zip(rows, sequences, strict=True)):
             labels[i, len(seq) - len(row["answer"]) : len(seq)] = torch.tensor(row["answer"], device="cpu")
         return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
     @staticmethod
-    def n_target_tokens(batch: dict[str, torch.Tensor]) -> int:
-        return int((batch["labels"] != IGNORE).sum())
+    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
+        return forward(**batch).loss
 
     @staticmethod
-    def n_tokens(batch: dict[str, torch.Tensor]) -> int:
+    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
+        return model(**batch).logits
+
+    @staticmethod
+    def n_target_tokens(batch: Batch) -> int:
+        return labelled_tokens(batch)
+
+    @staticmethod
+    def n_tokens(batch: Batch) -> int:
         return int(batch["attention_mask"].sum())
+
+    @staticmethod
+    def parameter_counts(model: nn.Module) -> dict[str, int]:
+        return trainable_and_frozen(model)
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """The peft adapter (``adapter_config.json`` + weights) and the tokenizer."""
-        as_pretrained(model).save_pretrained(str(directory))
-        self.tokenizer().save_pretrained(directory)
+        export_pretrained(model, str(directory), self.tokenizer)  # peft's save_pretrained takes a str

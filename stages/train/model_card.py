@@ -44,7 +44,7 @@ BaseModelReferenceLike = Any  # nugget_core.checkpoint.BaseModelReference (impor
 
 @runtime_checkable
 class OnBaseLM(Protocol):
-    """A task training adapters on a base LM: its prepare_lm folder (`stages.train.lm_task.BaseLMTask`)."""
+    """A task training adapters on a base LM: its prepare_lm folder (the tasks of `stages.train.lm_task`)."""
 
     base_dir: str
 

@@ -1,6 +1,9 @@
-"""The Nugget2D training tasks: :class:`Nugget2DCompressorTask` (compressor objectives) and
-:class:`Nugget2DARTask` (the autoregressive LM). Both implement
-:class:`stages.train.task.TrainingTask`.
+"""The Nugget2D training tasks: :class:`Nugget2DCompressorTask` (compressor objectives),
+:class:`Nugget2DARTask` (the autoregressive LM) and :class:`LMBaselineTask`. Each
+implements every member of :class:`stages.train.task.TrainingTask` itself, calling the
+steps the Nugget2D tasks share (`stages.train.nugget2d_steps`: model building, rows,
+export, LM-segment batches); they share only their first constructor fields
+(`Nugget2DTaskFields`).
 
 Compressor objectives (paper §2.4; trainable parts per ``nugget_core.nugget2d.set_objective``,
 losses ``nugget_core.nugget2d.objective_loss``); they differ only in data, held by a
@@ -26,19 +29,35 @@ call per micro-batch; ``.model`` is the ``Nugget2DModel``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow.parquet as pq
 import torch
 from torch import nn
 
 from stages.common.padding import pad
-from stages.train.lm_task import BaseLMTask
+from stages.train.lm_task import pad_id, task_examples
+from stages.train.nugget2d_steps import (
+    Nugget2DModule,
+    Nugget2DTaskFields,
+    collate_segments,
+    export_nugget2d,
+    fresh_nugget2d,
+    nugget2d_of,
+    parquet_rows,
+    saved_or_fresh,
+    segment_rows,
+    segment_target_tokens,
+    segment_tokens,
+    split_rows,
+)
+from stages.train.task import Batch
+from stages.train.task_steps import load_tokenizer, trainable_and_frozen
 
 if TYPE_CHECKING:
-    from nugget_core.nugget2d import ICAEModel, Nugget2DConfig, Nugget2DModel, Nugget2DUsage
+    from nugget_core.nugget2d import Nugget2DModel, Nugget2DUsage
 
 CHUNKS = ("doc", "prompt", "answer")
 
@@ -58,29 +77,6 @@ COMPRESSOR_OBJECTIVES: dict[str, CompressorObjective] = {
     "continuation": CompressorObjective("continuation", CHUNKS, target="answer", task_records=False),
     "finetune": CompressorObjective("finetune", CHUNKS, target="answer", task_records=True),
 }
-
-
-class Nugget2DModule(nn.Module):
-    """What a Nugget2D task's ``build_model`` returns: the model it trains as ``.model`` (a
-    `Nugget2DModel`, or an `ICAEModel` on one), its ``forward`` one objective's loss."""
-
-    model: Nugget2DModel | ICAEModel
-
-
-def inner_model(model: nn.Module) -> Nugget2DModel | ICAEModel:
-    """The model a Nugget2D task trains inside ``model`` (its ``build_model`` output,
-    handed back by the loop); a ``TypeError`` for any other module."""
-    if not isinstance(model, Nugget2DModule):
-        raise TypeError(f"{type(model).__name__}: not a Nugget2D task's model (a Nugget2DModule)")
-    return model.model
-
-
-def nugget2d_of(model: nn.Module) -> Nugget2DModel:
-    """The `Nugget2DModel` inside ``model`` (an ICAE's: the one under its memory slots)."""
-    from nugget_core.nugget2d import ICAEModel
-
-    inner = inner_model(model)
-    return inner.nugget2d if isinstance(inner, ICAEModel) else inner
 
 
 class CompressorModule(Nugget2DModule):
@@ -122,78 +118,7 @@ class AutoregressiveModule(Nugget2DModule):
 
 
 @dataclass
-class Nugget2DTaskBase(BaseLMTask):
-    """What both Nugget2D tasks share: the model config, building / loading, export."""
-
-    nugget2d: Any  # stages.config.schema.Nugget2DSection
-    attn_implementation: str = "sdpa"
-    dev_examples: int = 0
-    seed: int = 0
-    init_dir: str | None = None  # a saved Nugget2D to start from (fine-tuning a trained compressor)
-    find_unused_parameters: bool = field(default=True, init=False)  # frozen adapter / scorer
-
-    def model_config(self) -> Nugget2DConfig:
-        from dataclasses import asdict
-
-        from nugget_core.nugget2d import Nugget2DConfig
-
-        return Nugget2DConfig(**asdict(self.nugget2d))  # the `nugget2d` section has all its fields
-
-    def _records(self, split: str) -> list[dict[str, Any]]:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def enable_activation_checkpointing(self, model: nn.Module) -> None:
-        nugget2d_of(model).enable_activation_checkpointing()  # the routing-aware one (Nugget2DModel)
-
-    def load_split(self, split: str) -> list[dict[str, Any]]:
-        rows = self._records(split)
-        if split == "dev" and self.dev_examples:
-            rows = rows[: self.dev_examples]
-        if not rows:
-            raise ValueError(f"{type(self).__name__}: split {split!r} of {self.data.path} has no rows")
-        return rows
-
-    @staticmethod
-    def _parquet_rows(path: Path, split: str) -> list[dict[str, Any]]:
-        return [r for r in pq.read_table(path).to_pylist() if r["split"] == split]
-
-    def _fresh_model(self) -> Nugget2DModel:
-        from nugget_core.nugget2d import Nugget2DModel
-
-        return Nugget2DModel.from_lm(self.base_dir, self.model_config(), attn_implementation=self.attn_implementation)
-
-    def _nugget2d_model(self, init_dir: Path | None) -> Nugget2DModel:
-        """The saved model (a resume's ``init_dir`` wins over the task's), else a fresh one."""
-        from nugget_core.nugget2d import load_nugget2d
-
-        saved = init_dir if init_dir is not None else self.init_dir
-        if saved is not None:
-            return load_nugget2d(saved, self.base_dir, attn_implementation=self.attn_implementation)
-        torch.manual_seed(self.seed)  # LoRA, scorer and soft prompt initialisation
-        return self._fresh_model()
-
-    def usage(self) -> Nugget2DUsage:
-        """How the trained model reads its inputs (`nugget_core.nugget2d.Nugget2DUsage`),
-        saved beside it; the subclasses name their objective."""
-        from nugget_core.nugget2d import Nugget2DUsage
-
-        return Nugget2DUsage(objective=self.objective_name(), soft_prompt=self.objective_name() != "finetune")
-
-    def objective_name(self) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def export(self, model: nn.Module, directory: Path) -> None:
-        """``save_nugget2d`` (peft adapters + scorer + soft prompt + config + usage) +
-        tokenizer. The base LM reference is written where the model lands in the stage
-        output (a path relative to the final folder: `stages.train.model_card`)."""
-        from nugget_core.nugget2d import save_nugget2d
-
-        save_nugget2d(nugget2d_of(model), directory, usage=self.usage())
-        self.tokenizer().save_pretrained(directory)
-
-
-@dataclass
-class Nugget2DCompressorTask(Nugget2DTaskBase):
+class Nugget2DCompressorTask(Nugget2DTaskFields):
     """Compressor objectives autoencoding / continuation / finetune (stages ``train_nugget2d``
     and ``train_nugget2d_ft``)."""
 
@@ -201,6 +126,8 @@ class Nugget2DCompressorTask(Nugget2DTaskBase):
     finetune_task: str = "qa"  # finetune: build_lm's qa or summarization records
     max_doc_tokens: int = 0  # finetune: document-part tokens kept (0 = all)
     prompt_format: str = "inst"  # finetune: nugget_core.nugget2d.prompts.PROMPT_FORMATS
+    find_unused_parameters: bool = field(default=True, init=False)  # frozen adapter / scorer
+    _tok: Any = field(default=None, init=False, repr=False)  # loaded once per process
 
     def __post_init__(self) -> None:
         if self.objective not in COMPRESSOR_OBJECTIVES:
@@ -211,99 +138,137 @@ class Nugget2DCompressorTask(Nugget2DTaskBase):
     def spec(self) -> CompressorObjective:
         return COMPRESSOR_OBJECTIVES[self.objective]
 
-    def objective_name(self) -> str:
-        return self.objective
+    def tokenizer(self) -> Any:
+        if self._tok is None:
+            self._tok = load_tokenizer(self.base_dir)
+        return self._tok
 
     def usage(self) -> Nugget2DUsage:
-        from dataclasses import replace
+        """How the trained model reads its inputs, saved beside it: the soft prompt before
+        the prompt except when fine-tuned, which reads its task's prompt format."""
+        from nugget_core.nugget2d import Nugget2DUsage
 
-        usage = super().usage()
         if self.objective != "finetune":
-            return usage
-        return replace(usage, finetune_task=self.finetune_task, prompt_format=self.prompt_format)
+            return Nugget2DUsage(objective=self.objective, soft_prompt=True)
+        return Nugget2DUsage(objective=self.objective, soft_prompt=False, finetune_task=self.finetune_task,
+                             prompt_format=self.prompt_format)
 
-    def _records(self, split: str) -> list[dict[str, Any]]:
+    def load_split(self, split: str) -> list[dict[str, Any]]:
         if self.spec.task_records:
-            return self.task_examples(self.finetune_task, split, self.max_doc_tokens, self.prompt_format)
-        return self._parquet_rows(self.data.continuation(), split)
+            rows = task_examples(self.data, self.tokenizer(), self.finetune_task, split, self.max_doc_tokens,
+                                 self.prompt_format)
+        else:
+            rows = parquet_rows(self.data.continuation(), split)
+        return split_rows(self, rows, split)
 
     def build_model(self, init_dir: Path | None) -> nn.Module:
         from nugget_core.nugget2d import set_objective
 
-        model = self._nugget2d_model(init_dir)
+        model = saved_or_fresh(self, init_dir)
         set_objective(model, self.spec.name)
         return CompressorModule(model, self.spec.name)
 
-    def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        nugget2d_of(model).enable_activation_checkpointing()  # the routing-aware one (Nugget2DModel)
+
+    def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> Batch:
         """``<chunk>_ids`` / ``<chunk>_mask`` ``[B, T_chunk]`` (right-padded) per chunk."""
         batch = {}
         for chunk in self.spec.chunks:
-            ids, mask = pad([r[chunk] for r in rows], self.pad_id())
+            ids, mask = pad([r[chunk] for r in rows], pad_id(self.tokenizer()))
             batch[f"{chunk}_ids"], batch[f"{chunk}_mask"] = ids, mask
         return batch
 
-    def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+    @staticmethod
+    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
+        return forward(**batch).loss
+
+    @staticmethod
+    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
+        return model(**batch).logits
+
+    def n_target_tokens(self, batch: Batch) -> int:
         return int(batch[f"{self.spec.target}_mask"].sum())
 
-    def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+    def n_tokens(self, batch: Batch) -> int:
         return sum(int(batch[f"{chunk}_mask"].sum()) for chunk in self.spec.chunks)
+
+    @staticmethod
+    def parameter_counts(model: nn.Module) -> dict[str, int]:
+        return trainable_and_frozen(model)
+
+    def export(self, model: nn.Module, directory: Path) -> None:
+        export_nugget2d(model, directory, self.usage(), self.tokenizer)
 
 
 @dataclass
-class _SegmentsTask(Nugget2DTaskBase):
-    """Tasks on build_lm's LM segments: predict the recent tokens after the distant ones."""
+class Nugget2DARTask(Nugget2DTaskFields):
+    """The autoregressive LM (stage ``train_nugget2d_ar``), on build_lm's LM segments."""
+
+    lm_corpus: str = "pile"  # build_lm's lm_<corpus>.parquet
+    scorer_dir: str | None = None  # a saved Nugget2D whose scorer is copied in and frozen
+    threshold: float | None = None  # the calibrated Lambda (None: in-batch (1 - r) quantile)
+    find_unused_parameters: bool = field(default=True, init=False)  # frozen adapter / scorer
+    _tok: Any = field(default=None, init=False, repr=False)  # loaded once per process
+
+    def tokenizer(self) -> Any:
+        if self._tok is None:
+            self._tok = load_tokenizer(self.base_dir)
+        return self._tok
 
     def usage(self) -> Nugget2DUsage:
         from nugget_core.nugget2d import Nugget2DUsage
 
-        return Nugget2DUsage(objective=self.objective_name(), soft_prompt=False)  # plain text, no soft prompt
+        return Nugget2DUsage(objective="autoregressive", soft_prompt=False)  # plain text, no soft prompt
 
-    lm_corpus: str = "pile"  # build_lm's lm_<corpus>.parquet
+    def load_split(self, split: str) -> list[dict[str, Any]]:
+        return split_rows(self, segment_rows(self.data, self.lm_corpus, split), split)
 
-    def _records(self, split: str) -> list[dict[str, Any]]:
-        """``{"ids": distant + recent, "predict": len(recent)}``; segments whose recent
-        part is shorter than the longest are dropped (one ``predict`` per batch)."""
-        rows = self._parquet_rows(self.data.segments(self.lm_corpus), split)
-        width = max((len(r["recent"]) for r in rows), default=0)
-        return [{"ids": r["distant"] + r["recent"], "predict": width} for r in rows if len(r["recent"]) == width]
-
-    def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
-        """``input_ids [B, T]`` and ``predict_last [1]`` (tokens at the end to predict)."""
-        ids, _ = pad([r["ids"] for r in rows], self.pad_id())
-        return {"input_ids": ids, "predict_last": torch.tensor([rows[0]["predict"]], device="cpu")}
-
-    def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
-        return int(batch["predict_last"][0]) * batch["input_ids"].shape[0]
-
-    def n_tokens(self, batch: dict[str, torch.Tensor]) -> int:
-        return batch["input_ids"].numel()
-
-
-@dataclass
-class Nugget2DARTask(_SegmentsTask):
-    """The autoregressive LM (stage ``train_nugget2d_ar``)."""
-
-    scorer_dir: str | None = None  # a saved Nugget2D whose scorer is copied in and frozen
-    threshold: float | None = None  # the calibrated Lambda (None: in-batch (1 - r) quantile)
-
-    def _fresh_model(self) -> Nugget2DModel:
+    def fresh_model(self) -> Nugget2DModel:
+        """A new model, with the compressor's scorer copied in when ``scorer_dir`` is set."""
         from nugget_core.nugget2d import load_scorer
 
-        model = super()._fresh_model()
+        model = fresh_nugget2d(self)
         if self.scorer_dir is not None:
             load_scorer(model, self.scorer_dir)
         return model
 
-    def objective_name(self) -> str:
-        return "autoregressive"
-
     def build_model(self, init_dir: Path | None) -> nn.Module:
-        model = self._nugget2d_model(init_dir)
+        model = saved_or_fresh(self, init_dir, self.fresh_model)
         if self.scorer_dir is not None:  # paper §2.5: the reused scorer "is not optimized"
             model.scorer.requires_grad_(False)
         # the checkpoint carries its Lambda: the streams read config.threshold by default
         model.config.threshold = self.threshold
         return AutoregressiveModule(model, self.threshold)
+
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        nugget2d_of(model).enable_activation_checkpointing()  # the routing-aware one (Nugget2DModel)
+
+    def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> Batch:
+        return collate_segments(rows, pad_id(self.tokenizer()))
+
+    @staticmethod
+    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
+        return forward(**batch).loss
+
+    @staticmethod
+    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
+        return model(**batch).logits
+
+    @staticmethod
+    def n_target_tokens(batch: Batch) -> int:
+        return segment_target_tokens(batch)
+
+    @staticmethod
+    def n_tokens(batch: Batch) -> int:
+        return segment_tokens(batch)
+
+    @staticmethod
+    def parameter_counts(model: nn.Module) -> dict[str, int]:
+        return trainable_and_frozen(model)
+
+    def export(self, model: nn.Module, directory: Path) -> None:
+        export_nugget2d(model, directory, self.usage(), self.tokenizer)
 
 
 class LMBaselineModule(Nugget2DModule):
@@ -324,17 +289,17 @@ class LMBaselineModule(Nugget2DModule):
 
 
 @dataclass
-class LMBaselineTask(_SegmentsTask):
+class LMBaselineTask(Nugget2DTaskFields):
     """An LM baseline of the autoregressive table (``train_nugget2d_ar``'s variants):
     ``full`` or ``compressive`` (chunks of ``round(1 / nugget2d.ratio)``), trained on the
     autoregressive model's segments with its LoRA theta only (Nugget2D §5.1: "the same
     configuration"); phi, scorer and soft prompt stay untouched. Saved as a Nugget2D
     model, so the evaluation's streams decode it with ``adapter="decoder"``."""
 
+    lm_corpus: str = "pile"  # build_lm's lm_<corpus>.parquet
     system: str = "full"
-
-    def objective_name(self) -> str:
-        return f"lm_baseline_{self.system}"
+    find_unused_parameters: bool = field(default=True, init=False)  # frozen adapter / scorer
+    _tok: Any = field(default=None, init=False, repr=False)  # loaded once per process
 
     def __post_init__(self) -> None:
         from nugget_core.nugget2d.baselines import BASELINE_SYSTEMS
@@ -342,13 +307,55 @@ class LMBaselineTask(_SegmentsTask):
         if self.system not in BASELINE_SYSTEMS:
             raise ValueError(f"LM baseline {self.system!r}: expected one of {BASELINE_SYSTEMS}")
 
+    def tokenizer(self) -> Any:
+        if self._tok is None:
+            self._tok = load_tokenizer(self.base_dir)
+        return self._tok
+
+    def usage(self) -> Nugget2DUsage:
+        from nugget_core.nugget2d import Nugget2DUsage
+
+        return Nugget2DUsage(objective=f"lm_baseline_{self.system}", soft_prompt=False)  # plain text
+
+    def load_split(self, split: str) -> list[dict[str, Any]]:
+        return split_rows(self, segment_rows(self.data, self.lm_corpus, split), split)
+
     def build_model(self, init_dir: Path | None) -> nn.Module:
         from nugget_core.nugget2d import DECODER
         from nugget_core.nugget2d.adapters import adapter_parameters
 
-        model = self._nugget2d_model(init_dir)
+        model = saved_or_fresh(self, init_dir)
         for p in model.parameters():
             p.requires_grad_(False)
         for p in adapter_parameters(model.peft, DECODER):
             p.requires_grad_(True)
         return LMBaselineModule(model, self.system)
+
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        nugget2d_of(model).enable_activation_checkpointing()  # the routing-aware one (Nugget2DModel)
+
+    def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> Batch:
+        return collate_segments(rows, pad_id(self.tokenizer()))
+
+    @staticmethod
+    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
+        return forward(**batch).loss
+
+    @staticmethod
+    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
+        return model(**batch).logits
+
+    @staticmethod
+    def n_target_tokens(batch: Batch) -> int:
+        return segment_target_tokens(batch)
+
+    @staticmethod
+    def n_tokens(batch: Batch) -> int:
+        return segment_tokens(batch)
+
+    @staticmethod
+    def parameter_counts(model: nn.Module) -> dict[str, int]:
+        return trainable_and_frozen(model)
+
+    def export(self, model: nn.Module, directory: Path) -> None:
+        export_nugget2d(model, directory, self.usage(), self.tokenizer)

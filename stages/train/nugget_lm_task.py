@@ -16,6 +16,7 @@ below the scorer's, paper §3.3).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,19 @@ import torch
 from torch import nn
 
 from stages.artifacts.data import NuggetLMCorpus, TokenDocuments
-from stages.train.task import TaskBase, as_pretrained
+from stages.train.task import Batch
+from stages.train.task_steps import (
+    checkpointing_unsupported,
+    export_pretrained,
+    keep_dev,
+    labelled_tokens,
+    load_tokenizer,
+    trainable_and_frozen,
+)
 
 
 @dataclass
-class NuggetLMTask(TaskBase):
+class NuggetLMTask:
     """Picklable: strings and numbers; data and tokenizer load lazily per process."""
 
     corpus: NuggetLMCorpus
@@ -51,10 +60,8 @@ class NuggetLMTask(TaskBase):
     _special: Any = field(default=None, init=False, repr=False)  # nugget_core.nugget.SpecialTokens
 
     def tokenizer(self) -> Any:
-        from transformers import AutoTokenizer
-
         if self._tok is None:
-            self._tok = AutoTokenizer.from_pretrained(self.tokenizer_dir, trust_remote_code=False)
+            self._tok = load_tokenizer(self.tokenizer_dir)
         return self._tok
 
     def load_split(self, split: str) -> list[tuple[str, Any]]:
@@ -62,8 +69,7 @@ class NuggetLMTask(TaskBase):
 
         docs = self._docs.setdefault(split, self.corpus.documents(split))
         rows = [(split, w) for i, n in enumerate(docs.lengths()) for w in windows(i, n, self.segment_tokens)]
-        if split == "dev" and self.dev_examples:
-            rows = rows[: self.dev_examples]
+        rows = keep_dev(rows, split, self.dev_examples)
         if not rows:
             raise ValueError(f"build_nugget_lm split {split!r}: no window of {self.segment_tokens} tokens")
         return rows
@@ -76,7 +82,7 @@ class NuggetLMTask(TaskBase):
             return max(self.histories)
         return int(np.random.default_rng([self.seed, max(step, 0)]).choice(self.histories))
 
-    def collate(self, rows: list[tuple[str, Any]], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+    def collate(self, rows: list[tuple[str, Any]], step: int, rank: int, train: bool) -> Batch:
         from nugget_core.nugget import collate_windows
 
         splits = {split for split, _ in rows}
@@ -111,16 +117,30 @@ class NuggetLMTask(TaskBase):
         model = NuggetModel.from_pretrained(self.init_dir, attn_implementation=impl)
         return NuggetLM(model if self.memory == "nugget" else model.unload(), config)
 
-    @staticmethod
-    def n_target_tokens(batch: dict[str, torch.Tensor]) -> int:
-        return int((batch["labels"] != -100).sum())
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        raise checkpointing_unsupported(self)
 
     @staticmethod
-    def n_tokens(batch: dict[str, torch.Tensor]) -> int:
+    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
+        return forward(**batch).loss
+
+    @staticmethod
+    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
+        return model(**batch).logits
+
+    @staticmethod
+    def n_target_tokens(batch: Batch) -> int:
+        return labelled_tokens(batch)
+
+    @staticmethod
+    def n_tokens(batch: Batch) -> int:
         history = int(batch["history_mask"].sum()) if "history_mask" in batch else 0
-        return int((batch["labels"] != -100).sum()) + history
+        return labelled_tokens(batch) + history
+
+    @staticmethod
+    def parameter_counts(model: nn.Module) -> dict[str, int]:
+        return trainable_and_frozen(model)
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """`NuggetLM.save_pretrained` + tokenizer: loadable outside Ray."""
-        as_pretrained(model).save_pretrained(directory)
-        self.tokenizer().save_pretrained(directory)
+        export_pretrained(model, directory, self.tokenizer)

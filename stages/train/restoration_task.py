@@ -11,6 +11,7 @@ or T5-small (profile=paper).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,16 @@ from torch import nn
 from stages.artifacts.restorable import RestorationTexts
 from stages.common.languages import has_language_codes, set_language_codes
 from stages.common.padding import pad
-from stages.train.task import Seq2SeqTaskBase
+from stages.train.task import Batch
+from stages.train.task_steps import (
+    IGNORE,
+    checkpointing_unsupported,
+    export_pretrained,
+    labelled_tokens,
+    load_tokenizer,
+    seq2seq_tokens,
+    trainable_and_frozen,
+)
 
 if TYPE_CHECKING:
     from stages.artifacts.train import TrainedNugget
@@ -77,7 +87,7 @@ def token_limit(model_config: Any, max_tokens: int) -> int:
 
 
 @dataclass
-class RestorationTask(Seq2SeqTaskBase):
+class RestorationTask:
     """One RE system: ``restorable`` holds `nugget_core.restorable.RestorableConfig`'s
     fields; its texts are ``data``'s (build_re_data) of ``sentences`` sentences."""
 
@@ -95,10 +105,8 @@ class RestorationTask(Seq2SeqTaskBase):
     find_unused_parameters: bool = field(default=True, init=False)
 
     def tokenizer(self) -> Any:
-        from transformers import AutoTokenizer
-
         if self._tok is None:
-            self._tok = AutoTokenizer.from_pretrained(self.base.path, trust_remote_code=False)
+            self._tok = load_tokenizer(self.base.path)
             if has_language_codes(self._tok):  # eq. 6: the text is input and target, one language
                 set_language_codes(self._tok, self._tok.src_lang, self._tok.src_lang)
         return self._tok
@@ -135,8 +143,34 @@ class RestorationTask(Seq2SeqTaskBase):
         torch.manual_seed(self.seed)  # the new parts (W, [CLS], extra layers, gating) alike on every rank
         return get_restorable_model(base, RestorableConfig(**self.restorable))
 
-    def collate(self, rows: list[tuple[list[int], list[int]]], step: int, rank: int,
-                train: bool) -> dict[str, torch.Tensor]:
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        raise checkpointing_unsupported(self)
+
+    def collate(self, rows: list[tuple[list[int], list[int]]], step: int, rank: int, train: bool) -> Batch:
         ids, mask = pad([r[0] for r in rows], self.tokenizer().pad_token_id)
-        labels, _ = pad([r[1] for r in rows], -100)
+        labels, _ = pad([r[1] for r in rows], IGNORE)
         return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+    @staticmethod
+    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
+        return forward(**batch).loss
+
+    @staticmethod
+    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
+        return model(**batch).logits
+
+    @staticmethod
+    def n_target_tokens(batch: Batch) -> int:
+        return labelled_tokens(batch)
+
+    @staticmethod
+    def n_tokens(batch: Batch) -> int:
+        return seq2seq_tokens(batch)
+
+    @staticmethod
+    def parameter_counts(model: nn.Module) -> dict[str, int]:
+        return trainable_and_frozen(model)
+
+    def export(self, model: nn.Module, directory: Path) -> None:
+        """``model.save_pretrained`` + the tokenizer: loadable outside Ray."""
+        export_pretrained(model, directory, self.tokenizer)

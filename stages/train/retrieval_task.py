@@ -17,6 +17,7 @@ tower back into a full RestorableModel folder (``query/``, ``passage/``), so
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,8 @@ from torch import nn
 from stages.artifacts.restorable import RetrievalData
 from stages.common.padding import pad
 from stages.train.restoration_task import RestorableBase
-from stages.train.task import TaskBase
+from stages.train.task import Batch
+from stages.train.task_steps import checkpointing_unsupported, load_tokenizer, trainable_and_frozen
 
 TOWERS = ("query", "passage")
 
@@ -41,7 +43,7 @@ class RetrievalExample:
 
 
 @dataclass
-class RetrievalTask(TaskBase):
+class RetrievalTask:
     base: RestorableBase
     restorable: dict[str, Any]  # RestorableConfig fields of the towers' model
     init: str  # a train_re model folder, or "" (the pretrained encoder, new parts untrained)
@@ -59,10 +61,8 @@ class RetrievalTask(TaskBase):
     _template: Any = field(default=None, init=False, repr=False)  # the model whose encoder the towers are
 
     def tokenizer(self) -> Any:
-        from transformers import AutoTokenizer
-
         if self._tok is None:
-            self._tok = AutoTokenizer.from_pretrained(self.init or self.base.path, trust_remote_code=False)
+            self._tok = load_tokenizer(self.init or self.base.path)
         return self._tok
 
     def load_split(self, split: str) -> list[RetrievalExample]:
@@ -96,7 +96,10 @@ class RetrievalTask(TaskBase):
             tower.requires_grad_(True)
         return BiEncoder(*towers)
 
-    def collate(self, rows: list[RetrievalExample], step: int, rank: int, train: bool) -> dict[str, torch.Tensor]:
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        raise checkpointing_unsupported(self)
+
+    def collate(self, rows: list[RetrievalExample], step: int, rank: int, train: bool) -> Batch:
         """``query_ids/mask [B, Tq]``, ``passage_ids/mask [B (1 + h), Tp]``: positives first."""
         tok = self.tokenizer()
         rng = np.random.default_rng([self.seed, max(step, 0), rank])
@@ -116,12 +119,24 @@ class RetrievalTask(TaskBase):
         return {"query_ids": q_ids, "query_mask": q_mask, "passage_ids": p_ids, "passage_mask": p_mask}
 
     @staticmethod
-    def n_target_tokens(batch: dict[str, torch.Tensor]) -> int:
+    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
+        return forward(**batch).loss
+
+    @staticmethod
+    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
+        return model(**batch).logits
+
+    @staticmethod
+    def n_target_tokens(batch: Batch) -> int:
         return int(batch["query_ids"].shape[0])  # the loss is a mean over queries
 
     @staticmethod
-    def n_tokens(batch: dict[str, torch.Tensor]) -> int:
+    def n_tokens(batch: Batch) -> int:
         return int(batch["query_mask"].sum()) + int(batch["passage_mask"].sum())
+
+    @staticmethod
+    def parameter_counts(model: nn.Module) -> dict[str, int]:
+        return trainable_and_frozen(model)
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """Each tower inside a copy of the RestorableModel it came from (``query/``, ``passage/``)."""

@@ -14,12 +14,16 @@ Who calls what:
 - the training stages build tasks from config and upstream artifacts and call nothing else.
 
 One task class per objective family (:mod:`.nugget_task`, :mod:`.baseline_task`,
-:mod:`.nugget2d_task`, :mod:`.full_ft_task`); where objectives of a family differ only in
-data, a task holds a small per-objective strategy record instead of branching on the
-objective's name. :class:`TaskBase` holds the behaviour most tasks share (HF-style
-``loss`` / ``logits``, parameter counts); the protocol, not the base class, is the
-contract, and ``tests/training/test_task_protocol.py`` checks every task class against it
-with :func:`protocol_mismatches`.
+:mod:`.nugget2d_task`, :mod:`.full_ft_task`, ...); where objectives of a family differ only
+in data, a task holds a small per-objective strategy record instead of branching on the
+objective's name. A task class implements every protocol member itself, so it reads top
+to bottom: no task inherits methods from another class (torchtune's recipes forbid
+implementation inheritance for the same reason). What several tasks share is a plain
+function they call (:mod:`.task_steps`: parameter counts, export with the tokenizer,
+seq2seq token counts; :mod:`.lm_task`, :mod:`.nugget2d_steps`, :mod:`.nugget_task`: one
+family's steps), and at most a fields-only dataclass base keeps two constructors
+identical. ``tests/training/test_task_protocol.py`` checks every task class against the
+protocol with :func:`protocol_mismatches`, and that it inherits no method.
 
 Optional: ``example_length(row) -> int`` (`LengthTask`: the loop sorts batches by it when
 the job sets ``group_by_length``; `stages.train.launch.check_task` refuses the job before
@@ -100,7 +104,7 @@ class TrainingTask(Protocol):
     def enable_activation_checkpointing(self, model: nn.Module) -> None:
         """Turn on activation checkpointing in ``model`` (``build_model``'s output) when
         the job sets ``activation_checkpointing``; a ``ValueError`` where the task cannot
-        (`TaskBase`'s default)."""
+        (`stages.train.task_steps.checkpointing_unsupported`)."""
         ...
 
     def export(self, model: nn.Module, directory: Path) -> None:
@@ -172,46 +176,3 @@ def protocol_mismatches(cls: type) -> list[str]:
         if got != want:
             problems.append(f"{cls.__name__}.{name}{tuple(got)}: protocol has {tuple(want)}")
     return problems
-
-
-class TaskBase:
-    """Shared defaults: HF-style outputs with ``.loss`` / ``.logits``, parameter counts."""
-
-    def enable_activation_checkpointing(self, model: nn.Module) -> None:
-        """Turn on activation checkpointing in ``model`` (``build_model``'s output);
-        tasks that support ``train.<job>.activation_checkpointing`` override this."""
-        raise ValueError(f"{type(self).__name__} does not support activation_checkpointing")
-
-    @staticmethod
-    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
-        return forward(**batch).loss
-
-    @staticmethod
-    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
-        return model(**batch).logits
-
-    @staticmethod
-    def parameter_counts(model: nn.Module) -> dict[str, int]:
-        from nugget_core import count_parameters
-
-        counts = count_parameters(model)
-        return {"params.trainable": counts.trainable, "params.frozen": counts.total - counts.trainable}
-
-
-class Seq2SeqTaskBase(TaskBase):
-    """What an encoder-decoder task with ``input_ids`` / ``attention_mask`` / ``labels``
-    batches shares: token counts (targets: labels that are not -100) and the export of
-    the model's ``save_pretrained`` with the task's ``tokenizer()`` beside it."""
-
-    @staticmethod
-    def n_target_tokens(batch: Batch) -> int:
-        return int((batch["labels"] != -100).sum())
-
-    @staticmethod
-    def n_tokens(batch: Batch) -> int:
-        return int(batch["attention_mask"].sum()) + int((batch["labels"] != -100).sum())
-
-    def export(self, model: nn.Module, directory: Path) -> None:
-        """``model.save_pretrained`` + the tokenizer: loadable outside Ray."""
-        as_pretrained(model).save_pretrained(directory)
-        self.tokenizer().save_pretrained(directory)  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from stages.config import load_config
-from stages.train.task import TaskBase
+from stages.train.task_steps import checkpointing_unsupported
 
 WORDS = "the cat dog sat ran on mat rug red blue big small a one two and it was".split()
 
@@ -70,12 +70,24 @@ def nugget_job(**overrides):
     return job
 
 
-class ScalarRowsTask(TaskBase):
+class ScalarRowsTask:
     """What the loop tests' toy tasks share: rows are floats, a batch ``{"x": [rows]}`` counts
-    one token per row, the model is a 2-parameter module saved as ``weights_file``."""
+    one token per row, the model is a 2-parameter module saved as ``weights_file`` whose
+    output has ``.loss`` / ``.logits``."""
 
     find_unused_parameters = False
     weights_file = "toy.pt"
+
+    def enable_activation_checkpointing(self, model: nn.Module) -> None:
+        raise checkpointing_unsupported(self)
+
+    @staticmethod
+    def loss(forward, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return forward(**batch).loss
+
+    @staticmethod
+    def logits(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return model(**batch).logits
 
     def n_target_tokens(self, batch: dict[str, torch.Tensor]) -> int:
         return batch["x"].shape[0]

@@ -1,9 +1,15 @@
 """Every training task class satisfies the written `TrainingTask` protocol (members and
-their parameter names), and the compressor task refuses objectives it does not train."""
+their parameter names) and implements it itself (no inherited methods), and the
+compressor task refuses objectives it does not train."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import inspect
+import pkgutil
 from pathlib import Path
+from typing import Generic
 
 import pytest
 from torch import nn
@@ -13,7 +19,12 @@ from stages.artifacts.restorable import RestorationTexts
 from stages.train.autoencoding_task import AutoencodingTask
 from stages.train.baseline_task import BaselineTask
 from stages.train.full_ft_task import FullFinetuneTask
-from stages.train.nugget2d_task import COMPRESSOR_OBJECTIVES, Nugget2DARTask, Nugget2DCompressorTask
+from stages.train.nugget2d_task import (
+    COMPRESSOR_OBJECTIVES,
+    LMBaselineTask,
+    Nugget2DARTask,
+    Nugget2DCompressorTask,
+)
 from stages.train.nugget_lm_task import NuggetLMTask
 from stages.train.nugget_task import NuggetTask
 from stages.train.restoration_task import RestorableBase, RestorationTask
@@ -27,6 +38,7 @@ INSTANCES = {
     BaselineTask: lambda: BaselineTask(MT, "t", "mt", nugget=None, model=None, bottleneck="cross"),
     Nugget2DCompressorTask: lambda: Nugget2DCompressorTask(LM, "b", None, objective="finetune"),
     Nugget2DARTask: lambda: Nugget2DARTask(LM, "b", None, threshold=0.5),
+    LMBaselineTask: lambda: LMBaselineTask(LM, "b", None, system="compressive"),
     AutoencodingTask: lambda: AutoencodingTask(LM, "b", None, system="icae", slots=4),
     FullFinetuneTask: lambda: FullFinetuneTask(LM, "b", "qa", lora_rank=4, lora_alpha=4, **ADAPTER),
     NuggetLMTask: lambda: NuggetLMTask(NuggetLMCorpus(Path("d"), "s", ""), "t", "m", memory="nugget", ratio=0.1,
@@ -41,6 +53,69 @@ INSTANCES = {
 def test_task_class_satisfies_the_protocol(cls):
     assert protocol_mismatches(cls) == []
     assert isinstance(INSTANCES[cls](), TrainingTask)
+
+
+def training_task_classes() -> set[type]:
+    """The task classes the stages construct: every class whose name ends in "Task" defined
+    in a ``stages.train.*_task`` module."""
+    import stages.train
+
+    found = set()
+    for info in pkgutil.iter_modules(stages.train.__path__):
+        if info.name.endswith("_task"):
+            module = importlib.import_module(f"stages.train.{info.name}")
+            found |= {c for name, c in vars(module).items()
+                      if inspect.isclass(c) and c.__module__ == module.__name__ and name.endswith("Task")}
+    return found
+
+
+def test_every_training_task_class_is_checked():
+    assert training_task_classes() == set(INSTANCES)
+
+
+def inherited_methods(cls: type) -> list[str]:
+    """``Base.name`` for each method ``cls`` inherits: any function, property or static /
+    class method a base other than object / Generic defines, except those a dataclass
+    generates (a fields-only dataclass base keeps two constructors identical)."""
+    generated = {"__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__getstate__",
+                 "__setstate__", "__match_args__"}
+    found = []
+    for base in cls.__mro__[1:]:
+        if base in (object, Generic):
+            continue
+        for name, value in vars(base).items():
+            code = isinstance(value, (staticmethod, classmethod, property)) or inspect.isfunction(value)
+            if code and not (dataclasses.is_dataclass(base) and name in generated):
+                found.append(f"{base.__name__}.{name}")
+    return found
+
+
+@pytest.mark.parametrize("cls", list(INSTANCES), ids=lambda c: c.__name__)
+def test_task_class_implements_the_protocol_itself(cls):
+    """A task class reads top to bottom: what tasks share are functions they call, not
+    methods of a base class (its bases: at most a fields-only dataclass)."""
+    assert inherited_methods(cls) == []
+    assert all(name in vars(cls) or name in cls.__dataclass_fields__ for name in PROTOCOL_MEMBERS)
+
+
+def test_inherited_methods_are_reported():
+    @dataclasses.dataclass
+    class Fields:
+        n: int = 0
+
+    @dataclasses.dataclass
+    class Ok(Fields):
+        m: int = 0
+
+    class WithMethod(Fields):
+        def helper(self) -> int:
+            return self.n
+
+    class Child(WithMethod):
+        pass
+
+    assert inherited_methods(Ok) == []
+    assert inherited_methods(Child) == ["WithMethod.helper"]
 
 
 def test_protocol_members_are_the_protocol():
