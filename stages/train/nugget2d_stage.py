@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from stages.artifacts.data import LMRecords, PreparedLM
 from stages.artifacts.train import TrainedNugget2D
+from stages.framework.contract import section_fields
 from stages.framework.stage import Stage, StageContext
 from stages.train.launch import (
     check_resources,
@@ -125,6 +126,17 @@ class Nugget2DTrainingStage(Stage[SectionsT, InputsT, TrainedNugget2D]):
     job_key: ClassVar[str]
     base_role: ClassVar[str]  # the experiment's base LM (Nugget2D §3: LLaMA-2-7B-chat for QA / summaries)
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A stage binding the header fits the job its config reads: ``job_key`` (the
+        section resources are checked against) is its config's ``job`` section."""
+        super().__init_subclass__(**kwargs)
+        if cls.config_class is None:  # a generic base: no config bound yet
+            return
+        paths = {f.name: f.path for f in section_fields(cls.config_class)}
+        if paths.get("job") != getattr(cls, "job_key", None):
+            raise TypeError(f"stage class {cls.__qualname__}: job_key {getattr(cls, 'job_key', None)!r} is not "
+                            f"its config's job section {paths.get('job')!r}")
 
     def from_upstream(self, inputs: InputsT) -> dict[str, Any]:
         """Task fields taken from upstream outputs beyond the base LM and data (none: a fresh model)."""

@@ -13,10 +13,11 @@ from stages.artifacts.data import BaseLM
 from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D
 from stages.framework.contract import build_config, read_inputs
 from stages.train.autoencoding_task import AutoencodingTask
+from stages.train.nugget2d_stage import Nugget2DInputs, Nugget2DTrainingStage
 from stages.train.nugget2d_task import LMBaselineTask, Nugget2DARTask, Nugget2DCompressorTask
 from stages.train.train_full_ft import TrainFullFT
 from stages.train.train_nugget2d import TrainNugget2D
-from stages.train.train_nugget2d_ae import TrainNugget2DAE
+from stages.train.train_nugget2d_ae import TrainNugget2DAE, TrainNugget2DAEConfig
 from stages.train.train_nugget2d_ar import TrainNugget2DAR
 from stages.train.train_nugget2d_ft import TrainNugget2DFT
 from tests.evaluation.fixtures import context
@@ -64,6 +65,14 @@ def test_each_header_gives_the_contract_it_declared_by_hand():
     for stage, (keys, upstream) in expected.items():
         assert (stage.config_keys, stage.upstream, stage.optional_upstream) == (keys, upstream, None), stage.name
         assert stage.output is (FullFinetunedLM if stage is TrainFullFT else TrainedNugget2D)
+
+
+def test_a_stage_fits_the_job_its_config_reads():
+    with pytest.raises(TypeError, match="job_key 'train.nugget2d' is not its config's job section "
+                                        "'train.nugget2d_ae'"):
+        class Mixed(Nugget2DTrainingStage[TrainNugget2DAEConfig, Nugget2DInputs]):
+            name = "mixed"
+            job_key = train_job = "train.nugget2d"
 
 
 def test_compressor_stage_builds_its_model_and_variants(tmp_path):
