@@ -11,9 +11,13 @@ as tuples of string literals or of module constants (``SCORER_STAGE = "train_nug
 from a base class; or, for a stage with a typed header ``Stage[Config, Inputs, Output]``
 (`stages.framework.contract`), the fields of its inputs class: each one's
 ``produced_by("x")`` / ``optional("x")`` stage, else its annotated class's ``STAGE``
-(``optional(...)`` fields are the optional upstream), and a ``collected(Kind)`` field's
-registered stages whose header writes ``Kind`` and which no other field names. Anything else
-is refused by name, never guessed.
+(``optional(...)`` fields are the optional upstream; a base dataclass's fields first), and a
+``collected(Kind)`` field's registered stages whose header writes ``Kind`` and which no other
+field names; the header possibly reached through generic base classes (``class
+Mine(Base[MyConfig, MyInputs])`` with ``class Base(Stage[ConfigT, InputsT, Out])``: each
+base's type variables, the module's ``TypeVar(...)`` names in its bases or its
+``Generic[...]`` in order, bound to the subclass's arguments). Anything else is refused by
+name, never guessed.
 """
 
 from __future__ import annotations
@@ -149,9 +153,11 @@ class _Reader:
             return self.find_class(*mod.imports[name])
         return None
 
-    def attributes(self, module: str, cls: str, wanted: tuple[str, ...]) -> dict[str, object]:
+    def attributes(self, module: str, cls: str, wanted: tuple[str, ...],
+                   bound: dict[str, tuple[str, ast.expr]] | None = None) -> dict[str, object]:
         """The literal class attributes ``wanted`` of ``module.cls``, inherited ones included
-        (bases in order, as the MRO of single inheritance chains finds them)."""
+        (bases in order, as the MRO of single inheritance chains finds them); ``bound``: what
+        a subclass's header binds ``cls``'s type variables to (name -> module, expression)."""
         found = self.find_class(module, cls)
         if found is None:
             raise Unreadable(f"no class {cls} in {module}")
@@ -164,56 +170,108 @@ class _Reader:
                 if isinstance(target, ast.Name) and target.id in (*wanted, "required_upstream"):
                     scope[target.id] = self.value(stmt.value, where, scope)  # type: ignore[union-attr,arg-type]
         for base in node.bases:
-            header = self.typed_header(where, base)
+            header = self.typed_header(where, node, base, bound or {})
             if header is not None:
                 scope = {**header, **scope}
                 continue
-            named = base.value if isinstance(base, ast.Subscript) else base  # a generic base: Base[Job]
-            if isinstance(named, ast.Name) and self.find_class(where, named.id):
-                inherited = self.attributes(where, named.id, wanted)
+            named = base.value if isinstance(base, ast.Subscript) else base  # a generic base: Base[Config, Inputs]
+            parent = self.find_class(where, named.id) if isinstance(named, ast.Name) else None
+            if parent is not None:
+                args = self.type_arguments(where, base, bound or {})
+                binding = dict(zip(self.type_parameters(*parent), args, strict=False)) if args else None
+                inherited = self.attributes(where, named.id, wanted, binding)  # type: ignore[union-attr]
                 scope = {**inherited, **scope}
         return {k: v for k, v in scope.items() if k in wanted}
 
-    def typed_header(self, module: str, base: ast.expr) -> dict[str, object] | None:
+    @staticmethod
+    def type_arguments(module: str, base: ast.expr, bound: dict[str, tuple[str, ast.expr]]
+                       ) -> list[tuple[str, ast.expr]]:
+        """The arguments of a subscripted base (``Base[A, B]``), each where it is read: a
+        type variable of the class being read resolves to what its own subclass bound it to."""
+        if not isinstance(base, ast.Subscript):
+            return []
+        elts = base.slice.elts if isinstance(base.slice, ast.Tuple) else [base.slice]
+        return [bound[e.id] if isinstance(e, ast.Name) and e.id in bound else (module, e) for e in elts]
+
+    def type_parameters(self, module: str, node: ast.ClassDef) -> list[str]:
+        """A generic class's type variables in the order its subscript binds them: those of
+        its ``Generic[...]`` base, else the module's ``TypeVar(...)`` names in its bases'
+        subscripts in order of first appearance (as ``typing`` orders them)."""
+        found: list[str] = []
+        for base in node.bases:
+            if not isinstance(base, ast.Subscript):
+                continue
+            elts = base.slice.elts if isinstance(base.slice, ast.Tuple) else [base.slice]
+            names = [e.id for e in elts if isinstance(e, ast.Name)]
+            if isinstance(base.value, ast.Name) and base.value.id == "Generic":
+                return names
+            found.extend(n for n in names if n not in found and self.is_type_variable(module, n))
+        return found
+
+    def is_type_variable(self, module: str, name: str) -> bool:
+        """Whether ``name`` is bound to ``TypeVar(...)`` in ``module`` (or where it is imported from)."""
+        mod = self.module(module)
+        if name in mod.imports:
+            source, original = mod.imports[name]
+            return source.split(".")[0] == "stages" and self.is_type_variable(source, original)
+        value = mod.assignments.get(name)
+        func = value.func if isinstance(value, ast.Call) else None
+        return (isinstance(func, ast.Name) and func.id == "TypeVar") or \
+            (isinstance(func, ast.Attribute) and func.attr == "TypeVar")
+
+    def typed_header(self, module: str, cls: ast.ClassDef, base: ast.expr,
+                     bound: dict[str, tuple[str, ast.expr]]) -> dict[str, object] | None:
         """``upstream`` (and ``required_upstream`` / ``optional_upstream``) derived from a
-        ``Stage[Config, Inputs, Output]`` base, as `stages.framework.contract` derives them;
-        None for any other base."""
+        ``Stage[Config, Inputs, Output]`` base of class ``cls``, as `stages.framework.contract`
+        derives them (its type variables as ``bound``); None for any other base, and for a
+        header whose inputs are a type variable of ``cls`` no subclass bound (a generic base
+        class read for itself)."""
         if not (isinstance(base, ast.Subscript) and isinstance(base.value, ast.Name)
                 and isinstance(base.slice, ast.Tuple) and len(base.slice.elts) == 3):
             return None
         found = self.find_class(module, base.value.id)
         if found is None or (found[0], found[1].name) != ("stages.framework.stage", "Stage"):
             return None
-        inputs = base.slice.elts[1]
+        declared = base.slice.elts[1]
+        if isinstance(declared, ast.Name) and declared.id not in bound and declared.id in self.type_parameters(
+                module, cls):
+            return None
+        where, inputs = self.type_arguments(module, base, bound)[1]
         if not isinstance(inputs, ast.Name):
             raise Unreadable(f"{self.module(module).path}:{base.lineno}: inputs class {ast.unparse(inputs)} is no name")
-        located = self.find_class(module, inputs.id)
-        if located is None:
-            raise Unreadable(f"{self.module(module).path}: no inputs class {inputs.id}")
-        where, cls = located
         required: list[str] = []
         optional: list[str] = []
         collects: str | None = None
-        for stmt in cls.body:
-            if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
-                continue
+        for owner, stmt in self.input_fields(where, inputs.id):
             call = stmt.value if isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) else None
             kind = call.func.id if call is not None else ""  # type: ignore[union-attr]
             if kind == "collected" and call is not None and call.args:
-                collects = self.class_id(where, call.args[0])
+                collects = self.class_id(owner, call.args[0])
                 continue
             named = call is not None and kind in ("produced_by", "optional") and call.args
             if named:
-                stage = self.value(call.args[0], where, {})  # type: ignore[union-attr]
+                stage = self.value(call.args[0], owner, {})  # type: ignore[union-attr]
             else:
-                stage = self.annotated_stage(where, stmt.annotation)
+                stage = self.annotated_stage(owner, stmt.annotation)
             (optional if kind == "optional" else required).append(str(stage))
-        output = base.slice.elts[2]
-        header: dict[str, object] = {"upstream": tuple(required), "collects": collects,
-                                     "output": None if isinstance(output, ast.Constant) else self.class_id(module, output)}
+        out_where, output = self.type_arguments(module, base, bound)[2]
+        header: dict[str, object] = {"upstream": tuple(required), "collects": collects, "output": None
+                                     if isinstance(output, ast.Constant) else self.class_id(out_where, output)}
         if optional or collects:
             header.update(required_upstream=tuple(required), optional_upstream=tuple(optional))
         return header
+
+    def input_fields(self, module: str, name: str) -> list[tuple[str, ast.AnnAssign]]:
+        """The annotated fields of inputs class ``name`` (its base dataclasses' first), each
+        with the module it is written in."""
+        located = self.find_class(module, name)
+        if located is None:
+            raise Unreadable(f"{self.module(module).path}: no inputs class {name}")
+        where, cls = located
+        fields = [f for base in cls.bases if isinstance(base, ast.Name) and self.find_class(where, base.id)
+                  for f in self.input_fields(where, base.id)]
+        return fields + [(where, stmt) for stmt in cls.body
+                         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)]
 
     def class_id(self, module: str, node: ast.expr) -> str:
         """``module:Class`` where the class named by ``node`` (in ``module``) is defined."""

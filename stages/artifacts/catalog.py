@@ -3,11 +3,10 @@
 ``tests/framework/test_stage_checklist.py``.
 
 A stage with a typed header (``Stage[Config, Inputs, Output]``,
-`stages.framework.contract`) declares its output class itself, and that wins. For the
-others a contract names its producing stage in ``STAGE``: one class per stage where a
-class has one writer; a class several stages write (the Nugget2D variants are
-`TrainedNugget2D`s) is listed in `SHARED` for its other writers. No stage imports this
-module, so it enters no cache key.
+`stages.framework.contract`) declares its output class itself, and that wins (so a class
+several stages write, such as `TrainedNugget2D`, needs no entry here). For the others a
+contract names its producing stage in ``STAGE``. No stage imports this module, so it
+enters no cache key.
 """
 
 from __future__ import annotations
@@ -15,18 +14,9 @@ from __future__ import annotations
 from types import ModuleType
 
 from stages.artifacts import calibrate, data, evaluate, restorable, train
-from stages.artifacts.train import TrainedNugget2D
 from stages.framework.stage import Stage
 
 MODULES: tuple[ModuleType, ...] = (data, train, calibrate, evaluate, restorable)
-
-#: stages without a typed header whose output is a contract that names another stage (or
-#: none) in ``STAGE`` (a typed header names its output itself)
-SHARED: dict[str, type] = {
-    "train_nugget2d_ft": TrainedNugget2D,
-    "train_nugget2d_ar": TrainedNugget2D,
-    "train_nugget2d_ae": TrainedNugget2D,
-}
 
 #: stages no other stage reads, so they have no contract class: what their output is
 TERMINAL: dict[str, str] = {
@@ -43,12 +33,12 @@ def contracts() -> dict[str, type]:
                 stage = getattr(cls, "STAGE", "")
                 if isinstance(stage, str) and stage:
                     found[stage] = cls
-    return {**found, **SHARED}
+    return found
 
 
 def output_of(stage: type[Stage]) -> str:
     """What ``stage`` (a stage class) writes: the output class of its typed header, else
-    its contract class by name (``STAGE`` or `SHARED`), or its `TERMINAL` entry; a
+    its contract class by name (``STAGE``), or its `TERMINAL` entry; a
     KeyError naming this module where it has none."""
     if stage.output is not None:
         return stage.output.__name__

@@ -26,6 +26,11 @@ it is read back through the output class, so an output that breaks its own contr
 looks complete. An input's producer is its class's ``STAGE`` unless `produced_by` names
 another (a contract several stages write: every evaluation table is an `EvalTable`).
 
+A generic base class may bind part of the header for the stages that share its code
+(``class Base(Stage[ConfigT, InputsT, Trained])``, ``class Mine(Base[MyConfig, MyInputs])``):
+the header of ``Mine`` is found through ``Base`` with its type variables substituted, and
+``Base`` itself, whose variables are free, gets no contract.
+
 A reader of every stage of a kind (the report: each evaluation's table) declares one
 `collected` field instead of a field per stage::
 
@@ -197,27 +202,50 @@ def producer_names(inputs_cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return (tuple(f.stage for f in fields if not f.optional), tuple(f.stage for f in fields if f.optional))
 
 
-def contract_arguments(cls: type, generic: type) -> tuple[type, type, type[Contract] | None] | None:
-    """The (config, inputs, output) classes ``cls`` gives its base ``generic[C, I, O]`` in
-    its own class header; None where it gives none (it subclasses the bare class). An
-    output of ``None`` is a terminal stage's: nothing reads it."""
+def _header_arguments(cls: type, generic: type) -> tuple[Any, ...] | None:
+    """The type arguments ``cls``'s header gives ``generic``: its own ``generic[C, I, O]``
+    base, or one inherited through a generic subclass of ``generic`` (``Base[C, I]`` where
+    ``class Base(generic[ConfigT, InputsT, O])``), each type variable replaced by what the
+    header binds it to; None where no header names ``generic``."""
     for base in getattr(cls, "__orig_bases__", ()):
-        if typing.get_origin(base) is not generic:
+        origin = typing.get_origin(base)
+        if not (isinstance(origin, type) and issubclass(origin, generic)):
             continue
         args = typing.get_args(base)
-        if len(args) != 3 or any(isinstance(a, typing.TypeVar) for a in args):
-            raise ContractDeclarationError(f"stage class {cls.__qualname__}: give {generic.__name__} "
-                                           "three concrete classes: [Config, Inputs, Output]")
-        config_cls, inputs_cls, output = args
-        _fields(config_cls, "config")
-        _fields(inputs_cls, "inputs")
-        if output is None or output is type(None):
-            return config_cls, inputs_cls, None
-        if not callable(getattr(output, "read", None)):
-            raise ContractDeclarationError(f"stage class {cls.__qualname__}: output {output!r} is not a "
-                                           "contract class with a read() classmethod")
-        return config_cls, inputs_cls, output
+        if origin is generic:
+            return args
+        inherited = _header_arguments(origin, generic)
+        if inherited is None:
+            return None
+        bound = dict(zip(getattr(origin, "__parameters__", ()), args, strict=True))  # Base[...] checked the count
+        return tuple(bound.get(a, a) if isinstance(a, typing.TypeVar) else a for a in inherited)
     return None
+
+
+def contract_arguments(cls: type, generic: type) -> tuple[type, type, type[Contract] | None] | None:
+    """The (config, inputs, output) classes ``cls`` gives its base ``generic[C, I, O]`` in
+    its class header, directly or through a generic base class that binds some of them
+    (`_header_arguments`); None where it gives none (it subclasses the bare class) and for
+    a generic base class itself (its type variables are bound by its subclasses). An
+    output of ``None`` is a terminal stage's: nothing reads it."""
+    args = _header_arguments(cls, generic)
+    if args is None:
+        return None
+    free = [a for a in args if isinstance(a, typing.TypeVar)]
+    if free and len(args) == 3 and all(a in getattr(cls, "__parameters__", ()) for a in free):
+        return None  # a generic base class (e.g. the Nugget2D training stages' shared base)
+    if len(args) != 3 or free:
+        raise ContractDeclarationError(f"stage class {cls.__qualname__}: give {generic.__name__} "
+                                       "three concrete classes: [Config, Inputs, Output]")
+    config_cls, inputs_cls, output = args
+    _fields(config_cls, "config")
+    _fields(inputs_cls, "inputs")
+    if output is None or output is type(None):
+        return config_cls, inputs_cls, None
+    if not callable(getattr(output, "read", None)):
+        raise ContractDeclarationError(f"stage class {cls.__qualname__}: output {output!r} is not a "
+                                       "contract class with a read() classmethod")
+    return config_cls, inputs_cls, output
 
 
 def build_config(config_cls: type, sections: Mapping[str, Any]) -> Any:

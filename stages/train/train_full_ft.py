@@ -14,36 +14,67 @@ its ``load`` merges it into the base LM), ``trainer_state.json`` and the probe l
 
 from __future__ import annotations
 
-from stages.artifacts.data import BaseLM, LMRecords
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from stages.artifacts.data import LMRecords, PreparedLM
 from stages.artifacts.train import FullFinetunedLM
+from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.train.full_ft_task import FullFinetuneTask
 from stages.train.launch import train_into_stage_output
 
+if TYPE_CHECKING:
+    from stages.config.schema import CausalLM, PromptSection
+    from stages.config.train import FinetuneJob
 
-class TrainFullFT(Stage):
+JOB_KEY = "train.full_ft"
+
+
+@dataclass(frozen=True)
+class FullFTConfig:
+    # Nugget2D's LoRA settings only (not its whole section): Full shares them, nothing else
+    lora_rank: int = section("nugget2d.lora_rank")
+    lora_alpha: int = section("nugget2d.lora_alpha")
+    lora_dropout: float = section("nugget2d.lora_dropout")
+    lora_target_modules: list[str] = section("nugget2d.lora_target_modules")
+    lm: CausalLM = section("model.lm")
+    job: FinetuneJob = section(JOB_KEY)
+    prompts: PromptSection = section("prompts")
+    seed: int = section("run.seed")
+
+
+@dataclass(frozen=True)
+class FullFTInputs:
+    prepared: PreparedLM
+    records: LMRecords
+
+
+class TrainFullFT(Stage[FullFTConfig, FullFTInputs, FullFinetunedLM]):
     name = "train_full_ft"
-    upstream = ("prepare_lm", "build_lm")
-    config_keys = ("nugget2d.lora_rank", "nugget2d.lora_alpha", "nugget2d.lora_dropout",
-                   "nugget2d.lora_target_modules", "model.lm", "train.full_ft", "prompts", "run.seed")
     resources = {"num_cpus": 0}  # the Ray Train workers take the CPUs
-    train_job = "train.full_ft"  # the executor reserves its workers
+    train_job = JOB_KEY  # the executor reserves its workers
 
-    def run(self, ctx: StageContext) -> None:
-        job = ctx.cfg("train.full_ft")
-        task = FullFinetuneTask(
-            data=LMRecords.read(ctx.inputs["build_lm"]),
-            base_dir=str(BaseLM.read(ctx.inputs["prepare_lm"], "chat").path),  # the summarisation base (§3)
+    @staticmethod
+    def task(config: FullFTConfig, inputs: FullFTInputs) -> FullFinetuneTask:
+        """The fine-tuning task of ``config`` on ``inputs`` (what the Ray Train workers run)."""
+        job = config.job
+        return FullFinetuneTask(
+            data=inputs.records,
+            base_dir=str(inputs.prepared.base("chat").path),  # the summarisation base (§3)
             finetune_task=job.finetune_task,
-            lora_rank=ctx.cfg("nugget2d.lora_rank"),
-            lora_alpha=ctx.cfg("nugget2d.lora_alpha"),
-            lora_dropout=ctx.cfg("nugget2d.lora_dropout"),
-            lora_target_modules=list(ctx.cfg("nugget2d.lora_target_modules")),
+            lora_rank=config.lora_rank,
+            lora_alpha=config.lora_alpha,
+            lora_dropout=config.lora_dropout,
+            lora_target_modules=list(config.lora_target_modules),
             max_doc_tokens=job.max_doc_tokens,
-            prompt_format=ctx.cfg("prompts").format,
-            attn_implementation=ctx.cfg("model.lm").attn_implementation,
+            prompt_format=config.prompts.format,
+            attn_implementation=config.lm.attn_implementation,
             dev_examples=job.dev_examples,
-            seed=ctx.cfg("run.seed"),
+            seed=config.seed,
         )
-        train_into_stage_output(ctx, task, job, "train.full_ft", FullFinetunedLM.DIR)
+
+    def compute(self, ctx: StageContext, config: FullFTConfig, inputs: FullFTInputs) -> None:
+        job = config.job
+        train_into_stage_output(ctx, self.task(config, inputs), job, JOB_KEY, FullFinetunedLM.DIR)
         FullFinetunedLM(FullFinetunedLM.folder(ctx.output_dir), job.finetune_task).write(ctx.output_dir)

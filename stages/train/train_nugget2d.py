@@ -10,21 +10,32 @@ autoregressive model (``train_nugget2d_ar``) reuses (§2.5).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stages.artifacts.train import TrainedNugget2D
-from stages.framework.stage import StageContext
-from stages.train.nugget2d_stage import Nugget2DObjectiveStage, Variant
+from stages.framework.contract import section
+from stages.train.nugget2d_stage import Nugget2DCompressorStage, Nugget2DInputs, Variant
 
 if TYPE_CHECKING:
+    from nugget_core.nugget2d import Nugget2DConfig
+    from stages.config.schema import CausalLM, PromptSection
     from stages.config.train import Nugget2DCompressorJob
 
 
-class TrainNugget2D(Nugget2DObjectiveStage["Nugget2DCompressorJob"]):
+@dataclass(frozen=True)
+class TrainNugget2DConfig:
+    nugget2d: Nugget2DConfig = section("nugget2d")
+    lm: CausalLM = section("model.lm")
+    job: Nugget2DCompressorJob = section("train.nugget2d")
+    prompts: PromptSection = section("prompts")
+    seed: int = section("run.seed")
+
+
+class TrainNugget2D(Nugget2DCompressorStage[TrainNugget2DConfig, Nugget2DInputs]):
     name = "train_nugget2d"
     job_key = train_job = "train.nugget2d"
     base_role = "chat"  # the QA compressor (§6.2); its autoencoding variant trains on "lm"
-    config_keys = ("nugget2d", "model.lm", "train.nugget2d", "prompts", "run.seed")
 
     @staticmethod
     def variant_specs(job: Nugget2DCompressorJob, ratio: float) -> dict[str, tuple[str, float]]:
@@ -34,9 +45,9 @@ class TrainNugget2D(Nugget2DObjectiveStage["Nugget2DCompressorJob"]):
             out[TrainedNugget2D.AUTOENCODING] = (TrainedNugget2D.AUTOENCODING, ratio)
         return out
 
-    def variants(self, ctx: StageContext, job: Nugget2DCompressorJob) -> dict[str, Variant]:
-        specs = self.variant_specs(job, ctx.cfg("nugget2d").ratio)
+    def variants(self, config: TrainNugget2DConfig, inputs: Nugget2DInputs) -> dict[str, Variant]:
+        specs = self.variant_specs(config.job, config.nugget2d.ratio)
         # the autoencoding compressor lends its scorer to the AR model: the AR model's base LM
         role = {name: "lm" if name == TrainedNugget2D.AUTOENCODING else self.base_role for name in specs}
-        return {name: Variant(self.compressor_task(ctx, job, objective, r, role[name]), objective, r, role[name])
+        return {name: Variant(self.compressor_task(config, inputs, objective, r, role[name]), objective, r, role[name])
                 for name, (objective, r) in specs.items()}

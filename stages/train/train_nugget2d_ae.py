@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stages.artifacts.train import TrainedNugget2D
-from stages.framework.stage import StageContext
+from stages.framework.contract import section
 from stages.train.autoencoding_task import AutoencodingTask
-from stages.train.nugget2d_stage import Nugget2DTrainingStage, Variant
+from stages.train.nugget2d_stage import Nugget2DInputs, Nugget2DTrainingStage, Variant
 
 if TYPE_CHECKING:
+    from nugget_core.nugget2d import Nugget2DConfig
+    from stages.config.schema import CausalLM
     from stages.config.train import Nugget2DAEJob
 
 
@@ -36,31 +39,41 @@ def icae_name(ratio: float) -> str:
     return f"{TrainedNugget2D.ICAE}_{TrainedNugget2D.ratio_name(ratio)}"
 
 
-class TrainNugget2DAE(Nugget2DTrainingStage["Nugget2DAEJob"]):
+@dataclass(frozen=True)
+class TrainNugget2DAEConfig:
+    nugget2d: Nugget2DConfig = section("nugget2d")
+    lm: CausalLM = section("model.lm")
+    job: Nugget2DAEJob = section("train.nugget2d_ae")
+    seed: int = section("run.seed")
+
+
+class TrainNugget2DAE(Nugget2DTrainingStage[TrainNugget2DAEConfig, Nugget2DInputs]):
     name = "train_nugget2d_ae"
     job_key = train_job = "train.nugget2d_ae"
     base_role = "lm"  # Nugget2D §3: the autoencoding experiment uses LLaMA-7B, the LM (not the chat) model
-    config_keys = ("nugget2d", "model.lm", "train.nugget2d_ae", "run.seed")
 
-    def main_model(self, ctx: StageContext, job: Nugget2DAEJob) -> tuple[str, float]:
-        return TrainedNugget2D.AUTOENCODING, job.ratios[0]
+    def main_model(self, config: TrainNugget2DAEConfig) -> tuple[str, float]:
+        return TrainedNugget2D.AUTOENCODING, config.job.ratios[0]
 
-    def task(self, ctx: StageContext, job: Nugget2DAEJob) -> AutoencodingTask:
-        return self.system_task(ctx, job)
+    def task(self, config: TrainNugget2DAEConfig, inputs: Nugget2DInputs) -> AutoencodingTask:
+        return self.system_task(config, inputs)
 
-    def system_task(self, ctx: StageContext, job: Nugget2DAEJob, system: str = "nugget2d", ratio: float | None = None
-                    ) -> AutoencodingTask:
+    def system_task(self, config: TrainNugget2DAEConfig, inputs: Nugget2DInputs, system: str = "nugget2d",
+                    ratio: float | None = None) -> AutoencodingTask:
         """The autoencoder ``system`` (nugget2d or icae) at ``ratio`` (None: the job's first)."""
+        job = config.job
         ratio = job.ratios[0] if ratio is None else ratio
-        fields = self.common(ctx, job)
+        fields = self.common(config, inputs)
         fields["nugget2d"] = dataclasses.replace(fields["nugget2d"], ratio=ratio)
         return AutoencodingTask(system=system, slots=icae_slots(ratio, job.max_doc_tokens) if system == "icae" else 0,
                                 min_doc_tokens=job.min_doc_tokens, max_doc_tokens=job.max_doc_tokens, **fields)
 
-    def variants(self, ctx: StageContext, job: Nugget2DAEJob) -> dict[str, Variant]:
-        out = {TrainedNugget2D.ratio_name(r): Variant(self.system_task(ctx, job, "nugget2d", r), TrainedNugget2D.AUTOENCODING,
-                                                      r, self.base_role) for r in job.ratios[1:]}
+    def variants(self, config: TrainNugget2DAEConfig, inputs: Nugget2DInputs) -> dict[str, Variant]:
+        job = config.job
+        out = {TrainedNugget2D.ratio_name(r): Variant(self.system_task(config, inputs, "nugget2d", r),
+                                                      TrainedNugget2D.AUTOENCODING, r, self.base_role)
+               for r in job.ratios[1:]}
         if job.icae:
-            out |= {icae_name(r): Variant(self.system_task(ctx, job, "icae", r), TrainedNugget2D.ICAE, r, self.base_role)
-                    for r in job.ratios}
+            out |= {icae_name(r): Variant(self.system_task(config, inputs, "icae", r), TrainedNugget2D.ICAE, r,
+                                          self.base_role) for r in job.ratios}
         return out

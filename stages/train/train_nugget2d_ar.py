@@ -11,47 +11,63 @@ same configuration"; `stages.train.nugget2d_task.LMBaselineTask`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.calibrate import CalibratedThreshold
-from stages.artifacts.data import BaseLM
 from stages.artifacts.train import TrainedNugget2D
-from stages.framework.stage import StageContext
-from stages.train.nugget2d_stage import Nugget2DObjectiveStage, Variant
+from stages.framework.contract import produced_by, reading, section
+from stages.train.nugget2d_stage import Nugget2DInputs, Nugget2DObjectiveStage, Variant
 from stages.train.nugget2d_task import LMBaselineTask, Nugget2DARTask
 
 if TYPE_CHECKING:
+    from nugget_core.nugget2d import Nugget2DConfig
+    from stages.config.schema import CausalLM
     from stages.config.train import Nugget2DARJob
 
 # train_nugget2d_ar reuses the compressor's scorer, the one calibrate_threshold calibrated
 SCORER_STAGE = "train_nugget2d"
 
 
-class TrainNugget2DAR(Nugget2DObjectiveStage["Nugget2DARJob"]):
+@dataclass(frozen=True)
+class TrainNugget2DARConfig:
+    nugget2d: Nugget2DConfig = section("nugget2d")
+    lm: CausalLM = section("model.lm")
+    job: Nugget2DARJob = section("train.nugget2d_ar")
+    seed: int = section("run.seed")
+
+
+@dataclass(frozen=True)
+class TrainNugget2DARInputs(Nugget2DInputs):
+    compressor: TrainedNugget2D = produced_by(SCORER_STAGE)  # its scorer (or its autoencoding variant's)
+    calibrated: CalibratedThreshold = reading()  # the Lambda calibrated on that scorer
+
+
+class TrainNugget2DAR(Nugget2DObjectiveStage[TrainNugget2DARConfig, TrainNugget2DARInputs]):
     name = "train_nugget2d_ar"
     job_key = train_job = "train.nugget2d_ar"
     base_role = "lm"
-    upstream = ("prepare_lm", "build_lm", SCORER_STAGE, "calibrate_threshold")
-    config_keys = ("nugget2d", "model.lm", "train.nugget2d_ar", "run.seed")
 
-    def task(self, ctx: StageContext, job: Nugget2DARJob) -> Nugget2DARTask:
+    def task(self, config: TrainNugget2DARConfig, inputs: TrainNugget2DARInputs) -> Nugget2DARTask:
+        job = config.job
         if job.objective != "autoregressive":
             raise ValueError(f"train.nugget2d_ar.objective={job.objective!r}: this stage trains "
                              "objective autoregressive (compressor objectives: train_nugget2d)")
-        return Nugget2DARTask(lm_corpus=job.lm_corpus, **self.common(ctx, job), **self.from_upstream(ctx))
+        return Nugget2DARTask(lm_corpus=job.lm_corpus, **self.common(config, inputs), **self.from_upstream(inputs))
 
-    def variants(self, ctx: StageContext, job: Nugget2DARJob) -> dict[str, Variant]:
-        ratio = ctx.cfg("nugget2d").ratio  # Compressive pools chunks of round(1 / r), r the calibrated one
-        return {system: Variant(LMBaselineTask(system=system, lm_corpus=job.lm_corpus, **self.common(ctx, job)),
+    def variants(self, config: TrainNugget2DARConfig, inputs: TrainNugget2DARInputs) -> dict[str, Variant]:
+        job = config.job
+        ratio = config.nugget2d.ratio  # Compressive pools chunks of round(1 / r), r the calibrated one
+        return {system: Variant(LMBaselineTask(system=system, lm_corpus=job.lm_corpus, **self.common(config, inputs)),
                                 system, ratio, self.base_role) for system in job.baselines}
 
-    def from_upstream(self, ctx: StageContext) -> dict[str, Any]:
-        calibrated = CalibratedThreshold.read(ctx.inputs["calibrate_threshold"])
-        label, scorer = TrainedNugget2D.read(ctx.inputs[SCORER_STAGE], SCORER_STAGE).scorer_source()
+    def from_upstream(self, inputs: TrainNugget2DARInputs) -> dict[str, Any]:
+        calibrated = inputs.calibrated
+        label, scorer = inputs.compressor.scorer_source(SCORER_STAGE)
         if calibrated.scorer_stage != label:
             raise ValueError(f"calibrate_threshold calibrated {calibrated.scorer_stage}'s scorer; "
                              f"train_nugget2d_ar reuses {label}'s")
-        mine, theirs = (BaseLM.read(ctx.inputs["prepare_lm"], r).path for r in (self.base_role, scorer.base_role))
+        mine, theirs = (inputs.prepared.base(r).path for r in (self.base_role, scorer.base_role))
         if mine != theirs:  # the scorer reads the frozen layer-l features of the LM it runs in
             raise ValueError(f"{label}'s scorer was trained on the {scorer.base_role!r} base LM ({theirs.name}/), "
                              f"train_nugget2d_ar runs on {self.base_role!r} ({mine.name}/); set "

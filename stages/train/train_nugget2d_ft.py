@@ -6,22 +6,39 @@ it writes: `stages.train.nugget2d_stage`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.train import TrainedNugget2D
-from stages.framework.stage import StageContext
-from stages.train.nugget2d_stage import Nugget2DObjectiveStage
+from stages.framework.contract import produced_by, section
+from stages.train.nugget2d_stage import Nugget2DCompressorStage, Nugget2DInputs
 
 if TYPE_CHECKING:
-    from stages.config.train import Nugget2DTrainJob  # noqa: F401 (the job type: a string in the base class below)
+    from nugget_core.nugget2d import Nugget2DConfig
+    from stages.config.schema import CausalLM, PromptSection
+    from stages.config.train import Nugget2DTrainJob
+
+INIT_STAGE = "train_nugget2d"  # the model this stage fine-tunes
 
 
-class TrainNugget2DFT(Nugget2DObjectiveStage["Nugget2DTrainJob"]):
+@dataclass(frozen=True)
+class TrainNugget2DFTConfig:
+    nugget2d: Nugget2DConfig = section("nugget2d")
+    lm: CausalLM = section("model.lm")
+    job: Nugget2DTrainJob = section("train.nugget2d_ft")
+    prompts: PromptSection = section("prompts")
+    seed: int = section("run.seed")
+
+
+@dataclass(frozen=True)
+class TrainNugget2DFTInputs(Nugget2DInputs):
+    init: TrainedNugget2D = produced_by(INIT_STAGE)
+
+
+class TrainNugget2DFT(Nugget2DCompressorStage[TrainNugget2DFTConfig, TrainNugget2DFTInputs]):
     name = "train_nugget2d_ft"
     job_key = train_job = "train.nugget2d_ft"
     base_role = "chat"
-    upstream = ("prepare_lm", "build_lm", "train_nugget2d")
-    config_keys = ("nugget2d", "model.lm", "train.nugget2d_ft", "prompts", "run.seed")
 
-    def from_upstream(self, ctx: StageContext) -> dict[str, Any]:
-        return {"init_dir": str(TrainedNugget2D.read(ctx.inputs["train_nugget2d"], "train_nugget2d").path)}
+    def from_upstream(self, inputs: TrainNugget2DFTInputs) -> dict[str, Any]:
+        return {"init_dir": str(inputs.init.path)}

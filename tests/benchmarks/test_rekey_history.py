@@ -122,6 +122,28 @@ def test_upstream_that_is_no_literal_is_refused(tmp_path: Path):
         registry_reader.stage_graph(tmp_path)
 
 
+def test_reader_follows_a_header_through_generic_base_classes(tmp_path: Path):
+    """``class Mine(Base[MyConfig, MyInputs])`` with ``class Base(Stage[ConfigT, InputsT, Out])``:
+    the upstream of the inputs class bound two levels down, its base dataclass's fields first."""
+    (tmp_path / "stages/framework").mkdir(parents=True)
+    (tmp_path / "stages/framework/stage.py").write_text(
+        "from typing import Generic, TypeVar\nC = TypeVar('C')\nclass Stage(Generic[C]):\n    upstream = ()\n")
+    (tmp_path / "stages/registry.py").write_text("from stages.mine import Mine\nALL_STAGES = (Mine,)\n")
+    (tmp_path / "stages/shared.py").write_text(
+        "import typing\nfrom stages.framework.stage import Stage\n"
+        "ConfigT = typing.TypeVar('ConfigT')\nInputsT = TypeVar('InputsT')\n"
+        "class Prepared:\n    STAGE = 'prepare'\n"
+        "class BaseInputs:\n    prepared: Prepared\n"
+        "class Base(Stage[ConfigT, InputsT, Prepared]):\n    name = 'base'\n"
+        "class Narrow(Base[ConfigT, InputsT]):\n    pass\n")
+    (tmp_path / "stages/mine.py").write_text(
+        "from stages.shared import BaseInputs, Narrow, Prepared\n"
+        "class MyInputs(BaseInputs):\n    other: Prepared = produced_by('other')\n"
+        "class Mine(Narrow[MyConfig, MyInputs]):\n    name = 'mine'\n")
+    node, = registry_reader.stage_graph(tmp_path)
+    assert (node.name, node.upstream) == ("mine", ("prepare", "other"))
+
+
 def test_reader_finds_the_dag_the_registry_builds():
     from stages.registry import ALL_STAGES
 

@@ -339,10 +339,14 @@ def test_train_nugget_output_is_what_the_evaluations_read(monkeypatch, tmp_path)
 def test_train_nugget2d_records_its_objective(monkeypatch, tmp_path):
     from stages.train.train_nugget2d import TrainNugget2D
 
-    _fake_training(monkeypatch, "stages.train.nugget2d_stage")  # the shared run()
-    monkeypatch.setattr(TrainNugget2D, "task", lambda self, ctx, job: None)
-    ctx = _stage_context(TrainNugget2D, tmp_path, {})
+    _fake_training(monkeypatch, "stages.train.nugget2d_stage")  # the shared compute()
+    monkeypatch.setattr(TrainNugget2D, "task", lambda self, config, inputs: None)
+    (tmp_path / "prepare_lm" / "model").mkdir(parents=True)
+    (tmp_path / "build_lm").mkdir()
+    ctx = _stage_context(TrainNugget2D, tmp_path, {s: Artifact(s, "k", "", tmp_path / s, {})
+                                                   for s in ("prepare_lm", "build_lm")})
     TrainNugget2D().run(ctx)
+    TrainNugget2D.check_output(ctx)  # what it wrote reads back through its header's output class
     trained = TrainedNugget2D.read(ctx.output_dir)
     assert trained.objective == ctx.cfg("train.nugget2d").objective
     assert trained.soft_prompt == (trained.objective != "finetune")

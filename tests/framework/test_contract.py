@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import pytest
 
@@ -192,6 +192,44 @@ def test_declaration_errors_name_the_field():
     with pytest.raises(ContractDeclarationError, match="not a contract class"):
         class E(Stage[DoubleConfig, DoubleInputs, int]):
             name = "e"
+
+
+ConfigT = TypeVar("ConfigT", bound=DoubleConfig)
+InputsT = TypeVar("InputsT")
+
+
+class Shared(Stage[ConfigT, InputsT, Counts]):
+    """A generic base binding the output; its subclasses bind the config and inputs."""
+
+    def compute(self, ctx: StageContext, cfg: ConfigT, inputs: InputsT) -> None:
+        ctx.write_json("counts.json", {"n": cfg.seed})
+
+
+class Narrowed(Shared[ConfigT, DoubleInputs]):
+    """A generic base of a generic base: binds the inputs, leaves the config free."""
+
+
+def test_a_generic_base_binds_part_of_the_header_for_its_subclasses(tmp_path):
+    assert Shared.config_class is None and Shared.upstream == () and Narrowed.output is None  # no stage yet
+
+    class Direct(Shared[DoubleConfig, DoubleInputs]):
+        name = "direct"
+
+    class Deep(Narrowed[DoubleConfig]):
+        name = "deep"
+
+    for stage in (Direct, Deep):
+        assert (stage.config_class, stage.inputs_class, stage.output) == (DoubleConfig, DoubleInputs, Counts)
+        assert stage.config_keys == ("data.a", "run.seed") and stage.upstream == ("count", "recount")
+    inputs = {"count": _output(tmp_path, "count", 1), "recount": _output(tmp_path, "recount", 2)}
+    ctx = _context(tmp_path, Deep, inputs)
+    Deep().run(ctx)
+    Deep.check_output(ctx)
+    assert Counts.read(ctx.output_dir).n == 5
+
+    with pytest.raises(ContractDeclarationError, match="three concrete classes"):
+        class Unbound(Shared):  # a plain subclass binds nothing: its header stays generic
+            name = "unbound"
 
 
 def test_a_stage_without_a_header_keeps_its_hand_declared_contract():
