@@ -19,14 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
-from stages.data.bm25 import (
+from stages.nugget.bm25 import (
     BM25Config,
     block_window,
     bm25_tokens,
     mine_windows,
     rank_candidates,
 )
-from stages.data.nugget_data import read_docs
+from stages.corpora.nugget_data import read_docs
 
 OUT = Path(__file__).parent / "results" / "bm25_mining.json"
 

@@ -1,7 +1,7 @@
 """The fixed cost of one Ray Train fit, phase by phase (what step counts cannot remove).
 
 Fits the tiny Nugget task (profile=tiny model, synthetic MT documents from
-tests/training/fixtures.py) through `stages.train.launch.fit` with ``--steps`` steps,
+tests/training/fixtures.py) through `stages.training.launch.fit` with ``--steps`` steps,
 ``--fits`` times on one private local Ray, and splits each fit's wall time into: before
 the worker's training loop starts (TrainController actor, worker group, process group),
 the loop itself (data, model, steps, dev evaluation, checkpoint export), and after it
@@ -30,7 +30,7 @@ RESULTS = REPO / "benchmarks" / "results"
 
 def timed_loop(config: dict) -> None:
     """The real loop, with wall-clock marks written where the driver can read them."""
-    from stages.train.loop import train_loop_per_worker
+    from stages.training.loop import train_loop_per_worker
 
     start = time.time()
     train_loop_per_worker(config)
@@ -47,10 +47,10 @@ def main() -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
 
-    import stages.train.launch as launch
+    import stages.training.launch as launch
     from stages.artifacts.data import MtDocuments
     from stages.config import load_config
-    from stages.train.nugget_task import NuggetTask
+    from stages.nugget.nugget_task import NuggetTask
     from tests.training.fixtures import make_mt_artifacts
 
     ray.init(address="local", num_cpus=args.cpus, include_dashboard=False,

@@ -9,7 +9,7 @@ step time over vanilla's), and beside each model its FLOP roofline
 of the device table or ``--peak-tflops``; unknown otherwise) and measured / roofline.
 
 ``--shape pipeline`` (default): the pipeline's ``profile=tiny`` BART on MT documents
-(objective ae, through `stages.train.nugget_task`; needs the pipeline's config stack).
+(objective ae, through `stages.nugget.nugget_task`; needs the pipeline's config stack).
 ``--shape bart-large`` (d 1024, 12 + 12 layers, 16 heads, ffn 4096, vocab 50265, tied
 LM head, as facebook/bart-large) or ``bart-tiny`` (its CPU test shape): random token
 batches of ``--source`` / ``--target`` tokens (AE: the target has the source's length by
@@ -62,8 +62,8 @@ def pipeline_models(args) -> tuple[dict[str, torch.nn.Module], Batches, Callable
     from nugget_core import TinyBartSpec, build_tiny_bart
     from stages.artifacts.data import MtDocuments
     from stages.config import load_config
-    from stages.train.batches import BatchSchedule
-    from stages.train.nugget_task import NuggetTask
+    from stages.training.batches import BatchSchedule
+    from stages.nugget.nugget_task import NuggetTask
 
     if args.mt_docs:
         data, tok = args.mt_docs, args.tokenizer

@@ -180,15 +180,15 @@ def task_records(cfg: PipelineConfig, task: str, split: str, limit: int) -> list
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    """The evaluation stages' own recipe (`stages.evaluate.lm.qa.evaluate_qa` /
-    `stages.evaluate.lm.summarization.evaluate_summarization`) with the Nugget2D system only,
+    """The evaluation stages' own recipe (`stages.nugget2d.lm.qa.evaluate_qa` /
+    `stages.nugget2d.lm.summarization.evaluate_summarization`) with the Nugget2D system only,
     at ``--ratio`` (default: the checkpoint's), so a checkpoint scores here as in eval_qa /
     eval_summarization."""
     from nugget_core.nugget2d.prompts import PromptFormat
     from stages.common.progress import progress_logger
-    from stages.evaluate.lm import qa, summarization
-    from stages.evaluate.lm.rouge import ROUGE_TYPES
-    from stages.evaluate.lm.scoring import QA_QUALITY
+    from stages.nugget2d.lm import qa, summarization
+    from stages.evaluation.rouge import ROUGE_TYPES
+    from stages.nugget2d.lm.scoring import QA_QUALITY
 
     cfg = _config(_overrides(args.overrides))
     split = cfg.eval.qa.split if args.task == "qa" else cfg.eval.summarization.split

@@ -66,7 +66,7 @@ class MtDocuments:
 @dataclass(frozen=True)
 class SimilarityDataset:
     """``build_pi`` / ``build_rr``: ``tasks.jsonl`` + ``docs.tsv`` (and the authors'
-    ``nugget-data/`` layout); the format is `stages.data.nugget_data`'s."""
+    ``nugget-data/`` layout); the format is `stages.corpora.nugget_data`'s."""
 
     STAGE: ClassVar[str] = "build_pi"
     FILES: ClassVar[tuple[str, ...]] = ("tasks.jsonl", "docs.tsv")
@@ -263,7 +263,7 @@ class TokenDocuments:
 class NuggetLMCorpus:
     """``build_nugget_lm``: ``{train,dev,test}.parquet``, one row per article with ``ids``
     (the Nugget tokenizer's, no special tokens), ``word_start`` and ``oov`` (per token:
-    `stages.data.tokens.word_flags`), and ``stats.json`` (``source``, ``stand_in``: what
+    `stages.corpora.tokens.word_flags`), and ``stats.json`` (``source``, ``stand_in``: what
     stands in for WikiText-103, "" for WikiText-103 itself)."""
 
     STAGE: ClassVar[str] = "build_nugget_lm"

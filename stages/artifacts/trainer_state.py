@@ -1,6 +1,6 @@
 """What every training output records about whether its models learned, in one shape.
 
-Each fit of the shared training loop (`stages.train.loop`) ends with a trainer state
+Each fit of the shared training loop (`stages.training.loop`) ends with a trainer state
 (``trainer_state.json`` beside the model it trained): among its fields the dev loss
 before any update (``initial_dev_loss``, step 0), the dev loss of the weights the fit
 exported (``exported_dev_loss``: the last step's, or with ``export_model=best_dev`` the

@@ -18,7 +18,7 @@ device from a tensor and are never flagged; ``torch.from_numpy`` always returns 
 and is not a default-device call.
 
 Where it runs: with ``NUGGET_DEVICE_GUARD=1`` in the environment, every pipeline stage
-(`stages.framework.worker`) and every training worker (`stages.train.loop.train_task`)
+(`stages.framework.worker`) and every training worker (`stages.training.loop.train_task`)
 runs under `from_env`; the test suite sets it for its own process and its Ray workers, and
 runs the GPU tests' code paths on the CPU with it (``tests/device_discipline``).
 """

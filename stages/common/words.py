@@ -1,7 +1,7 @@
 """Which word each token belongs to: the one convention of word-level perplexity
 (Nugget §6.2 footnote 6, Nugget2D §5.2: a word's probability is the product of its
-subwords'), shared by ``eval_lm`` (`stages.evaluate.lm.perplexity`) and the Nugget LM
-data (`stages.data.tokens.word_flags`).
+subwords'), shared by ``eval_lm`` (`stages.evaluation.perplexity`) and the Nugget LM
+data (`stages.corpora.tokens.word_flags`).
 
 A *word* is a maximal run of non-whitespace characters. A token belongs to the word of
 the first non-whitespace character at or after its start, so a token of whitespace only

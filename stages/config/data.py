@@ -12,7 +12,7 @@ from stages.config.validate import spec
 MAX_NEGATIVES = 999
 
 # the published datasets the builders load by name from the hub
-# (`stages.data.paper_sources.load_rows`): source -> (hub dataset, default config)
+# (`stages.corpora.paper_sources.load_rows`): source -> (hub dataset, default config)
 HF_NAMES = {
     "wmt19": ("wmt19", "zh-en"),
     "wikitext103": ("wikitext", "wikitext-103-raw-v1"),
@@ -241,7 +241,7 @@ class REData:
     sentence_splitter: str = spec(
         "punkt", help="punkt: NLTK's Punkt (the paper's NLTK sentence tokenizer), trained here on the source's "
         "train documents (NLTK's pretrained English parameters are data, not downloaded); rules: the project's "
-        "rule-based splitter (stages/data/text.py: no abbreviations, so 'Mr.' or 'U.S.' ends a sentence).",
+        "rule-based splitter (stages/corpora/text.py: no abbreviations, so 'Mr.' or 'U.S.' ends a sentence).",
         choices=("punkt", "rules"),
     )
     punkt_train_documents: int = spec(

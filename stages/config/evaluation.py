@@ -10,7 +10,7 @@ from stages.config.calibrate import LM_CORPORA, SPLITS
 from stages.config.validate import spec
 
 # single-vector baselines and Nugget ablations trained by stage train_baselines
-# (mirrors stages.train.train_baselines.SYSTEMS; tests/evaluation checks they stay equal)
+# (mirrors stages.nugget.train_baselines.SYSTEMS; tests/evaluation checks they stay equal)
 BASELINE_SYSTEMS = (
     "tsdae_ae", "tsdae_mt", "re_cross", "re_gating", "nugget_mt", "chunk", "sentence", "nugget_r0033",
     "no_feedback", "nugget_ae_tgtlang", "nugget_mt_tgtlang",

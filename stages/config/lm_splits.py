@@ -31,7 +31,7 @@ def publishes_splits(local_files: str) -> bool:
 
 
 def assigned_splits(dev_fraction: float) -> tuple[str, ...]:
-    """Splits of a pool split here (`stages.data.splits.assign_splits` with dev and test
+    """Splits of a pool split here (`stages.corpora.splits.assign_splits` with dev and test
     fractions ``dev_fraction``: a non-zero fraction never rounds to an empty split)."""
     return ALL_SPLITS if dev_fraction > 0 else ("train",)
 
@@ -69,7 +69,7 @@ def lm_split_errors(cfg: PipelineConfig) -> list[str]:
         found.append(f"calibrate.threshold.sample_split: value {cal.sample_split!r} is eval.lm.split, the {seen} "
                      "segments table 1 scores; Lambda must come from documents the evaluation never sees")
     ar = cfg.train.nugget2d_ar
-    for split in ("train", "dev"):  # every training reads both (stages.train.loop)
+    for split in ("train", "dev"):  # every training reads both (stages.training.loop)
         found.append(_missing(f"train.nugget2d_ar.lm_corpus ({ar.lm_corpus!r})", split, ar.lm_corpus, splits))
         found.append(_missing("train.nugget2d (continuation windows)", split, "continuation", splits))
     found.append(_missing("eval.autoencoding.split", cfg.eval.autoencoding.split, "continuation", splits))

@@ -5,7 +5,7 @@ data:
 
 - ``data.re.max_train_examples`` caps the texts train_re trains on per sentence count: a
   cap below one global batch (``train.re.batch_size`` x ``num_workers``) cannot fill one
-  step (`stages.train.batches.BatchSchedule` would refuse it only after the data is built);
+  step (`stages.training.batches.BatchSchedule` would refuse it only after the data is built);
 - build_mt_docs holds a dev split only with ``data.mt.dev_split`` or a ``dev_fraction``,
   a test split only with a ``test_fraction``: train_nugget's dev loss reads dev, and
   eval_reconstruction / analyze_nuggets read ``eval.nugget_split`` (an empty split would

@@ -19,7 +19,7 @@ What it sets, and why each is needed:
 - log levels of Ray Train's own loggers (``Reporting training result``,
   ``Checkpoint successfully created``, the ``TrainController`` lines) for the processes
   Ray Train configures itself: :func:`train_log_level` goes into its ``LoggingConfig``
-  (`stages.train.launch`); Ray Tune prints its trial table with ``print``, which only its
+  (`stages.training.launch`); Ray Tune prints its trial table with ``print``, which only its
   ``RunConfig(verbose=...)`` controls: :func:`tune_verbosity`, for the ``Tuner``'s config;
 - warnings known to be harmless, filtered by their exact message (never all warnings).
 

@@ -11,7 +11,7 @@ The executor starts a ready stage only when its whole demand is free in the
 :class:`Ledger` (the cluster's resources minus the demands of the running stages), so a
 worker group never waits for CPUs that another stage's workers hold. A demand larger than
 the whole cluster fails before anything starts, naming the config field that sizes it
-(:func:`check_fits`; ``stages.train.launch.check_resources`` uses the same test).
+(:func:`check_fits`; ``stages.training.launch.check_resources`` uses the same test).
 """
 
 from __future__ import annotations

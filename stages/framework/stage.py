@@ -40,7 +40,7 @@ of its declared config sections and its upstream artifacts: the framework caches
 output under a key derived from exactly those (see :mod:`stages.framework.keys`).
 
 One registered stage per module (code several share goes in a module of its own, e.g.
-`stages.train.nugget2d_stage`), so an edit to one stage's module re-keys only that stage.
+`stages.nugget2d.nugget2d_stage`), so an edit to one stage's module re-keys only that stage.
 What does not change what a stage computes stays out of its code: its expected duration
 (``expected_seconds``, which orders ready stages), its one-line ``description`` and the
 config paths that name its MLflow run (``run_name_keys``) are its row of the stage table
@@ -57,19 +57,19 @@ the stage's MLflow run (never through ``ctx.logger`` directly):
   ``[<system or group>/ or .]<metric>``. A mean over examples (tokens, documents, queries)
   is logged with its n in the same call: ``<name>_n``, or one n shared by several means,
   named where they are computed: ``<system>/n`` for a row of an evaluation table
-  (`stages.evaluate.publish`), ``documents`` / ``<prefix>_count`` for data statistics,
+  (`stages.evaluation.publish`), ``documents`` / ``<prefix>_count`` for data statistics,
   ``heldout_ratio_docs`` / ``sample_tokens`` / ``heldout_tokens`` in calibrate_threshold,
-  ``<name>_n`` of a training summary (`stages.train.launch.final_metrics`);
+  ``<name>_n`` of a training summary (`stages.training.launch.final_metrics`);
 - ``ctx.set_tags({key: value})``: strings describing the run (stand-ins used, scorer
   stage), never numbers;
 - ``ctx.log_artifact(path)``: a small file of the output (tables, plots, stats.json);
 - ``ctx.nested_runs()``: a picklable factory of runs nested under the stage's run (one per
   Tune trial); each is a `stages.framework.tracking.RunLogger`.
 
-Training stages hand ``ctx.logger`` to `stages.train.launch.fit`; rank 0 of the Ray Train
+Training stages hand ``ctx.logger`` to `stages.training.launch.fit`; rank 0 of the Ray Train
 loop logs per-step metrics through that same `RunLogger` (names and cadence: module
-docstring of :mod:`stages.train.loop`), and the stage logs the fit's summary
-(`stages.train.launch.final_metrics`) with ``ctx.log_metrics``. The executor alone logs
+docstring of :mod:`stages.training.loop`), and the stage logs the fit's summary
+(`stages.training.launch.final_metrics`) with ``ctx.log_metrics``. The executor alone logs
 params (the stage's config), ``stage_seconds`` and error / skip tags.
 """
 

@@ -23,7 +23,7 @@ def training_budgets(nugget: NuggetTrainJob, sweep: SweepSection, baselines: Tra
     for the sweep (``train.nugget`` with ``train.sweep.max_steps``), ``train_nugget``
     (``train.nugget``) and ``train_baselines`` (``train.baselines``). Equal text, equal
     budget (`TrainJob.stopping_rule`)."""
-    # a sweep trial is train.nugget's job with its own step cap (stages/train/tune_grid.py)
+    # a sweep trial is train.nugget's job with its own step cap (stages/nugget/tune_grid.py)
     sweep_job = dataclasses.replace(nugget, max_steps=sweep.max_steps or nugget.max_steps)
     return {"sweep_nugget": sweep_job.stopping_rule(), "train_nugget": nugget.stopping_rule(),
             "train_baselines": baselines.stopping_rule()}

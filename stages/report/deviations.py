@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from stages.config.train import RE_CONFIGS, RE_DECODERS, RE_POOLINGS, TrainJob
-from stages.data.paper_sources import HF_NAMES
+from stages.corpora.paper_sources import HF_NAMES
 from stages.report.budgets import training_budgets
 from stages.report.tables import PAPER_SCORER_LAYER, seq2seq_base
 
@@ -283,7 +283,7 @@ def _re_checked(cfg: Config) -> list[Deviation]:
         f"Punkt (NLTK's code) trained here on {_punkt_documents(data.punkt_train_documents)} train documents of "
         f"{data.source}: NLTK's English parameters are data that is not downloaded"
         if data.sentence_splitter == "punkt" else
-        "the rule-based splitter of stages/data/text.py: no abbreviations, so 'Mr.' or 'U.S.' ends a sentence"))
+        "the rule-based splitter of stages/corpora/text.py: no abbreviations, so 'Mr.' or 'U.S.' ends a sentence"))
     cut = [f"at most {data.max_train_examples} train texts per sentence count"] if data.max_train_examples else []
     cut += [f"texts of more than {data.max_words} words dropped"] if data.max_words else []
     # the steps never follow the data: an epoch of C4 RealNewsLike's windows is not counted before training

@@ -6,7 +6,7 @@ import bm25s
 import numpy as np
 import pytest
 
-from stages.data.bm25 import BM25Config, block_window, bm25_tokens, mine_pool, mine_windows
+from stages.nugget.bm25 import BM25Config, block_window, bm25_tokens, mine_pool, mine_windows
 
 WORDS = "light water earth heaven seed fruit tree day night beast fowl fish king city river".split()
 

@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 
 from stages.artifacts.data import BaseLM
 from stages.config import load_config
-from stages.data import build_lm
-from stages.data.build_lm import BuildLM, Pool
+from stages.nugget2d import build_lm
+from stages.nugget2d.build_lm import BuildLM, Pool
 from tests.evaluation.fixtures import artifact, context
 
 SMALL = ["data.lm.distant_tokens=8", "data.lm.recent_tokens=4", "data.lm.doc_tokens=8", "data.lm.prompt_tokens=2",

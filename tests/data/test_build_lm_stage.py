@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import main_full
-from stages.data.build_lm import BuildLM
+from stages.nugget2d.build_lm import BuildLM
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
 from tests.data.fixtures import write_python_docs

@@ -9,7 +9,7 @@ import pytest
 
 from pipelines.cli import main_full
 from stages.artifacts.data import NuggetLMCorpus
-from stages.data.build_nugget_lm import BuildNuggetLM
+from stages.nugget.build_nugget_lm import BuildNuggetLM
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
 from tests.framework.fixtures import make_fake_sources, runs_of_latest_pipeline
@@ -81,7 +81,7 @@ def test_a_wiki_files_glob_without_split_is_refused(tmp_path):
 
 
 def test_write_split_streams_rows_and_drops_short_articles(tmp_path, monkeypatch):
-    import stages.data.build_nugget_lm as stage
+    import stages.nugget.build_nugget_lm as stage
 
     monkeypatch.setattr(stage, "WRITE_ROWS", 2)  # several row groups
     docs = [{"ids": list(range(n)), "word_start": [True] * n, "oov": [i == 0 for i in range(n)]} for n in (3, 1, 4, 5)]

@@ -13,8 +13,8 @@ from stages.artifacts.base import ContractError
 from stages.artifacts.restorable import RestorationTexts
 from stages.config import load_config
 from stages.config.validate import ConfigError
-from stages.data.build_re_data import BuildREData
-from stages.data.restoration_texts import SeededSample, WindowCounts, cut, windows
+from stages.restorable.build_re_data import BuildREData
+from stages.restorable.restoration_texts import SeededSample, WindowCounts, cut, windows
 from stages.framework.stage import StageContext
 from tests.framework.fixtures import make_fake_sources
 

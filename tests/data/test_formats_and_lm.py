@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from stages.data import lm_builders as lm
-from stages.data import paper_sources as paper
-from stages.data.articles import from_wikitext103
-from stages.data.nugget_data import Task, read_docs, read_tasks, write_dataset
+from stages.nugget2d import lm_builders as lm
+from stages.corpora import paper_sources as paper
+from stages.corpora.articles import from_wikitext103
+from stages.corpora.nugget_data import Task, read_docs, read_tasks, write_dataset
 
 
 def test_nugget_data_round_trips_in_both_layouts(tmp_path):
@@ -100,7 +100,7 @@ def test_paper_lm_sources_keep_their_published_splits(tmp_path):
 
     import datasets
 
-    from stages.data.build_lm import TRAIN_OR_DEV, _labels, _paper_pools
+    from stages.nugget2d.build_lm import TRAIN_OR_DEV, _labels, _paper_pools
 
     def write(name: str, split: str, columns: dict) -> None:
         datasets.Dataset.from_dict(columns).to_json(tmp_path / f"{name}-{split}.jsonl")

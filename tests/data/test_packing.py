@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from stages.config.validate import ConfigError
-from stages.data.corpora import ParallelCorpus, mt_corpus
-from stages.data.documents import build_documents
-from stages.data.packing import pack_parallel
-from stages.data.splits import assign_splits
-from stages.data.tokens import exact_count
+from stages.corpora.corpora import ParallelCorpus, mt_corpus
+from stages.nugget.documents import build_documents
+from stages.nugget.packing import pack_parallel
+from stages.corpora.splits import assign_splits
+from stages.corpora.tokens import exact_count
 
 
 def test_pack_closes_before_overflow_and_isolates_long_units():
@@ -86,7 +86,7 @@ def test_wmt19_dev_is_the_published_dev_split(ray_local, bpe_dir, tmp_path):
     import datasets
 
     from stages.config import load_config
-    from stages.data.build_mt_docs import mt_documents
+    from stages.nugget.build_mt_docs import mt_documents
 
     def pairs(tag: str, n: int) -> list[dict]:
         return [{"en": f"And word{i % 40} saw the {tag} light of day number {i}.", "zh": f"第{i}段讨论{tag}系统。"}
@@ -118,7 +118,7 @@ def test_a_repacked_lone_unit_over_the_exact_limit_is_marked_truncated():
     # the approximate per-unit counts put both units within 4, the exact joined count of the
     # two is 9 and unit 1 alone counts 5: re-packing leaves unit 1 alone, still over the limit,
     # so it must be cut when written (it was written whole and failed the final check)
-    from stages.data.packing import PackedDoc, enforce_limit
+    from stages.nugget.packing import PackedDoc, enforce_limit
 
     exact = {(0,): 4, (1,): 5, (0, 1): 9}
     docs, repacked = enforce_limit([PackedDoc([0, 1], [0, 1])], [9], [9],

@@ -12,7 +12,7 @@ import torch
 
 from stages.artifacts.base import ContractError
 from stages.artifacts.data import BaseLM
-from stages.data.prepare_lm import PrepareLM
+from stages.nugget2d.prepare_lm import PrepareLM
 from tests.evaluation.fixtures import context
 from tests.lm_eval.fixtures import make_base_lm, make_tokenizer
 

@@ -67,8 +67,8 @@ def test_the_guard_is_off_without_the_environment_switch(monkeypatch):
 def test_a_planted_tensor_in_a_stage_hot_path_fails_the_stage(monkeypatch, tmp_path):
     """eval_similarity ranks every task's candidates through ``task_reciprocal_ranks``:
     planting ``torch.zeros(4)`` there (as code of its module) fails the stage under the guard."""
-    from stages.evaluate import eval_similarity
-    from stages.evaluate.eval_similarity import EvalSimilarity
+    from stages.nugget import eval_similarity
+    from stages.nugget.eval_similarity import EvalSimilarity
     from tests.evaluation.fixtures import SMALL, context, make_eval_inputs
 
     inputs = make_eval_inputs(tmp_path / "inputs")
@@ -84,7 +84,7 @@ def test_a_planted_tensor_in_a_training_worker_fails_the_fit(ray_local, mt_artif
     """A Ray Train worker runs the loop under the guard (NUGGET_DEVICE_GUARD reaches it through
     the environment): a device-less tensor in the task's collate fails the fit, named."""
     from stages.config import load_config
-    from stages.train.launch import fit
+    from stages.training.launch import fit
     from tests.training.conftest import TINY
     from tests.training.test_train_nugget import _task
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from stages.evaluate.eval_reconstruction import EvalReconstruction
-from stages.evaluate.eval_similarity import EvalSimilarity
+from stages.nugget.eval_reconstruction import EvalReconstruction
+from stages.nugget.eval_similarity import EvalSimilarity
 from tests.evaluation.fixtures import SMALL, context, make_eval_inputs
 
 

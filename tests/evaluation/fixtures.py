@@ -14,7 +14,7 @@ from stages.artifacts.data import CorpusStatistics
 from stages.artifacts.evaluate import ReconstructionResults, SimilarityResults, StoredEvalTable
 from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.config import load_config
-from stages.data.nugget_data import Task, write_dataset
+from stages.corpora.nugget_data import Task, write_dataset
 from stages.framework.stage import Artifact, StageContext
 from tests.training.fixtures import make_docs, make_mt_artifacts
 

@@ -22,8 +22,8 @@ from stages.common.degenerate import (
     zero_with_zero_baseline,
 )
 from stages.common.intervals import hits_interval, share_interval, wilson
-from stages.evaluate.lm.qa import qa_flag
-from stages.evaluate.publish import publish
+from stages.nugget2d.lm.qa import qa_flag
+from stages.evaluation.publish import publish
 from stages.report.findings import (
     DEGENERATE,
     NOT_SHOWN,
@@ -135,7 +135,7 @@ def test_constant_output_system_is_flagged_and_its_finding_not_shown(tmp_path, c
     """A constant-output Nugget2D autoencoder beside ICAE: however far apart the numbers are,
     the evaluation flags it (table, log line, MLflow) and the report marks the cell, notes why
     and calls the finding standing on it "not shown (degenerate model)"."""
-    from stages.evaluate.eval_nugget2d_ae import EvalNugget2DAE
+    from stages.nugget2d.eval_nugget2d_ae import EvalNugget2DAE
 
     ctx = context(EvalNugget2DAE, {}, tmp_path / "eval_nugget2d_ae", [])
     rows = [_constant_row(["The following."] * 8), TableRow("icae r0.1", {"bleu": 10.0}, n=8, stderr={"bleu": 1.0},
@@ -175,8 +175,8 @@ def test_eval_lm_reference_is_the_unigram_model_of_the_train_segments(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from stages.evaluate.eval_lm import unigram_model, unigram_models
-    from stages.evaluate.lm.language_modelling import unigram_flag
+    from stages.nugget2d.eval_lm import unigram_model, unigram_models
+    from stages.nugget2d.lm.language_modelling import unigram_flag
 
     path = tmp_path / "lm_wiki.parquet"
     pq.write_table(pa.Table.from_pylist([{"split": "train", "distant": [0, 1], "recent": [1]},

@@ -1,5 +1,5 @@
 """Batched encoding / decoding of a system returns each text's result in input order,
-whatever the length-sorted batches (`stages.evaluate.nugget.encoders`)."""
+whatever the length-sorted batches (`stages.nugget.encoders`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from stages.evaluate.nugget.encoders import length_batches, load_system
-from stages.evaluate.nugget.systems import System
+from stages.nugget.encoders import length_batches, load_system
+from stages.nugget.systems import System
 from tests.evaluation.fixtures import _nugget
 from tests.training.fixtures import make_mt_artifacts
 
@@ -68,7 +68,7 @@ def test_colbart_reads_a_plain_encoder_not_the_nugget_pass(tmp_path):
 def test_colbart_is_the_pretrained_encoder_when_there_is_one(tmp_path):
     from types import SimpleNamespace
 
-    from stages.evaluate.eval_similarity import colbart_source
+    from stages.nugget.eval_similarity import colbart_source
 
     stand_in = _stand_in_with_feedback(tmp_path)
     pretrained = SimpleNamespace(source="pretrained", name_or_path=str(tmp_path / "pretrained"))

@@ -8,7 +8,7 @@ from stages.artifacts.evaluate import (
     ReconstructionResults,
     SimilarityResults,
 )
-from stages.evaluate.eval_reconstruction import EvalReconstruction
+from stages.nugget.eval_reconstruction import EvalReconstruction
 from tests.evaluation.fixtures import context, make_eval_inputs
 
 
@@ -58,7 +58,7 @@ def test_reconstruction_bleu_and_figure(evaluated):
 
 
 def test_analyze_nuggets_on_fixture(evaluated):
-    from stages.evaluate.analyze_nuggets import AnalyzeNuggets
+    from stages.nugget.analyze_nuggets import AnalyzeNuggets
 
     root, inputs, _, _ = evaluated
     ctx = context(AnalyzeNuggets, inputs, root / "out_an",
@@ -108,7 +108,7 @@ def test_reconstruction_decodes_whole_documents(tmp_path, monkeypatch):
     it used to stop at the QA generation cap (eval.max_new_tokens, 64 < 128-subword documents)."""
     import pyarrow.parquet as pq
 
-    from stages.evaluate.nugget.encoders import LoadedSystem
+    from stages.nugget.encoders import LoadedSystem
 
     limits = []
 
@@ -132,7 +132,7 @@ def test_reconstruction_reads_the_configured_split(tmp_path, monkeypatch):
     settings were chosen on dev never scores them on dev), and the results say so."""
     import pyarrow.parquet as pq
 
-    from stages.evaluate.nugget.encoders import LoadedSystem
+    from stages.nugget.encoders import LoadedSystem
 
     decoded: list[list[str]] = []
 
@@ -151,7 +151,7 @@ def test_reconstruction_reads_the_configured_split(tmp_path, monkeypatch):
 
 
 def test_tokens_of_another_language_read_as_text():
-    from stages.evaluate.analyze_nuggets import readable_token
+    from stages.nugget.analyze_nuggets import readable_token
     from tests.lm_eval.fixtures import make_tokenizer
 
     tok = make_tokenizer()
@@ -169,8 +169,8 @@ def test_analyze_nuggets_picks_the_default_layer():
     ablation never stands for it when the default layer was trained."""
     from pathlib import Path
 
-    from stages.evaluate.analyze_nuggets import pick
-    from stages.evaluate.nugget.systems import System
+    from stages.nugget.analyze_nuggets import pick
+    from stages.nugget.systems import System
 
     def nugget(name: str, ratio: float, layer: int) -> System:
         return System(name, "nugget", Path(name), "ae", "sweep_nugget", ratio=ratio, scorer_layer=layer)

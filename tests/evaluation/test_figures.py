@@ -11,12 +11,12 @@ import torch
 
 from stages.artifacts.base import ContractError
 from stages.artifacts.evaluate import CAPTIONS_FILE, NuggetAnalysis, ReconstructionResults
-from stages.calibrate.quantile import score_histogram
+from stages.nugget2d.quantile import score_histogram
 from stages.common.figures import DPI, all_equal
 from stages.common.tokens import display_token, token_text
-from stages.evaluate.analyze_nuggets import figure_details, readable_token
-from stages.evaluate.nugget.analysis import TokenStats
-from stages.evaluate.nugget.plots import bleu_vs_ratio, probability_gain, token_frequencies
+from stages.nugget.analyze_nuggets import figure_details, readable_token
+from stages.evaluation.analysis import TokenStats
+from stages.nugget.plots import bleu_vs_ratio, probability_gain, token_frequencies
 
 
 def _nugget_row(objective: str, ratio: float, bleu: float, layer: int = 1) -> dict:

@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from stages.evaluate.nugget.metrics import (
+from stages.evaluation.metrics import (
     corpus_bleu,
     corpus_bleu_interval,
     cosine,
@@ -109,7 +109,7 @@ def test_the_share_counts_every_tokenizer_spelling():
     """mBART-50's SentencePiece writes 'the' as '▁the'; it was not counted."""
     from collections import Counter
 
-    from stages.evaluate.nugget.analysis import TokenStats
+    from stages.evaluation.analysis import TokenStats
 
     stats = TokenStats()
     assert stats.word_share(Counter({"▁the": 2, "▁cat": 2}), "the") == 50.0

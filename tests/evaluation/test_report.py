@@ -189,7 +189,7 @@ def test_the_re_sentence_splitter_is_always_listed():
 
 
 def test_report_reads_nugget2d_metrics(tmp_path):
-    from stages.evaluate.lm.qa import paper_row
+    from stages.nugget2d.lm.qa import paper_row
     from stages.report.tables import eval_table
 
     # eval_qa (its recipe) names the table-3 row each of its systems reproduces

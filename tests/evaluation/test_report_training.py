@@ -17,7 +17,7 @@ from stages.framework.contract import input_fields
 from stages.report.contract import ReportInputs
 from stages.report.report import Report
 from stages.report.training import TRAINING_STAGES, WORSE, training_summaries
-from stages.train.loop import STATE_FILE, TrainerState
+from stages.training.loop import STATE_FILE, TrainerState
 from tests.evaluation.fixtures import artifact, context, report_required
 
 

@@ -11,12 +11,12 @@ import torch
 from stages.artifacts.data import MtDocuments
 from stages.config import load_config
 from stages.config.evaluation import BASELINE_SYSTEMS, PRESS_SYSTEMS, STREAMING_PRESS_SYSTEMS
-from stages.data.nugget_data import Task, write_dataset
-from stages.evaluate.nugget.similarity import read_similarity_data
+from stages.corpora.nugget_data import Task, write_dataset
+from stages.nugget.similarity import read_similarity_data
 from stages.framework.optional import resolve_optional_upstream
 from stages.framework.stage import Stage
-from stages.train.baseline_task import BaselineTask
-from stages.train.train_baselines import SYSTEMS
+from stages.nugget.baseline_task import BaselineTask
+from stages.nugget.train_baselines import SYSTEMS
 from tests.training.fixtures import make_mt_artifacts
 
 
@@ -89,7 +89,7 @@ def test_bottleneck_task_builds_single_vector_model(task_args):
 
 def test_chunk_ablation_gets_punctuation_flags(task_args):
     cfg, data, tok = task_args
-    from stages.train.nugget_task import NuggetTask
+    from stages.nugget.nugget_task import NuggetTask
 
     nugget = dataclasses.replace(cfg.nugget, selector="chunk")
     task = NuggetTask(MtDocuments(Path(data)), tok, "mt", nugget, cfg.model.seq2seq)  # train_nugget and the ablations

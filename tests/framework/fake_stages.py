@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stages.data.corpus_stats import CorpusStats
+from stages.corpora.corpus_stats import CorpusStats
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
 

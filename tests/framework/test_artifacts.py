@@ -316,11 +316,11 @@ def _fake_training(monkeypatch, module: str) -> None:
 
 
 def test_train_nugget_output_is_what_the_evaluations_read(monkeypatch, tmp_path):
-    from stages.evaluate.nugget.systems import train_nugget_system
-    from stages.train.train_nugget import TrainNugget
+    from stages.nugget.systems import train_nugget_system
+    from stages.nugget.train_nugget import TrainNugget
 
-    _fake_training(monkeypatch, "stages.train.train_nugget")
-    monkeypatch.setattr("stages.train.train_nugget.nugget_task", lambda *args: None)
+    _fake_training(monkeypatch, "stages.nugget.train_nugget")
+    monkeypatch.setattr("stages.nugget.train_nugget.nugget_task", lambda *args: None)
     # what its inputs' contracts check: a tokenizer folder, the train / dev documents
     (tmp_path / "tok" / "tokenizer").mkdir(parents=True)
     (tmp_path / "docs").mkdir()
@@ -337,9 +337,9 @@ def test_train_nugget_output_is_what_the_evaluations_read(monkeypatch, tmp_path)
 
 
 def test_train_nugget2d_records_its_objective(monkeypatch, tmp_path):
-    from stages.train.train_nugget2d import TrainNugget2D
+    from stages.nugget2d.train_nugget2d import TrainNugget2D
 
-    _fake_training(monkeypatch, "stages.train.nugget2d_stage")  # the shared compute()
+    _fake_training(monkeypatch, "stages.nugget2d.nugget2d_stage")  # the shared compute()
     monkeypatch.setattr(TrainNugget2D, "task", lambda self, config, inputs: None)
     (tmp_path / "prepare_lm" / "model").mkdir(parents=True)
     (tmp_path / "build_lm").mkdir()

@@ -107,7 +107,7 @@ def _tokenizer(folder: Path) -> Path:
 
 
 def test_a_corrupted_tokenizer_json_is_named_before_ray_data(tmp_path, no_ray):
-    from stages.data.tokens import encode_texts
+    from stages.corpora.tokens import encode_texts
 
     folder = _tokenizer(tmp_path / "tokenizer")
     (folder / "tokenizer.json").write_text('{"version": "1.0", "trunc')
@@ -132,7 +132,7 @@ DOCS = "L0\tquery text\nR0\tpositive\nR1\tnegative\n"
     ids=["garbage-line", "candidates-a-string", "unknown-doc-id", "answer-a-string", "answer-out-of-range", "not-an-object"],
 )
 def test_bad_nugget_data_tasks_name_file_and_line(tmp_path, tasks, expected):
-    from stages.data.nugget_data import read_tasks
+    from stages.corpora.nugget_data import read_tasks
 
     (tmp_path / "docs.txt").write_text(DOCS)
     (tmp_path / "task.jsonl").write_text(tasks)
@@ -141,7 +141,7 @@ def test_bad_nugget_data_tasks_name_file_and_line(tmp_path, tasks, expected):
 
 
 def test_blank_lines_of_nugget_data_are_skipped(tmp_path):
-    from stages.data.nugget_data import read_docs, read_tasks
+    from stages.corpora.nugget_data import read_docs, read_tasks
 
     (tmp_path / "docs.txt").write_text(DOCS + "\n")
     (tmp_path / "task.jsonl").write_text('{"source": "L0", "candidates": ["R0", "R1"], "answer": 0}\n\n  \n')

@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.cli import main_full
 from stages.config import load_config
-from stages.data.corpus_stats import CorpusStats
+from stages.corpora.corpus_stats import CorpusStats
 from stages.framework import code_identity, environment
 from stages.framework.code_identity import normalised_source
 from stages.framework.code_pins import PINS, CodeChangeError, load_pins, save_pins
@@ -20,7 +20,7 @@ from stages.framework.keys import cache_key, key_parts
 from stages.framework.miss_reasons import differences, explain_miss
 from stages.framework.store import ArtifactStore
 from stages.framework.worker import EnvironmentDrift, run_one
-from stages.train.train_nugget import TrainNugget
+from stages.nugget.train_nugget import TrainNugget
 from tests.framework.fake_stages import STATS_DAG
 
 MODULE = '''"""A helper module."""

@@ -206,7 +206,7 @@ def test_every_model_config_field_is_settable_and_reaches_nugget_core(key, core)
 
 
 def test_nugget_task_builds_its_config_from_the_section():
-    from stages.train.nugget_task import NuggetTask
+    from stages.nugget.nugget_task import NuggetTask
 
     cfg = load_config(["nugget.residual=direct", "nugget.scorer_hidden=12", "nugget.selector=chunk"])
     built = NuggetTask(MtDocuments(Path("d")), "t", "ae", cfg.nugget, cfg.model.seq2seq).nugget_config()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from stages.config import load_config
-from stages.data.corpus_stats import CorpusStats
-from stages.data.tokenizer import Tokenizer
+from stages.corpora.corpus_stats import CorpusStats
+from stages.nugget.tokenizer import Tokenizer
 from stages.framework import external
 from stages.framework.dag import Dag, MissingInputError
 from stages.framework.external import ABSENT, ExternalInputError, external_fingerprints

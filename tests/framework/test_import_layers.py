@@ -118,7 +118,7 @@ def _base_name(base: ast.expr) -> str | None:
 
 def stage_modules() -> set[str]:
     """Modules defining a concrete stage: a `Stage` subclass (directly or through a base
-    class defined anywhere in the code base, e.g. `stages.train.nugget2d_stage`) that sets
+    class defined anywhere in the code base, e.g. `stages.nugget2d.nugget2d_stage`) that sets
     its ``name``. A module holding only a shared base class is not one: the stages built
     on it import it."""
     classes = {m: _classes(path) for m, path in modules().items() if m != "stages.framework.stage"}
@@ -133,9 +133,9 @@ def stage_modules() -> set[str]:
 def test_the_walk_sees_the_code_base():
     graph = package_graph()
     assert "stages.artifacts" in graph["stages.evaluate"] and "stages.framework" in graph["stages.artifacts"]
-    assert {"stages.data.build_lm", "stages.evaluate.eval_qa", "stages.train.train_nugget2d_ae"} <= stage_modules()
-    assert "stages.train.nugget2d_stage" not in stage_modules()  # a shared base class, no stage
-    assert "stages.evaluate.eval_qa" in imports("stages.registry")
+    assert {"stages.nugget2d.build_lm", "stages.nugget2d.eval_qa", "stages.nugget2d.train_nugget2d_ae"} <= stage_modules()
+    assert "stages.nugget2d.nugget2d_stage" not in stage_modules()  # a shared base class, no stage
+    assert "stages.nugget2d.eval_qa" in imports("stages.registry")
     assert any("torch" in imports(m) for m in modules() if m.startswith("nugget_core."))
 
 

@@ -155,11 +155,11 @@ def test_eval_scores_a_checkpoint_on_build_lms_records(saved_nugget2d, root, cap
 
 def test_eval_and_the_stages_call_the_same_recipe(saved_nugget2d, root, capsys, monkeypatch):
     """``nugget eval`` has no evaluation of its own: it calls the recipe eval_qa /
-    eval_summarization call (`stages.evaluate.lm.qa.evaluate_qa`,
-    `stages.evaluate.lm.summarization.evaluate_summarization`) with the Nugget2D system only at
+    eval_summarization call (`stages.nugget2d.lm.qa.evaluate_qa`,
+    `stages.nugget2d.lm.summarization.evaluate_summarization`) with the Nugget2D system only at
     the checkpoint's ratio, in its config's section (here ``eval.qa.match=word``)."""
-    from stages.evaluate import eval_qa, eval_summarization
-    from stages.evaluate.lm import qa, summarization
+    from stages.nugget2d import eval_qa, eval_summarization
+    from stages.nugget2d.lm import qa, summarization
 
     assert eval_qa.evaluate_qa is qa.evaluate_qa
     assert eval_summarization.evaluate_summarization is summarization.evaluate_summarization

@@ -1,5 +1,5 @@
 """Fits on the pipeline's private Ray run without Ray Train's placement-group cleaner
-(`stages.train.ray_trainer`): its state-API queries need the dashboard that Ray lacks, and
+(`stages.training.ray_trainer`): its state-API queries need the dashboard that Ray lacks, and
 its stop timed out with a traceback after fits (5 in one paper rehearsal)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import ray.train
 
 from stages.framework import private_ray
-from stages.train.ray_trainer import CLEANER_CALLBACK, torch_trainer, without_cleaner
+from stages.training.ray_trainer import CLEANER_CALLBACK, torch_trainer, without_cleaner
 
 
 class PlacementGroupCleanerCallback:  # the name is what is matched

@@ -44,5 +44,5 @@ def test_no_stage_module_is_in_another_stages_closure():
     leaks = sorted((other, name) for name, files in reach.items() for other, f in own.items()
                    if other != name and f in files)
     assert not leaks, f"(edited stage, stage whose key it changes): {leaks}"
-    shared = REPO / "stages/train/nugget2d_stage.py"  # what the siblings share keys all of them
+    shared = REPO / "stages/nugget2d/nugget2d_stage.py"  # what the siblings share keys all of them
     assert all(shared.relative_to(REPO) in reach[name] for name in NUGGET2D)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from stages.artifacts.data import StoredCorpusStatistics
-from stages.data.corpus_stats import document_counts, summarise, words
+from stages.corpora.corpus_stats import document_counts, summarise, words
 from stages.framework.stage import Artifact
 from stages.report.report import corpus_table, to_html, to_markdown
 from stages.sources.readers import documents, wiki_articles

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from stages.config import load_config
-from stages.data.corpus_stats import CorpusStats
+from stages.corpora.corpus_stats import CorpusStats
 from stages.framework.keys import cache_key
 from stages.framework.store import MARKER, ArtifactStore, MissingArtifactError
 from stages.report.report import Report

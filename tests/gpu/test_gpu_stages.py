@@ -8,12 +8,12 @@ import pytest
 
 from stages.artifacts.calibrate import CalibratedThreshold
 from stages.artifacts.evaluate import EvalTable
-from stages.calibrate.calibrate_threshold import CalibrateThreshold
-from stages.evaluate.eval_lm import EvalLM
-from stages.evaluate.eval_qa import EvalQA
-from stages.evaluate.eval_reconstruction import EvalReconstruction
-from stages.evaluate.eval_similarity import EvalSimilarity
-from stages.evaluate.eval_summarization import EvalSummarization
+from stages.nugget2d.calibrate_threshold import CalibrateThreshold
+from stages.nugget2d.eval_lm import EvalLM
+from stages.nugget2d.eval_qa import EvalQA
+from stages.nugget.eval_reconstruction import EvalReconstruction
+from stages.nugget.eval_similarity import EvalSimilarity
+from stages.nugget2d.eval_summarization import EvalSummarization
 from tests.evaluation.fixtures import SMALL, artifact, context, make_eval_inputs
 from tests.lm_eval.test_stages import ARGS, _published
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from stages.config import load_config
-from stages.train.launch import fit
-from stages.train.loop import PROBE_FILE
+from stages.training.launch import fit
+from stages.training.loop import PROBE_FILE
 from tests.training.conftest import TINY
 from tests.training.test_train_nugget import _task
 from tests.training.test_train_nugget2d import lm_artifacts  # noqa: F401  (module fixture)
@@ -49,7 +49,7 @@ def test_nugget2d_trains_on_one_gpu_in_bf16(ray_local, lm_artifacts, tmp_path, d
     under DDP bf16 autocast on a GPU; the export reloads on the CPU."""
     from nugget_core.nugget2d import load_nugget2d
     from stages.artifacts.data import LMRecords
-    from stages.train.nugget2d_task import CompressorModule, Nugget2DCompressorTask
+    from stages.nugget2d.nugget2d_task import CompressorModule, Nugget2DCompressorTask
 
     base, data = lm_artifacts
     job = "train.nugget2d"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from stages.calibrate.quantile import calibrate, document_ratios, histogram_png, spread
+from stages.nugget2d.quantile import calibrate, document_ratios, histogram_png, spread
 
 
 def _documents(seed: int, n_docs: int, skewed: bool) -> list[torch.Tensor]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stages.evaluate.lm.decoding import decode_ids
+from stages.evaluation.decoding import decode_ids
 from tests.lm_eval.fixtures import smollm2_style_tokenizer
 
 

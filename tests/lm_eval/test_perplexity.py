@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from stages.data.tokens import word_flags
-from stages.evaluate.lm.perplexity import (
+from stages.corpora.tokens import word_flags
+from stages.evaluation.perplexity import (
     PerplexityCounts,
     perplexity_intervals,
     segment_counts,

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from nugget_core.nugget2d.prompts import PromptFormat, encode
-from stages.evaluate.lm.prompted import eos_and_pad, generate_batch
+from stages.nugget2d.lm.prompted import eos_and_pad, generate_batch
 
 DOCS = ["[INST] the river delta was born in Paris of a city", "[INST] alpha gamma"]
 PROMPTS = [" Based on the provided document, answer the following question: where? [/INST]", " Please [/INST]"]
@@ -31,7 +31,7 @@ def _plain_greedy(model, ids: list[int], steps: int, eos: int) -> list[int]:
 
 
 def test_inst_format_lays_out_appendix_c_exactly():
-    from stages.data.lm_builders import lmsumm_instruction, lmsumm_prompt, qa_record, summary_record
+    from stages.nugget2d.lm_builders import lmsumm_instruction, lmsumm_prompt, qa_record, summary_record
 
     fmt = PromptFormat("inst")
     for record in (qa_record("Doc text.", "q?", "a"), summary_record("Doc text.", "s")):
@@ -46,7 +46,7 @@ def test_inst_format_lays_out_appendix_c_exactly():
 
 
 def test_chat_template_format_cuts_the_turn_where_the_document_ends(tokenizer):
-    from stages.data.lm_builders import qa_record
+    from stages.nugget2d.lm_builders import qa_record
 
     with pytest.raises(ValueError, match="prompts.format: chat_template, but tokenizer"):
         PromptFormat("chat_template", tokenizer)
@@ -125,7 +125,7 @@ def test_inst_prompts_start_with_the_bos_a_llama_tokenizer_adds():
     from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from stages.data.lm_builders import qa_record
+    from stages.nugget2d.lm_builders import qa_record
 
     sp = Tokenizer(models.BPE(unk_token="<unk>"))
     sp.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")

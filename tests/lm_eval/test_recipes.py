@@ -1,4 +1,4 @@
-"""The evaluation recipes (stages/evaluate/lm/qa.py, summarization.py, language_modelling.py)
+"""The evaluation recipes (stages/nugget2d/lm/qa.py, summarization.py, language_modelling.py)
 on a tiny random LLaMA, outside any stage, Ray or MLflow: each row is the scoring of the
 systems' own decoding, the callbacks are used as documented, and bad input is refused."""
 
@@ -8,8 +8,8 @@ import pytest
 
 from nugget_core.nugget2d.prompts import PromptFormat
 from stages.config.evaluation import LMContextSetting, LMEval, QAEval, SummarizationEval
-from stages.evaluate.lm.qa import RatioModel, evaluate_qa
-from stages.evaluate.lm.summarization import evaluate_summarization
+from stages.nugget2d.lm.qa import RatioModel, evaluate_qa
+from stages.nugget2d.lm.summarization import evaluate_summarization
 from tests.lm_eval.fixtures import TEXTS, make_base_lm, make_nugget2d
 
 RECORDS = [{"id": f"r{i}", "document": TEXTS[i], "instruction": "Fill in the blank: the _____",
@@ -23,8 +23,8 @@ def _untimed(metrics: dict) -> dict:
 
 def test_qa_recipe_scores_each_systems_decoding(model, tokenizer):
     from stages.common.prompts import encode_task_records
-    from stages.evaluate.lm.prompted import run_batches
-    from stages.evaluate.lm.scoring import score_qa
+    from stages.nugget2d.lm.prompted import run_batches
+    from stages.nugget2d.lm.scoring import score_qa
 
     fmt = PromptFormat("inst")
     section = QAEval(systems=["full", "nodoc", "nugget2d", "key_norm"], nugget_ratios=[0.5, 0.25], batch_size=2,
@@ -84,7 +84,7 @@ def test_lm_recipe_scores_segments_against_the_unigram_reference(model, tokenize
     import numpy as np
 
     from stages.common.degenerate import UnigramModel
-    from stages.evaluate.lm.language_modelling import evaluate_lm
+    from stages.nugget2d.lm.language_modelling import evaluate_lm
 
     ids = tokenizer(" ".join(TEXTS[:10]), add_special_tokens=False)["input_ids"]
     segments = {"wiki": [(ids[s : s + 12], ids[s + 12 : s + 18]) for s in (0, 18)]}

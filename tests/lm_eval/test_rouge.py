@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rouge_score import rouge_scorer
 
-from stages.evaluate.lm.rouge import rouge_mean, rouge_per_example
+from stages.evaluation.rouge import rouge_mean, rouge_per_example
 
 PREDICTIONS = ["The cats were sitting on the mat.", "Police arrested two men in Sydney on Monday", ""]
 REFERENCES = ["A cat sat on the mat", "Two men were arrested by police in Sydney", "Fires burn near Goulburn"]

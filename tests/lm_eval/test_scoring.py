@@ -1,4 +1,4 @@
-"""The QA / summarisation scoring recipe (stages/evaluate/lm/scoring.py) on hand-made
+"""The QA / summarisation scoring recipe (stages/nugget2d/lm/scoring.py) on hand-made
 generations, against hand-computed accuracy, ROUGE, context ratio and cost; and that the
 evaluation recipes (which the stages and ``nugget eval`` call) score with it."""
 
@@ -9,10 +9,10 @@ import math
 import pytest
 
 from stages.config.evaluation import QAEval
-from stages.evaluate.lm import scoring
-from stages.evaluate.lm.cost import DecodeCost
-from stages.evaluate.lm.prompted import Generation
-from stages.evaluate.lm.scoring import score_qa, score_summarization
+from stages.nugget2d.lm import scoring
+from stages.nugget2d.lm.cost import DecodeCost
+from stages.nugget2d.lm.prompted import Generation
+from stages.nugget2d.lm.scoring import score_qa, score_summarization
 
 
 def _gen(text: str, context_states: int, generated_tokens: int, ms: float) -> Generation:
@@ -83,7 +83,7 @@ def test_bad_input_is_a_clear_error():
 
 
 def test_the_recipes_score_with_this_module():
-    from stages.evaluate.lm import qa, summarization
+    from stages.nugget2d.lm import qa, summarization
 
     assert qa.score_qa is scoring.score_qa
     assert summarization.score_summarization is scoring.score_summarization

@@ -19,19 +19,19 @@ from stages.artifacts.calibrate import CalibratedThreshold
 from stages.artifacts.data import BaseLM, LMRecords
 from stages.artifacts.evaluate import EvalTable
 from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D, scorer_fingerprint
-from stages.calibrate.calibrate_threshold import CalibrateThreshold
-from stages.data.lm_builders import qa_record, summary_record
-from stages.evaluate.eval_lm import EvalLM
-from stages.evaluate.eval_nugget2d_ae import EvalNugget2DAE
-from stages.evaluate.eval_qa import EvalQA
-from stages.evaluate.eval_summarization import EvalSummarization
+from stages.nugget2d.calibrate_threshold import CalibrateThreshold
+from stages.nugget2d.lm_builders import qa_record, summary_record
+from stages.nugget2d.eval_lm import EvalLM
+from stages.nugget2d.eval_nugget2d_ae import EvalNugget2DAE
+from stages.nugget2d.eval_qa import EvalQA
+from stages.nugget2d.eval_summarization import EvalSummarization
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
-from stages.train.train_full_ft import TrainFullFT
-from stages.train.train_nugget2d import TrainNugget2D
-from stages.train.train_nugget2d_ae import TrainNugget2DAE
-from stages.train.train_nugget2d_ar import TrainNugget2DAR
-from stages.train.train_nugget2d_ft import TrainNugget2DFT
+from stages.nugget2d.train_full_ft import TrainFullFT
+from stages.nugget2d.train_nugget2d import TrainNugget2D
+from stages.nugget2d.train_nugget2d_ae import TrainNugget2DAE
+from stages.nugget2d.train_nugget2d_ar import TrainNugget2DAR
+from stages.nugget2d.train_nugget2d_ft import TrainNugget2DFT
 from tests.framework.fixtures import make_fake_sources, runs_of_latest_pipeline
 from tests.lm_eval.fixtures import ADAPTER, TEXTS, make_base_lm, make_nugget2d, make_tokenizer
 
@@ -234,8 +234,8 @@ def test_merged_full_ft_lm_reproduces_the_training_logits(pipeline_run):
     import torch
 
     from nugget_core.nugget2d import Nugget2DConfig
-    from stages.train.full_ft_task import FullFinetuneTask
-    from stages.train.loop import PROBE_FILE
+    from stages.nugget2d.full_ft_task import FullFinetuneTask
+    from stages.training.loop import PROBE_FILE
 
     _, out = pipeline_run
     chat = BaseLM.read(out["prepare_lm"], "chat")  # the summarisation experiments' base LM
@@ -302,7 +302,7 @@ def test_lm_baselines_are_trained_beside_the_autoregressive_model(pipeline_run):
     own weights, and eval_lm's baseline rows decode with them, not with the base LM."""
     import torch
 
-    from stages.evaluate.lm.streams import ContextSetting, make_stream, run_segment, windows
+    from stages.nugget2d.lm.streams import ContextSetting, make_stream, run_segment, windows
 
     root, out = pipeline_run
     base = BaseLM.read(out["prepare_lm"], "lm")
@@ -367,7 +367,7 @@ def test_autoencoding_study_compares_nugget2d_with_fixed_icae_memory(pipeline_ru
 
 
 def test_token_rows_give_the_nugget_share_its_own_n():
-    from stages.evaluate.eval_nugget2d_ae import token_rows
+    from stages.nugget2d.eval_nugget2d_ae import token_rows
 
     rows = token_rows([["A", ",", " b", "."]], [[False, True, False, True]], top=2)
     punct = rows[0]

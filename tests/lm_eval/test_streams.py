@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from stages.evaluate.lm.streams import (
+from stages.nugget2d.lm.streams import (
     ContextSetting,
     attended_states,
     make_stream,
@@ -96,7 +96,7 @@ def test_history_tokens_cost_a_reencoding_full_window_nothing(model):
 
 def test_training_notes_name_the_rows_read_with_another_window_than_trained():
     """Nugget2D table 1: one AR fit (omega_r = 64, 832-token samples) serves both budgets."""
-    from stages.evaluate.lm.streams import ContextSetting, training_notes
+    from stages.nugget2d.lm.streams import ContextSetting, training_notes
 
     settings = [ContextSetting(128, 640, 64), ContextSetting(64, 320, 32)]
     assert training_notes(64, 832, settings, ["full", "compressive", "nugget2d"], trained_baselines=True) == [

@@ -9,8 +9,11 @@ import json
 import pytest
 
 from stages.config import load_config
-from stages.data import build_lm, build_nugget_lm, build_re_data, corpora
-from stages.data.build_re_retrieval import dpr_examples, dpr_test
+from stages.nugget2d import build_lm
+from stages.nugget import build_nugget_lm
+from stages.restorable import build_re_data
+from stages.corpora import corpora
+from stages.restorable.build_re_retrieval import dpr_examples, dpr_test
 from stages.registry import DAG
 from tests.rehearsal.inputs import COMPLETE, ensure_paper_inputs, main
 
@@ -137,7 +140,7 @@ def test_build_lm_pools_hold_every_split(data):
 def test_build_lm_documents_fill_lm_segments(data, paper_inputs):
     from transformers import AutoTokenizer
 
-    from stages.data.lm_builders import lm_segments
+    from stages.nugget2d.lm_builders import lm_segments
 
     tok = AutoTokenizer.from_pretrained(_models(paper_inputs)["model.lm.name_or_path"])
     pools = build_lm._paper_pools(data.lm)

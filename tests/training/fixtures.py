@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from stages.config import load_config
-from stages.train.task_steps import checkpointing_unsupported
+from stages.training.task_steps import checkpointing_unsupported
 
 WORDS = "the cat dog sat ran on mat rug red blue big small a one two and it was".split()
 

@@ -1,4 +1,4 @@
-"""`stages.train.batches.BatchSchedule`: deterministic, resumable, lockstep batches, and
+"""`stages.training.batches.BatchSchedule`: deterministic, resumable, lockstep batches, and
 length grouping (``train.<job>.group_by_length``)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stages.train.batches import GROUP_WINDOW, BatchSchedule
+from stages.training.batches import GROUP_WINDOW, BatchSchedule
 
 
 def epoch_batches(schedule: BatchSchedule, epoch: int) -> list[list[int]]:
@@ -71,9 +71,9 @@ def test_lengths_must_match_the_examples():
 def test_a_job_grouping_by_length_is_refused_for_a_task_without_lengths():
     from types import SimpleNamespace
 
-    from stages.train.launch import check_task
-    from stages.train.restoration_task import RestorationTask
-    from stages.train.retrieval_task import RetrievalTask
+    from stages.training.launch import check_task
+    from stages.restorable.restoration_task import RestorationTask
+    from stages.restorable.retrieval_task import RetrievalTask
 
     job = SimpleNamespace(group_by_length=True)
     check_task(RestorationTask.__new__(RestorationTask), job)  # defines example_length

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from stages.config.train import TrainJob
-from stages.train.loop import BEST_FILE, STATE_FILE, train_task
+from stages.training.loop import BEST_FILE, STATE_FILE, train_task
 from tests.training.fixtures import ScalarRowsTask
 
 

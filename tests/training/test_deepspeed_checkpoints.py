@@ -1,4 +1,4 @@
-"""DeepSpeed resumes read checkpoints weights-only (`stages.train.deepspeed_checkpoints`):
+"""DeepSpeed resumes read checkpoints weights-only (`stages.training.deepspeed_checkpoints`):
 a real ZeRO-2 save / load round trip on CPU continues exactly, every ``torch.load`` of it
 is weights-only, and a file carrying a pickled callable is refused before it runs."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from stages.train.deepspeed_checkpoints import UnsafeCheckpointError, load_weights_only
+from stages.training.deepspeed_checkpoints import UnsafeCheckpointError, load_weights_only
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,8 +56,8 @@ def spy(*args, **kwargs):
 torch.load = spy
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[2]}", rank=0, world_size=1)
 
-from stages.train.deepspeed_checkpoints import UnsafeCheckpointError
-from stages.train.engine import DeepSpeedEngine
+from stages.training.deepspeed_checkpoints import UnsafeCheckpointError
+from stages.training.engine import DeepSpeedEngine
 
 job = SimpleNamespace(batch_size=2, grad_accum=1, precision="bf16", max_grad_norm=1.0, lr=1e-2,
                       betas=(0.9, 0.999), weight_decay=0.0, optimizer="adam")

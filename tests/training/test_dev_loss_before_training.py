@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pytest
 
 from stages.config.train import TrainJob
-from stages.train.loop import STATE_FILE, train_loop_per_worker, train_task
-from stages.train.sequence import finished_uri, train_sequence_per_worker
+from stages.training.loop import STATE_FILE, train_loop_per_worker, train_task
+from stages.training.sequence import finished_uri, train_sequence_per_worker
 from tests.training.test_best_dev_export import LineTask, dev_loss_of
 from tests.training.test_loop_logging import RecordingRunLogger
 
@@ -66,7 +66,7 @@ def test_best_dev_export_records_the_best_evaluations_dev_loss(checkpoints, tmp_
 def test_a_resumed_fit_keeps_the_step_0_dev_loss_without_recomputing_it(checkpoints, monkeypatch):
     import ray.train
 
-    import stages.train.loop as loop
+    import stages.training.loop as loop
 
     whole = train_task(LineTask(), {"job": JOB, "logger": None, "seed": 0}, None)
     checkpoints.clear()
@@ -110,7 +110,7 @@ def inputs(tmp_path_factory):
     from transformers import AutoTokenizer
 
     from stages.config import load_config
-    from stages.data.lm_builders import summary_record
+    from stages.nugget2d.lm_builders import summary_record
     from tests.evaluation.fixtures import _nugget
     from tests.lm_eval.fixtures import TEXTS, make_base_lm, make_tokenizer
     from tests.training.conftest import TINY
@@ -148,14 +148,14 @@ def make_task(name: str, d: SimpleNamespace):
     from stages.artifacts.data import LMRecords, MtDocuments, NuggetLMCorpus
     from stages.artifacts.restorable import RestorationTexts
     from stages.artifacts.train import decoder_token_ids
-    from stages.train.autoencoding_task import AutoencodingTask
-    from stages.train.baseline_task import BaselineTask
-    from stages.train.full_ft_task import FullFinetuneTask
-    from stages.train.nugget2d_task import LMBaselineTask, Nugget2DARTask, Nugget2DCompressorTask
-    from stages.train.nugget_lm_task import NuggetLMTask
-    from stages.train.nugget_task import NuggetTask
-    from stages.train.restoration_task import RestorableBase, RestorationTask
-    from stages.train.retrieval_task import RetrievalExample, RetrievalTask
+    from stages.nugget2d.autoencoding_task import AutoencodingTask
+    from stages.nugget.baseline_task import BaselineTask
+    from stages.nugget2d.full_ft_task import FullFinetuneTask
+    from stages.nugget2d.nugget2d_task import LMBaselineTask, Nugget2DARTask, Nugget2DCompressorTask
+    from stages.nugget.nugget_lm_task import NuggetLMTask
+    from stages.nugget.nugget_task import NuggetTask
+    from stages.restorable.restoration_task import RestorableBase, RestorationTask
+    from stages.restorable.retrieval_task import RetrievalExample, RetrievalTask
     from tests.lm_eval.fixtures import ADAPTER
 
     mt, lm, n2d = MtDocuments(d.mt), LMRecords(d.lm), d.cfg.nugget2d

@@ -1,6 +1,6 @@
 """A fit opens no listener outside the node's own address: on the local Ray (loopback) every
 LISTEN socket of the training workers is on 127.0.0.1 / ::1, none on ``*`` (torch's
-rendezvous store, Gloo's pairs; `stages.train.process_group`)."""
+rendezvous store, Gloo's pairs; `stages.training.process_group`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from stages.train.launch import _run
-from stages.train.process_group import IFNAME_VARS, bind_collectives_to_node, interface_of
+from stages.training.launch import _run
+from stages.training.process_group import IFNAME_VARS, bind_collectives_to_node, interface_of
 
 
 def _listeners() -> list[tuple[str, int]]:
@@ -70,7 +70,7 @@ def test_interface_of_a_local_and_a_foreign_address():
 def test_collectives_bind_to_the_node_interface(monkeypatch, node, expected):
     for var in IFNAME_VARS:
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr("stages.train.process_group._node_address", lambda: node)
+    monkeypatch.setattr("stages.training.process_group._node_address", lambda: node)
     bind_collectives_to_node()
     lo = interface_of("127.0.0.1")
     assert [os.environ.get(v) for v in IFNAME_VARS] == ([lo, f"={lo}"] if expected else [None, None])
@@ -79,7 +79,7 @@ def test_collectives_bind_to_the_node_interface(monkeypatch, node, expected):
 def test_an_interface_the_user_named_is_kept(monkeypatch):
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "eth7")
     monkeypatch.setenv("NCCL_SOCKET_IFNAME", "=ib0")
-    monkeypatch.setattr("stages.train.process_group._node_address", lambda: "127.0.0.1")
+    monkeypatch.setattr("stages.training.process_group._node_address", lambda: "127.0.0.1")
     bind_collectives_to_node()
     assert [os.environ[v] for v in IFNAME_VARS] == ["eth7", "=ib0"]
 
@@ -87,7 +87,7 @@ def test_an_interface_the_user_named_is_kept(monkeypatch):
 def test_the_node_bound_backend_takes_only_a_torch_config():
     from ray.train.backend import BackendConfig
 
-    from stages.train.process_group import NodeBoundTorchConfig
+    from stages.training.process_group import NodeBoundTorchConfig
 
     with pytest.raises(TypeError, match="BackendConfig: the node-bound torch backend takes a TorchConfig"):
         NodeBoundTorchConfig().backend_cls().on_start(None, BackendConfig())

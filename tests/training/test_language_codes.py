@@ -16,8 +16,8 @@ from transformers import AutoTokenizer
 from stages.artifacts.data import MtDocuments
 from stages.common.languages import check_writes_its_input, set_language_codes, target_code_id
 from stages.config import load_config
-from stages.train.baseline_task import BaselineTask
-from stages.train.nugget_task import NuggetTask
+from stages.nugget.baseline_task import BaselineTask
+from stages.nugget.nugget_task import NuggetTask
 from tests.training.conftest import TINY
 from tests.training.fixtures import make_docs, make_mbart50_tokenizer
 
@@ -62,7 +62,7 @@ def test_the_baselines_code_their_labels_as_nugget_does(corpus):
 
 
 def test_restoration_labels_are_in_the_input_language(corpus):
-    from stages.train.restoration_task import RestorableBase, RestorationTask
+    from stages.restorable.restoration_task import RestorableBase, RestorationTask
 
     _, tok_dir = corpus  # its saved tgt_lang is zh_CN: the corpus's other language
     task = RestorationTask(base=RestorableBase("pretrained", str(tok_dir)), restorable={}, data=None, sentences=1)

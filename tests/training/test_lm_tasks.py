@@ -15,9 +15,9 @@ import torch
 from nugget_core.nugget2d.prompts import PromptFormat
 from stages.artifacts.data import LMRecords
 from stages.common.prompts import encode_answers, encode_task_records
-from stages.data.lm_builders import summary_record
-from stages.train.full_ft_task import IGNORE, FullFinetuneTask
-from stages.train.nugget2d_task import AutoregressiveModule, Nugget2DARTask, Nugget2DCompressorTask
+from stages.nugget2d.lm_builders import summary_record
+from stages.nugget2d.full_ft_task import IGNORE, FullFinetuneTask
+from stages.nugget2d.nugget2d_task import AutoregressiveModule, Nugget2DARTask, Nugget2DCompressorTask
 from tests.lm_eval.fixtures import ADAPTER, TEXTS, make_base_lm, make_nugget2d, make_tokenizer
 
 
@@ -94,7 +94,7 @@ def test_activation_checkpointing_of_the_full_ft_task_keeps_its_gradients(lm_dir
     """``train.full_ft.activation_checkpointing``: the task turns on HF's per-layer
     checkpointing (one always-on adapter: nothing to reinstate), gradients unchanged;
     a task without support refuses the flag by name."""
-    from stages.train.nugget_lm_task import NuggetLMTask
+    from stages.nugget.nugget_lm_task import NuggetLMTask
 
     base, data = lm_dirs
     task = FullFinetuneTask(LMRecords(data), str(base), "summarization", lora_rank=4, lora_alpha=4, **ADAPTER,

@@ -16,8 +16,8 @@ from torch import nn
 
 from stages.config.train import TrainJob
 from stages.framework.tracking import MetricBuffer
-from stages.train.loop import train_loop_per_worker
-from stages.train.task import TrainingTask, protocol_mismatches
+from stages.training.loop import train_loop_per_worker
+from stages.training.task import TrainingTask, protocol_mismatches
 from tests.training.fixtures import ScalarRowsTask
 
 

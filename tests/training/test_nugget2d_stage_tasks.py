@@ -1,5 +1,5 @@
 """The Nugget2D training stages' tasks, built from config without a fit: each stage's own
-model and the variants it trains beside it (`stages.train.nugget2d_stage`), from the typed
+model and the variants it trains beside it (`stages.nugget2d.nugget2d_stage`), from the typed
 config and inputs of its header; and the train_full_ft task."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from stages.artifacts.calibrate import CalibratedThreshold
 from stages.artifacts.data import BaseLM
 from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D
 from stages.framework.contract import build_config, read_inputs
-from stages.train.autoencoding_task import AutoencodingTask
-from stages.train.nugget2d_stage import Nugget2DInputs, Nugget2DTrainingStage
-from stages.train.nugget2d_task import LMBaselineTask, Nugget2DARTask, Nugget2DCompressorTask
-from stages.train.train_full_ft import TrainFullFT
-from stages.train.train_nugget2d import TrainNugget2D
-from stages.train.train_nugget2d_ae import TrainNugget2DAE, TrainNugget2DAEConfig
-from stages.train.train_nugget2d_ar import TrainNugget2DAR
-from stages.train.train_nugget2d_ft import TrainNugget2DFT
+from stages.nugget2d.autoencoding_task import AutoencodingTask
+from stages.nugget2d.nugget2d_stage import Nugget2DInputs, Nugget2DTrainingStage
+from stages.nugget2d.nugget2d_task import LMBaselineTask, Nugget2DARTask, Nugget2DCompressorTask
+from stages.nugget2d.train_full_ft import TrainFullFT
+from stages.nugget2d.train_nugget2d import TrainNugget2D
+from stages.nugget2d.train_nugget2d_ae import TrainNugget2DAE, TrainNugget2DAEConfig
+from stages.nugget2d.train_nugget2d_ar import TrainNugget2DAR
+from stages.nugget2d.train_nugget2d_ft import TrainNugget2DFT
 from tests.evaluation.fixtures import context
 
 

@@ -17,7 +17,7 @@ import torch
 
 from stages.artifacts.data import NuggetLMCorpus, TokenDocuments
 from stages.artifacts.train import TrainedNuggetLM
-from stages.data.tokens import word_flags
+from stages.corpora.tokens import word_flags
 from tests.evaluation.fixtures import artifact, context, stored_table
 from tests.training.fixtures import make_docs
 
@@ -82,7 +82,7 @@ def trained_lm(ray_local, lm_inputs):
     import dataclasses
 
     from stages.framework.tracking import Tracker
-    from stages.train.train_nugget_lm import TrainNuggetLM
+    from stages.nugget.train_nugget_lm import TrainNuggetLM
 
     root, inputs = lm_inputs
     tracker = Tracker(f"sqlite:///{root}/mlflow.db", "nugget-lm-test", str(root / "mlartifacts"))
@@ -122,7 +122,7 @@ def test_train_nugget_lm_trains_every_system_from_its_autoencoder(trained_lm):
 
 def test_eval_nugget_lm_fills_table_3_and_the_report(trained_lm, tmp_path):
     from stages.artifacts.evaluate import EvalTable
-    from stages.evaluate.eval_nugget_lm import EvalNuggetLM
+    from stages.nugget.eval_nugget_lm import EvalNuggetLM
     from stages.report.tables import eval_table
 
     root, inputs, _ = trained_lm
@@ -174,7 +174,7 @@ class UniformLM:
 
 
 def test_word_perplexity_is_the_product_of_subword_probabilities_without_oov():
-    from stages.evaluate.eval_nugget_lm import score
+    from stages.nugget.eval_nugget_lm import score
 
     # 10 tokens: words start at 0, 3, 5, 8; the word at 5-7 is out of vocabulary
     starts = np.array([1, 0, 0, 1, 0, 1, 0, 0, 1, 0], dtype=bool)

@@ -1,4 +1,4 @@
-"""One ``optimizer`` value, one optimiser on both backends (`stages.train.engine.OPTIMIZERS`):
+"""One ``optimizer`` value, one optimiser on both backends (`stages.training.engine.OPTIMIZERS`):
 ``adam`` is Adam with weight decay as a coupled L2 term, ``adamw`` decoupled weight decay.
 DeepSpeed's own default (``adam_w_mode=True``) turned ``adam`` into AdamW."""
 
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from stages.config import load_config
-from stages.train.engine import OPTIMIZERS, DDPEngine, deepspeed_config, optimizer_of
+from stages.training.engine import OPTIMIZERS, DDPEngine, deepspeed_config, optimizer_of
 from tests.training.fixtures import nugget_job
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ import torch
 import torch.distributed as dist
 
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[1]}", rank=0, world_size=1)
-from stages.train.engine import DDPEngine, DeepSpeedEngine
+from stages.training.engine import DDPEngine, DeepSpeedEngine
 
 loss = lambda module, batch: module(batch["x"]).pow(2).mean()
 torch.manual_seed(0)

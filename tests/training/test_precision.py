@@ -9,7 +9,7 @@ import torch
 
 from stages.common.device import autocast
 from stages.config import load_config
-from stages.train.engine import DDPEngine, deepspeed_config
+from stages.training.engine import DDPEngine, deepspeed_config
 from tests.training.fixtures import nugget_job
 
 CPU = torch.device("cpu")

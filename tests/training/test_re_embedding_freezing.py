@@ -6,7 +6,7 @@ import pytest
 
 from nugget_core.restorable import RestorableConfig
 from stages.config import load_config
-from stages.train.train_re import re_systems, restorable_fields
+from stages.restorable.train_re import re_systems, restorable_fields
 
 
 @pytest.mark.parametrize("value", [True, False])

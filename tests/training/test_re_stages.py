@@ -43,7 +43,7 @@ def write_texts(out: Path) -> None:
 
 def write_rr(out: Path, n_tasks: int = 24, candidates: int = 4) -> None:
     """build_rr's layout: ``docs.tsv`` + ``tasks.jsonl`` (query, candidates, answer index)."""
-    from stages.data.nugget_data import Task, write_dataset
+    from stages.corpora.nugget_data import Task, write_dataset
 
     rng = random.Random(0)
     docs, tasks = [], []
@@ -89,7 +89,7 @@ def run_stage(stage_cls, inputs, out):
 
 @pytest.fixture(scope="module")
 def trained_re(ray_local, re_inputs):
-    from stages.train.train_re import TrainRE
+    from stages.restorable.train_re import TrainRE
 
     root, inputs = re_inputs
     run_stage(TrainRE, inputs, root / "train_re")
@@ -114,7 +114,7 @@ def test_train_re_trains_the_grid_from_the_ae_model(trained_re):
 
 def test_eval_re_restoration_scores_every_system(trained_re, tmp_path):
     from stages.artifacts.evaluate import EvalTable
-    from stages.evaluate.eval_re_restoration import EvalRERestoration
+    from stages.restorable.eval_re_restoration import EvalRERestoration
 
     root, inputs = trained_re
     ctx = context(EvalRERestoration, {k: inputs[k] for k in ("build_re_data", "train_re")}, tmp_path / "eval", SMALL)
@@ -132,7 +132,7 @@ def test_eval_re_restoration_scores_every_system(trained_re, tmp_path):
 
 
 def test_build_re_retrieval_splits_the_rr_tasks_by_query(re_inputs, tmp_path):
-    from stages.data.build_re_retrieval import BuildRERetrieval, heldout
+    from stages.restorable.build_re_retrieval import BuildRERetrieval, heldout
 
     root, inputs = re_inputs
     BuildRERetrieval().run(context(BuildRERetrieval, {"build_rr": inputs["build_rr"]}, tmp_path / "data", SMALL))
@@ -145,8 +145,8 @@ def test_build_re_retrieval_splits_the_rr_tasks_by_query(re_inputs, tmp_path):
     assert data.match == "id" and len(list(data.passage_lines())) == 24  # every passage any task offers
     assert "stand-in for Natural Questions" in data.stand_in
     # the bi-encoder task reads its rows from the artifact in each worker (it holds no copy)
-    from stages.train.restoration_task import RestorableBase
-    from stages.train.retrieval_task import RetrievalTask
+    from stages.restorable.restoration_task import RestorableBase
+    from stages.restorable.retrieval_task import RetrievalTask
 
     task = RetrievalTask(RestorableBase("stage_ae", "m"), {}, init="", data=data, dev_examples=1)
     examples = task.load_split("train")
@@ -157,9 +157,9 @@ def test_build_re_retrieval_splits_the_rr_tasks_by_query(re_inputs, tmp_path):
 
 def test_retrieval_stages_train_bi_encoders_and_search_all_passages(trained_re, tmp_path):
     from stages.artifacts.evaluate import EvalTable
-    from stages.data.build_re_retrieval import BuildRERetrieval
-    from stages.evaluate.eval_re_retrieval import EvalRERetrieval
-    from stages.train.train_re_retrieval import TrainRERetrieval
+    from stages.restorable.build_re_retrieval import BuildRERetrieval
+    from stages.restorable.eval_re_retrieval import EvalRERetrieval
+    from stages.restorable.train_re_retrieval import TrainRERetrieval
 
     root, inputs = trained_re
     BuildRERetrieval().run(context(BuildRERetrieval, {"build_rr": inputs["build_rr"]}, tmp_path / "data", SMALL))
@@ -186,7 +186,7 @@ def test_search_is_exact_across_chunks():
     import torch
 
     from stages.artifacts.restorable import Passage
-    from stages.evaluate.eval_re_retrieval import search
+    from stages.restorable.eval_re_retrieval import search
 
     torch.manual_seed(0)
     vectors = torch.randn(11, 4)
@@ -197,7 +197,7 @@ def test_search_is_exact_across_chunks():
 
 
 def test_dpr_hit_rule_matches_answer_words():
-    from stages.evaluate.eval_re_retrieval import has_answer, retrieval_row
+    from stages.restorable.eval_re_retrieval import has_answer, retrieval_row
 
     assert has_answer("The Eiffel Tower, in Paris (France).", ["paris"])
     assert has_answer("born in 1889 in Paris", ["Paris", "Lyon"]) and not has_answer("Parisian life", ["Paris"])
@@ -215,7 +215,7 @@ def test_dpr_hit_rule_matches_answer_words():
 def test_dpr_hit_rule_keeps_punctuation_and_accents_as_dpr_tokenises():
     """DPR's SimpleTokenizer: punctuation is a token of its own (one per character), NFD
     keeps accents as combining marks, matching is uncased."""
-    from stages.evaluate.eval_re_retrieval import dpr_tokens, has_answer
+    from stages.restorable.eval_re_retrieval import dpr_tokens, has_answer
 
     assert dpr_tokens("AT&T's U.S. office") == ["at", "&", "t", "'", "s", "u", ".", "s", ".", "office"]
     assert not has_answer("the AT T building", ["AT&T"]) and has_answer("the at&t building", ["AT&T"])
@@ -229,7 +229,7 @@ def test_dpr_hit_rule_keeps_punctuation_and_accents_as_dpr_tokenises():
 
 def test_the_grid_beyond_one_sentence_can_keep_only_table_3s_rows():
     from stages.config import load_config
-    from stages.train.train_re import re_systems
+    from stages.restorable.train_re import re_systems
 
     grid = ["train.re.configs=[a,b,c,d]", "train.re.poolings=[cls,mean]", "train.re.sentence_counts=[1,3,5]"]
     full = re_systems(load_config([*grid, "train.re.beyond_one_sentence=all"]).train.re)
@@ -250,7 +250,7 @@ def test_restoration_task_starts_from_a_local_pretrained_t5(re_inputs, tmp_path)
     from transformers import AutoTokenizer, T5Config, T5ForConditionalGeneration
 
     from stages.artifacts.restorable import RestorationTexts
-    from stages.train.restoration_task import RestorableBase, RestorationTask
+    from stages.restorable.restoration_task import RestorableBase, RestorationTask
 
     root, _ = re_inputs
     tok = AutoTokenizer.from_pretrained(root / "tokenizer")
@@ -279,8 +279,8 @@ def test_restoration_task_starts_from_a_local_pretrained_t5(re_inputs, tmp_path)
 
 def test_build_re_retrieval_reads_dprs_natural_questions_files(tmp_path):
     """source=dpr_nq (profile=paper): DPR's biencoder json, qas csv and passages tsv, in place."""
-    from stages.data.build_re_retrieval import BuildRERetrieval
-    from stages.evaluate.eval_re_retrieval import first_hits
+    from stages.restorable.build_re_retrieval import BuildRERetrieval
+    from stages.restorable.eval_re_retrieval import first_hits
 
     ctx_of = lambda q, title, text: {"title": title, "text": text, "passage_id": q}  # noqa: E731
     biencoder = [{"question": "who wrote hamlet", "answers": ["Shakespeare"],
@@ -322,8 +322,8 @@ def test_retrieval_towers_train_whole_also_from_a_frozen_encoder_and_on_resume(r
 
     from nugget_core import TinyBartSpec, build_tiny_bart
     from nugget_core.restorable import RestorableConfig, get_restorable_model
-    from stages.train.restoration_task import RestorableBase
-    from stages.train.retrieval_task import RetrievalExample, RetrievalTask
+    from stages.restorable.restoration_task import RestorableBase
+    from stages.restorable.retrieval_task import RetrievalExample, RetrievalTask
 
     root, _ = re_inputs
     tok = AutoTokenizer.from_pretrained(root / "tokenizer")
@@ -352,7 +352,7 @@ def test_restoration_never_decodes_past_the_training_truncation():
 
     import torch
 
-    from stages.evaluate.eval_re_restoration import restore
+    from stages.restorable.eval_re_restoration import restore
     from tests.lm_eval.fixtures import make_tokenizer
 
     asked: list[int] = []

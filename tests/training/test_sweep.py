@@ -12,7 +12,7 @@ from pipelines.cli import main_full
 from stages.artifacts.train import NuggetSweep
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
-from stages.train.sweep_nugget import SweepNugget
+from stages.nugget.sweep_nugget import SweepNugget
 from tests.framework.fixtures import runs_of_latest_pipeline
 from tests.training.conftest import TINY
 

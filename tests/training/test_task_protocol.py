@@ -16,20 +16,20 @@ from torch import nn
 
 from stages.artifacts.data import LMRecords, MtDocuments, NuggetLMCorpus
 from stages.artifacts.restorable import RestorationTexts
-from stages.train.autoencoding_task import AutoencodingTask
-from stages.train.baseline_task import BaselineTask
-from stages.train.full_ft_task import FullFinetuneTask
-from stages.train.nugget2d_task import (
+from stages.nugget2d.autoencoding_task import AutoencodingTask
+from stages.nugget.baseline_task import BaselineTask
+from stages.nugget2d.full_ft_task import FullFinetuneTask
+from stages.nugget2d.nugget2d_task import (
     COMPRESSOR_OBJECTIVES,
     LMBaselineTask,
     Nugget2DARTask,
     Nugget2DCompressorTask,
 )
-from stages.train.nugget_lm_task import NuggetLMTask
-from stages.train.nugget_task import NuggetTask
-from stages.train.restoration_task import RestorableBase, RestorationTask
-from stages.train.retrieval_task import RetrievalTask
-from stages.train.task import PROTOCOL_MEMBERS, TrainingTask, protocol_mismatches
+from stages.nugget.nugget_lm_task import NuggetLMTask
+from stages.nugget.nugget_task import NuggetTask
+from stages.restorable.restoration_task import RestorableBase, RestorationTask
+from stages.restorable.retrieval_task import RetrievalTask
+from stages.training.task import PROTOCOL_MEMBERS, TrainingTask, protocol_mismatches
 from tests.lm_eval.fixtures import ADAPTER
 
 MT, LM = MtDocuments(Path("d")), LMRecords(Path("d"))  # never read: the tasks are only inspected

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from stages.config import load_config
-from stages.train.loop import lr_at
+from stages.training.loop import lr_at
 
 # train_nugget2d, dev loss on 32 dev rows: the untrained scorer keeps the first document token
 # in none of them, and that token is SmolLM2's attention sink: adding it to the untrained

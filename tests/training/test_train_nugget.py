@@ -10,9 +10,9 @@ import torch
 
 from stages.artifacts.data import MtDocuments
 from stages.config import ConfigError, load_config
-from stages.train.launch import check_resources, fit
-from stages.train.loop import PROBE_FILE, TrainerState, lr_at, record_dev_loss
-from stages.train.nugget_task import NuggetTask, sentence_end_positions
+from stages.training.launch import check_resources, fit
+from stages.training.loop import PROBE_FILE, TrainerState, lr_at, record_dev_loss
+from stages.nugget.nugget_task import NuggetTask, sentence_end_positions
 from tests.training.conftest import TINY
 
 pytestmark = pytest.mark.ray
@@ -182,7 +182,7 @@ def test_tsdae_noise_drops_whole_words_and_never_special_tokens():
     and leave half words."""
     import numpy as np
 
-    from stages.train.batches import delete_words
+    from stages.training.batches import delete_words
 
     ids = [0, 11, 12, 13, 14, 15, 2]  # <s> wo-rd1 word2 wo-rd3 </s>
     words = (None, 0, 0, 1, 2, 2, None)

@@ -13,9 +13,9 @@ import torch
 from stages.artifacts.data import LMRecords
 from stages.config import load_config
 from stages.framework.tracking import Tracker
-from stages.train.launch import fit
-from stages.train.loop import PROBE_FILE
-from stages.train.nugget2d_task import (
+from stages.training.launch import fit
+from stages.training.loop import PROBE_FILE
+from stages.nugget2d.nugget2d_task import (
     AutoregressiveModule,
     CompressorModule,
     Nugget2DARTask,

@@ -18,7 +18,7 @@ from stages.artifacts.data import BaseLM, LMRecords
 from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
-from stages.train.train_nugget2d import TrainNugget2D
+from stages.nugget2d.train_nugget2d import TrainNugget2D
 from tests.framework.fixtures import make_fake_sources, runs_of_latest_pipeline
 from tests.lm_eval.fixtures import make_base_lm, make_tokenizer
 

@@ -1,4 +1,4 @@
-"""Several models in one Ray Train fit (`stages.train.sequence`) and the stage that uses
+"""Several models in one Ray Train fit (`stages.training.sequence`) and the stage that uses
 it (``train_baselines``): each model trains as in a fit of its own, a restart skips the
 finished models and resumes the current one, the stage output is what evaluations read."""
 
@@ -13,10 +13,10 @@ import torch
 
 from stages.artifacts.data import MtDocuments
 from stages.config import load_config
-from stages.train.launch import fit, fit_sequence
-from stages.train.loop import PROBE_FILE, STATE_FILE
-from stages.train.nugget_task import NuggetTask
-from stages.train.sequence import DONE
+from stages.training.launch import fit, fit_sequence
+from stages.training.loop import PROBE_FILE, STATE_FILE
+from stages.nugget.nugget_task import NuggetTask
+from stages.training.sequence import DONE
 
 pytestmark = pytest.mark.ray
 
@@ -99,10 +99,10 @@ def test_a_restart_skips_finished_models_and_resumes_the_current_one(uninterrupt
 
 def test_train_baselines_stage_writes_what_the_evaluations_read(ray_local, mt_artifacts, tmp_path):
     from stages.artifacts.train import TrainedBaselines
-    from stages.evaluate.nugget.systems import baseline_systems
+    from stages.nugget.systems import baseline_systems
     from stages.framework.keys import stage_sections
     from stages.framework.stage import Artifact, StageContext
-    from stages.train.train_baselines import TrainBaselines
+    from stages.nugget.train_baselines import TrainBaselines
 
     data, tok = mt_artifacts
     overrides = SMALL + ["eval.baselines.systems=[re_gating,chunk]", "train.baselines.max_steps=4",

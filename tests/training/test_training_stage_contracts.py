@@ -20,14 +20,14 @@ from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget,
 from stages.config import load_config
 from stages.framework.contract import build_config, input_fields
 from stages.framework.keys import stage_sections
-from stages.train.nugget_job import NuggetData, nugget_task
-from stages.train.restoration_task import RestorableBase, restorable_base
-from stages.train.sweep_nugget import SweepNugget
-from stages.train.train_baselines import TrainBaselines
-from stages.train.train_nugget import TrainNugget
-from stages.train.train_nugget_lm import TrainNuggetLM
-from stages.train.train_re import TrainRE
-from stages.train.train_re_retrieval import TrainRERetrieval
+from stages.nugget.nugget_job import NuggetData, nugget_task
+from stages.restorable.restoration_task import RestorableBase, restorable_base
+from stages.nugget.sweep_nugget import SweepNugget
+from stages.nugget.train_baselines import TrainBaselines
+from stages.nugget.train_nugget import TrainNugget
+from stages.nugget.train_nugget_lm import TrainNuggetLM
+from stages.restorable.train_re import TrainRE
+from stages.restorable.train_re_retrieval import TrainRERetrieval
 
 NUGGET_INPUTS = [TokenizerFolder, MtDocuments]
 CONTRACTS = [

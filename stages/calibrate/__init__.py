@@ -1,1 +1,0 @@
-"""Calibration group: the autoregressive threshold Lambda (Nugget2D §2.5)."""

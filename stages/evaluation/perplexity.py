@@ -1,0 +1,153 @@
+"""Subword and word-level perplexity from per-token NLLs (Nugget2D §5.2).
+
+Word-level perplexity multiplies the probabilities of the subwords of each complete
+word, i.e. it divides the same total NLL by the number of words instead of subwords:
+equal to subword perplexity when every word is one subword, larger when words split.
+
+Words are read off the tokens' surface text (`token_texts`: what each token adds to the
+decoded text, so the tokenizer's own decoder turns SentencePiece's ``▁`` and byte-level
+BPE's ``Ġ`` into the leading space; decoding a token alone would drop SentencePiece's,
+which made a whole segment one "word") with the convention of `stages.common.words`: a
+word is a maximal run of non-whitespace characters, a token of whitespace only belongs
+to the word that follows it, and control tokens (BOS, EOS: `word_texts`) to none.
+Only whole words in the evaluated region count: a word whose first subword lies before
+``start`` (its beginning was context, not predicted) is left out of the word count and
+of the word NLL, so a sequence's first word counts only when a BOS precedes it. Words
+equal to the corpus's out-of-vocabulary marker (WikiText's ``<unk>``), with the
+whitespace before them, are excluded from both perplexities (Merity et al., 2016
+convention).
+
+A corpus perplexity is no mean of per-segment values: its 95% interval is the bootstrap one over
+the units summed (segments, articles; `perplexity_intervals`, `stages.common.intervals`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from stages.common.intervals import perplexity_interval
+from stages.common.words import NO_WORD, token_words
+from stages.evaluation.decoding import decode_ids
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+
+@dataclass
+class PerplexityCounts:
+    """Sums over a corpus: NLL (nats) and counts of the subwords / words they cover."""
+
+    subword_nll: float = 0.0
+    subwords: int = 0
+    word_nll: float = 0.0
+    words: int = 0
+    oov_words: int = 0
+
+    def add(self, other: PerplexityCounts) -> None:
+        for name in ("subword_nll", "subwords", "word_nll", "words", "oov_words"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    @classmethod
+    def total(cls, units: Sequence[PerplexityCounts]) -> PerplexityCounts:
+        """The sums over ``units`` (segments, articles)."""
+        out = cls()
+        for unit in units:
+            out.add(unit)
+        return out
+
+    @property
+    def subword_ppl(self) -> float:
+        return math.exp(self.subword_nll / self.subwords) if self.subwords else math.nan
+
+    @property
+    def word_ppl(self) -> float:
+        return math.exp(self.word_nll / self.words) if self.words else math.nan
+
+
+def perplexity_intervals(units: Sequence[PerplexityCounts]) -> dict[str, tuple[float, float]]:
+    """The 95% bootstrap intervals over ``units`` (segments, articles: resampled with replacement,
+    exp(summed NLL / summed count) of each resample) of the subword (``subword_ppl``) and the word
+    perplexity (``word_ppl``) of their `PerplexityCounts.total`; a perplexity without one (fewer
+    than two units, no word) is left out."""
+    out = {"subword_ppl": perplexity_interval([u.subword_nll for u in units], [u.subwords for u in units]),
+           "word_ppl": perplexity_interval([u.word_nll for u in units], [u.words for u in units])}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def token_texts(tokenizer: PreTrainedTokenizerBase, ids: Sequence[int]) -> list[str]:
+    """The text each of ``ids`` adds to the decoded sequence (leading spaces included).
+
+    Decodes every prefix, so the tokenizer's decoder handles word-start markers and
+    multi-token characters; O(n^2) token decodes, a fraction of a second for a 640-token
+    segment, negligible beside the LM passes that score it.
+    """
+    texts, previous = [], ""
+    for i in range(len(ids)):
+        current = decode_ids(tokenizer, ids[: i + 1], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        shared = len(os.path.commonprefix([previous, current]))  # a partial UTF-8 char may change
+        texts.append(current[shared:])
+        previous = current
+    return texts
+
+
+def word_texts(tokenizer: PreTrainedTokenizerBase, ids: Sequence[int]) -> list[str | None]:
+    """`token_texts` with None for the control tokens: a BOS, EOS or padding token is no
+    part of any word. Control tokens are the tokenizer's special tokens other than its
+    unknown token (it stands for a piece of the text: LLaMA's ``<unk>`` is how WikiText's
+    OOV marker tokenises), unless that one is also the BOS, EOS or padding token."""
+    control = set(tokenizer.all_special_ids)
+    if tokenizer.unk_token_id not in {tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id}:
+        control.discard(tokenizer.unk_token_id)
+    return [None if t in control else text for t, text in zip(ids, token_texts(tokenizer, ids), strict=True)]
+
+
+def word_ids(token_texts: Sequence[str | None]) -> list[int]:
+    """Index of the word each token belongs to, `NO_WORD` for a control token (None)
+    (`stages.common.words.token_words` over the concatenated texts)."""
+    spans: list[tuple[int, int] | None] = []
+    end = 0
+    for text in token_texts:
+        spans.append(None if text is None else (end, end + len(text)))
+        end += len(text or "")
+    return token_words("".join(t for t in token_texts if t is not None), spans)
+
+
+def segment_counts(
+    nll: Sequence[float], token_texts: Sequence[str | None], start: int, oov_token: str = ""
+) -> PerplexityCounts:
+    """Counts for one segment.
+
+    Args:
+        nll: NLL of predicting tokens ``start .. start + len(nll) - 1``.
+        token_texts: surface text of every token of the segment (context included; None
+            for a control token, `word_texts`). A predicted token in no word counts as a
+            subword only.
+        start: index of the first predicted token (>= 1).
+        oov_token: the corpus's OOV marker ("" = the corpus marks none).
+    """
+    if start < 1 or start + len(nll) > len(token_texts):
+        raise ValueError(f"nll of {len(nll)} tokens from {start} does not fit {len(token_texts)} tokens")
+    words = word_ids(token_texts)
+    spans: dict[int, list[int]] = {}
+    for i, w in enumerate(words):
+        spans.setdefault(w, []).append(i)
+    counts = PerplexityCounts()
+    for w, span in spans.items():
+        predicted = [i for i in span if i >= start]
+        if not predicted:
+            continue
+        text = "".join(token_texts[i] or "" for i in span).strip()
+        if w != NO_WORD and oov_token and text == oov_token:
+            counts.oov_words += 1
+            continue
+        total = sum(float(nll[i - start]) for i in predicted)
+        counts.subword_nll += total
+        counts.subwords += len(predicted)
+        if w != NO_WORD and span[0] >= start:  # a whole word, beginning included
+            counts.word_nll += total
+            counts.words += 1
+    return counts

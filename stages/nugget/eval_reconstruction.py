@@ -1,0 +1,124 @@
+"""Stage ``eval_reconstruction``: BLEU of texts decoded from nuggets (Nugget §5.1, fig. 4).
+
+For every Nugget model of the sweep (each objective x ratio x scorer layer) and of
+``train_nugget``, and every single-vector baseline (TSDAE, RE cross / gating), decode
+the first ``eval.max_examples`` documents of ``build_mt_docs``'s ``eval.nugget_split`` split
+(dev, as the paper) from their encoding with beam search (``eval.beam_size``, 5 as in the
+paper; up to the longest reference + ``eval.reconstruction_extra_tokens`` new tokens, so whole
+documents can be written) and score micro-averaged corpus BLEU (sacrebleu) against the
+objective's target: the input document for AE, the translation for MT (sacrebleu's "zh"
+tokenizer for Chinese), with its 95% bootstrap interval over the documents (``bleu_low`` /
+``bleu_high``, `corpus_bleu_interval`). The Nugget ablations of
+``train_baselines`` are similarity systems only (table 4) and are skipped here.
+
+Output: `stages.artifacts.evaluate.ReconstructionResults` (``reconstruction.json`` /
+``.csv`` / ``.md``, ``bleu_vs_ratio.png``: fig. 4, baselines at r = 0, its caption
+in ``figures.json``; per system ``uninformative``: why its decoded texts are constant, loops or
+empty, `stages.common.degenerate`, "" when they are not) and ``samples.jsonl`` (a few decoded texts
+per system).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow.parquet as pq
+
+from stages.artifacts.data import MtDocuments
+from stages.artifacts.evaluate import ReconstructionResults
+from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
+from stages.common.degenerate import LABEL, generation_flags
+from stages.common.records import write_jsonl
+from stages.nugget.encoders import load_system
+from stages.evaluation.metrics import bleu_tokenizer, corpus_bleu_interval
+from stages.nugget.plots import bleu_vs_ratio
+from stages.nugget.similarity import metric_name
+from stages.nugget.systems import System, collect_systems, to_record
+from stages.evaluation.publish import log_flags
+from stages.framework.contract import optional, section
+from stages.framework.stage import Stage, StageContext
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+SAMPLES_PER_SYSTEM = 3
+
+
+def decode_limit(tokenizer: PreTrainedTokenizerBase, references: list[str], extra: int) -> int:
+    """New tokens that let beam search write the longest reference whole (+ ``extra``)."""
+    return max(len(ids) for ids in tokenizer(references)["input_ids"]) + extra
+
+
+def reconstruction_systems(systems: list[System]) -> list[System]:
+    """Learned-selector Nugget models and single-vector baselines (not the ablations)."""
+    return [s for s in systems if s.kind == "bottleneck" or (s.selector == "topk" and s.baseline is None)]
+
+
+@dataclass(frozen=True)
+class ReconstructionConfig:
+    beam_size: int = section("eval.beam_size")
+    extra_tokens: int = section("eval.reconstruction_extra_tokens")
+    max_examples: int = section("eval.max_examples")
+    batch_size: int = section("eval.batch_size")
+    dtype: str = section("eval.dtype")
+    split: str = section("eval.nugget_split")
+
+
+@dataclass(frozen=True)
+class ReconstructionInputs:
+    docs: MtDocuments
+    nugget: TrainedNugget
+    baselines: TrainedBaselines
+    sweep: NuggetSweep | None = optional()
+
+
+class EvalReconstruction(Stage[ReconstructionConfig, ReconstructionInputs, ReconstructionResults]):
+    name = "eval_reconstruction"
+    uses_device = True
+
+    def compute(self, ctx: StageContext, config: ReconstructionConfig, inputs: ReconstructionInputs) -> None:
+        split = config.split
+        table = pq.read_table(inputs.docs.split(split), columns=["source", "target"]).to_pydict()
+        cap = config.max_examples
+        docs = {k: (v[:cap] if cap else v) for k, v in table.items()}
+        if not docs["source"]:
+            raise ValueError(f"build_mt_docs split {split!r} (eval.nugget_split) is empty: nothing to reconstruct")
+        systems = reconstruction_systems(collect_systems(inputs))
+        rows, samples, metrics = [], [], {}
+        flags: dict[str, str] = {}  # system -> why it is uninformative
+        for n, system in enumerate(systems, 1):
+            tick = time.time()
+            loaded = load_system(system, device=ctx.device, precision=config.dtype)
+            refs = docs["source"] if system.objective == "ae" else docs["target"]
+            hyps = loaded.decode(docs["source"], config.batch_size, config.beam_size,
+                                 decode_limit(loaded.tokenizer, refs, config.extra_tokens))
+            tokenize = bleu_tokenizer(refs)
+            bleu, bounds = corpus_bleu_interval(hyps, refs, tokenize=tokenize)
+            ends = dict(zip(("bleu_low", "bleu_high"), bounds, strict=True)) if bounds else {}
+            flag = generation_flags(hyps) or ""
+            rows.append({**to_record(system), "bleu": bleu, **ends, "n_docs": len(refs), "bleu_tokenize": tokenize,
+                         "label": system.describe(), LABEL: flag})
+            flags |= {system.name: flag} if flag else {}
+            samples += [{"system": system.name, "reference": r, "decoded": h}
+                        for r, h in list(zip(refs, hyps, strict=True))[:SAMPLES_PER_SYSTEM]]
+            metrics[metric_name("bleu", system.name)] = bleu
+            metrics[metric_name("bleu", system.name) + "_n"] = len(refs)  # corpus BLEU over n documents
+            metrics |= {metric_name("bleu", system.name) + end[4:]: x for end, x in ends.items()}  # its 95% interval
+            interval = f" [{bounds[0]:.2f}, {bounds[1]:.2f}]" if bounds else ""
+            print(f"[eval_reconstruction] {n}/{len(systems)} {system.name}: BLEU {bleu:.2f}{interval} "
+                  f"({len(refs)} docs, beam {config.beam_size}, {time.time() - tick:.1f}s)", flush=True)
+        written = ReconstructionResults(rows, split, config.beam_size).write(ctx.output_dir)
+        write_jsonl(ctx.output_dir / ReconstructionResults.EXAMPLES, samples)
+        for path in written[1:]:
+            ctx.log_artifact(path)
+        figure = ctx.output_dir / ReconstructionResults.FIGURES[0]
+        bleu_vs_ratio(rows, figure)
+        captions = ReconstructionResults.write_captions(ctx.output_dir, {figure.name: (
+            f"n = {len(docs['source'])} {split} documents per system, {len(systems)} systems, "
+            f"beam {config.beam_size}.")})
+        for path in (figure, captions):
+            ctx.log_artifact(path)
+        ctx.log_metrics(metrics)
+        log_flags(ctx, flags)

@@ -1,0 +1,62 @@
+"""PI / RR document similarity (Nugget §6.1): rank each task's candidates for its query.
+
+Multi-vector systems score a (query, candidate) pair with mean-MaxSim (eq. 10);
+single-vector systems with cosine. The result is MRR x 100 over the tasks.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+from stages.corpora.nugget_data import Task, read_docs, read_tasks
+from stages.evaluation.metrics import cosine, mean_maxsim, reciprocal_rank
+
+
+def read_similarity_data(folder: Path) -> tuple[list[Task], dict[str, str]]:
+    """Tasks + documents of ``folder``: our builders' ``tasks.jsonl`` + ``docs.tsv``, or
+    the authors' released ``task.jsonl`` + ``docs.txt`` (github.com/hiaoxui/nugget-data)."""
+    for tasks_name, docs_name in (("tasks.jsonl", "docs.tsv"), ("task.jsonl", "docs.txt")):
+        if (folder / tasks_name).exists() and (folder / docs_name).exists():
+            return read_tasks(folder / tasks_name), read_docs(folder / docs_name)
+    raise FileNotFoundError(f"{folder} has neither tasks.jsonl+docs.tsv nor task.jsonl+docs.txt")
+
+
+def needed_docs(tasks: list[Task]) -> list[str]:
+    """Ids of every query and candidate, each once, in first-use order."""
+    return list(dict.fromkeys(i for t in tasks for i in (t.query, *t.candidates)))
+
+
+def score_tasks(vectors: dict[str, torch.Tensor], tasks: list[Task], multi: bool) -> list[tuple[list[float], int]]:
+    """Candidate scores of each task: mean-MaxSim (``multi``) or cosine of single vectors."""
+    rankings = []
+    for t in tasks:
+        q = vectors[t.query]
+        if multi:
+            scores = [mean_maxsim(q, vectors[c]) for c in t.candidates]
+        else:
+            scores = cosine(q[0], torch.stack([vectors[c][0] for c in t.candidates])).tolist()
+        rankings.append((scores, t.answer))
+    return rankings
+
+
+def task_reciprocal_ranks(vectors: dict[str, torch.Tensor], tasks: list[Task], multi: bool
+                          ) -> tuple[list[float], list[tuple[int, ...]]]:
+    """Reciprocal rank x 100 of each task's answer (their mean is the MRR; per task, so
+    the evaluation can publish them and the MRR's standard error), and each task's ranking
+    (candidate indices by descending score, ties in candidate order): a system whose
+    rankings are (nearly) all the same ignores its input (`stages.common.degenerate`)."""
+    scored = score_tasks(vectors, tasks, multi)
+    return [100.0 * reciprocal_rank(s, a) for s, a in scored], [ranking(s) for s, _ in scored]
+
+
+def ranking(scores: list[float]) -> tuple[int, ...]:
+    """Candidate indices by descending score, ties in candidate order (``sorted`` is stable)."""
+    return tuple(sorted(range(len(scores)), key=lambda i: -scores[i]))
+
+
+def metric_name(*parts: str) -> str:
+    """An MLflow-safe metric key (letters, digits, ``_ - . /`` and spaces only)."""
+    return ".".join(re.sub(r"[^A-Za-z0-9_.\-/ ]", "_", p) for p in parts)

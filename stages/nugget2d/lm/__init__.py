@@ -1,0 +1,2 @@
+"""The Nugget2D evaluation recipes (QA, summarisation, language modelling) and their parts: prompts,
+decoding cost, scoring, the KV presses."""

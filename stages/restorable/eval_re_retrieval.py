@@ -1,0 +1,196 @@
+"""Stage ``eval_re_retrieval``: passage retrieval with the RE bi-encoders (RE §4.4,
+tables 4, 9), as DPR measures it.
+
+Each test query of ``build_re_retrieval`` (at most ``eval.re.max_queries``) retrieves
+from the whole passage collection by exact inner-product search: its query-tower vector
+against every passage's passage-tower vector, the passages streamed in chunks with a
+running top-k (k = the largest of ``eval.re.recall_at``). A retrieved passage is a hit
+when it is one of the query's positive passages (``match: id``, the stand-in) or when it
+contains one of its answer strings (``match: answer``: DPR's rule on Natural Questions,
+`has_answer`: the passage's text, not its title, tokenised as DPR does, punctuation kept). Recall@k (x 100) for each k of ``eval.re.recall_at`` (below the
+collection's size) and MRR@k_max (x 100), each with its standard error over queries.
+
+Outputs: the `EvalTable` (one row per bi-encoder, ``paper_row`` its RE table 9 row;
+metric ``passages``: the collection's size) and ``examples.jsonl`` (rank of the first hit
+per system and query, 0 = none in the top k).
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import regex
+import torch
+
+from stages.artifacts.evaluate import Column, EvalTable, TableRow
+from stages.artifacts.restorable import Passage, RetrievalData, TrainedRetrieval
+from stages.common.degenerate import constant_outputs
+from stages.common.device import to_device
+from stages.common.intervals import hits_interval, means_and_errors
+from stages.common.padding import pad
+from stages.common.records import batches
+from stages.evaluation.publish import publish
+from stages.framework.contract import section
+from stages.framework.stage import Stage, StageContext
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from nugget_core.restorable import RestorableEncoder
+    from stages.config.evaluation import REEval
+
+CHUNK = 4096  # passages encoded and scored at once: [queries, CHUNK] scores per step
+
+
+# DPR's SimpleTokenizer (dpr/utils/tokenizers.py): a run of letters / digits / marks, or any
+# single character that is neither a separator nor a control; so punctuation stays, one token
+# per character ("AT&T" -> at & t). Its flags kept, IGNORECASE included (no effect on these classes).
+DPR_TOKEN = regex.compile(r"[\p{L}\p{N}\p{M}]+|[^\p{Z}\p{C}]", flags=regex.IGNORECASE | regex.UNICODE | regex.MULTILINE)
+
+
+def dpr_tokens(text: str) -> list[str]:
+    """DPR's tokens of ``text``: NFD-normalised (accents stay, as combining marks), tokenised
+    by `DPR_TOKEN`, lower-cased."""
+    return [m.group().lower() for m in DPR_TOKEN.finditer(unicodedata.normalize("NFD", text))]
+
+
+def has_answer(text: str, answers: list[str]) -> bool:
+    """DPR's hit rule (``has_answer``, match_type "string", dpr/data/qa_validation.py): some
+    answer's token sequence occurs in the passage *text's* (`dpr_tokens`; the title is not
+    searched). An answer without tokens never matches (DPR's would match every passage)."""
+    words = dpr_tokens(text)
+    for answer in answers:
+        target = dpr_tokens(answer)
+        if target and any(words[i : i + len(target)] == target for i in range(len(words) - len(target) + 1)):
+            return True
+    return False
+
+
+@torch.no_grad()
+def embed(tower: RestorableEncoder, tokenizer: PreTrainedTokenizerBase, texts: list[str], max_tokens: int,
+          batch_size: int, device: torch.device | str) -> torch.Tensor:
+    """``[len(texts), d]`` vectors of ``texts`` by one tower (on ``device``, fp32)."""
+    out = []
+    for chunk in batches(texts, batch_size):
+        ids, mask = pad(tokenizer(chunk, truncation=True, max_length=max_tokens)["input_ids"], tokenizer.pad_token_id)
+        out.append(tower(*to_device((ids, mask), device)).float())
+    return torch.cat(out)
+
+
+def _chunks(lines: Iterator[Passage], size: int) -> Iterator[list[Passage]]:
+    chunk: list[Passage] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def search(queries: torch.Tensor, passages: Iterator[Passage], encode: Callable[[list[str]], torch.Tensor], k: int,
+           chunk_size: int = CHUNK) -> tuple[torch.Tensor, int]:
+    """Exact top-``k`` passage positions ``[Q, k]`` (best first; positions in the stream)
+    for ``queries [Q, d]``, and the number of passages; ``encode(texts) -> [n, d]``."""
+    best_scores = torch.full((queries.shape[0], 0), float("-inf"), device=queries.device)
+    best = torch.zeros((queries.shape[0], 0), dtype=torch.long, device=queries.device)
+    seen = 0
+    for chunk in _chunks(passages, chunk_size):
+        scores = queries @ encode([p.encoded for p in chunk]).T
+        positions = torch.arange(seen, seen + len(chunk), device=queries.device).expand(queries.shape[0], -1)
+        scores, positions = torch.cat([best_scores, scores], 1), torch.cat([best, positions], 1)
+        top = scores.topk(min(k, scores.shape[1]), dim=1)
+        best_scores, best = top.values, positions.gather(1, top.indices)
+        seen += len(chunk)
+    return best.cpu(), seen
+
+
+def first_hits(top: torch.Tensor, tests: list[dict[str, Any]], data: RetrievalData) -> list[int]:
+    """1-based rank of each query's first hit among its retrieved passages (0: none)."""
+    wanted = set(top.flatten().tolist())
+    found = {i: line for i, line in enumerate(data.passage_lines()) if i in wanted}  # a second pass, only the top
+    ranks = []
+    for row, positions in zip(tests, top.tolist(), strict=True):
+        rank = 0
+        for r, pos in enumerate(positions, 1):
+            passage = found[pos]
+            if passage.id in row["positive_ids"] if data.match == "id" else has_answer(passage.text, row["answers"]):
+                rank = r
+                break
+        ranks.append(rank)
+    return ranks
+
+
+def retrieval_row(record: dict[str, Any], ranks: list[int], passages: int, ks: list[int],
+                  top1: list[int] | None = None) -> TableRow:
+    """One bi-encoder's row: R@k (a share of queries: Wilson 95% interval) of each k below the
+    passages, MRR (a mean of reciprocal ranks: standard error); flagged uninformative when its
+    first-ranked passage (``top1``, per query) is (nearly) constant (`stages.common.degenerate`)."""
+    hits = {f"r@{k}": [0 < r <= k for r in ranks] for k in ks if k < passages}  # k >= all: 100
+    means, errors = means_and_errors({"mrr": [100.0 / r if r else 0.0 for r in ranks]})
+    metrics: dict[str, float | None] = {**{k: 100.0 * sum(h) / len(h) for k, h in hits.items()}, **means,
+                                        "passages": passages}
+    intervals = {k: ci for k, h in hits.items() if (ci := hits_interval(h)) is not None}
+    flag = constant_outputs(top1) if top1 is not None else None
+    return TableRow(system=record["system"], metrics=metrics, n=len(ranks), paper_row=record["paper_row"],
+                    stderr=errors, interval=intervals,
+                    flag=f"first-ranked passage: {flag}" if flag else "")
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    re: REEval = section("eval.re")
+    dtype: str = section("eval.dtype")
+
+
+@dataclass(frozen=True)
+class RetrievalInputs:
+    trained: TrainedRetrieval
+    data: RetrievalData
+
+
+class EvalRERetrieval(Stage[RetrievalConfig, RetrievalInputs, EvalTable]):
+    name = "eval_re_retrieval"
+    uses_device = True
+
+    def compute(self, ctx: StageContext, config: RetrievalConfig, inputs: RetrievalInputs) -> None:
+        cfg = config.re
+        trained, data = inputs.trained, inputs.data
+        tests = list(data.rows("test", cfg.max_queries))
+        if not tests:
+            raise ValueError(f"eval_re_retrieval: {data.path}/test.jsonl has no queries")
+        k_max = max(cfg.recall_at)
+        rows, examples, passages = [], [], 0
+        for n, record in enumerate(trained.systems, 1):
+            tick = time.time()
+            query_tower, passage_tower = trained.towers(record, ctx.device, config.dtype)
+            tokenizer = trained.tokenizer(record)
+            queries = embed(query_tower, tokenizer, [t["query"] for t in tests], record["max_query_tokens"],
+                            cfg.batch_size, ctx.device)
+            encode = partial(embed, passage_tower, tokenizer, max_tokens=record["max_passage_tokens"],
+                             batch_size=cfg.batch_size, device=ctx.device)
+            top, passages = search(queries, data.passage_lines(), encode, k_max)
+            ranks = first_hits(top, tests, data)
+            row = retrieval_row(record, ranks, passages, list(cfg.recall_at), top[:, 0].tolist())
+            rows.append(row)
+            examples += [{"system": record["system"], "query": t["id"], "first_hit_rank": r}
+                         for t, r in zip(tests, ranks, strict=True)]
+            shown = ", ".join(f"{m} {v:.1f}" for m, v in row.metrics.items() if m != "passages")
+            print(f"[eval_re_retrieval] {n}/{len(trained.systems)} {record['system']}: {shown} ({len(tests)} queries, "
+                  f"{passages} passages, {time.time() - tick:.1f}s)", flush=True)
+        ks = [k for k in sorted(cfg.recall_at) if k < passages]
+        table = EvalTable(
+            title="RE tables 4, 9: passage retrieval with bi-encoders from the RE encoders",
+            columns=[Column(f"r@{k}", f"R@{k}") for k in ks] + [Column("mrr", f"MRR@{k_max}"),
+                                                               Column("passages", "passages", "{:.0f}")],
+            rows=rows, stand_in=data.stand_in,
+            notes=[f"{len(tests)} test queries; exact inner-product search over all {passages} passages; a hit is "
+                   + ("a positive passage of the query" if data.match == "id" else "a passage containing an answer "
+                      "string (DPR)")],
+        )
+        publish(ctx, table, examples)
