@@ -172,7 +172,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def task_records(cfg: PipelineConfig, task: str, split: str, limit: int) -> list[dict]:
     """The first ``limit`` records of ``split`` in ``build_lm``'s ``<task>.jsonl`` for ``cfg``."""
-    from stages.artifacts.data import LMRecords
+    from stages.nugget2d.artifacts import LMRecords
     from stages.common.records import read_records
 
     path = LMRecords.read(stage_output(cfg, "build_lm")).records(task)

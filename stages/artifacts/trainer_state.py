@@ -8,7 +8,7 @@ best evaluation's), the steps taken (``step``), the dev target tokens each dev l
 averages over (``dev_loss_n``) and the tokens its steps processed (``tokens_seen``,
 inputs + targets, every rank). A sweep trial records the same fields in its result
 record (``steps`` for ``step``). The training contracts (`stages.artifacts.train`,
-`stages.artifacts.restorable`) read them into a `TrainingSummary` per trained model;
+`stages.restorable.artifacts`) read them into a `TrainingSummary` per trained model;
 the report's training section shows them.
 """
 

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stages.artifacts.data import CorpusStatistics
+from stages.corpora.artifacts import CorpusStatistics
 from stages.config.data import CorpusStatsData
 from stages.framework import raydata
 from stages.framework.contract import NoInputs, section

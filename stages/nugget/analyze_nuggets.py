@@ -9,7 +9,7 @@ same token statistics on that side of the split. Every token is counted as the w
 spells (`readable_token`), so a token and its word-initial variant ('the', 'Ġthe') are one
 word and no figure or table shows a BPE marker.
 
-Output: `stages.artifacts.evaluate.NuggetAnalysis`:
+Output: `stages.nugget.artifacts.results.NuggetAnalysis`:
 - ``token_frequency.png`` / ``token_frequency.json`` (fig. 5): the 6 most frequent nugget
   tokens, their share among nuggets (AE, MT) vs in text, and the punctuation share; per
   model ``uninformative``: why its selection ignores the document (the same nugget positions
@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 import torch
 
-from stages.artifacts.data import MtDocuments
-from stages.artifacts.evaluate import NuggetAnalysis
-from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
+from stages.nugget.artifacts.data import MtDocuments
+from stages.nugget.artifacts.results import NuggetAnalysis
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.common.degenerate import LABEL, constant_outputs
 from stages.common.languages import check_writes_its_input
 from stages.common.tokens import display_token, token_text

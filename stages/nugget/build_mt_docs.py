@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stages.artifacts.data import MtDocuments, TokenizerFolder
+from stages.nugget.artifacts.data import MtDocuments, TokenizerFolder
 from stages.corpora.corpora import english_corpus, mt_corpus, mt_offline_sources
 from stages.nugget.documents import Document, build_documents
 from stages.corpora.splits import SPLITS, assign_splits

@@ -9,7 +9,7 @@ labelled stand-in), split train / dev / test by article with ``data.seed``.
 
 Articles are tokenised with the Nugget model's tokenizer (``tokenizer`` stage), with per
 token the flags word-level perplexity needs (`stages.corpora.tokens.word_flags`).
-Output: `stages.artifacts.data.NuggetLMCorpus`.
+Output: `stages.nugget.artifacts.data.NuggetLMCorpus`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stages.artifacts.data import NuggetLMCorpus, TokenizerFolder
+from stages.nugget.artifacts.data import NuggetLMCorpus, TokenizerFolder
 from stages.corpora import paper_sources as paper
 from stages.corpora.articles import article_text, wikitext103_documents
 from stages.corpora.corpora import offline_articles

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.artifacts.data import SimilarityDataset, TokenizerFolder
+from stages.nugget.artifacts.data import SimilarityDataset, TokenizerFolder
 from stages.nugget.bm25 import BM25Config, bm25_tokens, mine_windows
 from stages.corpora.corpora import pi_corpus
 from stages.nugget.documents import build_documents

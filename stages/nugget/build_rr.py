@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stages.artifacts.data import SimilarityDataset, TokenizerFolder
+from stages.nugget.artifacts.data import SimilarityDataset, TokenizerFolder
 from stages.nugget.bm25 import BM25Config, bm25_tokens, mine_pool
 from stages.corpora.corpora import rr_articles
 from stages.corpora.nugget_data import Task, write_dataset

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from stages.artifacts.data import NuggetLMCorpus, TokenDocuments
+from stages.nugget.artifacts.data import NuggetLMCorpus, TokenDocuments
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
-from stages.artifacts.train import TrainedNuggetLM
+from stages.nugget.artifacts.models import TrainedNuggetLM
 from stages.common.degenerate import UnigramModel, above_unigram, combine
 from stages.common.device import to_device
 from stages.common.records import batches

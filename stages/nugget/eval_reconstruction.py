@@ -11,7 +11,7 @@ tokenizer for Chinese), with its 95% bootstrap interval over the documents (``bl
 ``bleu_high``, `corpus_bleu_interval`). The Nugget ablations of
 ``train_baselines`` are similarity systems only (table 4) and are skipped here.
 
-Output: `stages.artifacts.evaluate.ReconstructionResults` (``reconstruction.json`` /
+Output: `stages.nugget.artifacts.results.ReconstructionResults` (``reconstruction.json`` /
 ``.csv`` / ``.md``, ``bleu_vs_ratio.png``: fig. 4, baselines at r = 0, its caption
 in ``figures.json``; per system ``uninformative``: why its decoded texts are constant, loops or
 empty, `stages.common.degenerate`, "" when they are not) and ``samples.jsonl`` (a few decoded texts
@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
-from stages.artifacts.data import MtDocuments
-from stages.artifacts.evaluate import ReconstructionResults
-from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
+from stages.nugget.artifacts.data import MtDocuments
+from stages.nugget.artifacts.results import ReconstructionResults
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.common.degenerate import LABEL, generation_flags
 from stages.common.records import write_jsonl
 from stages.nugget.encoders import load_system

@@ -10,7 +10,7 @@ in, read as a plain encoder; ``colbart_from`` in the output says which).
 
 Data: the ``build_pi`` / ``build_rr`` artifacts, or the authors' released nugget-data
 folders given by ``eval.pi_data_dir`` / ``eval.rr_data_dir``; ``eval.max_tasks`` caps
-the tasks (first N). Output: `stages.artifacts.evaluate.SimilarityResults`
+the tasks (first N). Output: `stages.nugget.artifacts.results.SimilarityResults`
 (``similarity.json`` / ``.csv`` / ``.md``; a row's ``uninformative`` says why the system's
 candidate rankings are (nearly) the same for every task, `stages.common.degenerate`, "" when
 they are not); every MRR is also an MLflow metric ``mrr.<task>.<system>``.
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stages.artifacts.data import StoredSimilarityDataset
-from stages.artifacts.evaluate import SimilarityResults
-from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
+from stages.nugget.artifacts.data import StoredSimilarityDataset
+from stages.nugget.artifacts.results import SimilarityResults
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.common.degenerate import LABEL, constant_outputs
 from stages.common.intervals import stderr
 from stages.common.records import write_jsonl

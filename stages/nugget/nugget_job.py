@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stages.artifacts.data import MtDocuments, TokenizerFolder
+from stages.nugget.artifacts.data import MtDocuments, TokenizerFolder
 from stages.nugget.nugget_task import NuggetTask
 
 if TYPE_CHECKING:

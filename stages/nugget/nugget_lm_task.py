@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from stages.artifacts.data import NuggetLMCorpus, TokenDocuments
+from stages.nugget.artifacts.data import NuggetLMCorpus, TokenDocuments
 from stages.training.task import Batch
 from stages.training.task_steps import (
     checkpointing_unsupported,

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import torch
 from torch import nn
 
-from stages.artifacts.data import MtDocuments
+from stages.nugget.artifacts.data import MtDocuments
 from stages.common.languages import has_language_codes, set_language_codes
 from stages.common.padding import pad
 from stages.training.batches import Example, delete_words

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.artifacts.train import NuggetSweep
+from stages.nugget.artifacts.models import NuggetSweep
 from stages.framework.contract import section
 from stages.framework.resources import Demand, worker_demand
 from stages.framework.stage import Stage, StageContext

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.artifacts.train import TrainedBaselines
+from stages.nugget.artifacts.models import TrainedBaselines
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget.baseline_task import BaselineTask

@@ -7,7 +7,7 @@ failures (``train.nugget.max_failures``). Every ablation is a config, not code:
 ``nugget.selector`` (topk / chunk / sentence), ``nugget.feedback``, ``nugget.scorer_layer``,
 ``train.nugget.objective`` (ae / mt), ``train.nugget.deletion_noise`` (TSDAE-style AE).
 
-Output: `stages.artifacts.train.TrainedNugget`: ``model/`` (HF ``save_pretrained`` + nugget
+Output: `stages.nugget.artifacts.models.TrainedNugget`: ``model/`` (HF ``save_pretrained`` + nugget
 parts + tokenizer, loadable with ``nugget_core.NuggetModel.from_pretrained`` outside Ray)
 and what it is (``trained.json``); ``trainer_state.json`` (loss
 history, dev losses, early stopping) and ``probe_logits.pt``. Per-step loss / lr /
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stages.artifacts.train import TrainedNugget
+from stages.nugget.artifacts.models import TrainedNugget
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.training.launch import train_into_stage_output

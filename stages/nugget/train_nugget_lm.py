@@ -20,7 +20,7 @@ model at ``nugget.ratio`` serves all here, its scorer reused at each ratio), TSD
 ``train_baselines``' ``tsdae_ae``. One Ray Train fit trains them in turn
 (`stages.training.sequence`), with the job settings ``train.nugget_lm``.
 
-Output: `stages.artifacts.train.TrainedNuggetLM`.
+Output: `stages.nugget.artifacts.models.TrainedNuggetLM`.
 """
 
 from __future__ import annotations
@@ -28,13 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.artifacts.data import NuggetLMCorpus, TokenizerFolder
-from stages.artifacts.train import (
-    TrainedBaselines,
-    TrainedNugget,
-    TrainedNuggetLM,
-    decoder_token_ids,
-)
+from stages.nugget.artifacts.data import NuggetLMCorpus, TokenizerFolder
+from stages.nugget.artifacts.models import TrainedBaselines, TrainedNugget, TrainedNuggetLM, decoder_token_ids
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.training.launch import check_resources, export_finished, final_metrics, fit_sequence

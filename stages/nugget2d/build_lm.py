@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stages.artifacts.data import LMRecords, PreparedLM
+from stages.nugget2d.artifacts import LMRecords, PreparedLM
 from stages.config.lm_splits import WIKITEXT_LM_SPLITS, publishes_splits
 from stages.corpora import paper_sources as paper
 from stages.corpora.articles import article_text, wikitext103_documents

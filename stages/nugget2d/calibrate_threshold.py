@@ -8,7 +8,7 @@ the ``1 - r`` quantile of the pooled scores (r = ``nugget2d.ratio``). The ratio 
 realises is then measured on ``heldout_docs`` segments of another split, per document
 (mean, spread) and pooled.
 
-Outputs: `stages.artifacts.calibrate.CalibratedThreshold` (Lambda, r, realised ratios, the
+Outputs: `stages.nugget2d.artifacts.CalibratedThreshold` (Lambda, r, realised ratios, the
 scorer's fingerprint; the one place downstream autoregressive stages take Lambda from),
 ``scores_hist.png``,
 ``heldout_ratios.jsonl`` (per document).
@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 import torch
 
 from nugget_core.nugget2d import Nugget2DConfig
-from stages.artifacts.calibrate import CalibratedThreshold
-from stages.artifacts.data import LMRecords, PreparedLM
-from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
+from stages.nugget2d.artifacts import CalibratedThreshold
+from stages.nugget2d.artifacts import LMRecords, PreparedLM
+from stages.nugget2d.artifacts import TrainedNugget2D, scorer_fingerprint
 from stages.nugget2d.quantile import calibrate, document_ratios, histogram_png, spread
 from stages.common.progress import progress_logger
 from stages.config.calibrate import ThresholdCalibration

@@ -38,10 +38,10 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from stages.artifacts.calibrate import CalibratedThreshold
-from stages.artifacts.data import LMRecords, PreparedLM
+from stages.nugget2d.artifacts import CalibratedThreshold
+from stages.nugget2d.artifacts import LMRecords, PreparedLM
 from stages.artifacts.evaluate import EvalTable
-from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
+from stages.nugget2d.artifacts import TrainedNugget2D, scorer_fingerprint
 from stages.common.degenerate import UnigramModel
 from stages.config.evaluation import LMEval, PressSection
 from stages.nugget2d.lm.language_modelling import BASELINES, LOG, Segment, evaluate_lm

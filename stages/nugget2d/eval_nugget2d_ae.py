@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from stages.artifacts.data import LMRecords, PreparedLM
+from stages.nugget2d.artifacts import LMRecords, PreparedLM
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
-from stages.artifacts.train import TrainedNugget2D
+from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.common.degenerate import generation_flags
 from stages.common.intervals import share_interval
 from stages.common.padding import pad

@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nugget_core.nugget2d.prompts import PromptFormat
-from stages.artifacts.data import LMRecords, PreparedLM
+from stages.nugget2d.artifacts import LMRecords, PreparedLM
 from stages.artifacts.evaluate import EvalTable
-from stages.artifacts.train import TrainedNugget2D
+from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.common.records import read_records
 from stages.config.evaluation import PressSection, QAEval
 from stages.config.schema import PromptSection

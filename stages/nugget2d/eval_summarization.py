@@ -29,9 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nugget_core.nugget2d.prompts import PromptFormat
-from stages.artifacts.data import BaseLM, LMRecords
+from stages.nugget2d.artifacts import BaseLM, LMRecords
 from stages.artifacts.evaluate import EvalTable
-from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D
+from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D
 from stages.common.records import read_records
 from stages.config.evaluation import PressSection, SummarizationEval
 from stages.config.schema import PromptSection

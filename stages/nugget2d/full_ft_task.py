@@ -5,7 +5,7 @@ Nugget2D's, to produce the answer.
 Each example is ``document part + prompt part + answer + EOS`` as one sequence
 (`stages.nugget2d.lm_task.task_examples`, the tokenisation the evaluations use); the loss is the
 mean NLL of the answer tokens and EOS only (labels are -100 elsewhere). The export is a
-peft adapter folder plus the tokenizer; `stages.artifacts.train.FullFinetunedLM.load`
+peft adapter folder plus the tokenizer; `stages.nugget2d.artifacts.FullFinetunedLM.load`
 rebuilds the LM with the adapter merged in.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from stages.artifacts.data import LMRecords
+from stages.nugget2d.artifacts import LMRecords
 from stages.common.padding import pad
 from stages.nugget2d.lm_task import pad_id, task_examples
 from stages.training.task import Batch

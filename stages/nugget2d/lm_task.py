@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stages.artifacts.data import LMRecords
+from stages.nugget2d.artifacts import LMRecords
 
 
 def pad_id(tok: Any) -> int:

@@ -26,7 +26,7 @@ Variants: further models a stage trains in the same fit (`stages.training.sequen
 worker group, one model after another), published beside the main model; each stage's
 module says which it trains.
 
-Output: `stages.artifacts.train.TrainedNugget2D`: ``nugget2d/``
+Output: `stages.nugget2d.artifacts.TrainedNugget2D`: ``nugget2d/``
 (``nugget_core.nugget2d.save_nugget2d`` format: peft adapters, scorer, soft prompt,
 config, tokenizer), the training objective and ratio, the variants under
 ``variants/<name>/nugget2d/`` (each with its ``trainer_state.json``);
@@ -40,8 +40,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
-from stages.artifacts.data import LMRecords, PreparedLM
-from stages.artifacts.train import TrainedNugget2D
+from stages.nugget2d.artifacts import LMRecords, PreparedLM
+from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.framework.contract import section_fields
 from stages.framework.stage import Stage, StageContext
 from stages.training.launch import (

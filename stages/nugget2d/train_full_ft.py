@@ -8,7 +8,7 @@ same number of LM parameters. Data: ``build_lm``'s ``<train.full_ft.finetune_tas
 (`stages.nugget2d.full_ft_task`). Training runs on Ray Train with the shared loop
 (DDP or DeepSpeed ZeRO-2, checkpoints, restarts, MLflow metrics from rank 0).
 
-Output: `stages.artifacts.train.FullFinetunedLM` (``lm_lora/``: peft adapter + tokenizer;
+Output: `stages.nugget2d.artifacts.FullFinetunedLM` (``lm_lora/``: peft adapter + tokenizer;
 its ``load`` merges it into the base LM), ``trainer_state.json`` and the probe logits.
 """
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stages.artifacts.data import LMRecords, PreparedLM
-from stages.artifacts.train import FullFinetunedLM
+from stages.nugget2d.artifacts import LMRecords, PreparedLM
+from stages.nugget2d.artifacts import FullFinetunedLM
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget2d.full_ft_task import FullFinetuneTask

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stages.artifacts.train import TrainedNugget2D
+from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.framework.contract import section
 from stages.nugget2d.nugget2d_stage import Nugget2DCompressorStage, Nugget2DInputs, Variant
 

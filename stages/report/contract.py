@@ -21,23 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stages.artifacts.data import StoredCorpusStatistics
-from stages.artifacts.evaluate import (
-    EvalTable,
-    StoredEvalTable,
-    StoredNuggetAnalysis,
-    StoredReconstructionResults,
-    StoredSimilarityResults,
-)
-from stages.artifacts.restorable import TrainedRestorable, TrainedRetrieval
-from stages.artifacts.train import (
-    FullFinetunedLM,
-    NuggetSweep,
-    TrainedBaselines,
-    TrainedNugget,
-    TrainedNugget2D,
-    TrainedNuggetLM,
-)
+from stages.corpora.artifacts import StoredCorpusStatistics
+from stages.artifacts.evaluate import EvalTable, StoredEvalTable
+from stages.nugget.artifacts.results import StoredNuggetAnalysis, StoredReconstructionResults, StoredSimilarityResults
+from stages.restorable.artifacts import TrainedRestorable, TrainedRetrieval
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget, TrainedNuggetLM
+from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D
 from stages.framework.contract import collected, optional, produced_by, section
 
 if TYPE_CHECKING:

@@ -38,14 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from stages.artifacts.base import Location, OutputT, Stored
-from stages.artifacts.data import StoredCorpusStatistics
-from stages.artifacts.evaluate import (
-    NuggetAnalysis,
-    ReconstructionResults,
-    SimilarityResults,
-    WithFigures,
-    metric_name,
-)
+from stages.corpora.artifacts import StoredCorpusStatistics
+from stages.artifacts.evaluate import metric_name
+from stages.nugget.artifacts.results import NuggetAnalysis, ReconstructionResults, SimilarityResults, WithFigures
 from stages.artifacts.trainer_state import TrainingSummary
 from stages.common.render import csv_text, html_table, markdown, section
 from stages.framework.contract import section_fields

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stages.artifacts.evaluate import SimilarityResults
+from stages.nugget.artifacts.results import SimilarityResults
 from stages.common.degenerate import LABEL
 from stages.report.published import PUBLISHED
 from stages.report.tables import PAPER_SCORER_LAYER, ReportTable, same_ratio

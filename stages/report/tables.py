@@ -22,14 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.base import Location
-from stages.artifacts.evaluate import (
-    NOT_RUN,
-    EvalTable,
-    NuggetAnalysis,
-    ReconstructionResults,
-    StoredEvalTable,
-    TableRow,
-)
+from stages.artifacts.evaluate import NOT_RUN, EvalTable, StoredEvalTable, TableRow
+from stages.nugget.artifacts.results import NuggetAnalysis, ReconstructionResults
 from stages.common.degenerate import LABEL
 from stages.common.intervals import Z95, share_interval
 from stages.common.tokens import display_token

@@ -13,15 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
-from stages.artifacts.restorable import TrainedRestorable, TrainedRetrieval
-from stages.artifacts.train import (
-    FullFinetunedLM,
-    NuggetSweep,
-    TrainedBaselines,
-    TrainedNugget,
-    TrainedNugget2D,
-    TrainedNuggetLM,
-)
+from stages.restorable.artifacts import TrainedRestorable, TrainedRetrieval
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget, TrainedNuggetLM
+from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D
 from stages.artifacts.trainer_state import TrainingSummary
 from stages.common.progress import progress_logger
 from stages.common.render import section

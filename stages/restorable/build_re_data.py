@@ -19,7 +19,7 @@ windows of k sentences (`stages.restorable.restoration_texts`); train and dev ar
 seeded sample (``max_train_examples`` / ``max_dev_examples``, 0 = all) in a seeded
 random order, streamed: memory holds the cap (or a shuffle buffer), one document's
 sentences and the output files' handles, never the corpus.
-Output: `stages.artifacts.restorable.RestorationTexts`.
+Output: `stages.restorable.artifacts.RestorationTexts`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from itertools import islice
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from stages.artifacts.restorable import RestorationTexts
+from stages.restorable.artifacts import RestorationTexts
 from stages.corpora import paper_sources as paper
 from stages.corpora.corpora import english_texts, split_streams
 from stages.restorable.restoration_texts import Example, SeededSample, WindowCounts, cut, word_count

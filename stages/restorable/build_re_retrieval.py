@@ -15,7 +15,7 @@
   candidates as hard negatives; a test query retrieves from every passage any task
   offers (``passages.tsv``), and a hit is its answer passage (``match: id``).
 
-Output: `stages.artifacts.restorable.RetrievalData`.
+Output: `stages.restorable.artifacts.RetrievalData`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.base import write_json
-from stages.artifacts.data import SimilarityDataset
-from stages.artifacts.restorable import RetrievalData, passage_input
+from stages.nugget.artifacts.data import SimilarityDataset
+from stages.restorable.artifacts import RetrievalData, passage_input
 from stages.common.records import write_jsonl
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext

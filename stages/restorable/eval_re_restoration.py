@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
-from stages.artifacts.restorable import RestorationTexts, TrainedRestorable
+from stages.restorable.artifacts import RestorationTexts, TrainedRestorable
 from stages.common.degenerate import generation_flags
 from stages.common.device import to_device
 from stages.common.intervals import means_and_errors

@@ -28,7 +28,7 @@ import regex
 import torch
 
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
-from stages.artifacts.restorable import Passage, RetrievalData, TrainedRetrieval
+from stages.restorable.artifacts import Passage, RetrievalData, TrainedRetrieval
 from stages.common.degenerate import constant_outputs
 from stages.common.device import to_device
 from stages.common.intervals import hits_interval, means_and_errors

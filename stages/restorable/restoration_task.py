@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from stages.artifacts.restorable import RestorationTexts
+from stages.restorable.artifacts import RestorationTexts
 from stages.common.languages import has_language_codes, set_language_codes
 from stages.common.padding import pad
 from stages.training.task import Batch
@@ -34,7 +34,7 @@ from stages.training.task_steps import (
 )
 
 if TYPE_CHECKING:
-    from stages.artifacts.train import TrainedNugget
+    from stages.nugget.artifacts.models import TrainedNugget
     from stages.config.schema import REBaseModel
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from stages.artifacts.restorable import RetrievalData
+from stages.restorable.artifacts import RetrievalData
 from stages.common.padding import pad
 from stages.restorable.restoration_task import RestorableBase
 from stages.training.task import Batch

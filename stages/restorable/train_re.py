@@ -11,7 +11,7 @@ same pretrained encoder-decoder (``model.re``): on profile=tiny the tiny BART th
 ``train_nugget`` trained as an autoencoder (the only pretrained encoder-decoder offline),
 on profile=paper T5-small as in RE §4.1.
 
-Output (`stages.artifacts.restorable.TrainedRestorable`): ``systems.json`` (per system:
+Output (`stages.restorable.artifacts.TrainedRestorable`): ``systems.json`` (per system:
 ``sentences``, ``config``, ``pooling``, ``decoder``, ``freeze_pretrained``,
 ``extra_layers``, ``paper_row`` of RE table 8, ``base``, ``max_tokens`` (the texts' truncation),
 ``model_dir``, ``dev_loss``) and
@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.artifacts.restorable import RestorationTexts, TrainedRestorable
-from stages.artifacts.train import TrainedNugget
+from stages.restorable.artifacts import RestorationTexts, TrainedRestorable
+from stages.nugget.artifacts.models import TrainedNugget
 from stages.config.train import RE_CONFIGS
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext

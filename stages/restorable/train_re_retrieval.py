@@ -13,7 +13,7 @@ Data (``build_re_retrieval``): the train / dev queries with their positive and h
 negative passages (Natural Questions as DPR released it on profile=paper; build_rr's
 reranking tasks as a stand-in on profile=tiny).
 
-Output (`stages.artifacts.restorable.TrainedRetrieval`): ``systems.json`` (per system:
+Output (`stages.restorable.artifacts.TrainedRetrieval`): ``systems.json`` (per system:
 ``system``, ``paper_row`` of RE table 9, ``init``, ``sentences``, ``config``,
 ``max_query_tokens``, ``max_passage_tokens``, ``model_dir``, ``dev_loss``) and
 ``systems/<name>/model/{query,passage}/``.
@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.artifacts.restorable import RetrievalData, TrainedRestorable, TrainedRetrieval
-from stages.artifacts.train import TrainedNugget
+from stages.restorable.artifacts import RetrievalData, TrainedRestorable, TrainedRetrieval
+from stages.nugget.artifacts.models import TrainedNugget
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.training.launch import check_resources, export_finished, final_metrics, fit_sequence

@@ -51,7 +51,7 @@ def test_build_lm_writes_every_set_with_stand_in_labels(ray_local, tmp_path):
     assert len(summ) == len(LEE_DOCS) and all("stand-in for CNN/DailyMail" in r["stand_in"] for r in summ)
     assert summ[0]["full_prompt"].endswith("Please summarize the above document in one sentence. [/INST]")
     # what eval_lm / eval_qa / eval_summarization name in the report's table titles
-    from stages.artifacts.data import LMRecords
+    from stages.nugget2d.artifacts import LMRecords
 
     stand_ins = LMRecords.read(out).stand_ins()
     assert set(stand_ins) == {"qa", "summarization", "wiki", "pile"} and "WikiText-103" in stand_ins["wiki"]

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import main_full
-from stages.artifacts.data import NuggetLMCorpus
+from stages.nugget.artifacts.data import NuggetLMCorpus
 from stages.nugget.build_nugget_lm import BuildNuggetLM
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
@@ -30,7 +30,7 @@ class FakeTokenizer(Stage):
 
     def run(self, ctx: StageContext) -> None:
         from nugget_core import train_bpe_tokenizer
-        from stages.artifacts.data import TokenizerFolder
+        from stages.nugget.artifacts.data import TokenizerFolder
 
         text = "alpha beta gamma delta epsilon letter physics river landform history the is a of in . = <unk>"
         TokenizerFolder.write(ctx.output_dir, train_bpe_tokenizer([text] * 20, vocab_size=300))

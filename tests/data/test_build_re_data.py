@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from stages.artifacts.base import ContractError
-from stages.artifacts.restorable import RestorationTexts
+from stages.restorable.artifacts import RestorationTexts
 from stages.config import load_config
 from stages.config.validate import ConfigError
 from stages.restorable.build_re_data import BuildREData

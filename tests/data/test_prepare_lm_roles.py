@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from stages.artifacts.base import ContractError
-from stages.artifacts.data import BaseLM
+from stages.nugget2d.artifacts import BaseLM
 from stages.nugget2d.prepare_lm import PrepareLM
 from tests.evaluation.fixtures import context
 from tests.lm_eval.fixtures import make_base_lm, make_tokenizer

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stages.artifacts.data import CorpusStatistics
-from stages.artifacts.evaluate import ReconstructionResults, SimilarityResults, StoredEvalTable
-from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget
+from stages.corpora.artifacts import CorpusStatistics
+from stages.artifacts.evaluate import StoredEvalTable
+from stages.nugget.artifacts.results import ReconstructionResults, SimilarityResults
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.config import load_config
 from stages.corpora.nugget_data import Task, write_dataset
 from stages.framework.stage import Artifact, StageContext

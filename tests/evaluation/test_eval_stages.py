@@ -3,11 +3,7 @@
 
 from __future__ import annotations
 
-from stages.artifacts.evaluate import (
-    NuggetAnalysis,
-    ReconstructionResults,
-    SimilarityResults,
-)
+from stages.nugget.artifacts.results import NuggetAnalysis, ReconstructionResults, SimilarityResults
 from stages.nugget.eval_reconstruction import EvalReconstruction
 from tests.evaluation.fixtures import context, make_eval_inputs
 

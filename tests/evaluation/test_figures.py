@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from stages.artifacts.base import ContractError
-from stages.artifacts.evaluate import CAPTIONS_FILE, NuggetAnalysis, ReconstructionResults
+from stages.nugget.artifacts.results import CAPTIONS_FILE, NuggetAnalysis, ReconstructionResults
 from stages.nugget2d.quantile import score_histogram
 from stages.common.figures import DPI, all_equal
 from stages.common.tokens import display_token, token_text

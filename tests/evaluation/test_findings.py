@@ -70,7 +70,7 @@ def test_fig4_finding_compares_the_lowest_and_highest_ratio_of_one_budget():
     """Nugget fig. 4: AE BLEU rises with r. The finding sets the sweep's lowest-ratio AE model against its
     highest (train_nugget's larger ratio is another budget), at the default scorer layer, on their bootstrap
     intervals."""
-    from stages.artifacts.evaluate import ReconstructionResults
+    from stages.nugget.artifacts.results import ReconstructionResults
     from stages.report.findings import DEGENERATE
     from stages.report.tables import bleu_table
 

@@ -9,14 +9,9 @@ import re
 
 import pytest
 
-from stages.artifacts.data import CorpusStatistics
-from stages.artifacts.evaluate import (
-    NOT_RUN,
-    Column,
-    EvalTable,
-    SimilarityResults,
-    TableRow,
-)
+from stages.corpora.artifacts import CorpusStatistics
+from stages.artifacts.evaluate import NOT_RUN, Column, EvalTable, TableRow
+from stages.nugget.artifacts.results import SimilarityResults
 from stages.common.intervals import share_interval
 from stages.framework.stage import Artifact
 from stages.report.findings import FINDINGS, NOT_SHOWN, SHOWN
@@ -345,7 +340,7 @@ def test_table4_reference_is_nugget_mt_never_colbart():
 
 def test_figure5_shows_the_once():
     """'the' is its own row of fig. 5: not again as a top nugget token with the same numbers."""
-    from stages.artifacts.evaluate import NuggetAnalysis
+    from stages.nugget.artifacts.results import NuggetAnalysis
     from stages.report.tables import token_table
 
     stats = {"label": "Nugget AE r=0.1 l=3 [train_nugget]", "objective": "ae", "ratio": 0.1, "scorer_layer": 3,

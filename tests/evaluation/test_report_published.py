@@ -20,15 +20,9 @@ import math
 
 import pytest
 
-from stages.artifacts.data import CorpusStatistics
-from stages.artifacts.evaluate import (
-    Column,
-    EvalTable,
-    NuggetAnalysis,
-    ReconstructionResults,
-    SimilarityResults,
-    TableRow,
-)
+from stages.corpora.artifacts import CorpusStatistics
+from stages.artifacts.evaluate import Column, EvalTable, TableRow
+from stages.nugget.artifacts.results import NuggetAnalysis, ReconstructionResults, SimilarityResults
 from stages.common.intervals import share_interval
 from stages.config import load_config
 from stages.framework.contract import build_config, read_inputs

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from stages.artifacts.data import CorpusStatistics
+from stages.corpora.artifacts import CorpusStatistics
 from stages.artifacts.evaluate import NOT_RUN, Column, EvalTable, TableRow, metric_name
 from stages.framework.stage import Artifact
 from stages.report.findings import NOT_MEASURABLE, NOT_SHOWN, RE_FINDINGS, SHOWN

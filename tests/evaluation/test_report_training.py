@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from stages.artifacts.base import ContractError
-from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget, TrainedNugget2D
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
+from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.framework.contract import input_fields
 from stages.report.contract import ReportInputs
 from stages.report.report import Report

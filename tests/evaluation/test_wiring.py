@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from stages.artifacts.data import MtDocuments
+from stages.nugget.artifacts.data import MtDocuments
 from stages.config import load_config
 from stages.config.evaluation import BASELINE_SYSTEMS, PRESS_SYSTEMS, STREAMING_PRESS_SYSTEMS
 from stages.corpora.nugget_data import Task, write_dataset

@@ -45,7 +45,7 @@ class Digest(Stage):
     config_keys = ("report.title",)
 
     def run(self, ctx: StageContext) -> None:
-        from stages.artifacts.data import CorpusStatistics
+        from stages.corpora.artifacts import CorpusStatistics
 
         stats = CorpusStatistics.read(ctx.inputs["corpus_stats"]).stats
         text = f"# {ctx.cfg('report.title')}\n\n{stats['documents']} documents from {stats['source']}\n"
@@ -68,7 +68,7 @@ class Headline(Stage):
     parent_metrics = True
 
     def run(self, ctx: StageContext) -> None:
-        from stages.artifacts.data import CorpusStatistics
+        from stages.corpora.artifacts import CorpusStatistics
 
         stats = CorpusStatistics.read(ctx.inputs["corpus_stats"]).stats
         ctx.write_json("headline.json", {"documents": stats["documents"]})

@@ -10,36 +10,21 @@ from pathlib import Path
 import pytest
 
 from stages.artifacts.base import ContractError, Location
-from stages.artifacts.calibrate import CalibratedThreshold
-from stages.artifacts.data import (
-    BaseLM,
-    CorpusStatistics,
-    LMRecords,
-    MtDocuments,
-    SimilarityDataset,
-    StoredCorpusStatistics,
-    StoredSimilarityDataset,
-    TokenizerFolder,
-)
-from stages.artifacts.evaluate import (
-    Column,
-    EvalTable,
+from stages.nugget2d.artifacts import CalibratedThreshold
+from stages.corpora.artifacts import CorpusStatistics, StoredCorpusStatistics
+from stages.nugget.artifacts.data import MtDocuments, SimilarityDataset, StoredSimilarityDataset, TokenizerFolder
+from stages.nugget2d.artifacts import BaseLM, LMRecords
+from stages.artifacts.evaluate import Column, EvalTable, StoredEvalTable, TableRow
+from stages.nugget.artifacts.results import (
     NuggetAnalysis,
     ReconstructionResults,
     SimilarityResults,
-    StoredEvalTable,
     StoredNuggetAnalysis,
     StoredReconstructionResults,
     StoredSimilarityResults,
-    TableRow,
 )
-from stages.artifacts.train import (
-    FullFinetunedLM,
-    NuggetSweep,
-    TrainedBaselines,
-    TrainedNugget,
-    TrainedNugget2D,
-)
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
+from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D
 from stages.framework.stage import Artifact
 
 

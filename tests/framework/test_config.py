@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main_full
-from stages.artifacts.data import MtDocuments
+from stages.nugget.artifacts.data import MtDocuments
 from stages.config import ConfigError, load_config, to_yaml
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from stages.artifacts.data import StoredCorpusStatistics
+from stages.corpora.artifacts import StoredCorpusStatistics
 from stages.corpora.corpus_stats import document_counts, summarise, words
 from stages.framework.stage import Artifact
 from stages.report.report import corpus_table, to_html, to_markdown

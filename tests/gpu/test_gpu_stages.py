@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from stages.artifacts.calibrate import CalibratedThreshold
+from stages.nugget2d.artifacts import CalibratedThreshold
 from stages.artifacts.evaluate import EvalTable
 from stages.nugget2d.calibrate_threshold import CalibrateThreshold
 from stages.nugget2d.eval_lm import EvalLM

@@ -48,7 +48,7 @@ def test_nugget2d_trains_on_one_gpu_in_bf16(ray_local, lm_artifacts, tmp_path, d
     """The Nugget2D compressor objective (peft adapters, float masks, the scorer residual)
     under DDP bf16 autocast on a GPU; the export reloads on the CPU."""
     from nugget_core.nugget2d import load_nugget2d
-    from stages.artifacts.data import LMRecords
+    from stages.nugget2d.artifacts import LMRecords
     from stages.nugget2d.nugget2d_task import CompressorModule, Nugget2DCompressorTask
 
     base, data = lm_artifacts

@@ -15,10 +15,10 @@ import pytest
 
 from nugget_core.nugget2d import Nugget2DUsage, load_nugget2d
 from pipelines.cli import main_full
-from stages.artifacts.calibrate import CalibratedThreshold
-from stages.artifacts.data import BaseLM, LMRecords
+from stages.nugget2d.artifacts import CalibratedThreshold
+from stages.nugget2d.artifacts import BaseLM, LMRecords
 from stages.artifacts.evaluate import EvalTable
-from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D, scorer_fingerprint
+from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D, scorer_fingerprint
 from stages.nugget2d.calibrate_threshold import CalibrateThreshold
 from stages.nugget2d.lm_builders import qa_record, summary_record
 from stages.nugget2d.eval_lm import EvalLM

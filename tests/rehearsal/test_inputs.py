@@ -176,7 +176,7 @@ def test_dpr_files_read_by_build_re_retrieval(data):
 def test_dpr_passages_read_as_dpr_reads_them(data):
     from pathlib import Path
 
-    from stages.artifacts.restorable import RetrievalData
+    from stages.restorable.artifacts import RetrievalData
 
     cfg = data.re_retrieval
     found = RetrievalData(Path(cfg.passages_file).parent, "dpr_nq", "", "answer", Path(cfg.passages_file), {})

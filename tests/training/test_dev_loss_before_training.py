@@ -145,9 +145,10 @@ def inputs(tmp_path_factory):
 
 
 def make_task(name: str, d: SimpleNamespace):
-    from stages.artifacts.data import LMRecords, MtDocuments, NuggetLMCorpus
-    from stages.artifacts.restorable import RestorationTexts
-    from stages.artifacts.train import decoder_token_ids
+    from stages.nugget.artifacts.data import MtDocuments, NuggetLMCorpus
+    from stages.nugget2d.artifacts import LMRecords
+    from stages.restorable.artifacts import RestorationTexts
+    from stages.nugget.artifacts.models import decoder_token_ids
     from stages.nugget2d.autoencoding_task import AutoencodingTask
     from stages.nugget.baseline_task import BaselineTask
     from stages.nugget2d.full_ft_task import FullFinetuneTask

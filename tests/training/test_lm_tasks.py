@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from nugget_core.nugget2d.prompts import PromptFormat
-from stages.artifacts.data import LMRecords
+from stages.nugget2d.artifacts import LMRecords
 from stages.common.prompts import encode_answers, encode_task_records
 from stages.nugget2d.lm_builders import summary_record
 from stages.nugget2d.full_ft_task import IGNORE, FullFinetuneTask

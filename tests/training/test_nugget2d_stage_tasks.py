@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from stages.artifacts.calibrate import CalibratedThreshold
-from stages.artifacts.data import BaseLM
-from stages.artifacts.train import FullFinetunedLM, TrainedNugget2D
+from stages.nugget2d.artifacts import CalibratedThreshold
+from stages.nugget2d.artifacts import BaseLM
+from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D
 from stages.framework.contract import build_config, read_inputs
 from stages.nugget2d.autoencoding_task import AutoencodingTask
 from stages.nugget2d.nugget2d_stage import Nugget2DInputs, Nugget2DTrainingStage

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from stages.artifacts.data import NuggetLMCorpus, TokenDocuments
-from stages.artifacts.train import TrainedNuggetLM
+from stages.nugget.artifacts.data import NuggetLMCorpus, TokenDocuments
+from stages.nugget.artifacts.models import TrainedNuggetLM
 from stages.corpora.tokens import word_flags
 from tests.evaluation.fixtures import artifact, context, stored_table
 from tests.training.fixtures import make_docs
@@ -55,7 +55,7 @@ def lm_inputs(tmp_path_factory):
 
     from nugget_core import TinyBartSpec, build_tiny_bart
     from nugget_core.baselines import get_bottleneck_model
-    from stages.artifacts.train import TrainedBaselines, TrainedNugget
+    from stages.nugget.artifacts.models import TrainedBaselines, TrainedNugget
     from tests.evaluation.fixtures import _nugget
     from tests.training.fixtures import make_mt_artifacts
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stages.artifacts.restorable import RetrievalData, TrainedRestorable, TrainedRetrieval
+from stages.restorable.artifacts import RetrievalData, TrainedRestorable, TrainedRetrieval
 from stages.common.intervals import share_interval
 from tests.evaluation.fixtures import _nugget, artifact, context
 from tests.training.fixtures import WORDS, make_docs, make_mt_artifacts
@@ -62,7 +62,7 @@ def write_rr(out: Path, n_tasks: int = 24, candidates: int = 4) -> None:
 def re_inputs(tmp_path_factory):
     from transformers import AutoTokenizer
 
-    from stages.artifacts.train import TrainedNugget
+    from stages.nugget.artifacts.models import TrainedNugget
 
     root = tmp_path_factory.mktemp("re")
     _, tok_dir = make_mt_artifacts(root)
@@ -185,7 +185,7 @@ def test_retrieval_stages_train_bi_encoders_and_search_all_passages(trained_re, 
 def test_search_is_exact_across_chunks():
     import torch
 
-    from stages.artifacts.restorable import Passage
+    from stages.restorable.artifacts import Passage
     from stages.restorable.eval_re_retrieval import search
 
     torch.manual_seed(0)
@@ -249,7 +249,7 @@ def test_restoration_task_starts_from_a_local_pretrained_t5(re_inputs, tmp_path)
     """model.re.source=pretrained (profile=paper: t5-small) through the task, from a local folder."""
     from transformers import AutoTokenizer, T5Config, T5ForConditionalGeneration
 
-    from stages.artifacts.restorable import RestorationTexts
+    from stages.restorable.artifacts import RestorationTexts
     from stages.restorable.restoration_task import RestorableBase, RestorationTask
 
     root, _ = re_inputs

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from pipelines.cli import main_full
-from stages.artifacts.train import NuggetSweep
+from stages.nugget.artifacts.models import NuggetSweep
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
 from stages.nugget.sweep_nugget import SweepNugget

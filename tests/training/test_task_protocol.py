@@ -14,8 +14,9 @@ from typing import Generic
 import pytest
 from torch import nn
 
-from stages.artifacts.data import LMRecords, MtDocuments, NuggetLMCorpus
-from stages.artifacts.restorable import RestorationTexts
+from stages.nugget.artifacts.data import MtDocuments, NuggetLMCorpus
+from stages.nugget2d.artifacts import LMRecords
+from stages.restorable.artifacts import RestorationTexts
 from stages.nugget2d.autoencoding_task import AutoencodingTask
 from stages.nugget.baseline_task import BaselineTask
 from stages.nugget2d.full_ft_task import FullFinetuneTask

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from stages.artifacts.data import MtDocuments
+from stages.nugget.artifacts.data import MtDocuments
 from stages.config import ConfigError, load_config
 from stages.training.launch import check_resources, fit
 from stages.training.loop import PROBE_FILE, TrainerState, lr_at, record_dev_loss

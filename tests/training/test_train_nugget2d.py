@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from stages.artifacts.data import LMRecords
+from stages.nugget2d.artifacts import LMRecords
 from stages.config import load_config
 from stages.framework.tracking import Tracker
 from stages.training.launch import fit

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import main_full
-from stages.artifacts.data import BaseLM, LMRecords
-from stages.artifacts.train import TrainedNugget2D, scorer_fingerprint
+from stages.nugget2d.artifacts import BaseLM, LMRecords
+from stages.nugget2d.artifacts import TrainedNugget2D, scorer_fingerprint
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
 from stages.nugget2d.train_nugget2d import TrainNugget2D

@@ -9,14 +9,9 @@ import dataclasses
 
 import pytest
 
-from stages.artifacts.data import MtDocuments, NuggetLMCorpus, TokenizerFolder
-from stages.artifacts.restorable import (
-    RestorationTexts,
-    RetrievalData,
-    TrainedRestorable,
-    TrainedRetrieval,
-)
-from stages.artifacts.train import NuggetSweep, TrainedBaselines, TrainedNugget, TrainedNuggetLM
+from stages.nugget.artifacts.data import MtDocuments, NuggetLMCorpus, TokenizerFolder
+from stages.restorable.artifacts import RestorationTexts, RetrievalData, TrainedRestorable, TrainedRetrieval
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget, TrainedNuggetLM
 from stages.config import load_config
 from stages.framework.contract import build_config, input_fields
 from stages.framework.keys import stage_sections

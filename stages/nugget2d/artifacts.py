@@ -1,29 +1,27 @@
-"""Contracts of the training group's outputs: trained Nugget models (``train_nugget``,
-``sweep_nugget``, ``train_baselines``), the Nugget LMs (``train_nugget_lm``), trained Nugget2D models (``train_nugget2d``,
-``train_nugget2d_ft``, ``train_nugget2d_ar``) and the Full fine-tuned LM
-(``train_full_ft``), with the readers that load them. Each output's ``training()`` gives
-one `TrainingSummary` per model it trained (dev loss before -> after, steps, tokens
-seen: `stages.artifacts.trainer_state`)."""
+"""Contracts of the Nugget2D study's outputs: the base LMs (``prepare_lm``), the LM / QA / summary
+records (``build_lm``), trained Nugget2D models (``train_nugget2d``, ``train_nugget2d_ft``,
+``train_nugget2d_ar``, ``train_nugget2d_ae``), the Full fine-tuned LM (``train_full_ft``) and the
+calibrated autoregressive threshold Lambda (``calibrate_threshold``), with the readers that load
+them."""
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+from dataclasses import field as dc_field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from stages.artifacts.base import Location, field, locate, records, write_json
-from stages.artifacts.data import BaseLM
-from stages.artifacts.systems import SystemsOutput
-from stages.artifacts.trainer_state import TRAINER_STATE, TrainingSummary, read_summary, summary_of
+from stages.artifacts.base import Location, field, locate, write_json
+from stages.artifacts.trainer_state import TRAINER_STATE, TrainingSummary, read_summary
 from stages.common.progress import progress_logger
 from stages.framework.stage import Artifact
 
 if TYPE_CHECKING:
     from nugget_core.nugget2d import Nugget2DConfig
+
 
 Source = Artifact | Path | str
 log = progress_logger("nugget.artifacts")
@@ -31,153 +29,131 @@ META = "trained.json"  # what a single-model training stage records beside its m
 
 
 @dataclass(frozen=True)
-class TrainedNugget:
-    """``train_nugget``: ``model/`` (``NuggetModel.from_pretrained``), ``trained.json``
-    (what it is: objective and the Nugget settings it was trained with) and
-    ``trainer_state.json``."""
+class BaseLM:
+    """``prepare_lm``: the Nugget2D base LMs with their tokenizer, HF folders, and
+    ``roles.json`` naming each experiment's folder: ``lm`` (language modelling, the
+    autoregressive model and its scorer's compressor: ``model/``) and ``chat`` (QA and
+    summarisation: ``chat/`` when ``model.lm.chat_name_or_path`` names another
+    checkpoint, else ``model/``). Every role shares one tokenizer (prepare_lm checks)."""
 
-    STAGE: ClassVar[str] = "train_nugget"
+    STAGE: ClassVar[str] = "prepare_lm"
     DIR: ClassVar[str] = "model"
-    model_dir: Path
-    objective: str  # ae | mt
-    ratio: float
-    scorer_layer: int
-    selector: str
-    feedback: bool
-    dev_loss: float | None = None
-
-    def write(self, out: Path) -> Path:
-        meta = {k: v for k, v in asdict(self).items() if k != "model_dir"}
-        return write_json(out / META, meta)
+    CHAT_DIR: ClassVar[str] = "chat"
+    ROLES_FILE: ClassVar[str] = "roles.json"
+    ROLES: ClassVar[tuple[str, ...]] = ("lm", "chat")
+    path: Path
+    role: str = "lm"
 
     @classmethod
-    def read(cls, source: Source) -> TrainedNugget:
+    def folder(cls, out: Path) -> Path:
+        """Where the producer saves the model and tokenizer."""
+        return out / cls.DIR
+
+    @classmethod
+    def write_roles(cls, out: Path, chat_dir: str = DIR) -> Path:
+        return write_json(out / cls.ROLES_FILE, {"lm": cls.DIR, "chat": chat_dir})
+
+    @classmethod
+    def read(cls, source: Source, role: str = "lm") -> BaseLM:
+        """The base LM of experiment ``role`` (an output without ``roles.json``: ``model/``
+        for every role)."""
+        if role not in cls.ROLES:
+            raise ValueError(f"base LM role {role!r}: expected one of {cls.ROLES}")
         where = locate(source, cls.STAGE)
-        meta = where.json(META)
-        return cls(
-            model_dir=where.folder(cls.DIR),
-            objective=field(where, META, meta, "objective", str),
-            ratio=field(where, META, meta, "ratio", float),
-            scorer_layer=field(where, META, meta, "scorer_layer", int),
-            selector=field(where, META, meta, "selector", str),
-            feedback=field(where, META, meta, "feedback", bool),
-            dev_loss=field(where, META, meta, "dev_loss", (float, type(None)), default=None),
-        )
+        roles = where.json(cls.ROLES_FILE) if (where.path / cls.ROLES_FILE).is_file() else {}
+        return cls(where.folder(field(where, cls.ROLES_FILE, roles, role, str, default=cls.DIR)), role)
 
-    def training(self) -> list[TrainingSummary]:
-        return [read_summary(Location(self.STAGE, self.model_dir.parent), TRAINER_STATE, self.STAGE)]
+    def tokenizer(self) -> Any:
+        from transformers import AutoTokenizer
 
+        return AutoTokenizer.from_pretrained(str(self.path), trust_remote_code=False)
 
-SWEEP_FIELDS = ("trial", "objective", "ratio", "scorer_layer", "dev_loss", "final_train_loss", "steps",
-                "initial_dev_loss", "exported_dev_loss", "dev_loss_n", "tokens_seen", "model_dir")
+    def causal_lm(self, precision: str = "fp32") -> Any:
+        """The base LM on the CPU with its weights in ``precision`` (``fp32`` / ``bf16``)."""
+        from transformers import AutoModelForCausalLM
+
+        from stages.common.device import dtype_of
+
+        return AutoModelForCausalLM.from_pretrained(str(self.path), dtype=dtype_of(precision), trust_remote_code=False)
 
 
 @dataclass(frozen=True)
-class NuggetSweep:
-    """``sweep_nugget``: ``results.json`` / ``results.csv`` (one record per trial, fields
-    `SWEEP_FIELDS`, ``model_dir`` relative to the output; ``initial_dev_loss``,
-    ``exported_dev_loss``, ``dev_loss_n`` and ``tokens_seen`` as in its fit's trainer
-    state, read by `training`), ``best.json`` (lowest dev loss per objective) and
-    ``trials/<trial>/model/``."""
+class PreparedLM:
+    """``prepare_lm``'s whole output, as a stage that reads it sees it: the base LM of each
+    role (`BaseLM`; a trained Nugget2D model names the role it was trained on)."""
 
-    STAGE: ClassVar[str] = "sweep_nugget"
-    FILE: ClassVar[str] = "results.json"
+    STAGE: ClassVar[str] = BaseLM.STAGE
     path: Path
-    trials: list[dict[str, Any]]
+
+    @classmethod
+    def read(cls, source: Source) -> PreparedLM:
+        BaseLM.read(source)  # the folder every role falls back to is there
+        return cls(locate(source, cls.STAGE).path)
+
+    def base(self, role: str = "lm") -> BaseLM:
+        """The base LM of experiment ``role`` (`BaseLM.read`)."""
+        return BaseLM.read(self.path, role)
+
+
+@dataclass(frozen=True)
+class LMRecords:
+    """``build_lm``: ``lm_<corpus>.parquet`` segments (``split``, ``distant``, ``recent``),
+    ``continuation.parquet`` triples and ``<task>.jsonl`` records (``qa``,
+    ``summarization``: ``id``, ``split``, ``document``, ``instruction``, ``answer``)."""
+
+    STAGE: ClassVar[str] = "build_lm"
+    path: Path
 
     @staticmethod
-    def trial_dir(out: Path, trial: str) -> Path:
-        """Where the producer puts trial ``trial``'s model."""
-        return out / "trials" / trial / "model"
+    def segments_file(out: Path, corpus: str) -> Path:
+        return out / f"lm_{corpus}.parquet"
 
-    def best(self) -> dict[str, dict[str, Any]]:
-        return {o: min((r for r in self.trials if r["objective"] == o), key=lambda r: r["dev_loss"])
-                for o in sorted({r["objective"] for r in self.trials})}
+    @staticmethod
+    def continuation_file(out: Path) -> Path:
+        return out / "continuation.parquet"
 
-    def write(self, out: Path) -> None:
-        write_json(out / self.FILE, self.trials)
-        write_json(out / "best.json", self.best())
-        with open(out / "results.csv", "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(self.trials[0]) if self.trials else list(SWEEP_FIELDS))
-            writer.writeheader()
-            writer.writerows(self.trials)
+    @staticmethod
+    def records_file(out: Path, task: str) -> Path:
+        return out / f"{task}.jsonl"
 
     @classmethod
-    def read(cls, source: Source) -> NuggetSweep:
+    def read(cls, source: Source) -> LMRecords:
         where = locate(source, cls.STAGE)
-        trials = records(where, cls.FILE, where.json(cls.FILE), [
-            ("trial", str), ("objective", str), ("ratio", float), ("scorer_layer", int), ("model_dir", str),
-        ], what="trial records")
-        for r in trials:
-            where.folder(r["model_dir"])
-        return cls(where.path, trials)
+        if not where.path.is_dir():
+            raise where.error(".", "is missing (no output directory)")
+        return cls(where.path)
 
-    def model_dir(self, trial: dict[str, Any]) -> Path:
-        return self.path / trial["model_dir"]
+    def _where(self) -> Location:
+        return Location(self.STAGE, self.path)
 
-    def training(self) -> list[TrainingSummary]:
-        where = Location(self.STAGE, self.path)
-        return [summary_of(where, self.FILE, r, f"{self.STAGE}/{r['trial']}", steps_key="steps") for r in self.trials]
+    def segments(self, corpus: str) -> Path:
+        return self._where().file(self.segments_file(Path(), corpus).name)
 
+    def stand_ins(self) -> dict[str, str]:
+        """Per dataset (``qa``, ``summarization``, ``wiki``, ``pile``), what stands in for
+        the paper's data in this build (``stats.json``; empty for the paper's own data or
+        an output without stats)."""
+        where = self._where()
+        if not (self.path / "stats.json").is_file():
+            return {}
+        return dict(field(where, "stats.json", where.json("stats.json"), "stand_ins", dict, default={}))
 
-@dataclass(frozen=True)
-class TrainedBaselines(SystemsOutput):
-    """``train_baselines``: ``systems.json`` (one record per system: ``system``, ``kind``
-    nugget | bottleneck, ``objective``, ``model_dir`` relative to the output, ``dev_loss``;
-    bottlenecks a ``decoder``, Nugget ablations ``ratio``, ``scorer_layer``, ``selector``,
-    ``feedback``) and ``systems/<name>/model/``."""
+    def continuation(self) -> Path:
+        return self._where().file(self.continuation_file(Path()).name)
 
-    STAGE: ClassVar[str] = "train_baselines"
+    def continuation_windows(self, split: str) -> list[list[int]]:
+        """The continuation triples of ``split`` as whole windows, ``doc + prompt + answer``
+        (the documents of the autoencoding study, Nugget2D §4)."""
+        import pyarrow.parquet as pq
 
-    @classmethod
-    def read(cls, source: Source) -> TrainedBaselines:
-        where, systems = cls.read_records(source, [("kind", str), ("objective", str)])
-        for r in systems:
-            if r["kind"] == "bottleneck":
-                field(where, cls.FILE, r, "decoder", str)
-            else:
-                field(where, cls.FILE, r, "ratio", float)
-                field(where, cls.FILE, r, "scorer_layer", int)
-                field(where, cls.FILE, r, "selector", str)
-                field(where, cls.FILE, r, "feedback", bool)
-        return cls(where.path, systems)
+        path = self.continuation()
+        rows = [r for r in pq.read_table(path).to_pylist() if r["split"] == split]
+        if not rows:
+            raise ValueError(f"{path}: no continuation windows in split {split!r}")
+        return [r["doc"] + r["prompt"] + r["answer"] for r in rows]
 
-
-def decoder_token_ids(model_dir: Path) -> tuple[int, int]:
-    """(decoder start token, pad token) of an HF seq2seq model folder (its ``config.json``):
-    what a window's decoder input starts with and is padded with (`nugget_core.nugget.collate_windows`)."""
-    where = Location("model", Path(model_dir))
-    config = where.json("config.json")
-    return (field(where, "config.json", config, "decoder_start_token_id", int),
-            field(where, "config.json", config, "pad_token_id", int))
-
-
-@dataclass(frozen=True)
-class TrainedNuggetLM(SystemsOutput):
-    """``train_nugget_lm``: ``systems.json`` (one record per system: ``system``, ``memory``
-    (`nugget_core.NuggetLMConfig.memory`), ``ratio`` (nugget; else null), ``paper_row`` (its
-    row of Nugget table 3), ``segment_tokens``, ``histories`` (the h it trained with),
-    ``init`` (the autoencoder it started from), ``model_dir`` relative to the output,
-    ``dev_loss``) and ``systems/<name>/model/`` (``NuggetLM.from_pretrained``)."""
-
-    STAGE: ClassVar[str] = "train_nugget_lm"
-
-    @classmethod
-    def read(cls, source: Source) -> TrainedNuggetLM:
-        where, systems = cls.read_records(source, [
-            ("memory", str), ("paper_row", str), ("segment_tokens", int), ("histories", list), ("init", str),
-        ])
-        return cls(where.path, systems)
-
-    def load(self, record: dict[str, Any], device: Any = "cpu", precision: str = "fp32") -> Any:
-        """The system's `nugget_core.NuggetLM`, in eval mode on ``device`` in ``precision``."""
-        from nugget_core import NuggetLM
-        from stages.common.device import place_model
-
-        return place_model(NuggetLM.from_pretrained(self.model_dir(record)), device, precision)
-
-    def decoder_token_ids(self, record: dict[str, Any]) -> tuple[int, int]:
-        return decoder_token_ids(self.model_dir(record))
+    def records(self, task: str) -> Path:
+        return self._where().file(self.records_file(Path(), task).name)
 
 
 @dataclass(frozen=True)
@@ -354,3 +330,40 @@ def scorer_fingerprint(model: Any) -> str:
         digest.update(name.encode())
         digest.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
     return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class CalibratedThreshold:
+    """``calibrate_threshold``: ``threshold.json``, the one place downstream
+    autoregressive stages take Lambda from: Lambda, the ratio r it was calibrated for, which
+    stage's scorer it was calibrated on (and that scorer's fingerprint and window), and
+    the calibration's measurements."""
+
+    STAGE: ClassVar[str] = "calibrate_threshold"
+    FILE: ClassVar[str] = "threshold.json"
+    threshold: float  # Lambda
+    ratio: float
+    scorer_stage: str
+    scorer_fingerprint: str
+    scorer_window: int
+    metrics: dict[str, float] = dc_field(default_factory=dict)
+
+    def write(self, out: Path) -> Path:
+        return write_json(out / self.FILE, {
+            "lambda": self.threshold, "ratio": self.ratio, "scorer_stage": self.scorer_stage,
+            "scorer_fingerprint": self.scorer_fingerprint, "scorer_window": self.scorer_window,
+            "metrics": self.metrics,
+        })
+
+    @classmethod
+    def read(cls, source: Artifact | Path | str) -> CalibratedThreshold:
+        where = locate(source, cls.STAGE)
+        raw: Any = where.json(cls.FILE)
+        return cls(
+            threshold=field(where, cls.FILE, raw, "lambda", float),
+            ratio=field(where, cls.FILE, raw, "ratio", float),
+            scorer_stage=field(where, cls.FILE, raw, "scorer_stage", str),
+            scorer_fingerprint=field(where, cls.FILE, raw, "scorer_fingerprint", str),
+            scorer_window=field(where, cls.FILE, raw, "scorer_window", int),
+            metrics=field(where, cls.FILE, raw, "metrics", dict, default={}),
+        )
