@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from stages.corpora.nugget_data import read_docs
 from stages.nugget.bm25 import (
     BM25Config,
     block_window,
@@ -26,7 +27,6 @@ from stages.nugget.bm25 import (
     mine_windows,
     rank_candidates,
 )
-from stages.corpora.nugget_data import read_docs
 
 OUT = Path(__file__).parent / "results" / "bm25_mining.json"
 

@@ -48,8 +48,8 @@ def main() -> None:
     import ray
 
     import stages.training.launch as launch
-    from stages.nugget.artifacts.data import MtDocuments
     from stages.config import load_config
+    from stages.nugget.artifacts.data import MtDocuments
     from stages.nugget.nugget_task import NuggetTask
     from tests.training.fixtures import make_mt_artifacts
 

@@ -60,10 +60,10 @@ Batches = Callable[[int], dict[str, torch.Tensor]]
 def pipeline_models(args) -> tuple[dict[str, torch.nn.Module], Batches, Callable[[dict], int], dict]:
     """The pipeline's tiny BART, plain and nuggified, and its MT-document batches."""
     from nugget_core import TinyBartSpec, build_tiny_bart
-    from stages.nugget.artifacts.data import MtDocuments
     from stages.config import load_config
-    from stages.training.batches import BatchSchedule
+    from stages.nugget.artifacts.data import MtDocuments
     from stages.nugget.nugget_task import NuggetTask
+    from stages.training.batches import BatchSchedule
 
     if args.mt_docs:
         data, tok = args.mt_docs, args.tokenizer

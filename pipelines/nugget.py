@@ -172,8 +172,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def task_records(cfg: PipelineConfig, task: str, split: str, limit: int) -> list[dict]:
     """The first ``limit`` records of ``split`` in ``build_lm``'s ``<task>.jsonl`` for ``cfg``."""
-    from stages.nugget2d.artifacts import LMRecords
     from stages.common.records import read_records
+    from stages.nugget2d.artifacts import LMRecords
 
     path = LMRecords.read(stage_output(cfg, "build_lm")).records(task)
     return read_records(path, split, limit)
@@ -186,8 +186,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     eval_summarization."""
     from nugget_core.nugget2d.prompts import PromptFormat
     from stages.common.progress import progress_logger
-    from stages.nugget2d.lm import qa, summarization
     from stages.evaluation.rouge import ROUGE_TYPES
+    from stages.nugget2d.lm import qa, summarization
     from stages.nugget2d.lm.scoring import QA_QUALITY
 
     cfg = _config(_overrides(args.overrides))

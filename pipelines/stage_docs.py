@@ -25,8 +25,9 @@ from stages.framework.stage import Stage
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX_COMMAND = "nugget list --markdown --write"
-#: a stage's group is its package under ``stages``; the order is the order of the table
-GROUPS = {"data": "data", "train": "training", "calibrate": "calibration", "evaluate": "evaluation",
+#: a stage's group is its study, the package under ``stages`` it is defined in; the order
+#: is the order of the table
+GROUPS = {"corpora": "corpora", "nugget": "Nugget", "nugget2d": "Nugget2D", "restorable": "restorable embeddings",
           "report": "report"}
 #: the pages holding generated blocks, and which blocks each holds
 PAGES: dict[str, tuple[str, ...]] = {"README.md": ("dag",), "docs/architecture.md": ("stages", "dag")}
@@ -40,11 +41,11 @@ class DocsError(ValueError):
 
 
 def group_of(stage: type[Stage]) -> str:
-    """The DAG group of ``stage``, from its package (``stages.train.x`` -> training)."""
+    """The study of ``stage``, from its package (``stages.nugget2d.x`` -> Nugget2D)."""
     parts = stage.__module__.split(".")
     if len(parts) < 3 or parts[0] != "stages" or parts[1] not in GROUPS:
-        raise DocsError(f"stage {stage.name!r} is defined in {stage.__module__}, outside the group packages "
-                        f"stages.{{{','.join(GROUPS)}}}: its group is its package")
+        raise DocsError(f"stage {stage.name!r} is defined in {stage.__module__}, outside the study packages "
+                        f"stages.{{{','.join(GROUPS)}}}: its study is its package")
     return GROUPS[parts[1]]
 
 

@@ -7,7 +7,8 @@ exported (``exported_dev_loss``: the last step's, or with ``export_model=best_de
 best evaluation's), the steps taken (``step``), the dev target tokens each dev loss
 averages over (``dev_loss_n``) and the tokens its steps processed (``tokens_seen``,
 inputs + targets, every rank). A sweep trial records the same fields in its result
-record (``steps`` for ``step``). The training contracts (`stages.artifacts.train`,
+record (``steps`` for ``step``). The training contracts (`stages.nugget.artifacts.models`,
+`stages.nugget2d.artifacts`,
 `stages.restorable.artifacts`) read them into a `TrainingSummary` per trained model;
 the report's training section shows them.
 """

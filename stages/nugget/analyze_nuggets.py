@@ -34,21 +34,21 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 import torch
 
-from stages.nugget.artifacts.data import MtDocuments
-from stages.nugget.artifacts.results import NuggetAnalysis
-from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.common.degenerate import LABEL, constant_outputs
 from stages.common.languages import check_writes_its_input
 from stages.common.tokens import display_token, token_text
 from stages.evaluation.analysis import TokenStats, probability_gain
+from stages.evaluation.publish import log_flags
+from stages.framework.contract import optional, section
+from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.data import MtDocuments
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
+from stages.nugget.artifacts.results import NuggetAnalysis
 from stages.nugget.encoders import LoadedSystem, batches, load_system
 from stages.nugget.highlight import highlight_document, highlight_page
 from stages.nugget.plots import probability_gain as plot_gain
 from stages.nugget.plots import token_frequencies
 from stages.nugget.systems import System, collect_systems
-from stages.evaluation.publish import log_flags
-from stages.framework.contract import optional, section
-from stages.framework.stage import Stage, StageContext
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

@@ -21,7 +21,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from stages.training.batches import Example
 from stages.nugget.nugget_task import (
     NuggetTaskFields,
     check_fields,
@@ -30,6 +29,7 @@ from stages.nugget.nugget_task import (
     nugget_model,
     nugget_tokenizer,
 )
+from stages.training.batches import Example
 from stages.training.task import Batch
 from stages.training.task_steps import (
     checkpointing_unsupported,

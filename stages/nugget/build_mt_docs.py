@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stages.nugget.artifacts.data import MtDocuments, TokenizerFolder
 from stages.corpora.corpora import english_corpus, mt_corpus, mt_offline_sources
-from stages.nugget.documents import Document, build_documents
 from stages.corpora.splits import SPLITS, assign_splits
 from stages.corpora.stats import length_stats, scoped
 from stages.framework import raydata
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.data import MtDocuments, TokenizerFolder
+from stages.nugget.documents import Document, build_documents
 
 if TYPE_CHECKING:
     from stages.config.data import MTData

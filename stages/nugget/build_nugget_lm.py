@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stages.nugget.artifacts.data import NuggetLMCorpus, TokenizerFolder
 from stages.corpora import paper_sources as paper
 from stages.corpora.articles import article_text, wikitext103_documents
 from stages.corpora.corpora import offline_articles
@@ -32,6 +31,7 @@ from stages.corpora.tokens import encode_with_words
 from stages.framework import raydata
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.data import NuggetLMCorpus, TokenizerFolder
 
 if TYPE_CHECKING:
     from stages.config.data import NuggetLMData

@@ -21,16 +21,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.nugget.artifacts.data import SimilarityDataset, TokenizerFolder
-from stages.nugget.bm25 import BM25Config, bm25_tokens, mine_windows
 from stages.corpora.corpora import pi_corpus
-from stages.nugget.documents import build_documents
 from stages.corpora.nugget_data import Task, write_dataset
-from stages.nugget.parallel import map_chunks
 from stages.corpora.stats import length_stats
 from stages.framework import raydata
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.data import SimilarityDataset, TokenizerFolder
+from stages.nugget.bm25 import BM25Config, bm25_tokens, mine_windows
+from stages.nugget.documents import build_documents
+from stages.nugget.parallel import map_chunks
 
 if TYPE_CHECKING:
     from stages.config.data import BM25Params, PIData

@@ -22,16 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stages.nugget.artifacts.data import SimilarityDataset, TokenizerFolder
-from stages.nugget.bm25 import BM25Config, bm25_tokens, mine_pool
 from stages.corpora.corpora import rr_articles
 from stages.corpora.nugget_data import Task, write_dataset
-from stages.nugget.parallel import map_chunks
 from stages.corpora.stats import length_stats
 from stages.corpora.tokens import count_tokens
 from stages.framework import raydata
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.data import SimilarityDataset, TokenizerFolder
+from stages.nugget.bm25 import BM25Config, bm25_tokens, mine_pool
+from stages.nugget.parallel import map_chunks
 
 if TYPE_CHECKING:
     from stages.config.data import BM25Params, RRData

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from stages.corpora.corpora import ParallelCorpus
-from stages.nugget.packing import PackedDoc, enforce_limit, pack_parallel
 from stages.corpora.tokens import count_tokens, exact_count, truncate
+from stages.nugget.packing import PackedDoc, enforce_limit, pack_parallel
 
 log = logging.getLogger("nugget.datasets")
 

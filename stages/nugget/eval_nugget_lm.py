@@ -37,9 +37,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from stages.nugget.artifacts.data import NuggetLMCorpus, TokenDocuments
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
-from stages.nugget.artifacts.models import TrainedNuggetLM
 from stages.common.degenerate import UnigramModel, above_unigram, combine
 from stages.common.device import to_device
 from stages.common.records import batches
@@ -47,6 +45,8 @@ from stages.evaluation.perplexity import PerplexityCounts, perplexity_intervals
 from stages.evaluation.publish import publish
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.data import NuggetLMCorpus, TokenDocuments
+from stages.nugget.artifacts.models import TrainedNuggetLM
 
 if TYPE_CHECKING:
     import numpy as np

@@ -26,19 +26,19 @@ from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
-from stages.nugget.artifacts.data import MtDocuments
-from stages.nugget.artifacts.results import ReconstructionResults
-from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.common.degenerate import LABEL, generation_flags
 from stages.common.records import write_jsonl
-from stages.nugget.encoders import load_system
 from stages.evaluation.metrics import bleu_tokenizer, corpus_bleu_interval
-from stages.nugget.plots import bleu_vs_ratio
-from stages.nugget.similarity import metric_name
-from stages.nugget.systems import System, collect_systems, to_record
 from stages.evaluation.publish import log_flags
 from stages.framework.contract import optional, section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.data import MtDocuments
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
+from stages.nugget.artifacts.results import ReconstructionResults
+from stages.nugget.encoders import load_system
+from stages.nugget.plots import bleu_vs_ratio
+from stages.nugget.similarity import metric_name
+from stages.nugget.systems import System, collect_systems, to_record
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

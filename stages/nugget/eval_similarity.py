@@ -23,12 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stages.nugget.artifacts.data import StoredSimilarityDataset
-from stages.nugget.artifacts.results import SimilarityResults
-from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.common.degenerate import LABEL, constant_outputs
 from stages.common.intervals import stderr
 from stages.common.records import write_jsonl
+from stages.evaluation.publish import log_flags
+from stages.framework.contract import optional, produced_by, reading, section
+from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.data import StoredSimilarityDataset
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
+from stages.nugget.artifacts.results import SimilarityResults
 from stages.nugget.encoders import load_system
 from stages.nugget.similarity import (
     metric_name,
@@ -37,9 +40,6 @@ from stages.nugget.similarity import (
     task_reciprocal_ranks,
 )
 from stages.nugget.systems import System, collect_systems, to_record
-from stages.evaluation.publish import log_flags
-from stages.framework.contract import optional, produced_by, reading, section
-from stages.framework.stage import Stage, StageContext
 
 if TYPE_CHECKING:
     from stages.config.schema import Seq2SeqModel

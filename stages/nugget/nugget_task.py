@@ -31,9 +31,9 @@ import pyarrow.parquet as pq
 import torch
 from torch import nn
 
-from stages.nugget.artifacts.data import MtDocuments
 from stages.common.languages import has_language_codes, set_language_codes
 from stages.common.padding import pad
+from stages.nugget.artifacts.data import MtDocuments
 from stages.training.batches import Example, delete_words
 from stages.training.task import Batch
 from stages.training.task_steps import (

@@ -15,15 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.nugget.artifacts.models import NuggetSweep
 from stages.framework.contract import section
 from stages.framework.resources import Demand, worker_demand
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.models import NuggetSweep
+from stages.nugget.nugget_job import NuggetData, nugget_task
+from stages.nugget.tune_grid import run_sweep
 from stages.training.launch import check_resources
 from stages.training.model_card import document_models
-from stages.nugget.nugget_job import NuggetData, nugget_task
 from stages.training.storage import clear_storage, copy_tree
-from stages.nugget.tune_grid import run_sweep
 
 if TYPE_CHECKING:
     from stages.config.schema import NuggetSection, Seq2SeqModel

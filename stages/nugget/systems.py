@@ -1,7 +1,7 @@
 """Which trained models an evaluation covers, read from upstream artifacts.
 
 Sources (each optional except where a stage requires it), as a stage's inputs hold them
-(read through their contracts, `stages.artifacts.train`): ``sweep_nugget``
+(read through their contracts, `stages.nugget.artifacts.models`): ``sweep_nugget``
 (`NuggetSweep`: one model per trial), ``train_nugget`` (`TrainedNugget`),
 ``train_baselines`` (`TrainedBaselines`: TSDAE, RE, Nugget ablations).
 """

@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.nugget.artifacts.data import TokenizerFolder
 from stages.corpora.corpora import english_corpus, mt_corpus, mt_offline_sources
 from stages.framework.contract import NoInputs, section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.data import TokenizerFolder
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

@@ -31,13 +31,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.nugget.artifacts.models import TrainedBaselines
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.models import TrainedBaselines
 from stages.nugget.baseline_task import BaselineTask
+from stages.nugget.nugget_job import NuggetData
 from stages.training.launch import check_resources, export_finished, final_metrics, fit_sequence
 from stages.training.model_card import document_models
-from stages.nugget.nugget_job import NuggetData
 from stages.training.storage import clear_storage
 
 if TYPE_CHECKING:

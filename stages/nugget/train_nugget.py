@@ -19,11 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stages.nugget.artifacts.models import TrainedNugget
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
-from stages.training.launch import train_into_stage_output
+from stages.nugget.artifacts.models import TrainedNugget
 from stages.nugget.nugget_job import NuggetData, nugget_task
+from stages.training.launch import train_into_stage_output
 
 if TYPE_CHECKING:
     from stages.config.schema import NuggetSection, Seq2SeqModel

@@ -28,13 +28,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.nugget.artifacts.data import NuggetLMCorpus, TokenizerFolder
-from stages.nugget.artifacts.models import TrainedBaselines, TrainedNugget, TrainedNuggetLM, decoder_token_ids
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.data import NuggetLMCorpus, TokenizerFolder
+from stages.nugget.artifacts.models import (
+    TrainedBaselines,
+    TrainedNugget,
+    TrainedNuggetLM,
+    decoder_token_ids,
+)
+from stages.nugget.nugget_lm_task import NuggetLMTask
 from stages.training.launch import check_resources, export_finished, final_metrics, fit_sequence
 from stages.training.model_card import document_models
-from stages.nugget.nugget_lm_task import NuggetLMTask
 from stages.training.storage import clear_storage
 
 if TYPE_CHECKING:

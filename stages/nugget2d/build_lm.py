@@ -40,11 +40,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stages.nugget2d.artifacts import LMRecords, PreparedLM
 from stages.config.lm_splits import WIKITEXT_LM_SPLITS, publishes_splits
 from stages.corpora import paper_sources as paper
 from stages.corpora.articles import article_text, wikitext103_documents
 from stages.corpora.corpora import offline_articles
+from stages.corpora.splits import assign_splits
+from stages.corpora.stats import length_stats
+from stages.corpora.tokens import encode_texts
+from stages.framework import raydata
+from stages.framework.contract import section
+from stages.framework.stage import Stage, StageContext
+from stages.nugget2d.artifacts import LMRecords, PreparedLM
 from stages.nugget2d.lm_builders import (
     PILE_STAND_IN,
     QA_STAND_IN,
@@ -57,12 +63,6 @@ from stages.nugget2d.lm_builders import (
     qa_record,
     summary_record,
 )
-from stages.corpora.splits import assign_splits
-from stages.corpora.stats import length_stats
-from stages.corpora.tokens import encode_texts
-from stages.framework import raydata
-from stages.framework.contract import section
-from stages.framework.stage import Stage, StageContext
 from stages.sources.readers import lee_documents
 
 if TYPE_CHECKING:

@@ -25,14 +25,18 @@ import pyarrow.parquet as pq
 import torch
 
 from nugget_core.nugget2d import Nugget2DConfig
-from stages.nugget2d.artifacts import CalibratedThreshold
-from stages.nugget2d.artifacts import LMRecords, PreparedLM
-from stages.nugget2d.artifacts import TrainedNugget2D, scorer_fingerprint
-from stages.nugget2d.quantile import calibrate, document_ratios, histogram_png, spread
 from stages.common.progress import progress_logger
 from stages.config.calibrate import ThresholdCalibration
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget2d.artifacts import (
+    CalibratedThreshold,
+    LMRecords,
+    PreparedLM,
+    TrainedNugget2D,
+    scorer_fingerprint,
+)
+from stages.nugget2d.quantile import calibrate, document_ratios, histogram_png, spread
 
 log = progress_logger("nugget.calibrate_threshold")
 # The scorer calibrated is the compressor's; train_nugget2d_ar copies it in frozen, so

@@ -38,16 +38,20 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from stages.nugget2d.artifacts import CalibratedThreshold
-from stages.nugget2d.artifacts import LMRecords, PreparedLM
 from stages.artifacts.evaluate import EvalTable
-from stages.nugget2d.artifacts import TrainedNugget2D, scorer_fingerprint
 from stages.common.degenerate import UnigramModel
 from stages.config.evaluation import LMEval, PressSection
-from stages.nugget2d.lm.language_modelling import BASELINES, LOG, Segment, evaluate_lm
 from stages.evaluation.publish import publish
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget2d.artifacts import (
+    CalibratedThreshold,
+    LMRecords,
+    PreparedLM,
+    TrainedNugget2D,
+    scorer_fingerprint,
+)
+from stages.nugget2d.lm.language_modelling import BASELINES, LOG, Segment, evaluate_lm
 
 AR_STAGE = "train_nugget2d_ar"
 

@@ -31,22 +31,21 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from stages.nugget2d.artifacts import LMRecords, PreparedLM
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
-from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.common.degenerate import generation_flags
 from stages.common.intervals import share_interval
 from stages.common.padding import pad
 from stages.common.progress import progress_logger
 from stages.common.records import batches
-from stages.evaluation.decoding import decode_ids
-from stages.evaluation.perplexity import token_texts
-from stages.nugget2d.lm.prompted import eos_and_pad
 from stages.evaluation.analysis import is_punctuation
+from stages.evaluation.decoding import decode_ids
 from stages.evaluation.metrics import bleu_and_interval, bleu_statistics
+from stages.evaluation.perplexity import token_texts
 from stages.evaluation.publish import publish
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget2d.artifacts import LMRecords, PreparedLM, TrainedNugget2D
+from stages.nugget2d.lm.prompted import eos_and_pad
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

@@ -28,16 +28,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nugget_core.nugget2d.prompts import PromptFormat
-from stages.nugget2d.artifacts import LMRecords, PreparedLM
 from stages.artifacts.evaluate import EvalTable
-from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.common.records import read_records
 from stages.config.evaluation import PressSection, QAEval
 from stages.config.schema import PromptSection
-from stages.nugget2d.lm.qa import RatioModel, evaluate_qa
 from stages.evaluation.publish import publish
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget2d.artifacts import LMRecords, PreparedLM, TrainedNugget2D
+from stages.nugget2d.lm.qa import RatioModel, evaluate_qa
 
 COMPRESSOR_STAGE = "train_nugget2d"
 

@@ -19,8 +19,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from stages.nugget2d.artifacts import LMRecords
 from stages.common.padding import pad
+from stages.nugget2d.artifacts import LMRecords
 from stages.nugget2d.lm_task import pad_id, task_examples
 from stages.training.task import Batch
 from stages.training.task_steps import (

@@ -40,10 +40,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
-from stages.nugget2d.artifacts import LMRecords, PreparedLM
-from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.framework.contract import section_fields
 from stages.framework.stage import Stage, StageContext
+from stages.nugget2d.artifacts import LMRecords, PreparedLM, TrainedNugget2D
+from stages.nugget2d.nugget2d_task import Nugget2DCompressorTask
 from stages.training.launch import (
     check_resources,
     final_metrics,
@@ -52,7 +52,6 @@ from stages.training.launch import (
 )
 from stages.training.loop import PROBE_FILE, STATE_FILE
 from stages.training.model_card import document_models
-from stages.nugget2d.nugget2d_task import Nugget2DCompressorTask
 from stages.training.storage import clear_storage, copy_tree
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 import torch
 from torch import nn
 
-from stages.nugget2d.artifacts import LMRecords
 from stages.common.padding import pad
+from stages.nugget2d.artifacts import LMRecords
 from stages.training.task import Batch
 from stages.training.task_steps import keep_dev
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stages.nugget2d.artifacts import BaseLM, PreparedLM
 from stages.config.schema import CausalLM
 from stages.framework.contract import NoInputs, section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget2d.artifacts import BaseLM, PreparedLM
 from stages.sources.registry import wheel_path
 
 

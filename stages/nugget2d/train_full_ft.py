@@ -17,10 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stages.nugget2d.artifacts import LMRecords, PreparedLM
-from stages.nugget2d.artifacts import FullFinetunedLM
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget2d.artifacts import FullFinetunedLM, LMRecords, PreparedLM
 from stages.nugget2d.full_ft_task import FullFinetuneTask
 from stages.training.launch import train_into_stage_output
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.framework.contract import section
+from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.nugget2d.nugget2d_stage import Nugget2DCompressorStage, Nugget2DInputs, Variant
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.framework.contract import section
+from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.nugget2d.autoencoding_task import AutoencodingTask
 from stages.nugget2d.nugget2d_stage import Nugget2DInputs, Nugget2DTrainingStage, Variant
 

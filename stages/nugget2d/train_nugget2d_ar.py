@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.nugget2d.artifacts import CalibratedThreshold
-from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.framework.contract import produced_by, reading, section
+from stages.nugget2d.artifacts import CalibratedThreshold, TrainedNugget2D
 from stages.nugget2d.nugget2d_stage import Nugget2DInputs, Nugget2DObjectiveStage, Variant
 from stages.nugget2d.nugget2d_task import LMBaselineTask, Nugget2DARTask
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.framework.contract import produced_by, section
+from stages.nugget2d.artifacts import TrainedNugget2D
 from stages.nugget2d.nugget2d_stage import Nugget2DCompressorStage, Nugget2DInputs
 
 if TYPE_CHECKING:

@@ -21,13 +21,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stages.corpora.artifacts import StoredCorpusStatistics
 from stages.artifacts.evaluate import EvalTable, StoredEvalTable
-from stages.nugget.artifacts.results import StoredNuggetAnalysis, StoredReconstructionResults, StoredSimilarityResults
-from stages.restorable.artifacts import TrainedRestorable, TrainedRetrieval
-from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget, TrainedNuggetLM
-from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D
+from stages.corpora.artifacts import StoredCorpusStatistics
 from stages.framework.contract import collected, optional, produced_by, section
+from stages.nugget.artifacts.models import (
+    NuggetSweep,
+    TrainedBaselines,
+    TrainedNugget,
+    TrainedNuggetLM,
+)
+from stages.nugget.artifacts.results import (
+    StoredNuggetAnalysis,
+    StoredReconstructionResults,
+    StoredSimilarityResults,
+)
+from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D
+from stages.restorable.artifacts import TrainedRestorable, TrainedRetrieval
 
 if TYPE_CHECKING:
     from nugget_core import NuggetConfig

@@ -38,13 +38,18 @@ from pathlib import Path
 from typing import Any
 
 from stages.artifacts.base import Location, OutputT, Stored
-from stages.corpora.artifacts import StoredCorpusStatistics
 from stages.artifacts.evaluate import metric_name
-from stages.nugget.artifacts.results import NuggetAnalysis, ReconstructionResults, SimilarityResults, WithFigures
 from stages.artifacts.trainer_state import TrainingSummary
 from stages.common.render import csv_text, html_table, markdown, section
+from stages.corpora.artifacts import StoredCorpusStatistics
 from stages.framework.contract import section_fields
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.results import (
+    NuggetAnalysis,
+    ReconstructionResults,
+    SimilarityResults,
+    WithFigures,
+)
 from stages.report.budgets import training_budgets
 from stages.report.contract import ReportConfig, ReportInputs
 from stages.report.deviations import Deviation, deviations

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stages.nugget.artifacts.results import SimilarityResults
 from stages.common.degenerate import LABEL
+from stages.nugget.artifacts.results import SimilarityResults
 from stages.report.published import PUBLISHED
 from stages.report.tables import PAPER_SCORER_LAYER, ReportTable, same_ratio
 

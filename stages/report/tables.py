@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.base import Location
 from stages.artifacts.evaluate import NOT_RUN, EvalTable, StoredEvalTable, TableRow
-from stages.nugget.artifacts.results import NuggetAnalysis, ReconstructionResults
 from stages.common.degenerate import LABEL
 from stages.common.intervals import Z95, share_interval
 from stages.common.tokens import display_token
+from stages.nugget.artifacts.results import NuggetAnalysis, ReconstructionResults
 from stages.report.published import PUBLISHED, SOURCES, published
 
 if TYPE_CHECKING:

@@ -13,12 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
-from stages.restorable.artifacts import TrainedRestorable, TrainedRetrieval
-from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget, TrainedNuggetLM
-from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D
 from stages.artifacts.trainer_state import TrainingSummary
 from stages.common.progress import progress_logger
 from stages.common.render import section
+from stages.nugget.artifacts.models import (
+    NuggetSweep,
+    TrainedBaselines,
+    TrainedNugget,
+    TrainedNuggetLM,
+)
+from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D
+from stages.restorable.artifacts import TrainedRestorable, TrainedRetrieval
 
 log = progress_logger("nugget.report")
 

@@ -1,1 +1,9 @@
-"""The restorable-embeddings (RE) study: its data, training stages and tasks, and evaluation stages."""
+"""The restorable-embeddings (RE) study (docs/restorable.md), one folder: its stages,
+training tasks and helpers. Other studies read its outputs only through their
+types, in ``artifacts.py`` (`stages.restorable.artifacts`).
+
+- data: ``build_re_data`` (``sentences``: Punkt trained on the corpus; ``restoration_texts``),
+  ``build_re_retrieval``;
+- training: ``train_re`` (``restoration_task``), ``train_re_retrieval`` (``retrieval_task``);
+- evaluation: ``eval_re_restoration``, ``eval_re_retrieval``.
+"""

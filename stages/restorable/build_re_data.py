@@ -33,15 +33,15 @@ from itertools import islice
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from stages.restorable.artifacts import RestorationTexts
 from stages.corpora import paper_sources as paper
 from stages.corpora.corpora import english_texts, split_streams
-from stages.restorable.restoration_texts import Example, SeededSample, WindowCounts, cut, word_count
-from stages.restorable.sentences import PunktSplitter, train_punkt
 from stages.corpora.splits import assign_splits
 from stages.corpora.text import split_sentences
 from stages.framework.contract import NoInputs, section
 from stages.framework.stage import Stage, StageContext
+from stages.restorable.artifacts import RestorationTexts
+from stages.restorable.restoration_texts import Example, SeededSample, WindowCounts, cut, word_count
+from stages.restorable.sentences import PunktSplitter, train_punkt
 
 if TYPE_CHECKING:
     from stages.config.data import REData

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.base import write_json
-from stages.nugget.artifacts.data import SimilarityDataset
-from stages.restorable.artifacts import RetrievalData, passage_input
 from stages.common.records import write_jsonl
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.data import SimilarityDataset
+from stages.restorable.artifacts import RetrievalData, passage_input
 
 if TYPE_CHECKING:
     from stages.config.data import RERetrievalData

@@ -28,16 +28,16 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
-from stages.restorable.artifacts import RestorationTexts, TrainedRestorable
 from stages.common.degenerate import generation_flags
 from stages.common.device import to_device
 from stages.common.intervals import means_and_errors
 from stages.common.padding import pad
 from stages.common.records import batches
-from stages.evaluation.rouge import ROUGE_TYPES, rouge_per_example
 from stages.evaluation.publish import publish
+from stages.evaluation.rouge import ROUGE_TYPES, rouge_per_example
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
+from stages.restorable.artifacts import RestorationTexts, TrainedRestorable
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

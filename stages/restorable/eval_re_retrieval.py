@@ -28,7 +28,6 @@ import regex
 import torch
 
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
-from stages.restorable.artifacts import Passage, RetrievalData, TrainedRetrieval
 from stages.common.degenerate import constant_outputs
 from stages.common.device import to_device
 from stages.common.intervals import hits_interval, means_and_errors
@@ -37,6 +36,7 @@ from stages.common.records import batches
 from stages.evaluation.publish import publish
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
+from stages.restorable.artifacts import Passage, RetrievalData, TrainedRetrieval
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

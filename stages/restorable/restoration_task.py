@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from stages.restorable.artifacts import RestorationTexts
 from stages.common.languages import has_language_codes, set_language_codes
 from stages.common.padding import pad
+from stages.restorable.artifacts import RestorationTexts
 from stages.training.task import Batch
 from stages.training.task_steps import (
     IGNORE,
@@ -34,8 +34,8 @@ from stages.training.task_steps import (
 )
 
 if TYPE_CHECKING:
-    from stages.nugget.artifacts.models import TrainedNugget
     from stages.config.schema import REBaseModel
+    from stages.nugget.artifacts.models import TrainedNugget
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from stages.restorable.artifacts import RetrievalData
 from stages.common.padding import pad
+from stages.restorable.artifacts import RetrievalData
 from stages.restorable.restoration_task import RestorableBase
 from stages.training.task import Batch
-from stages.training.task_steps import checkpointing_unsupported, load_tokenizer, trainable_and_frozen
+from stages.training.task_steps import (
+    checkpointing_unsupported,
+    load_tokenizer,
+    trainable_and_frozen,
+)
 
 TOWERS = ("query", "passage")
 

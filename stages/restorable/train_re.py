@@ -23,14 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.restorable.artifacts import RestorationTexts, TrainedRestorable
-from stages.nugget.artifacts.models import TrainedNugget
 from stages.config.train import RE_CONFIGS
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.models import TrainedNugget
+from stages.restorable.artifacts import RestorationTexts, TrainedRestorable
+from stages.restorable.restoration_task import RestorationTask, restorable_base, token_limit
 from stages.training.launch import check_resources, export_finished, final_metrics, fit_sequence
 from stages.training.model_card import document_models
-from stages.restorable.restoration_task import RestorationTask, restorable_base, token_limit
 from stages.training.storage import clear_storage
 
 if TYPE_CHECKING:

@@ -24,14 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.restorable.artifacts import RetrievalData, TrainedRestorable, TrainedRetrieval
-from stages.nugget.artifacts.models import TrainedNugget
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
-from stages.training.launch import check_resources, export_finished, final_metrics, fit_sequence
-from stages.training.model_card import document_models
+from stages.nugget.artifacts.models import TrainedNugget
+from stages.restorable.artifacts import RetrievalData, TrainedRestorable, TrainedRetrieval
 from stages.restorable.restoration_task import restorable_base
 from stages.restorable.retrieval_task import RetrievalTask
+from stages.training.launch import check_resources, export_finished, final_metrics, fit_sequence
+from stages.training.model_card import document_models
 from stages.training.storage import clear_storage
 
 if TYPE_CHECKING:

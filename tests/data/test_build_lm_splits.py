@@ -15,9 +15,9 @@ from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 
-from stages.nugget2d.artifacts import BaseLM
 from stages.config import load_config
 from stages.nugget2d import build_lm
+from stages.nugget2d.artifacts import BaseLM
 from stages.nugget2d.build_lm import BuildLM, Pool
 from tests.evaluation.fixtures import artifact, context
 

@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import main_full
-from stages.nugget2d.build_lm import BuildLM
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
+from stages.nugget2d.build_lm import BuildLM
 from tests.data.fixtures import write_python_docs
 from tests.framework.fixtures import LEE_DOCS, make_fake_sources, runs_of_latest_pipeline
 

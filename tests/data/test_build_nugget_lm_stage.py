@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import main_full
-from stages.nugget.artifacts.data import NuggetLMCorpus
-from stages.nugget.build_nugget_lm import BuildNuggetLM
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.data import NuggetLMCorpus
+from stages.nugget.build_nugget_lm import BuildNuggetLM
 from tests.framework.fixtures import make_fake_sources, runs_of_latest_pipeline
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

@@ -10,12 +10,12 @@ from collections import Counter
 import pytest
 
 from stages.artifacts.base import ContractError
-from stages.restorable.artifacts import RestorationTexts
 from stages.config import load_config
 from stages.config.validate import ConfigError
+from stages.framework.stage import StageContext
+from stages.restorable.artifacts import RestorationTexts
 from stages.restorable.build_re_data import BuildREData
 from stages.restorable.restoration_texts import SeededSample, WindowCounts, cut, windows
-from stages.framework.stage import StageContext
 from tests.framework.fixtures import make_fake_sources
 
 

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from stages.nugget2d import lm_builders as lm
 from stages.corpora import paper_sources as paper
 from stages.corpora.articles import from_wikitext103
 from stages.corpora.nugget_data import Task, read_docs, read_tasks, write_dataset
+from stages.nugget2d import lm_builders as lm
 
 
 def test_nugget_data_round_trips_in_both_layouts(tmp_path):

@@ -7,10 +7,10 @@ import pytest
 
 from stages.config.validate import ConfigError
 from stages.corpora.corpora import ParallelCorpus, mt_corpus
-from stages.nugget.documents import build_documents
-from stages.nugget.packing import pack_parallel
 from stages.corpora.splits import assign_splits
 from stages.corpora.tokens import exact_count
+from stages.nugget.documents import build_documents
+from stages.nugget.packing import pack_parallel
 
 
 def test_pack_closes_before_overflow_and_isolates_long_units():

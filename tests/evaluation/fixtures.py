@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stages.corpora.artifacts import CorpusStatistics
 from stages.artifacts.evaluate import StoredEvalTable
-from stages.nugget.artifacts.results import ReconstructionResults, SimilarityResults
-from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.config import load_config
+from stages.corpora.artifacts import CorpusStatistics
 from stages.corpora.nugget_data import Task, write_dataset
 from stages.framework.stage import Artifact, StageContext
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
+from stages.nugget.artifacts.results import ReconstructionResults, SimilarityResults
 from tests.training.fixtures import make_docs, make_mt_artifacts
 
 # evaluation settings small enough for CPU tests (tests/evaluation, tests/gpu)

@@ -22,8 +22,8 @@ from stages.common.degenerate import (
     zero_with_zero_baseline,
 )
 from stages.common.intervals import hits_interval, share_interval, wilson
-from stages.nugget2d.lm.qa import qa_flag
 from stages.evaluation.publish import publish
+from stages.nugget2d.lm.qa import qa_flag
 from stages.report.findings import (
     DEGENERATE,
     NOT_SHOWN,

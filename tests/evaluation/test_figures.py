@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from stages.artifacts.base import ContractError
-from stages.nugget.artifacts.results import CAPTIONS_FILE, NuggetAnalysis, ReconstructionResults
-from stages.nugget2d.quantile import score_histogram
 from stages.common.figures import DPI, all_equal
 from stages.common.tokens import display_token, token_text
-from stages.nugget.analyze_nuggets import figure_details, readable_token
 from stages.evaluation.analysis import TokenStats
+from stages.nugget.analyze_nuggets import figure_details, readable_token
+from stages.nugget.artifacts.results import CAPTIONS_FILE, NuggetAnalysis, ReconstructionResults
 from stages.nugget.plots import bleu_vs_ratio, probability_gain, token_frequencies
+from stages.nugget2d.quantile import score_histogram
 
 
 def _nugget_row(objective: str, ratio: float, bleu: float, layer: int = 1) -> dict:

@@ -9,11 +9,11 @@ import re
 
 import pytest
 
-from stages.corpora.artifacts import CorpusStatistics
 from stages.artifacts.evaluate import NOT_RUN, Column, EvalTable, TableRow
-from stages.nugget.artifacts.results import SimilarityResults
 from stages.common.intervals import share_interval
+from stages.corpora.artifacts import CorpusStatistics
 from stages.framework.stage import Artifact
+from stages.nugget.artifacts.results import SimilarityResults
 from stages.report.findings import FINDINGS, NOT_SHOWN, SHOWN
 from stages.report.published import PUBLISHED
 from stages.report.report import Report

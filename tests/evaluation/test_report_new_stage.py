@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stages.artifacts.data import CorpusStatistics
+from stages.corpora.artifacts import CorpusStatistics
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext

@@ -20,13 +20,13 @@ import math
 
 import pytest
 
-from stages.corpora.artifacts import CorpusStatistics
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
-from stages.nugget.artifacts.results import NuggetAnalysis, ReconstructionResults, SimilarityResults
 from stages.common.intervals import share_interval
 from stages.config import load_config
+from stages.corpora.artifacts import CorpusStatistics
 from stages.framework.contract import build_config, read_inputs
 from stages.framework.stage import Artifact
+from stages.nugget.artifacts.results import NuggetAnalysis, ReconstructionResults, SimilarityResults
 from stages.report.budgets import training_budgets
 from stages.report.contract import ReportConfig, ReportInputs
 from stages.report.findings import FINDINGS, NOT_MEASURABLE, NOT_SHOWN, SHOWN, judge

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from stages.corpora.artifacts import CorpusStatistics
 from stages.artifacts.evaluate import NOT_RUN, Column, EvalTable, TableRow, metric_name
+from stages.corpora.artifacts import CorpusStatistics
 from stages.framework.stage import Artifact
 from stages.report.findings import NOT_MEASURABLE, NOT_SHOWN, RE_FINDINGS, SHOWN
 from stages.report.published import PUBLISHED, SOURCES, UNREADABLE

@@ -10,11 +10,16 @@ from pathlib import Path
 import pytest
 
 from stages.artifacts.base import ContractError, Location
-from stages.nugget2d.artifacts import CalibratedThreshold
-from stages.corpora.artifacts import CorpusStatistics, StoredCorpusStatistics
-from stages.nugget.artifacts.data import MtDocuments, SimilarityDataset, StoredSimilarityDataset, TokenizerFolder
-from stages.nugget2d.artifacts import BaseLM, LMRecords
 from stages.artifacts.evaluate import Column, EvalTable, StoredEvalTable, TableRow
+from stages.corpora.artifacts import CorpusStatistics, StoredCorpusStatistics
+from stages.framework.stage import Artifact
+from stages.nugget.artifacts.data import (
+    MtDocuments,
+    SimilarityDataset,
+    StoredSimilarityDataset,
+    TokenizerFolder,
+)
+from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.nugget.artifacts.results import (
     NuggetAnalysis,
     ReconstructionResults,
@@ -23,9 +28,13 @@ from stages.nugget.artifacts.results import (
     StoredReconstructionResults,
     StoredSimilarityResults,
 )
-from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
-from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D
-from stages.framework.stage import Artifact
+from stages.nugget2d.artifacts import (
+    BaseLM,
+    CalibratedThreshold,
+    FullFinetunedLM,
+    LMRecords,
+    TrainedNugget2D,
+)
 
 
 class FakeTokenizer:

@@ -21,6 +21,7 @@ from stages.framework.miss_reasons import differences, explain_miss
 from stages.framework.store import ArtifactStore
 from stages.framework.worker import EnvironmentDrift, run_one
 from stages.nugget.train_nugget import TrainNugget
+from stages.nugget2d.train_nugget2d import TrainNugget2D
 from tests.framework.fake_stages import STATS_DAG
 
 MODULE = '''"""A helper module."""
@@ -93,8 +94,12 @@ def test_a_training_stage_is_keyed_on_the_libraries_of_the_issue_of_reproducibil
     import importlib.metadata
 
     env = stage_environment(TrainNugget)
-    for distribution in ("torch", "transformers", "tokenizers", "peft", "deepspeed", "ray", "numpy"):
+    for distribution in ("torch", "transformers", "tokenizers", "deepspeed", "ray", "numpy"):
         assert env[distribution] == importlib.metadata.version(distribution), distribution
+    # peft keys the Nugget2D stages (LoRA adapters), not the encoder-decoder Nugget, whose
+    # closure holds only the Nugget study's artifact types
+    assert stage_environment(TrainNugget2D)["peft"] == importlib.metadata.version("peft")
+    assert "peft" not in env
     assert {"python", "torch.cuda", "cudnn"} <= set(env)
     assert not set(env) & environment.PLUMBING_IMPORTS  # omegaconf, fsspec, mlflow ... key nothing
 
@@ -149,9 +154,9 @@ def test_the_plan_says_why_each_miss_misses(root, base_args, monkeypatch):
     assert plan["corpus_stats"].reason.startswith(f"code changed ({old_code} -> 1:eeeeeeee")
     monkeypatch.undo()
 
-    _with_version(monkeypatch, "numpy", "0.0.1")
+    _with_version(monkeypatch, "pyarrow", "0.0.1")  # corpus_stats reads its corpus with it
     plan = _plan(store, base_args)
-    assert f"environment changed: numpy '{environment.metadata.version('numpy')}' -> '0.0.1'" in \
+    assert f"environment changed: pyarrow '{environment.metadata.version('pyarrow')}' -> '0.0.1'" in \
         plan["corpus_stats"].reason
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main_full
-from stages.nugget.artifacts.data import MtDocuments
 from stages.config import ConfigError, load_config, to_yaml
+from stages.nugget.artifacts.data import MtDocuments
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -201,7 +201,7 @@ def test_every_model_config_field_is_settable_and_reaches_nugget_core(key, core)
     for f in dataclasses.fields(default):
         value = _other_value(f, getattr(default, f.name))
         cfg = load_config([_override(f"{key}.{f.name}", value)])
-        built = core(**dataclasses.asdict(_section(cfg, key)))  # as in stages/train/*_task.py
+        built = core(**dataclasses.asdict(_section(cfg, key)))  # as the training tasks do (stages/*/*_task.py)
         assert getattr(built, f.name) == value, (key, f.name)
 
 

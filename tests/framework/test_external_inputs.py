@@ -12,13 +12,13 @@ import pytest
 
 from stages.config import load_config
 from stages.corpora.corpus_stats import CorpusStats
-from stages.nugget.tokenizer import Tokenizer
 from stages.framework import external
 from stages.framework.dag import Dag, MissingInputError
 from stages.framework.external import ABSENT, ExternalInputError, external_fingerprints
 from stages.framework.keys import cache_key, external_inputs, stage_sections
 from stages.framework.stage import Stage, StageContext
 from stages.framework.store import ArtifactStore
+from stages.nugget.tokenizer import Tokenizer
 from stages.sources.registry import SOURCES, get
 from tests.framework.fixtures import make_fake_sources
 

@@ -1,8 +1,9 @@
 """Import layering of the code base, from the source text (``ast``; imports inside
 functions count): packages form no cycle, the model library stays free of the pipeline,
-the framework / config / common / contract layers import no DAG group, and stage modules
-are imported only by the registry (a stage reads another's output through
-`stages.artifacts`, never through the producing stage's module)."""
+the shared layers (framework, config, sources, common, artifacts, corpora, evaluation,
+training) import no study, studies meet only through artifact types (a study reads
+another's output through its type in ``stages.<study>.artifacts``, never through the other
+study's code), and stage modules are imported only by the registry."""
 
 from __future__ import annotations
 
@@ -14,8 +15,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TOP = ("stages", "nugget_core", "pipelines")
-LAYERS = ("framework", "config", "sources", "common", "artifacts")
-GROUPS = ("data", "train", "calibrate", "evaluate", "report")
+#: what every study builds on: the stage framework, config sections, offline sources, helpers,
+#: the shared artifact types (evaluation tables, trainer state), the corpus readers, shared
+#: evaluation helpers and the training runtime
+LAYERS = ("framework", "config", "sources", "common", "artifacts", "corpora", "evaluation", "training")
+#: one package per study: its stages, tasks, recipes, helpers and artifact types (the report is one too)
+STUDIES = ("nugget", "nugget2d", "restorable", "report")
 
 
 @cache
@@ -29,7 +34,7 @@ def modules() -> dict[str, Path]:
 
 
 def package(module: str) -> str:
-    """The package a module belongs to in the layering (e.g. ``stages.evaluate``,
+    """The package a module belongs to in the layering (e.g. ``stages.nugget2d``,
     ``nugget_core.nugget2d``, ``stages.registry``, ``pipelines``)."""
     parts = module.split(".")
     if parts[0] == "pipelines":
@@ -132,7 +137,8 @@ def stage_modules() -> set[str]:
 
 def test_the_walk_sees_the_code_base():
     graph = package_graph()
-    assert "stages.artifacts" in graph["stages.evaluate"] and "stages.framework" in graph["stages.artifacts"]
+    assert "stages.artifacts" in graph["stages.nugget2d"] and "stages.framework" in graph["stages.artifacts"]
+    assert package("stages.nugget2d.lm.qa") == "stages.nugget2d"  # a study's subpackage is the study
     assert {"stages.nugget2d.build_lm", "stages.nugget2d.eval_qa", "stages.nugget2d.train_nugget2d_ae"} <= stage_modules()
     assert "stages.nugget2d.nugget2d_stage" not in stage_modules()  # a shared base class, no stage
     assert "stages.nugget2d.eval_qa" in imports("stages.registry")
@@ -153,11 +159,41 @@ def test_model_library_is_free_of_the_pipeline():
     assert not bad, f"nugget_core imports the pipeline, Ray or MLflow: {sorted(bad)}"
 
 
-def test_lower_layers_import_no_group():
+def test_every_stages_package_is_a_layer_or_a_study():
+    packages = {package(m) for m in modules() if m.startswith("stages.")} - {"stages", "stages.registry"}
+    assert packages == {f"stages.{x}" for x in LAYERS + STUDIES}, "a new package under stages/: add it to LAYERS or STUDIES"
+
+
+def test_shared_layers_import_no_study():
     lower = {f"stages.{x}" for x in LAYERS}
-    upper = {f"stages.{g}" for g in GROUPS} | {"stages.registry", "pipelines"}
+    upper = {f"stages.{s}" for s in STUDIES} | {"stages.registry", "pipelines"}
     bad = {(m, t) for m in modules() if package(m) in lower for t in imports(m) if package(t) in upper}
-    assert not bad, f"framework / config / sources / common / artifacts import a DAG group: {sorted(bad)}"
+    assert not bad, f"a shared layer imports a study, the registry or the pipelines: {sorted(bad)}"
+
+
+def artifact_types(module: str) -> bool:
+    """``module`` holds a study's artifact types (``stages.<study>.artifacts[.x]``)."""
+    return module.split(".")[2:3] == ["artifacts"]
+
+
+def test_studies_meet_only_through_artifact_types():
+    """A study's code (stages, tasks, recipes, helpers) is its own: another study (the report
+    too) reads its outputs only through their types in ``stages.<study>.artifacts``, so a
+    change to a study's code cannot break, or re-key, another study's stages."""
+    studies = {f"stages.{s}" for s in STUDIES}
+    bad = {(m, t) for m in modules() if package(m) in studies for t in imports(m)
+           if package(t) in studies and package(t) != package(m) and not artifact_types(t)}
+    assert not bad, f"one study imports another's code, not its artifact types: {sorted(bad)}"
+    assert artifact_types("stages.nugget.artifacts.models") and artifact_types("stages.nugget2d.artifacts")
+    assert not artifact_types("stages.nugget2d.eval_qa")
+
+
+def test_artifact_types_import_no_study_code():
+    """What other studies import of a study, its artifact types, imports none of its code
+    (else reading a study's output would pull its stages into the reader's cache key)."""
+    bad = {(m, t) for m in modules() if artifact_types(m) and m.startswith("stages.")
+           for t in imports(m) if package(t) in {f"stages.{s}" for s in STUDIES} and not artifact_types(t)}
+    assert not bad, f"artifact types importing study code: {sorted(bad)}"
 
 
 def test_stage_modules_are_imported_only_by_the_registry():

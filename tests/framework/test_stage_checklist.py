@@ -1,5 +1,5 @@
 """The "add a stage" checklist of docs/architecture.md, checked for every registered
-stage: its group is its package, its config sections resolve with defaults, its output
+stage: its study is its package, its config sections resolve with defaults, its output
 has a contract class, its row of the generated stage table has a description, and a
 test module names it."""
 
@@ -43,7 +43,7 @@ def _failing(check) -> list[str]:
     return problems
 
 
-def test_every_stage_is_in_a_group_package():
+def test_every_stage_is_in_a_study_package():
     assert not _failing(lambda s: stage_docs.group_of(s) and None)
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from stages.nugget2d.artifacts import CalibratedThreshold
 from stages.artifacts.evaluate import EvalTable
+from stages.nugget.eval_reconstruction import EvalReconstruction
+from stages.nugget.eval_similarity import EvalSimilarity
+from stages.nugget2d.artifacts import CalibratedThreshold
 from stages.nugget2d.calibrate_threshold import CalibrateThreshold
 from stages.nugget2d.eval_lm import EvalLM
 from stages.nugget2d.eval_qa import EvalQA
-from stages.nugget.eval_reconstruction import EvalReconstruction
-from stages.nugget.eval_similarity import EvalSimilarity
 from stages.nugget2d.eval_summarization import EvalSummarization
 from tests.evaluation.fixtures import SMALL, artifact, context, make_eval_inputs
 from tests.lm_eval.test_stages import ARGS, _published

@@ -48,9 +48,9 @@ def test_appendix_d_accepts_any_gold_answer_as_a_substring():
 
 
 def test_squad_records_keep_every_gold_answer():
-    from stages.nugget2d.lm_builders import qa_record
     from stages.corpora.paper_sources import squad_from_rows
     from stages.nugget2d.lm.normalize import gold_answers
+    from stages.nugget2d.lm_builders import qa_record
 
     rows = [{"context": "C", "question": "Q?", "answers": {"text": ["Denver Broncos", "Broncos", "Broncos"]}},
             {"context": "C2", "question": "Q2?", "answers": {"text": []}}]

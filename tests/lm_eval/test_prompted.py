@@ -31,7 +31,12 @@ def _plain_greedy(model, ids: list[int], steps: int, eos: int) -> list[int]:
 
 
 def test_inst_format_lays_out_appendix_c_exactly():
-    from stages.nugget2d.lm_builders import lmsumm_instruction, lmsumm_prompt, qa_record, summary_record
+    from stages.nugget2d.lm_builders import (
+        lmsumm_instruction,
+        lmsumm_prompt,
+        qa_record,
+        summary_record,
+    )
 
     fmt = PromptFormat("inst")
     for record in (qa_record("Doc text.", "q?", "a"), summary_record("Doc text.", "s")):

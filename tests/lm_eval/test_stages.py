@@ -15,18 +15,23 @@ import pytest
 
 from nugget_core.nugget2d import Nugget2DUsage, load_nugget2d
 from pipelines.cli import main_full
-from stages.nugget2d.artifacts import CalibratedThreshold
-from stages.nugget2d.artifacts import BaseLM, LMRecords
 from stages.artifacts.evaluate import EvalTable
-from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D, scorer_fingerprint
+from stages.framework.dag import Dag
+from stages.framework.stage import Stage, StageContext
+from stages.nugget2d.artifacts import (
+    BaseLM,
+    CalibratedThreshold,
+    FullFinetunedLM,
+    LMRecords,
+    TrainedNugget2D,
+    scorer_fingerprint,
+)
 from stages.nugget2d.calibrate_threshold import CalibrateThreshold
-from stages.nugget2d.lm_builders import qa_record, summary_record
 from stages.nugget2d.eval_lm import EvalLM
 from stages.nugget2d.eval_nugget2d_ae import EvalNugget2DAE
 from stages.nugget2d.eval_qa import EvalQA
 from stages.nugget2d.eval_summarization import EvalSummarization
-from stages.framework.dag import Dag
-from stages.framework.stage import Stage, StageContext
+from stages.nugget2d.lm_builders import qa_record, summary_record
 from stages.nugget2d.train_full_ft import TrainFullFT
 from stages.nugget2d.train_nugget2d import TrainNugget2D
 from stages.nugget2d.train_nugget2d_ae import TrainNugget2DAE

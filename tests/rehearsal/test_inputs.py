@@ -9,12 +9,12 @@ import json
 import pytest
 
 from stages.config import load_config
-from stages.nugget2d import build_lm
-from stages.nugget import build_nugget_lm
-from stages.restorable import build_re_data
 from stages.corpora import corpora
-from stages.restorable.build_re_retrieval import dpr_examples, dpr_test
+from stages.nugget import build_nugget_lm
+from stages.nugget2d import build_lm
 from stages.registry import DAG
+from stages.restorable import build_re_data
+from stages.restorable.build_re_retrieval import dpr_examples, dpr_test
 from tests.rehearsal.inputs import COMPLETE, ensure_paper_inputs, main
 
 

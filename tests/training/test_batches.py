@@ -71,9 +71,9 @@ def test_lengths_must_match_the_examples():
 def test_a_job_grouping_by_length_is_refused_for_a_task_without_lengths():
     from types import SimpleNamespace
 
-    from stages.training.launch import check_task
     from stages.restorable.restoration_task import RestorationTask
     from stages.restorable.retrieval_task import RetrievalTask
+    from stages.training.launch import check_task
 
     job = SimpleNamespace(group_by_length=True)
     check_task(RestorationTask.__new__(RestorationTask), job)  # defines example_length

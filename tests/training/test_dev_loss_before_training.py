@@ -146,15 +146,15 @@ def inputs(tmp_path_factory):
 
 def make_task(name: str, d: SimpleNamespace):
     from stages.nugget.artifacts.data import MtDocuments, NuggetLMCorpus
-    from stages.nugget2d.artifacts import LMRecords
-    from stages.restorable.artifacts import RestorationTexts
     from stages.nugget.artifacts.models import decoder_token_ids
-    from stages.nugget2d.autoencoding_task import AutoencodingTask
     from stages.nugget.baseline_task import BaselineTask
-    from stages.nugget2d.full_ft_task import FullFinetuneTask
-    from stages.nugget2d.nugget2d_task import LMBaselineTask, Nugget2DARTask, Nugget2DCompressorTask
     from stages.nugget.nugget_lm_task import NuggetLMTask
     from stages.nugget.nugget_task import NuggetTask
+    from stages.nugget2d.artifacts import LMRecords
+    from stages.nugget2d.autoencoding_task import AutoencodingTask
+    from stages.nugget2d.full_ft_task import FullFinetuneTask
+    from stages.nugget2d.nugget2d_task import LMBaselineTask, Nugget2DARTask, Nugget2DCompressorTask
+    from stages.restorable.artifacts import RestorationTexts
     from stages.restorable.restoration_task import RestorableBase, RestorationTask
     from stages.restorable.retrieval_task import RetrievalExample, RetrievalTask
     from tests.lm_eval.fixtures import ADAPTER

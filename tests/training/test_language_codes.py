@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from transformers import AutoTokenizer
 
-from stages.nugget.artifacts.data import MtDocuments
 from stages.common.languages import check_writes_its_input, set_language_codes, target_code_id
 from stages.config import load_config
+from stages.nugget.artifacts.data import MtDocuments
 from stages.nugget.baseline_task import BaselineTask
 from stages.nugget.nugget_task import NuggetTask
 from tests.training.conftest import TINY

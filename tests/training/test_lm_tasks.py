@@ -13,11 +13,15 @@ import pytest
 import torch
 
 from nugget_core.nugget2d.prompts import PromptFormat
-from stages.nugget2d.artifacts import LMRecords
 from stages.common.prompts import encode_answers, encode_task_records
-from stages.nugget2d.lm_builders import summary_record
+from stages.nugget2d.artifacts import LMRecords
 from stages.nugget2d.full_ft_task import IGNORE, FullFinetuneTask
-from stages.nugget2d.nugget2d_task import AutoregressiveModule, Nugget2DARTask, Nugget2DCompressorTask
+from stages.nugget2d.lm_builders import summary_record
+from stages.nugget2d.nugget2d_task import (
+    AutoregressiveModule,
+    Nugget2DARTask,
+    Nugget2DCompressorTask,
+)
 from tests.lm_eval.fixtures import ADAPTER, TEXTS, make_base_lm, make_nugget2d, make_tokenizer
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel, load_nugget2d, save_nugget2d
 from stages.framework.stage import Artifact
-from stages.training.model_card import document_models
 from stages.nugget2d.train_nugget2d_ar import TrainNugget2DAR
+from stages.training.model_card import document_models
 from tests.evaluation.fixtures import context
 from tests.lm_eval.fixtures import make_base_lm, make_tokenizer
 

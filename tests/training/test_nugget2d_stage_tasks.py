@@ -8,10 +8,8 @@ import json
 
 import pytest
 
-from stages.nugget2d.artifacts import CalibratedThreshold
-from stages.nugget2d.artifacts import BaseLM
-from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D
 from stages.framework.contract import build_config, read_inputs
+from stages.nugget2d.artifacts import BaseLM, CalibratedThreshold, FullFinetunedLM, TrainedNugget2D
 from stages.nugget2d.autoencoding_task import AutoencodingTask
 from stages.nugget2d.nugget2d_stage import Nugget2DInputs, Nugget2DTrainingStage
 from stages.nugget2d.nugget2d_task import LMBaselineTask, Nugget2DARTask, Nugget2DCompressorTask

@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from stages.corpora.tokens import word_flags
 from stages.nugget.artifacts.data import NuggetLMCorpus, TokenDocuments
 from stages.nugget.artifacts.models import TrainedNuggetLM
-from stages.corpora.tokens import word_flags
 from tests.evaluation.fixtures import artifact, context, stored_table
 from tests.training.fixtures import make_docs
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from stages.restorable.artifacts import RetrievalData, TrainedRestorable, TrainedRetrieval
 from stages.common.intervals import share_interval
+from stages.restorable.artifacts import RetrievalData, TrainedRestorable, TrainedRetrieval
 from tests.evaluation.fixtures import _nugget, artifact, context
 from tests.training.fixtures import WORDS, make_docs, make_mt_artifacts
 

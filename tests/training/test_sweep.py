@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from pipelines.cli import main_full
-from stages.nugget.artifacts.models import NuggetSweep
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
+from stages.nugget.artifacts.models import NuggetSweep
 from stages.nugget.sweep_nugget import SweepNugget
 from tests.framework.fixtures import runs_of_latest_pipeline
 from tests.training.conftest import TINY

@@ -15,10 +15,11 @@ import pytest
 from torch import nn
 
 from stages.nugget.artifacts.data import MtDocuments, NuggetLMCorpus
-from stages.nugget2d.artifacts import LMRecords
-from stages.restorable.artifacts import RestorationTexts
-from stages.nugget2d.autoencoding_task import AutoencodingTask
 from stages.nugget.baseline_task import BaselineTask
+from stages.nugget.nugget_lm_task import NuggetLMTask
+from stages.nugget.nugget_task import NuggetTask
+from stages.nugget2d.artifacts import LMRecords
+from stages.nugget2d.autoencoding_task import AutoencodingTask
 from stages.nugget2d.full_ft_task import FullFinetuneTask
 from stages.nugget2d.nugget2d_task import (
     COMPRESSOR_OBJECTIVES,
@@ -26,8 +27,7 @@ from stages.nugget2d.nugget2d_task import (
     Nugget2DARTask,
     Nugget2DCompressorTask,
 )
-from stages.nugget.nugget_lm_task import NuggetLMTask
-from stages.nugget.nugget_task import NuggetTask
+from stages.restorable.artifacts import RestorationTexts
 from stages.restorable.restoration_task import RestorableBase, RestorationTask
 from stages.restorable.retrieval_task import RetrievalTask
 from stages.training.task import PROTOCOL_MEMBERS, TrainingTask, protocol_mismatches
@@ -58,13 +58,13 @@ def test_task_class_satisfies_the_protocol(cls):
 
 def training_task_classes() -> set[type]:
     """The task classes the stages construct: every class whose name ends in "Task" defined
-    in a ``stages.train.*_task`` module."""
-    import stages.train
+    in a ``*_task`` module of any package under ``stages`` (a study's tasks sit in its folder)."""
+    import stages
 
     found = set()
-    for info in pkgutil.iter_modules(stages.train.__path__):
+    for info in pkgutil.walk_packages(stages.__path__, "stages."):
         if info.name.endswith("_task"):
-            module = importlib.import_module(f"stages.train.{info.name}")
+            module = importlib.import_module(info.name)
             found |= {c for name, c in vars(module).items()
                       if inspect.isclass(c) and c.__module__ == module.__name__ and name.endswith("Task")}
     return found

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from stages.nugget.artifacts.data import MtDocuments
 from stages.config import ConfigError, load_config
+from stages.nugget.artifacts.data import MtDocuments
+from stages.nugget.nugget_task import NuggetTask, sentence_end_positions
 from stages.training.launch import check_resources, fit
 from stages.training.loop import PROBE_FILE, TrainerState, lr_at, record_dev_loss
-from stages.nugget.nugget_task import NuggetTask, sentence_end_positions
 from tests.training.conftest import TINY
 
 pytestmark = pytest.mark.ray

@@ -10,17 +10,17 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from stages.nugget2d.artifacts import LMRecords
 from stages.config import load_config
 from stages.framework.tracking import Tracker
-from stages.training.launch import fit
-from stages.training.loop import PROBE_FILE
+from stages.nugget2d.artifacts import LMRecords
 from stages.nugget2d.nugget2d_task import (
     AutoregressiveModule,
     CompressorModule,
     Nugget2DARTask,
     Nugget2DCompressorTask,
 )
+from stages.training.launch import fit
+from stages.training.loop import PROBE_FILE
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

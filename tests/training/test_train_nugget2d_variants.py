@@ -14,10 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import main_full
-from stages.nugget2d.artifacts import BaseLM, LMRecords
-from stages.nugget2d.artifacts import TrainedNugget2D, scorer_fingerprint
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
+from stages.nugget2d.artifacts import BaseLM, LMRecords, TrainedNugget2D, scorer_fingerprint
 from stages.nugget2d.train_nugget2d import TrainNugget2D
 from tests.framework.fixtures import make_fake_sources, runs_of_latest_pipeline
 from tests.lm_eval.fixtures import make_base_lm, make_tokenizer

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from stages.nugget.artifacts.data import MtDocuments
 from stages.config import load_config
+from stages.nugget.artifacts.data import MtDocuments
+from stages.nugget.nugget_task import NuggetTask
 from stages.training.launch import fit, fit_sequence
 from stages.training.loop import PROBE_FILE, STATE_FILE
-from stages.nugget.nugget_task import NuggetTask
 from stages.training.sequence import DONE
 
 pytestmark = pytest.mark.ray
@@ -98,10 +98,10 @@ def test_a_restart_skips_finished_models_and_resumes_the_current_one(uninterrupt
 
 
 def test_train_baselines_stage_writes_what_the_evaluations_read(ray_local, mt_artifacts, tmp_path):
-    from stages.nugget.artifacts.models import TrainedBaselines
-    from stages.nugget.systems import baseline_systems
     from stages.framework.keys import stage_sections
     from stages.framework.stage import Artifact, StageContext
+    from stages.nugget.artifacts.models import TrainedBaselines
+    from stages.nugget.systems import baseline_systems
     from stages.nugget.train_baselines import TrainBaselines
 
     data, tok = mt_artifacts

@@ -9,18 +9,28 @@ import dataclasses
 
 import pytest
 
-from stages.nugget.artifacts.data import MtDocuments, NuggetLMCorpus, TokenizerFolder
-from stages.restorable.artifacts import RestorationTexts, RetrievalData, TrainedRestorable, TrainedRetrieval
-from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget, TrainedNuggetLM
 from stages.config import load_config
 from stages.framework.contract import build_config, input_fields
 from stages.framework.keys import stage_sections
+from stages.nugget.artifacts.data import MtDocuments, NuggetLMCorpus, TokenizerFolder
+from stages.nugget.artifacts.models import (
+    NuggetSweep,
+    TrainedBaselines,
+    TrainedNugget,
+    TrainedNuggetLM,
+)
 from stages.nugget.nugget_job import NuggetData, nugget_task
-from stages.restorable.restoration_task import RestorableBase, restorable_base
 from stages.nugget.sweep_nugget import SweepNugget
 from stages.nugget.train_baselines import TrainBaselines
 from stages.nugget.train_nugget import TrainNugget
 from stages.nugget.train_nugget_lm import TrainNuggetLM
+from stages.restorable.artifacts import (
+    RestorationTexts,
+    RetrievalData,
+    TrainedRestorable,
+    TrainedRetrieval,
+)
+from stages.restorable.restoration_task import RestorableBase, restorable_base
 from stages.restorable.train_re import TrainRE
 from stages.restorable.train_re_retrieval import TrainRERetrieval
 

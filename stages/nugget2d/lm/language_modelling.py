@@ -30,13 +30,13 @@ from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.common.degenerate import UnigramModel, above_unigram, combine
 from stages.common.progress import progress_logger
 from stages.config.evaluation import LMEval, PressSection
-from stages.nugget2d.lm.evaluation import Evaluation
 from stages.evaluation.perplexity import (
     PerplexityCounts,
     perplexity_intervals,
     segment_counts,
     word_texts,
 )
+from stages.nugget2d.lm.evaluation import Evaluation
 from stages.nugget2d.lm.presses import press_notes
 from stages.nugget2d.lm.streams import (
     ContextSetting,

@@ -34,8 +34,8 @@ import torch
 from nugget_core.nugget2d.prompts import PromptFormat, encode, encode_parts
 from stages.common.device import synchronize, to_device
 from stages.common.padding import pad
-from stages.nugget2d.lm.cost import DecodeCost
 from stages.evaluation.decoding import decode_ids
+from stages.nugget2d.lm.cost import DecodeCost
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

@@ -26,10 +26,10 @@ from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import stand_in_label
 from stages.config.evaluation import PRESS_SYSTEMS, PressSection, SummarizationEval
+from stages.evaluation.rouge import ROUGE_TYPES
 from stages.nugget2d.lm.evaluation import Evaluation
 from stages.nugget2d.lm.presses import press_config, press_notes
 from stages.nugget2d.lm.prompted import run_batches
-from stages.evaluation.rouge import ROUGE_TYPES
 from stages.nugget2d.lm.scoring import score_summarization
 
 if TYPE_CHECKING:
