@@ -47,7 +47,7 @@ class TrainNugget(Stage[TrainNuggetConfig, NuggetData, TrainedNugget]):
     def compute(self, ctx: StageContext, config: TrainNuggetConfig, inputs: NuggetData) -> None:
         job, nugget = config.job, config.nugget
         task = nugget_task(inputs, job, nugget, config.seq2seq, config.seed)
-        state = train_into_stage_output(ctx, task, job, "train.nugget", TrainedNugget.DIR)
+        state = train_into_stage_output(ctx, task, job, "train.nugget", TrainedNugget.DIR, config.seed)
         TrainedNugget(ctx.output_dir / TrainedNugget.DIR, str(job.objective), float(nugget.ratio),
                       int(nugget.scorer_layer), str(nugget.selector), bool(nugget.feedback),
                       state.get("best_dev_loss")).write(ctx.output_dir)

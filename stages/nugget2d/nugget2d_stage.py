@@ -170,7 +170,8 @@ class Nugget2DTrainingStage(Stage[SectionsT, InputsT, TrainedNugget2D]):
         finetune_task = getattr(job, "finetune_task", "") or ""
         variants = self.variants(config, inputs)
         if not variants:  # one model: one ordinary fit
-            train_into_stage_output(ctx, self.task(config, inputs), job, self.job_key, TrainedNugget2D.DIR)
+            train_into_stage_output(ctx, self.task(config, inputs), job, self.job_key, TrainedNugget2D.DIR,
+                                    config.seed, config.lm)
             TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), objective, finetune_task,
                             ratio, base_role=self.base_role).write(ctx.output_dir)
             return

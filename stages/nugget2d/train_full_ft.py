@@ -75,5 +75,6 @@ class TrainFullFT(Stage[FullFTConfig, FullFTInputs, FullFinetunedLM]):
 
     def compute(self, ctx: StageContext, config: FullFTConfig, inputs: FullFTInputs) -> None:
         job = config.job
-        train_into_stage_output(ctx, self.task(config, inputs), job, JOB_KEY, FullFinetunedLM.DIR)
+        train_into_stage_output(ctx, self.task(config, inputs), job, JOB_KEY, FullFinetunedLM.DIR, config.seed,
+                                config.lm)
         FullFinetunedLM(FullFinetunedLM.folder(ctx.output_dir), job.finetune_task).write(ctx.output_dir)

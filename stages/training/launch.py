@@ -33,6 +33,7 @@ from stages.training.storage import clear_storage, exists
 from stages.training.task import example_length_of
 
 if TYPE_CHECKING:
+    from stages.config.schema import CausalLM
     from stages.config.train import TrainJob
     from stages.framework.stage import StageContext
     from stages.framework.tracking import RunLogger
@@ -161,20 +162,23 @@ def export_finished(finished: str, dest: Path) -> dict[str, Any]:
 
 
 def train_into_stage_output(ctx: StageContext, task: TrainingTask, job: TrainJob, job_key: str,
-                            model_dir: str) -> dict[str, Any]:
-    """The body of a single-model training stage: check resources, fit (resuming an
-    interrupted attempt of the same key, unless forced), export ``<output>/<model_dir>``,
-    the probe logits and ``trainer_state.json``, drop the checkpoints, log the summary."""
+                            model_dir: str, seed: int, model_lm: CausalLM | None = None) -> dict[str, Any]:
+    """The body of a single-model training stage: check resources, fit with ``seed`` (the
+    stage's ``run.seed``; resuming an interrupted attempt of the same key, unless forced),
+    export ``<output>/<model_dir>``, the probe logits and ``trainer_state.json``, document the
+    model (``model_lm``: the ``model.lm`` section of a stage training on a Nugget2D base LM,
+    `document_models`), drop the checkpoints, log the summary. Everything it reads comes
+    from its arguments: the stage's typed config, not the context's."""
     check_resources(job, job_key)
     if ctx.forced:  # never resume a forced recompute from an older attempt
         clear_storage(ctx.work_uri, "train")
     with tempfile.TemporaryDirectory(prefix="nugget-checkpoint-") as tmp:
-        checkpoint, state = fit(task, job, ctx.work_uri, "train", ctx.cfg("run.seed"), ctx.logger,
+        checkpoint, state = fit(task, job, ctx.work_uri, "train", seed, ctx.logger,
                                 download_to=tmp)
         shutil.copytree(checkpoint / "model", ctx.output_dir / model_dir)
         shutil.copy(checkpoint / PROBE_FILE, ctx.output_dir / PROBE_FILE)
     ctx.write_json("trainer_state.json", state)
-    document_models(ctx, job, {ctx.output_dir / model_dir: task}, ctx.config.get("model.lm"))
+    document_models(ctx, job, {ctx.output_dir / model_dir: task}, model_lm)
     clear_storage(ctx.work_uri, "train")
     ctx.log_metrics(final_metrics(state))
     return state

@@ -30,6 +30,7 @@ from stages.framework.stage import StageContext
 from stages.training.loop import STATE_FILE
 
 if TYPE_CHECKING:
+    from stages.config.schema import CausalLM
     from stages.config.train import TrainJob
     from stages.training.task import TrainingTask
 
@@ -118,11 +119,11 @@ def published_relative_path(ctx: StageContext, folder: Path, base_dir: Path) -> 
     return Path(os.path.relpath(base_dir.resolve(), folder.resolve())).as_posix()
 
 
-def base_hub_id(model_lm: Any, base_dir: Path) -> str:
+def base_hub_id(model_lm: CausalLM | None, base_dir: Path) -> str:
     """The hub name of the base LM in ``base_dir`` (a prepare_lm role folder), when it came
     from the hub: ``model.lm.name_or_path`` (``chat_name_or_path`` for the chat folder)
     with ``source: pretrained`` and not a local folder; else ""."""
-    if getattr(model_lm, "source", "") != "pretrained":
+    if model_lm is None or model_lm.source != "pretrained":
         return ""
     name = (model_lm.chat_name_or_path or model_lm.name_or_path) if base_dir.name == "chat" else model_lm.name_or_path
     return "" if not name or Path(name).expanduser().exists() else name
@@ -193,7 +194,7 @@ def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: TrainJob, 
     return "\n".join(lines)
 
 
-def document_models(ctx: StageContext, job: TrainJob, tasks: Mapping[Path, TrainingTask], model_lm: Any = None,
+def document_models(ctx: StageContext, job: TrainJob, tasks: Mapping[Path, TrainingTask], model_lm: CausalLM | None = None,
                     details: Mapping[Path, Mapping[str, Any]] | None = None) -> list[Path]:
     """Model card, base reference (adapter checkpoints) and MLflow artifacts of every
     model folder in ``tasks`` (folder in the stage output -> the task that trained it;

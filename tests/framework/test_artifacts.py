@@ -302,7 +302,8 @@ def _stage_context(stage_cls: type, tmp_path: Path, inputs: dict[str, Artifact])
 
 
 def _fake_training(monkeypatch, module: str) -> None:
-    def train(ctx, task, job, job_key, model_dir):
+    def train(ctx, task, job, job_key, model_dir, seed, model_lm=None):
+        assert isinstance(seed, int)  # the stage's run.seed, from its typed config
         (ctx.output_dir / model_dir).mkdir()
         return {"best_dev_loss": 1.5}
 
