@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stages.corpora.artifacts import CorpusStatistics
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
+from stages.corpora.artifacts import CorpusStatistics
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 
