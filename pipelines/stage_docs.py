@@ -90,8 +90,9 @@ def dag_diagram(dag: Dag) -> str:
     """A mermaid flowchart: one box per group, an arrow per required read."""
     lines = ["```mermaid", "flowchart LR"]
     for group, stages in by_group(dag):
-        # the box's id differs from every stage name (the report group holds `report`)
-        lines.append(f"  subgraph group_{group} [{group}]")
+        # the box's id differs from every stage name (the report group holds `report`) and is
+        # one word (mermaid ids take no spaces; the label may)
+        lines.append(f"  subgraph group_{re.sub(r'[^A-Za-z0-9_]', '_', group)} [{group}]")
         lines += [f"    {s.name}" for s in stages]
         lines.append("  end")
     for name in dag.order:

@@ -64,6 +64,8 @@ def test_the_diagram_draws_required_reads_only():
     assert "sweep_nugget --> eval_reconstruction" not in diagram  # an optional read: in the table
     assert "eval_qa --> report" not in diagram
     assert f"{len(DAG.order)} stages." in diagram
+    boxes = [line.split()[1] for line in diagram.splitlines() if line.lstrip().startswith("subgraph ")]
+    assert "group_restorable_embeddings" in boxes and all(b.isidentifier() for b in boxes)  # mermaid ids: one word
 
 
 def test_nugget_list_markdown_prints_every_block(capsys):
