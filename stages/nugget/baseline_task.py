@@ -13,12 +13,10 @@ TSDAE-style deletion noise: `stages.nugget.nugget_task`'s functions); only the m
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import nn
 
 from stages.nugget.nugget_task import (
@@ -35,6 +33,8 @@ from stages.training.task_steps import (
     checkpointing_unsupported,
     export_pretrained,
     labelled_tokens,
+    model_logits,
+    model_loss,
     seq2seq_tokens,
     trainable_and_frozen,
 )
@@ -84,25 +84,11 @@ class BaselineTask(NuggetTaskFields):
     def collate(self, rows: list[Example], step: int, rank: int, train: bool) -> Batch:
         return nugget_batch(self, self.tokenizer(), rows, step, rank, train, self.punctuation)
 
-    @staticmethod
-    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
-        return forward(**batch).loss
-
-    @staticmethod
-    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
-        return model(**batch).logits
-
-    @staticmethod
-    def n_target_tokens(batch: Batch) -> int:
-        return labelled_tokens(batch)
-
-    @staticmethod
-    def n_tokens(batch: Batch) -> int:
-        return seq2seq_tokens(batch)
-
-    @staticmethod
-    def parameter_counts(model: nn.Module) -> dict[str, int]:
-        return trainable_and_frozen(model)
+    loss = staticmethod(model_loss)
+    logits = staticmethod(model_logits)
+    n_target_tokens = staticmethod(labelled_tokens)
+    n_tokens = staticmethod(seq2seq_tokens)
+    parameter_counts = staticmethod(trainable_and_frozen)
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """``model.save_pretrained`` + the tokenizer: loadable outside Ray."""

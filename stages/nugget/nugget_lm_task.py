@@ -16,13 +16,11 @@ below the scorer's, paper §3.3).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from torch import nn
 
 from stages.nugget.artifacts.data import NuggetLMCorpus, TokenDocuments
@@ -33,6 +31,8 @@ from stages.training.task_steps import (
     keep_dev,
     labelled_tokens,
     load_tokenizer,
+    model_logits,
+    model_loss,
     trainable_and_frozen,
 )
 
@@ -120,26 +120,16 @@ class NuggetLMTask:
     def enable_activation_checkpointing(self, model: nn.Module) -> None:
         raise checkpointing_unsupported(self)
 
-    @staticmethod
-    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
-        return forward(**batch).loss
-
-    @staticmethod
-    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
-        return model(**batch).logits
-
-    @staticmethod
-    def n_target_tokens(batch: Batch) -> int:
-        return labelled_tokens(batch)
+    loss = staticmethod(model_loss)
+    logits = staticmethod(model_logits)
+    n_target_tokens = staticmethod(labelled_tokens)
 
     @staticmethod
     def n_tokens(batch: Batch) -> int:
         history = int(batch["history_mask"].sum()) if "history_mask" in batch else 0
         return labelled_tokens(batch) + history
 
-    @staticmethod
-    def parameter_counts(model: nn.Module) -> dict[str, int]:
-        return trainable_and_frozen(model)
+    parameter_counts = staticmethod(trainable_and_frozen)
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """`NuggetLM.save_pretrained` + tokenizer: loadable outside Ray."""

@@ -16,7 +16,6 @@ documents stay whole.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +37,12 @@ from stages.nugget2d.nugget2d_steps import (
     split_rows,
 )
 from stages.training.task import Batch
-from stages.training.task_steps import load_tokenizer, trainable_and_frozen
+from stages.training.task_steps import (
+    load_tokenizer,
+    model_logits,
+    model_loss,
+    trainable_and_frozen,
+)
 
 if TYPE_CHECKING:
     from nugget_core.nugget2d import ICAEModel, Nugget2DModel, Nugget2DUsage
@@ -125,13 +129,8 @@ class AutoencodingTask(Nugget2DTaskFields):
         target_ids, target_mask = pad([d + [eos] for d in docs], pad_id(self.tokenizer()))
         return {"doc_ids": doc_ids, "doc_mask": doc_mask, "target_ids": target_ids, "target_mask": target_mask}
 
-    @staticmethod
-    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
-        return forward(**batch).loss
-
-    @staticmethod
-    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
-        return model(**batch).logits
+    loss = staticmethod(model_loss)
+    logits = staticmethod(model_logits)
 
     @staticmethod
     def n_target_tokens(batch: Batch) -> int:
@@ -141,9 +140,7 @@ class AutoencodingTask(Nugget2DTaskFields):
     def n_tokens(batch: Batch) -> int:
         return int(batch["doc_mask"].sum() + batch["target_mask"].sum())
 
-    @staticmethod
-    def parameter_counts(model: nn.Module) -> dict[str, int]:
-        return trainable_and_frozen(model)
+    parameter_counts = staticmethod(trainable_and_frozen)
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """A Nugget2D folder (`stages.nugget2d.nugget2d_steps.export_nugget2d`), or for icae

@@ -11,7 +11,6 @@ rebuilds the LM with the adapter merged in.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,8 @@ from stages.training.task_steps import (
     keep_dev,
     labelled_tokens,
     load_tokenizer,
+    model_logits,
+    model_loss,
     trainable_and_frozen,
 )
 
@@ -95,25 +96,15 @@ class FullFinetuneTask:
             labels[i, len(seq) - len(row["answer"]) : len(seq)] = torch.tensor(row["answer"], device="cpu")
         return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
-    @staticmethod
-    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
-        return forward(**batch).loss
-
-    @staticmethod
-    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
-        return model(**batch).logits
-
-    @staticmethod
-    def n_target_tokens(batch: Batch) -> int:
-        return labelled_tokens(batch)
+    loss = staticmethod(model_loss)
+    logits = staticmethod(model_logits)
+    n_target_tokens = staticmethod(labelled_tokens)
 
     @staticmethod
     def n_tokens(batch: Batch) -> int:
         return int(batch["attention_mask"].sum())
 
-    @staticmethod
-    def parameter_counts(model: nn.Module) -> dict[str, int]:
-        return trainable_and_frozen(model)
+    parameter_counts = staticmethod(trainable_and_frozen)
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """The peft adapter (``adapter_config.json`` + weights) and the tokenizer."""

@@ -29,7 +29,6 @@ call per micro-batch; ``.model`` is the ``Nugget2DModel``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +53,12 @@ from stages.nugget2d.nugget2d_steps import (
     split_rows,
 )
 from stages.training.task import Batch
-from stages.training.task_steps import load_tokenizer, trainable_and_frozen
+from stages.training.task_steps import (
+    load_tokenizer,
+    model_logits,
+    model_loss,
+    trainable_and_frozen,
+)
 
 if TYPE_CHECKING:
     from nugget_core.nugget2d import Nugget2DModel, Nugget2DUsage
@@ -179,13 +183,8 @@ class Nugget2DCompressorTask(Nugget2DTaskFields):
             batch[f"{chunk}_ids"], batch[f"{chunk}_mask"] = ids, mask
         return batch
 
-    @staticmethod
-    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
-        return forward(**batch).loss
-
-    @staticmethod
-    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
-        return model(**batch).logits
+    loss = staticmethod(model_loss)
+    logits = staticmethod(model_logits)
 
     def n_target_tokens(self, batch: Batch) -> int:
         return int(batch[f"{self.spec.target}_mask"].sum())
@@ -193,9 +192,7 @@ class Nugget2DCompressorTask(Nugget2DTaskFields):
     def n_tokens(self, batch: Batch) -> int:
         return sum(int(batch[f"{chunk}_mask"].sum()) for chunk in self.spec.chunks)
 
-    @staticmethod
-    def parameter_counts(model: nn.Module) -> dict[str, int]:
-        return trainable_and_frozen(model)
+    parameter_counts = staticmethod(trainable_and_frozen)
 
     def export(self, model: nn.Module, directory: Path) -> None:
         export_nugget2d(model, directory, self.usage(), self.tokenizer)
@@ -247,25 +244,11 @@ class Nugget2DARTask(Nugget2DTaskFields):
     def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> Batch:
         return collate_segments(rows, pad_id(self.tokenizer()))
 
-    @staticmethod
-    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
-        return forward(**batch).loss
-
-    @staticmethod
-    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
-        return model(**batch).logits
-
-    @staticmethod
-    def n_target_tokens(batch: Batch) -> int:
-        return segment_target_tokens(batch)
-
-    @staticmethod
-    def n_tokens(batch: Batch) -> int:
-        return segment_tokens(batch)
-
-    @staticmethod
-    def parameter_counts(model: nn.Module) -> dict[str, int]:
-        return trainable_and_frozen(model)
+    loss = staticmethod(model_loss)
+    logits = staticmethod(model_logits)
+    n_target_tokens = staticmethod(segment_target_tokens)
+    n_tokens = staticmethod(segment_tokens)
+    parameter_counts = staticmethod(trainable_and_frozen)
 
     def export(self, model: nn.Module, directory: Path) -> None:
         export_nugget2d(model, directory, self.usage(), self.tokenizer)
@@ -337,25 +320,11 @@ class LMBaselineTask(Nugget2DTaskFields):
     def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> Batch:
         return collate_segments(rows, pad_id(self.tokenizer()))
 
-    @staticmethod
-    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
-        return forward(**batch).loss
-
-    @staticmethod
-    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
-        return model(**batch).logits
-
-    @staticmethod
-    def n_target_tokens(batch: Batch) -> int:
-        return segment_target_tokens(batch)
-
-    @staticmethod
-    def n_tokens(batch: Batch) -> int:
-        return segment_tokens(batch)
-
-    @staticmethod
-    def parameter_counts(model: nn.Module) -> dict[str, int]:
-        return trainable_and_frozen(model)
+    loss = staticmethod(model_loss)
+    logits = staticmethod(model_logits)
+    n_target_tokens = staticmethod(segment_target_tokens)
+    n_tokens = staticmethod(segment_tokens)
+    parameter_counts = staticmethod(trainable_and_frozen)
 
     def export(self, model: nn.Module, directory: Path) -> None:
         export_nugget2d(model, directory, self.usage(), self.tokenizer)

@@ -11,7 +11,6 @@ or T5-small (profile=paper).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,8 @@ from stages.training.task_steps import (
     export_pretrained,
     labelled_tokens,
     load_tokenizer,
+    model_logits,
+    model_loss,
     seq2seq_tokens,
     trainable_and_frozen,
 )
@@ -151,25 +152,11 @@ class RestorationTask:
         labels, _ = pad([r[1] for r in rows], IGNORE)
         return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
-    @staticmethod
-    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
-        return forward(**batch).loss
-
-    @staticmethod
-    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
-        return model(**batch).logits
-
-    @staticmethod
-    def n_target_tokens(batch: Batch) -> int:
-        return labelled_tokens(batch)
-
-    @staticmethod
-    def n_tokens(batch: Batch) -> int:
-        return seq2seq_tokens(batch)
-
-    @staticmethod
-    def parameter_counts(model: nn.Module) -> dict[str, int]:
-        return trainable_and_frozen(model)
+    loss = staticmethod(model_loss)
+    logits = staticmethod(model_logits)
+    n_target_tokens = staticmethod(labelled_tokens)
+    n_tokens = staticmethod(seq2seq_tokens)
+    parameter_counts = staticmethod(trainable_and_frozen)
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """``model.save_pretrained`` + the tokenizer: loadable outside Ray."""

@@ -17,7 +17,6 @@ tower back into a full RestorableModel folder (``query/``, ``passage/``), so
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,8 @@ from stages.training.task import Batch
 from stages.training.task_steps import (
     checkpointing_unsupported,
     load_tokenizer,
+    model_logits,
+    model_loss,
     trainable_and_frozen,
 )
 
@@ -122,13 +123,8 @@ class RetrievalTask:
         p_ids, p_mask = pad(passages, tok.pad_token_id)
         return {"query_ids": q_ids, "query_mask": q_mask, "passage_ids": p_ids, "passage_mask": p_mask}
 
-    @staticmethod
-    def loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
-        return forward(**batch).loss
-
-    @staticmethod
-    def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
-        return model(**batch).logits
+    loss = staticmethod(model_loss)
+    logits = staticmethod(model_logits)
 
     @staticmethod
     def n_target_tokens(batch: Batch) -> int:
@@ -138,9 +134,7 @@ class RetrievalTask:
     def n_tokens(batch: Batch) -> int:
         return int(batch["query_mask"].sum()) + int(batch["passage_mask"].sum())
 
-    @staticmethod
-    def parameter_counts(model: nn.Module) -> dict[str, int]:
-        return trainable_and_frozen(model)
+    parameter_counts = staticmethod(trainable_and_frozen)
 
     def export(self, model: nn.Module, directory: Path) -> None:
         """Each tower inside a copy of the RestorableModel it came from (``query/``, ``passage/``)."""

@@ -1,7 +1,9 @@
 """Steps several training tasks share, as plain functions each task calls from its own
 `stages.training.task.TrainingTask` members (no task inherits them: a task class reads top
-to bottom): tokenizer loading, the dev cut, parameter counts, the refusal of
-activation checkpointing, seq2seq token counts and the ``save_pretrained`` export.
+to bottom, and binds a shared step by name, ``loss = staticmethod(model_loss)``): the loss
+and logits of a model whose forward returns them, tokenizer loading, the dev cut, parameter
+counts, the refusal of activation checkpointing, seq2seq token counts and the
+``save_pretrained`` export.
 
 Shapes: ``B`` = sequences in a batch, ``T`` = padded length.
 """
@@ -12,12 +14,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import torch
 from torch import nn
 
 from stages.training.task import Batch, as_pretrained
 
 IGNORE = -100  # the label of a position the loss skips (HF's ignore_index)
 Row = TypeVar("Row")
+
+
+def model_loss(forward: Callable[..., Any], batch: Batch) -> torch.Tensor:
+    """The loss of a forward that returns it (``.loss``: HF models and the tasks' wrappers)."""
+    return forward(**batch).loss
+
+
+def model_logits(model: nn.Module, batch: Batch) -> torch.Tensor:
+    """The logits of a model whose forward returns them (``.logits``), for the probe."""
+    return model(**batch).logits
 
 
 def load_tokenizer(path: str) -> Any:
