@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # schema imports this module
-    from stages.config.data import LMData
     from stages.config.schema import PipelineConfig
+    from stages.nugget2d.config import LMData
 
 # build_lm's wiki split -> WikiText-103's published split (Nugget2D §5: table 1 on test)
 WIKITEXT_LM_SPLITS = {"dev": "validation", "test": "test"}

@@ -24,12 +24,13 @@ from stages.config.calibrate import CalibrateSection
 from stages.config.data import DataSection
 from stages.config.depth import lm_depth_errors, seq2seq_depth_errors
 from stages.config.derive import DerivedSection, section_of
-from stages.config.evaluation import EvalSection, ReportSection
+from stages.config.evaluation import EvalSection
 from stages.config.lm_splits import lm_split_errors
 from stages.config.relations import relation_errors
 from stages.config.train import TrainSection
 from stages.config.uris import run_uri_errors
 from stages.config.validate import spec
+from stages.report.config import ReportSection
 
 ATTN_IMPLS = ("sdpa", "eager")
 

@@ -34,6 +34,8 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
+SPLITS = ("train", "dev", "test")  # the dataset splits every builder writes (a section's split choices)
+
 # Python integers have no bound, but what reads them does: a huge vocabulary size fails deep
 # inside a stage with an OverflowError, a huge count allocates or loops for hours
 # (docs/reliability.md). Every integer field without an upper bound of its own ("le" / "lt")

@@ -28,7 +28,7 @@ from stages.sources.readers import lee_documents, wiki_articles
 from stages.sources.registry import deb_root
 
 if TYPE_CHECKING:
-    from stages.config.data import MTData, PIData, RRData
+    from stages.nugget.config import MTData, PIData, RRData
 
 
 @dataclass

@@ -22,8 +22,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stages.config.data import CorpusStatsData
 from stages.corpora.artifacts import CorpusStatistics
+from stages.corpora.config import CorpusStatsData
 from stages.framework import raydata
 from stages.framework.contract import NoInputs, section
 from stages.framework.stage import Stage, StageContext

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from stages.config.data import HF_NAMES  # the config's: the preflight asks the hub for them
+from stages.config.data import HF_NAMES
 from stages.sources.text_files import read_utf8
 
 

@@ -1,6 +1,7 @@
 """The Nugget study (encoder-decoder Nugget; Nugget paper §4-§7), one folder: its stages,
 training tasks, recipes and helpers. Other studies read its outputs only through their
-types, in ``artifacts/`` (`stages.nugget.artifacts`).
+types, in ``artifacts/`` (`stages.nugget.artifacts`). Its config sections are in
+``config.py`` (placed at their paths by `stages.config.schema`).
 
 - data: ``tokenizer``, ``build_mt_docs`` (``documents``, ``packing``), ``build_pi`` /
   ``build_rr`` (``parallel``, ``bm25`` negatives), ``build_nugget_lm``;

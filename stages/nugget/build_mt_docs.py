@@ -41,7 +41,7 @@ from stages.nugget.artifacts.data import MtDocuments, TokenizerFolder
 from stages.nugget.documents import Document, build_documents
 
 if TYPE_CHECKING:
-    from stages.config.data import MTData
+    from stages.nugget.config import MTData
 
 log = logging.getLogger("nugget.build_mt_docs")
 

@@ -34,7 +34,7 @@ from stages.framework.stage import Stage, StageContext
 from stages.nugget.artifacts.data import NuggetLMCorpus, TokenizerFolder
 
 if TYPE_CHECKING:
-    from stages.config.data import NuggetLMData
+    from stages.nugget.config import NuggetLMData
 
 WIKITEXT_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 STAND_IN = "offline Wikipedia articles (gensim's test dump), split here: a stand-in for WikiText-103"

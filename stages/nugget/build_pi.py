@@ -33,7 +33,7 @@ from stages.nugget.documents import build_documents
 from stages.nugget.parallel import map_chunks
 
 if TYPE_CHECKING:
-    from stages.config.data import BM25Params, PIData
+    from stages.nugget.config import BM25Params, PIData
 
 log = logging.getLogger("nugget.build_pi")
 BLOCKS_PER_TASK = 8

@@ -34,7 +34,7 @@ from stages.nugget.bm25 import BM25Config, bm25_tokens, mine_pool
 from stages.nugget.parallel import map_chunks
 
 if TYPE_CHECKING:
-    from stages.config.data import BM25Params, RRData
+    from stages.nugget.config import BM25Params, RRData
 
 log = logging.getLogger("nugget.build_rr")
 QUERIES_PER_TASK = 256

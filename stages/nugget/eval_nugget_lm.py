@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from nugget_core.nugget import NuggetLM, SpecialTokens
-    from stages.config.evaluation import NuggetLMEval
+    from stages.nugget.config import NuggetLMEval
 
 
 def window_counts(nll: torch.Tensor, starts: np.ndarray, oov: np.ndarray) -> PerplexityCounts:

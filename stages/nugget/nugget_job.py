@@ -12,7 +12,7 @@ from stages.nugget.nugget_task import NuggetTask
 
 if TYPE_CHECKING:
     from stages.config.schema import NuggetSection, Seq2SeqModel
-    from stages.config.train import NuggetTrainJob
+    from stages.nugget.config import NuggetTrainJob
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from stages.training.storage import clear_storage, copy_tree
 
 if TYPE_CHECKING:
     from stages.config.schema import NuggetSection, Seq2SeqModel
-    from stages.config.train import NuggetTrainJob, SweepSection
+    from stages.nugget.config import NuggetTrainJob, SweepSection
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from stages.nugget.artifacts.data import TokenizerFolder
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-    from stages.config.data import MTData
     from stages.config.schema import Seq2SeqModel
+    from stages.nugget.config import MTData
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,9 @@ from stages.training.model_card import document_models
 from stages.training.storage import clear_storage
 
 if TYPE_CHECKING:
-    from stages.config.evaluation import BaselinesSection
+    from stages.config.job import TrainJob
     from stages.config.schema import NuggetSection, Seq2SeqModel
-    from stages.config.train import TrainJob
+    from stages.nugget.config import BaselinesSection
 
 
 @dataclass(frozen=True)

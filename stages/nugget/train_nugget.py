@@ -27,7 +27,7 @@ from stages.training.launch import train_into_stage_output
 
 if TYPE_CHECKING:
     from stages.config.schema import NuggetSection, Seq2SeqModel
-    from stages.config.train import NuggetTrainJob
+    from stages.nugget.config import NuggetTrainJob
 
 
 @dataclass(frozen=True)

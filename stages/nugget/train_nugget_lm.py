@@ -44,7 +44,7 @@ from stages.training.storage import clear_storage
 
 if TYPE_CHECKING:
     from stages.config.schema import Seq2SeqModel
-    from stages.config.train import NuggetLMJob
+    from stages.nugget.config import NuggetLMJob
 
 MEMORY = {"tsdae": "mean", "compressive": "chunk_mean", "transformer": "none"}
 

@@ -18,8 +18,8 @@ from stages.training.launch import fit
 from stages.training.storage import copy_tree
 
 if TYPE_CHECKING:
-    from stages.config.train import NuggetTrainJob, SweepSection
     from stages.framework.tracking import NestedRuns
+    from stages.nugget.config import NuggetTrainJob, SweepSection
     from stages.nugget.nugget_task import NuggetTask
 
 

@@ -1,6 +1,7 @@
 """The Nugget2D study (decoder-only Nugget2D; Nugget2D paper), one folder: its stages,
 training tasks, recipes and helpers. Other studies read its outputs only through their
-types, in ``artifacts.py`` (`stages.nugget2d.artifacts`).
+types, in ``artifacts.py`` (`stages.nugget2d.artifacts`). Its config sections are in
+``config.py`` (placed at their paths by `stages.config.schema`).
 
 - data: ``prepare_lm`` (the base LMs), ``build_lm`` (``lm_builders``: LM / QA / summary records);
 - training: ``train_nugget2d``, ``train_nugget2d_ft``, ``train_nugget2d_ar``,

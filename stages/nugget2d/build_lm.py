@@ -66,7 +66,7 @@ from stages.nugget2d.lm_builders import (
 from stages.sources.readers import lee_documents
 
 if TYPE_CHECKING:
-    from stages.config.data import LMData
+    from stages.nugget2d.config import LMData
 
 TRAIN_OR_DEV = "train+dev"  # a published train split: dev_fraction of it becomes dev
 

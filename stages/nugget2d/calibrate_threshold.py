@@ -26,7 +26,6 @@ import torch
 
 from nugget_core.nugget2d import Nugget2DConfig
 from stages.common.progress import progress_logger
-from stages.config.calibrate import ThresholdCalibration
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget2d.artifacts import (
@@ -36,6 +35,7 @@ from stages.nugget2d.artifacts import (
     TrainedNugget2D,
     scorer_fingerprint,
 )
+from stages.nugget2d.config import ThresholdCalibration
 from stages.nugget2d.quantile import calibrate, document_ratios, histogram_png, spread
 
 log = progress_logger("nugget.calibrate_threshold")

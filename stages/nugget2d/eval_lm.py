@@ -40,7 +40,6 @@ import pyarrow.parquet as pq
 
 from stages.artifacts.evaluate import EvalTable
 from stages.common.degenerate import UnigramModel
-from stages.config.evaluation import LMEval, PressSection
 from stages.evaluation.publish import publish
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
@@ -51,6 +50,7 @@ from stages.nugget2d.artifacts import (
     TrainedNugget2D,
     scorer_fingerprint,
 )
+from stages.nugget2d.config import LMEval, PressSection
 from stages.nugget2d.lm.language_modelling import BASELINES, LOG, Segment, evaluate_lm
 
 AR_STAGE = "train_nugget2d_ar"

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
     from nugget_core.nugget2d import ICAEModel, Nugget2DModel
-    from stages.config.evaluation import AutoencodingEval
+    from stages.nugget2d.config import AutoencodingEval
 
 log = progress_logger("nugget.eval_nugget2d_ae")
 TRAIN_STAGE = "train_nugget2d_ae"

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from nugget_core.nugget2d.prompts import PromptFormat
 from stages.artifacts.evaluate import EvalTable
 from stages.common.records import read_records
-from stages.config.evaluation import PressSection, QAEval
 from stages.config.schema import PromptSection
 from stages.evaluation.publish import publish
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget2d.artifacts import LMRecords, PreparedLM, TrainedNugget2D
+from stages.nugget2d.config import PressSection, QAEval
 from stages.nugget2d.lm.qa import RatioModel, evaluate_qa
 
 COMPRESSOR_STAGE = "train_nugget2d"

@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from nugget_core.nugget2d.prompts import PromptFormat
 from stages.artifacts.evaluate import EvalTable
 from stages.common.records import read_records
-from stages.config.evaluation import PressSection, SummarizationEval
 from stages.config.schema import PromptSection
 from stages.evaluation.publish import publish
 from stages.framework.contract import produced_by, reading, section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget2d.artifacts import BaseLM, FullFinetunedLM, LMRecords, TrainedNugget2D
+from stages.nugget2d.config import PressSection, SummarizationEval
 from stages.nugget2d.lm.summarization import evaluate_summarization
 
 MODELS_NOTE = ("full_ft: train_full_ft (base LM + LoRA, merged); nugget2d_ft: train_nugget2d_ft "

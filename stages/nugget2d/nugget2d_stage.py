@@ -57,7 +57,7 @@ from stages.training.storage import clear_storage, copy_tree
 if TYPE_CHECKING:
     from nugget_core.nugget2d import Nugget2DConfig
     from stages.config.schema import CausalLM, PromptSection
-    from stages.config.train import LMTrainJob, Nugget2DTrainJob
+    from stages.nugget2d.config import LMTrainJob, Nugget2DTrainJob
     from stages.training.task import TrainingTask
 
 MAIN = "main"  # a stage's own model, beside its variants

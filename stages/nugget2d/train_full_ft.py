@@ -25,7 +25,7 @@ from stages.training.launch import train_into_stage_output
 
 if TYPE_CHECKING:
     from stages.config.schema import CausalLM, PromptSection
-    from stages.config.train import FinetuneJob
+    from stages.nugget2d.config import FinetuneJob
 
 JOB_KEY = "train.full_ft"
 

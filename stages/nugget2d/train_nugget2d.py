@@ -20,7 +20,7 @@ from stages.nugget2d.nugget2d_stage import Nugget2DCompressorStage, Nugget2DInpu
 if TYPE_CHECKING:
     from nugget_core.nugget2d import Nugget2DConfig
     from stages.config.schema import CausalLM, PromptSection
-    from stages.config.train import Nugget2DCompressorJob
+    from stages.nugget2d.config import Nugget2DCompressorJob
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from stages.nugget2d.nugget2d_stage import Nugget2DInputs, Nugget2DTrainingStage
 if TYPE_CHECKING:
     from nugget_core.nugget2d import Nugget2DConfig
     from stages.config.schema import CausalLM
-    from stages.config.train import Nugget2DAEJob
+    from stages.nugget2d.config import Nugget2DAEJob
 
 
 def icae_slots(ratio: float, max_doc_tokens: int) -> int:

@@ -22,7 +22,7 @@ from stages.nugget2d.nugget2d_task import LMBaselineTask, Nugget2DARTask
 if TYPE_CHECKING:
     from nugget_core.nugget2d import Nugget2DConfig
     from stages.config.schema import CausalLM
-    from stages.config.train import Nugget2DARJob
+    from stages.nugget2d.config import Nugget2DARJob
 
 # train_nugget2d_ar reuses the compressor's scorer, the one calibrate_threshold calibrated
 SCORER_STAGE = "train_nugget2d"

@@ -16,7 +16,7 @@ from stages.nugget2d.nugget2d_stage import Nugget2DCompressorStage, Nugget2DInpu
 if TYPE_CHECKING:
     from nugget_core.nugget2d import Nugget2DConfig
     from stages.config.schema import CausalLM, PromptSection
-    from stages.config.train import Nugget2DTrainJob
+    from stages.nugget2d.config import Nugget2DTrainJob
 
 INIT_STAGE = "train_nugget2d"  # the model this stage fine-tunes
 

@@ -15,7 +15,8 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from stages.config.train import NuggetTrainJob, SweepSection, TrainJob
+    from stages.config.job import TrainJob
+    from stages.nugget.config import NuggetTrainJob, SweepSection
 
 
 def training_budgets(nugget: NuggetTrainJob, sweep: SweepSection, baselines: TrainJob) -> dict[str, str]:

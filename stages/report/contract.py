@@ -41,31 +41,29 @@ from stages.restorable.artifacts import TrainedRestorable, TrainedRetrieval
 if TYPE_CHECKING:
     from nugget_core import NuggetConfig
     from nugget_core.nugget2d import Nugget2DConfig
-    from stages.config.calibrate import ThresholdCalibration
-    from stages.config.data import (
-        LMData,
+    from stages.config.evaluation import EvalSection
+    from stages.config.job import TrainJob
+    from stages.config.schema import CausalLM, REBaseModel, Seq2SeqModel
+    from stages.nugget.config import (
         MTData,
         NuggetLMData,
+        NuggetLMJob,
+        NuggetTrainJob,
         PIData,
-        REData,
-        RERetrievalData,
         RRData,
+        SweepSection,
     )
-    from stages.config.evaluation import EvalSection, ReportSection
-    from stages.config.schema import CausalLM, REBaseModel, Seq2SeqModel
-    from stages.config.train import (
+    from stages.nugget2d.config import (
         FinetuneJob,
+        LMData,
         Nugget2DAEJob,
         Nugget2DARJob,
         Nugget2DCompressorJob,
         Nugget2DTrainJob,
-        NuggetLMJob,
-        NuggetTrainJob,
-        RERetrievalJob,
-        RETrainJob,
-        SweepSection,
-        TrainJob,
+        ThresholdCalibration,
     )
+    from stages.report.config import ReportSection
+    from stages.restorable.config import REData, RERetrievalData, RERetrievalJob, RETrainJob
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from stages.config.train import RE_CONFIGS, RE_DECODERS, RE_POOLINGS, TrainJob
+from stages.config.job import TrainJob
 from stages.corpora.paper_sources import HF_NAMES
 from stages.report.budgets import training_budgets
 from stages.report.tables import PAPER_SCORER_LAYER, seq2seq_base
+from stages.restorable.config import RE_CONFIGS, RE_DECODERS, RE_POOLINGS
 
 Config = Callable[[str], Any]  # a config path -> its section (the report's ReportConfig by path)
 

@@ -1,6 +1,7 @@
 """The restorable-embeddings (RE) study (docs/restorable.md), one folder: its stages,
 training tasks and helpers. Other studies read its outputs only through their
-types, in ``artifacts.py`` (`stages.restorable.artifacts`).
+types, in ``artifacts.py`` (`stages.restorable.artifacts`). Its config sections are in
+``config.py`` (placed at their paths by `stages.config.schema`).
 
 - data: ``build_re_data`` (``sentences``: Punkt trained on the corpus; ``restoration_texts``),
   ``build_re_retrieval``;

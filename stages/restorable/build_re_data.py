@@ -44,7 +44,7 @@ from stages.restorable.restoration_texts import Example, SeededSample, WindowCou
 from stages.restorable.sentences import PunktSplitter, train_punkt
 
 if TYPE_CHECKING:
-    from stages.config.data import REData
+    from stages.restorable.config import REData
 
 C4 = "c4_realnewslike"
 C4_SPLITS = {"train": "train", "dev": "validation"}  # ours -> C4's published splits

@@ -36,7 +36,7 @@ from stages.nugget.artifacts.data import SimilarityDataset
 from stages.restorable.artifacts import RetrievalData, passage_input
 
 if TYPE_CHECKING:
-    from stages.config.data import RERetrievalData
+    from stages.restorable.config import RERetrievalData
 
 
 def heldout(query_id: str, seed: int, train_fraction: float) -> bool:

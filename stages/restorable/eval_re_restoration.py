@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
     from nugget_core.restorable import RestorableModel
-    from stages.config.evaluation import REEval
+    from stages.restorable.config import REEval
 
 
 def encode(tokenizer: PreTrainedTokenizerBase, texts: list[str], limit: int) -> tuple[list[list[int]], list[list[int]]]:

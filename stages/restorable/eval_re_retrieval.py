@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
     from nugget_core.restorable import RestorableEncoder
-    from stages.config.evaluation import REEval
+    from stages.restorable.config import REEval
 
 CHUNK = 4096  # passages encoded and scored at once: [queries, CHUNK] scores per step
 

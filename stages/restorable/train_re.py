@@ -23,11 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stages.config.train import RE_CONFIGS
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget.artifacts.models import TrainedNugget
 from stages.restorable.artifacts import RestorationTexts, TrainedRestorable
+from stages.restorable.config import RE_CONFIGS
 from stages.restorable.restoration_task import RestorationTask, restorable_base, token_limit
 from stages.training.launch import check_resources, export_finished, final_metrics, fit_sequence
 from stages.training.model_card import document_models
@@ -35,7 +35,7 @@ from stages.training.storage import clear_storage
 
 if TYPE_CHECKING:
     from stages.config.schema import REBaseModel
-    from stages.config.train import RETrainJob
+    from stages.restorable.config import RETrainJob
 
 # RE table 3: the rows the paper reports for 1, 3 and 5 sentences alike
 TABLE3 = {"configs": ("c", "d"), "poolings": ("mean",), "decoders": ("cross", "gating")}

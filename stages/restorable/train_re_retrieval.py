@@ -36,7 +36,7 @@ from stages.training.storage import clear_storage
 
 if TYPE_CHECKING:
     from stages.config.schema import REBaseModel
-    from stages.config.train import RERetrievalJob
+    from stages.restorable.config import RERetrievalJob
 
 
 def retrieval_systems(job: RERetrievalJob, trained: TrainedRestorable) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ from stages.common.device import autocast
 from stages.training.deepspeed_checkpoints import use_weights_only_loads
 
 if TYPE_CHECKING:
-    from stages.config.train import TrainJob
+    from stages.config.job import TrainJob
 
 DS_TAG = "ds"
 LossFn = Callable[[nn.Module, dict], torch.Tensor]

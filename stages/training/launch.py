@@ -33,8 +33,8 @@ from stages.training.storage import clear_storage, exists
 from stages.training.task import example_length_of
 
 if TYPE_CHECKING:
+    from stages.config.job import TrainJob
     from stages.config.schema import CausalLM
-    from stages.config.train import TrainJob
     from stages.framework.stage import StageContext
     from stages.framework.tracking import RunLogger
     from stages.training.task import TrainingTask

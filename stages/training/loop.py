@@ -94,7 +94,7 @@ from stages.training.storage import clear_storage, copy_tree
 from stages.training.task import example_length_of
 
 if TYPE_CHECKING:
-    from stages.config.train import TrainJob
+    from stages.config.job import TrainJob
     from stages.framework.tracking import RunLogger
     from stages.training.task import Batch, TrainingTask
 

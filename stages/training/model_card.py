@@ -30,8 +30,8 @@ from stages.framework.stage import StageContext
 from stages.training.loop import STATE_FILE
 
 if TYPE_CHECKING:
+    from stages.config.job import TrainJob
     from stages.config.schema import CausalLM
-    from stages.config.train import TrainJob
     from stages.training.task import TrainingTask
 
 # Folders above this size are not copied into MLflow (tiny and LoRA models are far below;

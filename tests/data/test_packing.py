@@ -73,7 +73,7 @@ def test_empty_corpus_and_empty_pairs_are_errors_or_counted(tmp_path):
     from tests.data.fixtures import write_debian_reference
 
     write_debian_reference(tmp_path, n_chapters=1, paragraphs=0)
-    from stages.config.data import MTData
+    from stages.nugget.config import MTData
 
     with pytest.raises(ValueError, match="yielded no sentence pairs"):
         mt_corpus(MTData(), tmp_path)

@@ -9,14 +9,15 @@ import pytest
 import torch
 
 from stages.config import load_config
-from stages.config.evaluation import BASELINE_SYSTEMS, PRESS_SYSTEMS, STREAMING_PRESS_SYSTEMS
 from stages.corpora.nugget_data import Task, write_dataset
 from stages.framework.optional import resolve_optional_upstream
 from stages.framework.stage import Stage
 from stages.nugget.artifacts.data import MtDocuments
 from stages.nugget.baseline_task import BaselineTask
+from stages.nugget.config import BASELINE_SYSTEMS
 from stages.nugget.similarity import read_similarity_data
 from stages.nugget.train_baselines import SYSTEMS
+from stages.nugget2d.config import PRESS_SYSTEMS, STREAMING_PRESS_SYSTEMS
 from tests.training.fixtures import make_mt_artifacts
 
 

@@ -35,10 +35,14 @@ def modules() -> dict[str, Path]:
 
 def package(module: str) -> str:
     """The package a module belongs to in the layering (e.g. ``stages.nugget2d``,
-    ``nugget_core.nugget2d``, ``stages.registry``, ``pipelines``)."""
+    ``nugget_core.nugget2d``, ``stages.registry``, ``pipelines``). A study's config sections
+    (``stages.<study>.config``) sit in its folder but belong to the config layer: the schema
+    places them at their paths, and every stage reads them (`study_config`)."""
     parts = module.split(".")
     if parts[0] == "pipelines":
         return "pipelines"
+    if study_config(module):
+        return "stages.config"
     if module == "nugget_core":
         return "nugget_core (api)"  # the facade re-exporting the subpackages; its own node
     if parts[0] == "nugget_core":
@@ -157,6 +161,23 @@ def test_model_library_is_free_of_the_pipeline():
     bad = {(m, t) for m in modules() if m.split(".")[0] == "nugget_core" for t in imports(m)
            if t.split(".")[0] in ("stages", "pipelines", "ray", "mlflow")}
     assert not bad, f"nugget_core imports the pipeline, Ray or MLflow: {sorted(bad)}"
+
+
+def study_config(module: str) -> bool:
+    """``module`` is a study's (or the corpora layer's) config sections, ``stages.<x>.config``."""
+    parts = module.split(".")
+    return len(parts) == 3 and parts[0] == "stages" and parts[2] == "config" and parts[1] in STUDIES + ("corpora",)
+
+
+def test_study_config_sections_import_only_the_config_layer():
+    """A study's config module holds plain section dataclasses: it imports the config
+    layer's helpers (`stages.config.validate`, `stages.config.job`) and nothing of a study,
+    so the schema can import every study's sections without importing their code."""
+    found = [m for m in modules() if study_config(m)]
+    assert {"stages.nugget.config", "stages.nugget2d.config", "stages.restorable.config"} <= set(found)
+    bad = {(m, t) for m in found for t in imports(m)
+           if t.split(".")[0] in TOP and not (t.startswith("stages.config.") or t == "stages.config")}
+    assert not bad, f"study config modules importing beyond the config layer: {sorted(bad)}"
 
 
 def test_every_stages_package_is_a_layer_or_a_study():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from nugget_core.nugget2d.prompts import PromptFormat
-from stages.config.evaluation import LMContextSetting, LMEval, QAEval, SummarizationEval
+from stages.nugget2d.config import LMContextSetting, LMEval, QAEval, SummarizationEval
 from stages.nugget2d.lm.qa import RatioModel, evaluate_qa
 from stages.nugget2d.lm.summarization import evaluate_summarization
 from tests.lm_eval.fixtures import TEXTS, make_base_lm, make_nugget2d

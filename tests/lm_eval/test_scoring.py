@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from stages.config.evaluation import QAEval
+from stages.nugget2d.config import QAEval
 from stages.nugget2d.lm import scoring
 from stages.nugget2d.lm.cost import DecodeCost
 from stages.nugget2d.lm.prompted import Generation

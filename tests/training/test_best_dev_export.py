@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from stages.config.train import TrainJob
+from stages.config.job import TrainJob
 from stages.training.loop import BEST_FILE, STATE_FILE, train_task
 from tests.training.fixtures import ScalarRowsTask
 

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from stages.config.train import TrainJob
+from stages.config.job import TrainJob
 from stages.training.loop import STATE_FILE, train_loop_per_worker, train_task
 from stages.training.sequence import finished_uri, train_sequence_per_worker
 from tests.training.test_best_dev_export import LineTask, dev_loss_of

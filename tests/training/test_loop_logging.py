@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-from stages.config.train import TrainJob
+from stages.config.job import TrainJob
 from stages.framework.tracking import MetricBuffer
 from stages.training.loop import train_loop_per_worker
 from stages.training.task import TrainingTask, protocol_mismatches

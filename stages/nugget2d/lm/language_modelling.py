@@ -2,7 +2,7 @@
 `evaluate_lm`: the procedure of the ``eval_lm`` stage, callable outside Ray (no stage context,
 no MLflow), e.g. from a notebook::
 
-    from stages.config.evaluation import LMEval
+    from stages.nugget2d.config import LMEval
     from stages.nugget2d.lm.language_modelling import evaluate_lm
     result = evaluate_lm(model, tokenizer, {"wiki": [(distant_ids, recent_ids)]}, LMEval(corpora=["wiki"]),
                          threshold=0.5, ratio=0.1, unigrams={"wiki": unigram})
@@ -29,13 +29,13 @@ from nugget_core.nugget2d.config import DECODER
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.common.degenerate import UnigramModel, above_unigram, combine
 from stages.common.progress import progress_logger
-from stages.config.evaluation import LMEval, PressSection
 from stages.evaluation.perplexity import (
     PerplexityCounts,
     perplexity_intervals,
     segment_counts,
     word_texts,
 )
+from stages.nugget2d.config import LMEval, PressSection
 from stages.nugget2d.lm.evaluation import Evaluation
 from stages.nugget2d.lm.presses import press_notes
 from stages.nugget2d.lm.streams import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from stages.config.evaluation import PRESS_SYSTEMS, PressSection
+from stages.nugget2d.config import PRESS_SYSTEMS, PressSection
 
 if TYPE_CHECKING:
     from nugget_core.nugget2d import PressConfig

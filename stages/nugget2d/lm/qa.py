@@ -2,7 +2,7 @@
 procedure of the ``eval_qa`` stage and of ``nugget eval --task qa``, callable outside Ray
 (no stage context, no MLflow), e.g. from a notebook::
 
-    from stages.config.evaluation import QAEval
+    from stages.nugget2d.config import QAEval
     from stages.nugget2d.lm.qa import evaluate_qa
     from nugget_core.nugget2d.prompts import PromptFormat
     result = evaluate_qa(model, tokenizer, records, QAEval(systems=["full", "nugget2d"]),
@@ -28,7 +28,7 @@ from stages.common.degenerate import combine, generation_flags, zero_with_zero_b
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import batches, stand_in_label
-from stages.config.evaluation import PRESS_SYSTEMS, PressSection, QAEval
+from stages.nugget2d.config import PRESS_SYSTEMS, PressSection, QAEval
 from stages.nugget2d.lm.evaluation import Evaluation
 from stages.nugget2d.lm.presses import press_config, press_notes
 from stages.nugget2d.lm.prompted import Generation, lmsumm_batch, run_batches

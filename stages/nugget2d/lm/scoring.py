@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stages.common.intervals import hits_interval, stderr
-from stages.config.evaluation import QAEval
 from stages.evaluation.rouge import ROUGE_TYPES, rouge_mean, rouge_per_example
+from stages.nugget2d.config import QAEval
 from stages.nugget2d.lm.cost import mean_cost
 from stages.nugget2d.lm.normalize import contains_answer, gold_answers
 from stages.nugget2d.lm.prompted import Generation

@@ -2,7 +2,7 @@
 `evaluate_summarization`: the procedure of the ``eval_summarization`` stage and of ``nugget
 eval --task summarization``, callable outside Ray (no stage context, no MLflow)::
 
-    from stages.config.evaluation import SummarizationEval
+    from stages.nugget2d.config import SummarizationEval
     from stages.nugget2d.lm.summarization import evaluate_summarization
     from nugget_core.nugget2d.prompts import PromptFormat
     result = evaluate_summarization(model, tokenizer, records, SummarizationEval(systems=["full_zs", "nugget2d_ft"]),
@@ -25,8 +25,8 @@ from stages.common.degenerate import generation_flags
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import stand_in_label
-from stages.config.evaluation import PRESS_SYSTEMS, PressSection, SummarizationEval
 from stages.evaluation.rouge import ROUGE_TYPES
+from stages.nugget2d.config import PRESS_SYSTEMS, PressSection, SummarizationEval
 from stages.nugget2d.lm.evaluation import Evaluation
 from stages.nugget2d.lm.presses import press_config, press_notes
 from stages.nugget2d.lm.prompted import run_batches
