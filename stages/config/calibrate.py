@@ -1,4 +1,5 @@
-"""Config sections of the calibration stages (``calibrate.*``); see :mod:`stages.config.schema`."""
+"""The ``calibrate.*`` section: where the calibration stage's section sits (Nugget2D's,
+`stages.nugget2d.config.ThresholdCalibration`); see :mod:`stages.config.schema`."""
 
 from __future__ import annotations
 

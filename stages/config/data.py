@@ -1,4 +1,6 @@
-"""Config sections of the dataset stages (``data.*``); see :mod:`stages.config.schema`."""
+"""The ``data.*`` section: where each dataset stage's section sits (the sections themselves are
+their studies', ``stages/<study>/config.py``), and the hub datasets the builders read
+(`HF_NAMES`, `HUB_READS`); see :mod:`stages.config.schema`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Config sections of the evaluation and report stages (``eval.*``, ``report``); see
-:mod:`stages.config.schema`. Training jobs live under ``train.*`` (the baselines':
-``train.baselines``), calibration under ``calibrate.*``."""
+"""The ``eval.*`` section: where each evaluation's section sits (the sections themselves are
+their studies', ``stages/<study>/config.py``), with the settings several evaluations share;
+see :mod:`stages.config.schema`. Training jobs live under ``train.*`` (the baselines':
+``train.baselines``), calibration under ``calibrate.*``, the report under ``report``."""
 
 from __future__ import annotations
 

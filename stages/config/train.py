@@ -1,4 +1,6 @@
-"""Config sections of the training stages and the sweep (``train.*``); see :mod:`stages.config.schema`."""
+"""The ``train.*`` section: where each training job and the sweep sit. The job sections
+themselves are their studies' (``stages/<study>/config.py``), built on `stages.config.job.TrainJob`;
+see :mod:`stages.config.schema`."""
 
 from __future__ import annotations
 
