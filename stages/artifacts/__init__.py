@@ -7,8 +7,13 @@ names and JSON fields live only here, never in consumers, and nothing is dug out
 another stage's manifest. ``read`` fails with :class:`ContractError` naming the stage,
 the file and the field when something is missing or malformed.
 
-One module per producing DAG group: :mod:`.data`, :mod:`.train`, :mod:`.calibrate`,
-:mod:`.evaluate`; :mod:`.base` holds the error and the checked-reading helpers. This
-package imports only ``stages.framework``, ``stages.common`` and ``nugget_core`` (the
-latter lazily), never a group package (see ``tests/framework/test_import_layers.py``).
+Each study keeps its outputs' contracts in its own folder (`stages.nugget.artifacts`,
+`stages.nugget2d.artifacts`, `stages.restorable.artifacts`, `stages.corpora.artifacts`): the
+only part of a study another study may import. This package holds what they all build on:
+:mod:`.base` (the error, `Stored`, the checked-reading helpers), :mod:`.evaluate` (the
+`EvalTable` every evaluation writes), :mod:`.trainer_state` (what every training output
+records), :mod:`.systems` (outputs of several trained systems) and :mod:`.catalog` (stage ->
+its output's class). It imports only ``stages.framework``, ``stages.common`` and
+``nugget_core`` (the latter lazily), never a study (see
+``tests/framework/test_import_layers.py``).
 """

@@ -1,15 +1,17 @@
-"""Contracts of the evaluation group's outputs.
+"""The evaluation table every study's evaluation stages write (shared, so the report and
+other studies read any of them through one type).
 
-- `EvalTable`: the system x metric table of an evaluation (``eval_lm``, ``eval_qa``,
-  ``eval_summarization``): per row the system's id, the published row it reproduces
-  (if any), n, the metrics, their standard errors (means) or 95% intervals (proportions:
-  Wilson, `stages.common.intervals`) where the stage has them, a note (e.g. why a system
-  did not run) and the reason the system is uninformative (`stages.common.degenerate`; "":
-  it is not). Written as ``table.md``, ``table.csv``, ``table.json``;
-  ``table.json`` is what `read` reads.
-- `SimilarityResults` (``eval_similarity``), `ReconstructionResults`
-  (``eval_reconstruction``), `NuggetAnalysis` (``analyze_nuggets``): the Nugget
-  evaluations' per-system records and figures.
+- `EvalTable`: the system x metric table of an evaluation (e.g. ``eval_lm``, ``eval_qa``,
+  ``eval_summarization``, ``eval_re_retrieval``): per row the system's id, the published row
+  it reproduces (if any), n, the metrics, their standard errors (means) or 95% intervals
+  (proportions: Wilson, `stages.common.intervals`) where the stage has them, a note (e.g. why
+  a system did not run) and the reason the system is uninformative
+  (`stages.common.degenerate`; "": it is not). Written as ``table.md``, ``table.csv``,
+  ``table.json``; ``table.json`` is what `read` reads. `StoredEvalTable`: one read with
+  where it came from.
+- The Nugget evaluations' own records and figures (`SimilarityResults`,
+  `ReconstructionResults`, `NuggetAnalysis`) are the Nugget study's types,
+  `stages.nugget.artifacts.results`.
 
 Rendering (markdown, HTML, CSV) is `stages.common.render`'s, the one rendering module; the
 report shows a table no paper table names as `EvalTable.to_markdown` / `to_html` render it.
