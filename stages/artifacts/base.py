@@ -10,6 +10,9 @@ from typing import Any, Generic, TypeVar
 
 from stages.framework.stage import Artifact
 
+#: what a contract's ``read`` accepts: a stage's output (`Artifact`) or its folder
+Source = Artifact | Path | str
+
 OutputT = TypeVar("OutputT")
 
 
@@ -65,7 +68,7 @@ class Location:
                     raise self.error(name, f"line {n + 1} is not valid JSON ({exc})") from exc
 
 
-def locate(source: Artifact | Path | str, stage: str) -> Location:
+def locate(source: Source, stage: str) -> Location:
     """The directory of ``source`` (a completed artifact, or a plain output directory)."""
     if isinstance(source, Artifact):
         return Location(source.stage, Path(source.path), source.key)

@@ -27,13 +27,9 @@ from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from stages.artifacts.base import Stored, field, locate, write_json
+from stages.artifacts.base import Source, Stored, field, locate, write_json
 from stages.common.degenerate import LABEL
 from stages.common.render import csv_text, html_table, markdown
-from stages.framework.stage import Artifact
-
-Source = Artifact | Path | str
-
 
 NOT_RUN = "not run in this profile"  # a measured cell no stage of this run filled
 

@@ -6,10 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from stages.artifacts.base import Stored, field, locate, write_json
-from stages.framework.stage import Artifact
-
-Source = Artifact | Path | str
+from stages.artifacts.base import Source, Stored, field, locate, write_json
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import field as dc_field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from stages.artifacts.base import Location, field, locate, write_json
+from stages.artifacts.base import Location, Source, field, locate, write_json
 from stages.artifacts.trainer_state import TRAINER_STATE, TrainingSummary, read_summary
 from stages.common.progress import progress_logger
 from stages.framework.stage import Artifact
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from nugget_core.nugget2d import Nugget2DConfig
 
 
-Source = Artifact | Path | str
 log = progress_logger("nugget.artifacts")
 META = "trained.json"  # what a single-model training stage records beside its model folder
 

@@ -10,11 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
-from stages.artifacts.base import Location, field, locate
+from stages.artifacts.base import Location, Source, field, locate
 from stages.artifacts.systems import SystemsOutput
-from stages.framework.stage import Artifact
-
-Source = Artifact | Path | str
 
 
 def passage_input(title: str, text: str) -> str:

@@ -9,10 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from stages.artifacts.base import Location, Stored, field, locate
-from stages.framework.stage import Artifact
-
-Source = Artifact | Path | str
+from stages.artifacts.base import Location, Source, Stored, field, locate
 
 
 @dataclass(frozen=True)

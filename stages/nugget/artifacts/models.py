@@ -10,16 +10,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from stages.artifacts.base import Location, field, locate, records, write_json
+from stages.artifacts.base import Location, Source, field, locate, records, write_json
 from stages.artifacts.systems import SystemsOutput
 from stages.artifacts.trainer_state import TRAINER_STATE, TrainingSummary, read_summary, summary_of
-from stages.framework.stage import Artifact
 
 if TYPE_CHECKING:
     pass
 
 
-Source = Artifact | Path | str
 META = "trained.json"  # what a single-model training stage records beside its model folder
 
 

@@ -9,12 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from stages.artifacts.base import Stored, field, locate, records, write_json
+from stages.artifacts.base import Source, Stored, field, locate, records, write_json
 from stages.common.degenerate import LABEL
 from stages.common.render import csv_text, markdown
-from stages.framework.stage import Artifact
-
-Source = Artifact | Path | str
 
 
 def _write_records(out: Path, stem: str, rows: list[dict[str, Any]], columns: Sequence[str]) -> None:
