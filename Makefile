@@ -20,7 +20,7 @@
 #   make rehearse PROFILE=paper|gpu1 [ARGS=]   that GPU profile's whole DAG on CPU at rehearsal sizes,
 #                                              on local fixtures; fails unless every stage ran, no
 #                                              traceback, every report table measured (docs/rehearsal.md)
-#   make docs                                  rewrite the generated stage table and DAG of README.md and
+#   make docs                                  rewrite the generated stage table and DAG of
 #                                              docs/architecture.md from the registry (nugget list --markdown --write)
 #   make mlflow-ui                             MLflow UI on http://127.0.0.1:5000
 #   make ray-stop                              stop the local Ray head started by `make run`
@@ -56,7 +56,7 @@ RAY_START_LOG ?= $(NUGGET_ARTIFACT_ROOT)/logs/ray-start.log
 # environment, the head starts with RAY_AUTH_MODE=token and every ray command below presents
 # the token (Ray reads both variables itself; they are exported, never put on a command
 # line, where `ps` would show them). Without one: RAY_AUTH_MODE=disabled, and any local user
-# can submit jobs, i.e. run code as you, on the dashboard port (README "Running on a cluster")
+# can submit jobs, i.e. run code as you, on the dashboard port (docs/running.md, "Local Ray and its dashboard port")
 RAY_AUTH_MODE ?= $(if $(RAY_AUTH_TOKEN)$(RAY_AUTH_TOKEN_PATH),token,disabled)
 export RAY_AUTH_MODE
 ifneq ($(RAY_AUTH_TOKEN),)

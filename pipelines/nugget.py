@@ -254,9 +254,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         sub.add_parser(name, help=help_text, add_help=False)  # parsed by pipelines.cli (see main)
     p = sub.add_parser("list", help="list the stages and their dependencies")
     p.add_argument("--markdown", action="store_true",
-                   help="print the stage table and DAG diagram of README.md / docs/architecture.md")
+                   help="print the stage table and DAG diagram of docs/architecture.md")
     p.add_argument("--write", action="store_true",
-                   help="rewrite those generated blocks in README.md and docs/architecture.md (implies --markdown)")
+                   help="rewrite those generated blocks in docs/architecture.md (implies --markdown)")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("report", help="print the path of the report of the current config")

@@ -1,4 +1,4 @@
-"""The generated parts of the docs: the stage table and the DAG diagram of README.md and
+"""The generated parts of the docs: the stage table and the DAG diagram of
 docs/architecture.md, made from the registry (`stages.registry.DAG`: names, ``upstream``)
 and the stage table (``describe()``), so they cannot drift from the code.
 
@@ -30,7 +30,7 @@ FIX_COMMAND = "nugget list --markdown --write"
 GROUPS = {"corpora": "corpora", "nugget": "Nugget", "nugget2d": "Nugget2D", "restorable": "restorable embeddings",
           "report": "report"}
 #: the pages holding generated blocks, and which blocks each holds
-PAGES: dict[str, tuple[str, ...]] = {"README.md": ("dag",), "docs/architecture.md": ("stages", "dag")}
+PAGES: dict[str, tuple[str, ...]] = {"docs/architecture.md": ("stages", "dag")}
 END = "<!-- end generated -->"
 BLOCK = re.compile(r"<!-- generated: nugget list --markdown \((?P<name>[a-z]+)\) -->\n(?P<body>.*?)"
                    + re.escape(END), re.DOTALL)

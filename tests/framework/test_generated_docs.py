@@ -1,4 +1,4 @@
-"""The stage table and DAG diagram of README.md and docs/architecture.md are what
+"""The stage table and DAG diagram of docs/architecture.md are what
 ``nugget list --markdown`` prints from the registry now (`pipelines.stage_docs`)."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_a_page_without_its_block_is_an_error():
         stage_docs.rewrite("# Architecture\n", "docs/architecture.md", stage_docs.blocks(DAG))
     unterminated = stage_docs.start_marker("dag") + "\nold\n"
     with pytest.raises(stage_docs.DocsError, match="1 start markers but 0 blocks"):
-        stage_docs.found_blocks(unterminated, "README.md")
+        stage_docs.found_blocks(unterminated, "docs/architecture.md")
 
 
 def test_group_is_the_stage_study_package():

