@@ -33,8 +33,8 @@ BIN        := $(abspath $(VENV))/bin
 STAMP      := $(VENV)/.installed
 ARGS       ?=
 PYTEST_ARGS ?=
-# gpu-test runs in an environment that has CUDA torch and the project installed (README
-# "GPU"), never in $(VENV): its CPU-pinned torch sees no GPU
+# gpu-test runs in an environment that has CUDA torch and the project installed (docs/gpu.md
+# "Install on a CUDA machine"), never in $(VENV): its CPU-pinned torch sees no GPU
 GPU_PYTHON ?= python3
 # refuses to start where torch sees no GPU (gpu-test, gpu-check)
 NEED_CUDA   = $(GPU_PYTHON) -c 'import sys, torch; torch.cuda.is_available() or sys.exit("$@: torch " + torch.__version__ + " in " + sys.executable + " sees no CUDA device (set GPU_PYTHON)")'

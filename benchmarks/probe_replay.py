@@ -395,7 +395,7 @@ def c9_deleted_experiment(root: Path, work: Path) -> tuple[Ran, Expect]:
 
 
 def c9_deleted_experiment_dry_run(root: Path, work: Path) -> tuple[Ran, Expect]:
-    """README: a deleted experiment is refused "before Ray starts (and by --dry-run)"."""
+    """docs/running.md: a deleted experiment is refused "before Ray starts (and by --dry-run)"."""
     return _deleted_experiment(root, dry_run=True)
 
 

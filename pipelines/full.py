@@ -5,7 +5,7 @@
 
 Attaches to ``$RAY_ADDRESS`` (set by ``ray job submit``) or starts a local Ray. Cached
 stages are reused; ``--verbose`` shows the libraries' progress bars and INFO lines
-(quiet by default). See README.md for the config system and MLflow.
+(quiet by default). See docs/config.md for the config system and docs/results.md for MLflow.
 """
 
 import sys

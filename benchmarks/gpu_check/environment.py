@@ -4,7 +4,7 @@ which required modules are missing (with the call that would have installed them
 Two modes. ``device``: the lent machine, where call N installs carry N into
 ``SITE/carryN`` and later calls find it there (the machine stays warm between calls issued
 back to back; /tmp does not survive a fresh machine). ``all``: a user's own CUDA machine
-with the project installed (README "GPU"): no carry is installed, the offline sources are
+with the project installed (docs/gpu.md): no carry is installed, the offline sources are
 the user's own.
 """
 
@@ -77,7 +77,7 @@ class RunEnvironment:
         """``missing: X (call N not run?)``: what a part lacks and which earlier call provides it."""
         what = ", ".join(modules + paths)
         if self.mode == "all":
-            return f"missing: {what} (install the project and fetch the sources: README, GPU)"
+            return f"missing: {what} (install the project and fetch the sources: docs/gpu.md)"
         calls = sorted({n for m in modules if (n := self.provider(m)) is not None})
         if paths and not calls:
             calls = [3]  # the sources and the stand-in are carry 3's
