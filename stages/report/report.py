@@ -234,7 +234,7 @@ LEGEND = ("Measured values come from this pipeline run's artifacts; published va
           "documents or tokens) and, where the evaluation gave one, its 95% interval: ± 1.96 se for a mean over "
           "examples, [low, high] for a proportion (Wilson) and for a corpus BLEU or a perplexity (bootstrap over "
           "documents / segments); a title names the data that stood in for the paper's. "
-          f"'{NOT_RUN}': no stage of this run measured the cell (a table lists such rows in one line). "
+          f"'{NOT_RUN}': no stage of this run measured the cell (the HTML page names such rows in one line per table). "
           f"'{FLAG_MARK}': the system is uninformative (constant or looping outputs, perplexity above a unigram "
           "model, 0 of n beside a baseline at 0; the table's notes say why): its number is no result. Every "
           f"measured cell is also in {RESULTS}, machine-readable.")
