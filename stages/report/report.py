@@ -16,15 +16,18 @@ section lists every paper setting this run does not follow and why
 Before the tables, "findings at this scale" checks each paper finding against the
 measured cells (`stages.report.findings`), and a training section shows per trained
 model its dev loss before -> after training, steps and tokens seen, flagging (and
-logging) a model that training made worse (`stages.report.training`). Each table links
-the per-example outputs of
-the stage that measured it; figures are shown, with their captions, where their
-evaluation stored them (relative links: one copy of each file).
+logging) a model that training made worse (`stages.report.training`). A run header names
+the pipeline run that rendered it (`stages.report.header`). Each table links the per-example
+outputs of the stage that measured it; figures (the evaluations', and those the report draws:
+`stages.report.figures`) are shown with their captions. Every linked file is copied into the
+report folder (`stages.report.bundle`), so the folder travels whole (docs/report.md).
 
-Outputs: ``report.md``, ``report.html``, one ``tables/<id>.csv`` per paper table and one
-``tables/<stage>.csv`` per collected evaluation. Metrics: the counts of tables, measured
-cells, differences and findings by verdict, every measured number reproducing a published
-cell (`headline_metrics`) and every number of a collected evaluation's table
+Outputs: ``report.md``, ``report.html`` (`stages.report.html_page`), ``results.json`` (every
+measured cell, `stages.report.results_json`), ``figures/``, ``samples/<stage>/``, one
+``tables/<id>.csv`` per paper table and one ``tables/<stage>.csv`` per collected evaluation;
+the whole folder is logged as the run's artifacts. Metrics: the counts of tables, measured
+cells, figures, differences and findings by verdict, every measured number reproducing a
+published cell (`headline_metrics`) and every number of a collected evaluation's table
 (`EvaluationTable.metrics`).
 """
 
