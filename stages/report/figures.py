@@ -20,7 +20,17 @@ from pathlib import Path
 
 from stages.artifacts.evaluate import EvalTable
 from stages.artifacts.trainer_state import TrainingSummary
-from stages.common.figures import finish, new_figure, note_if_equal, note_no_data
+from stages.common.figures import (
+    DPI,
+    LABEL_SIZE,
+    LEGEND_SIZE,
+    TICK_SIZE,
+    TITLE_SIZE,
+    finish,
+    new_figure,
+    note_if_equal,
+    note_no_data,
+)
 from stages.nugget2d.artifacts import StoredCalibratedThreshold
 
 
@@ -34,20 +44,45 @@ class Figure:
 
 
 def training_curves(summaries: Sequence[TrainingSummary], path: Path) -> Figure:
-    """Each trained model's dev loss at step 0 and at each evaluation after it."""
-    fig, ax = new_figure((7.0, 4.8))
+    """Each trained model's dev loss at step 0 and at each evaluation after it: one panel per
+    training stage (small multiples: a run trains dozens of models, one legend cannot name them)."""
+    from matplotlib.figure import Figure as MplFigure
+    from matplotlib.ticker import MaxNLocator
+
     curves = [(s.model, [s.dev_loss_before, *s.dev_losses]) for s in summaries if s.dev_losses]
+    stages: dict[str, list[tuple[str, list[float]]]] = {}
     for model, losses in curves:
-        ax.plot(range(len(losses)), losses, marker="o", markersize=3, label=model)
-    if not curves:
+        stage, _, name = model.partition("/")
+        stages.setdefault(stage, []).append((name or stage, losses))
+    columns = 3 if len(stages) > 2 else max(1, len(stages))
+    rows = max(1, -(-len(stages) // columns))
+    if not stages:
+        fig, ax = new_figure()
         note_no_data(ax, "no trained model recorded dev losses")
+        finish(fig, ax, "Dev loss per evaluation", "evaluation (0 = before the first update)",
+               "dev loss (nats / target token)", path)
     else:
-        note_if_equal(ax, [x for _, losses in curves for x in losses])
-    finish(fig, ax, "Dev loss per evaluation, per trained model", "evaluation (0 = before the first update)",
-           "dev loss (nats / target token)", path)
+        fig = MplFigure(figsize=(3.6 * columns, 2.9 * rows))
+        axes = fig.subplots(rows, columns, squeeze=False).reshape(-1)
+        for ax, (stage, models) in zip(axes, stages.items(), strict=False):
+            for name, losses in models:
+                ax.plot(range(len(losses)), losses, marker="o", markersize=3, label=name)
+            note_if_equal(ax, [x for _, losses in models for x in losses])
+            ax.set_title(stage, fontsize=TITLE_SIZE - 1)
+            ax.tick_params(labelsize=TICK_SIZE - 1)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            if len(models) > 1:
+                ax.legend(fontsize=LEGEND_SIZE - 2, ncol=2 if len(models) > 4 else 1)
+        for ax in axes[len(stages):]:
+            ax.set_visible(False)
+        fig.supxlabel("evaluation (0 = before the first update)", fontsize=LABEL_SIZE)
+        fig.supylabel("dev loss (nats / target token)", fontsize=LABEL_SIZE)
+        fig.tight_layout()
+        fig.savefig(path, dpi=DPI)
     without = [s.model for s in summaries if not s.dev_losses]
-    caption = (f"{len(curves)} trained models: the dev loss before training (0) and at each evaluation after it "
-               "(trainer_state.json's dev_losses; each averages over the model's dev tokens, the training table's n).")
+    caption = (f"{len(curves)} trained models of {len(stages)} training stages, one panel per stage: the dev loss "
+               "before training (0) and at each evaluation after it (trainer_state.json's dev_losses; each averages "
+               "over the model's dev tokens, the training table's n).")
     if without:
         caption += f" Without recorded evaluations (not drawn): {', '.join(without)}."
     return Figure("report", path, caption)
