@@ -27,7 +27,7 @@ body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Ari
 h1 { font-size: 1.8em; border-bottom: 2px solid #d0d7de; padding-bottom: .3em; }
 h2 { font-size: 1.3em; margin-top: 2em; border-bottom: 1px solid #d8dee4; padding-bottom: .2em; }
 a { color: #0969da; }
-table { border-collapse: collapse; margin: .8em 0; font-size: 13.5px; }
+table { border-collapse: collapse; margin: .8em 0; font-size: 13.5px; display: block; max-width: 100%; overflow-x: auto; }
 th, td { padding: 4px 10px; border-bottom: 1px solid #d8dee4; vertical-align: top; }
 th { background: #f0f3f6; text-align: left; position: sticky; top: 0; }
 tr:nth-child(even) td { background: #f6f8fa; }
