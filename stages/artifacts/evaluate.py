@@ -103,14 +103,14 @@ class EvalTable:
         se = row.stderr.get(col.key)
         return f"{text} ± {col.fmt.format(se)}" if se is not None and math.isfinite(se) else text
 
-    def _display(self) -> tuple[list[str], list[list[str]]]:
+    def display(self) -> tuple[list[str], list[list[str]]]:
         """Headers and rows as the table is shown (markdown, HTML)."""
         headers = ["system", "n", *[c.header for c in self.columns], "note"]
         rows = [[r.system, "" if r.n is None else str(r.n), *[self._cell(r, c) for c in self.columns],
                  "; ".join(x for x in (r.note, f"{LABEL}: {r.flag}" if r.flag else "") if x)] for r in self.rows]
         return headers, rows
 
-    def _legend(self) -> list[str]:
+    def legend(self) -> list[str]:
         """What the cells' ± / [a, b] mean (where the table has them), then its notes."""
         legend = []
         if any(r.stderr for r in self.rows):
@@ -124,15 +124,15 @@ class EvalTable:
     def to_markdown(self, heading: bool = True) -> str:
         """The table as markdown, under a ``## title`` heading unless ``heading`` is False
         (a reader that writes its own, e.g. the report)."""
-        headers, rows = self._display()
+        headers, rows = self.display()
         body = [f"## {self.title}", ""] if heading else []
-        body += [markdown(headers, rows), *[f"- {line}" for line in self._legend()]]
+        body += [markdown(headers, rows), *[f"- {line}" for line in self.legend()]]
         return "\n".join(body) + "\n"
 
     def to_html(self, heading: bool = True) -> str:
         """The table as an HTML fragment, under an ``<h2>`` title unless ``heading`` is False."""
-        headers, rows = self._display()
-        legend = self._legend()
+        headers, rows = self.display()
+        legend = self.legend()
         return ((f"<h2>{html.escape(self.title)}</h2>" if heading else "") + html_table(headers, rows)
                 + ("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in legend) + "</ul>" if legend else ""))
 

@@ -34,6 +34,9 @@ class TrainingSummary:
     dev_loss_after: float  # of the weights the fit exported
     dev_loss_n: int  # dev target tokens each dev loss averages over
     tokens_seen: int  # inputs + targets of every step, all ranks
+    # the dev loss at each evaluation after step 0 (the trainer state's ``dev_losses``; empty where the
+    # record has none, e.g. a sweep trial's): the report's training curves
+    dev_losses: tuple[float, ...] = ()
 
     @property
     def got_worse(self) -> bool:
@@ -52,6 +55,7 @@ def summary_of(where: Location, name: str, record: Any, model: str, steps_key: s
         dev_loss_after=field(where, name, record, "exported_dev_loss", float),
         dev_loss_n=field(where, name, record, "dev_loss_n", int),
         tokens_seen=field(where, name, record, "tokens_seen", int),
+        dev_losses=tuple(float(x) for x in field(where, name, record, "dev_losses", list, default=[])),
     )
 
 

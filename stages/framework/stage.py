@@ -93,7 +93,7 @@ from stages.framework.contract import (
     section_fields,
 )
 from stages.framework.resources import ALL, Demand, add, section_value, task_demand, worker_demand
-from stages.framework.tracking import NestedRuns, RunLogger
+from stages.framework.tracking import NestedRuns, RunFacts, RunLogger
 
 
 @dataclass(frozen=True)
@@ -170,6 +170,11 @@ class StageContext:
     def set_tags(self, tags: dict[str, Any]) -> None:
         """Tag this stage's MLflow run (values become strings)."""
         self.logger.set_tags({k: str(v) for k, v in tags.items()})
+
+    def producing_run(self) -> RunFacts:
+        """The MLflow runs producing this output (`RunFacts`): provenance to show (the
+        report's header), never an input to what the stage computes (its key ignores it)."""
+        return self.logger.run_facts()
 
     def nested_runs(self) -> NestedRuns:
         """A picklable factory of MLflow runs nested under this stage's run."""

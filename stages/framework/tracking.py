@@ -105,6 +105,20 @@ def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
         yield items[i : i + size]
 
 
+@dataclass(frozen=True)
+class RunFacts:
+    """A stage run's place in MLflow (`RunLogger.run_facts`): the tracking URI, experiment
+    and run ids, its parent's id ("" for a top-level run), the start time (epoch seconds)
+    and tags of the pipeline's parent run (of the run itself when it has none)."""
+
+    tracking_uri: str
+    experiment_id: str
+    run_id: str
+    parent_run_id: str
+    started: float
+    tags: dict[str, str]
+
+
 class RunLogger:
     """Logs into one existing MLflow run; picklable (re-creates its client lazily).
     ``needs_credentials``: the driver had credentials for the server (they are never
@@ -163,6 +177,16 @@ class RunLogger:
     def run_name(self) -> str:
         """The run's name as MLflow shows it (a stage's carries its key parameters)."""
         return self.client.get_run(self.run_id).info.run_name or self.run_id
+
+    def run_facts(self) -> RunFacts:
+        """Where this run sits (its experiment, its parent) and the parent's tags and start
+        time: the provenance a stage may show of the pipeline run producing it (the report's
+        header), never part of what it computes."""
+        run = self.client.get_run(self.run_id)
+        parent_id = run.data.tags.get("mlflow.parentRunId", "")
+        top = self.client.get_run(parent_id) if parent_id else run
+        return RunFacts(self.tracking_uri, run.info.experiment_id, self.run_id, parent_id,
+                        top.info.start_time / 1000.0, dict(top.data.tags))
 
     def nested_runs(self) -> NestedRuns:
         """A picklable factory of runs nested under this one (e.g. one per Tune trial)."""

@@ -14,7 +14,7 @@ from dataclasses import field as dc_field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from stages.artifacts.base import Location, Source, field, locate, write_json
+from stages.artifacts.base import Location, Source, Stored, field, locate, write_json
 from stages.artifacts.trainer_state import TRAINER_STATE, TrainingSummary, read_summary
 from stages.common.progress import progress_logger
 from stages.framework.stage import Artifact
@@ -340,6 +340,7 @@ class CalibratedThreshold:
 
     STAGE: ClassVar[str] = "calibrate_threshold"
     FILE: ClassVar[str] = "threshold.json"
+    HISTOGRAM: ClassVar[str] = "scores_hist.png"  # the scorer's scores with Lambda marked (optional)
     threshold: float  # Lambda
     ratio: float
     scorer_stage: str
@@ -366,3 +367,17 @@ class CalibratedThreshold:
             scorer_window=field(where, cls.FILE, raw, "scorer_window", int),
             metrics=field(where, cls.FILE, raw, "metrics", dict, default={}),
         )
+
+
+@dataclass(frozen=True)
+class StoredCalibratedThreshold(Stored[CalibratedThreshold]):
+    """`CalibratedThreshold` with where it was read from (the report shows its histogram)."""
+
+    @classmethod
+    def read(cls, source: Source) -> StoredCalibratedThreshold:
+        return cls(CalibratedThreshold.read(source), locate(source, CalibratedThreshold.STAGE))
+
+    def histogram(self) -> Path | None:
+        """The scores' histogram (`CalibratedThreshold.HISTOGRAM`), where the stage drew one."""
+        path = self.where.path / CalibratedThreshold.HISTOGRAM
+        return path if path.is_file() else None

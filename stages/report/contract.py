@@ -35,7 +35,7 @@ from stages.nugget.artifacts.results import (
     StoredReconstructionResults,
     StoredSimilarityResults,
 )
-from stages.nugget2d.artifacts import FullFinetunedLM, TrainedNugget2D
+from stages.nugget2d.artifacts import FullFinetunedLM, StoredCalibratedThreshold, TrainedNugget2D
 from stages.restorable.artifacts import TrainedRestorable, TrainedRetrieval
 
 if TYPE_CHECKING:
@@ -111,6 +111,8 @@ class ReportInputs:
     eval_nugget_lm: StoredEvalTable | None = optional("eval_nugget_lm")
     eval_re_restoration: StoredEvalTable | None = optional("eval_re_restoration")
     eval_re_retrieval: StoredEvalTable | None = optional("eval_re_retrieval")
+    # Nugget2D's Lambda and its scores' histogram (`stages.report.figures`)
+    calibrate_threshold: StoredCalibratedThreshold | None = optional("calibrate_threshold")
     # the training stages (`TRAINING_STAGES`, same order): their models' training summaries
     train_nugget: TrainedNugget | None = optional()
     sweep_nugget: NuggetSweep | None = optional()

@@ -16,31 +16,34 @@ section lists every paper setting this run does not follow and why
 Before the tables, "findings at this scale" checks each paper finding against the
 measured cells (`stages.report.findings`), and a training section shows per trained
 model its dev loss before -> after training, steps and tokens seen, flagging (and
-logging) a model that training made worse (`stages.report.training`). Each table links
-the per-example outputs of
-the stage that measured it; figures are shown, with their captions, where their
-evaluation stored them (relative links: one copy of each file).
+logging) a model that training made worse (`stages.report.training`). A run header names
+the pipeline run that rendered it (`stages.report.header`). Each table links the per-example
+outputs of the stage that measured it; figures (the evaluations', and those the report draws:
+`stages.report.figures`) are shown with their captions. Every linked file is copied into the
+report folder (`stages.report.bundle`), so the folder travels whole (docs/report.md).
 
-Outputs: ``report.md``, ``report.html``, one ``tables/<id>.csv`` per paper table and one
-``tables/<stage>.csv`` per collected evaluation. Metrics: the counts of tables, measured
-cells, differences and findings by verdict, every measured number reproducing a published
-cell (`headline_metrics`) and every number of a collected evaluation's table
+Outputs: ``report.md``, ``report.html`` (`stages.report.html_page`), ``results.json`` (every
+measured cell, `stages.report.results_json`), ``figures/``, ``samples/<stage>/``, one
+``tables/<id>.csv`` per paper table and one ``tables/<stage>.csv`` per collected evaluation;
+the whole folder is logged as the run's artifacts. Metrics: the counts of tables, measured
+cells, figures, differences and findings by verdict, every measured number reproducing a
+published cell (`headline_metrics`) and every number of a collected evaluation's table
 (`EvaluationTable.metrics`).
 """
 
 from __future__ import annotations
 
 import html
-import os
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from stages.artifacts.base import Location, OutputT, Stored
-from stages.artifacts.evaluate import metric_name
+from stages.artifacts.evaluate import NOT_RUN
 from stages.artifacts.trainer_state import TrainingSummary
-from stages.common.render import csv_text, html_table, markdown, section
+from stages.common.render import csv_text
 from stages.corpora.artifacts import StoredCorpusStatistics
 from stages.framework.contract import section_fields
 from stages.framework.stage import Stage, StageContext
@@ -51,11 +54,22 @@ from stages.nugget.artifacts.results import (
     WithFigures,
 )
 from stages.report.budgets import training_budgets
+from stages.report.bundle import FIGURES, Bundle, data_uri
 from stages.report.contract import ReportConfig, ReportInputs
 from stages.report.deviations import Deviation, deviations
 from stages.report.evaluation_tables import EvaluationTable, evaluation_tables
+from stages.report.figures import (
+    Figure,
+    bleu_by_length,
+    quality_by_compression,
+    threshold_figure,
+    training_curves,
+)
 from stages.report.findings import DEGENERATE, Verdict, counts, judge
+from stages.report.header import RunHeader
+from stages.report.html_page import Page
 from stages.report.re_tables import re_tables
+from stages.report.results_json import RESULTS, cell_records, headline_name, write_results
 from stages.report.similarity_tables import table2, table4
 from stages.report.tables import (
     FLAG_MARK,
@@ -69,27 +83,21 @@ from stages.report.tables import (
     seq2seq_base,
     token_table,
 )
-from stages.report.training import TRAINING_STAGES, log_worse, training_section, training_summaries
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A figure of an evaluation stage, shown in the report where that stage stored it."""
-
-    stage: str
-    path: Path
-    caption: str
+from stages.report.training import CAPTION as TRAINING_CAPTION
+from stages.report.training import HEADERS as TRAINING_HEADERS
+from stages.report.training import INTRO as TRAINING_INTRO
+from stages.report.training import TRAINING_STAGES, log_worse, training_rows, training_summaries
 
 
 def headline_metrics(tables: Sequence[ReportTable]) -> dict[str, float]:
-    """Every measured number that reproduces a published cell, as ``<table>/<row>/<column>``
-    (with ``.../n``): the headline metrics the pipeline's parent MLflow run carries. The
-    first system the table lists for a published row stands for it (the findings pick
-    same-budget pairs among all of them)."""
+    """Every measured number that reproduces a published cell, named for a person to read
+    (`headline_name`: ``nugget.table2.nugget_mt_0.1.pi``, with ``.../n``): the headline
+    metrics the pipeline's parent MLflow run carries. The first system the table lists for
+    a published row stands for it (the findings pick same-budget pairs among all of them)."""
     out: dict[str, float] = {}
     for t in tables:
         for row_id, column, value in t.numbers:
-            name = metric_name(f"{t.id}/{row_id}/{column}")
+            name = headline_name(t.id, row_id or "", column)
             if row_id is None or name in out:
                 continue
             out[name] = value.value
@@ -111,22 +119,6 @@ def corpus_table(stored: StoredCorpusStatistics) -> tuple[str, list[tuple[str, s
     rows.append(("top words", top))
     title = f"Corpus statistics: {stats['source']} (stage corpus_stats, key {stored.where.key})"
     return title, rows
-
-
-def to_markdown(title: str, tables: list[tuple[str, list[tuple[str, str]]]]) -> str:
-    out = [f"# {title}", ""]
-    for caption, rows in tables:
-        out += [f"## {caption}", "", markdown(["quantity", "value"], rows)]
-    return "\n".join(out)
-
-
-def to_html(title: str, tables: list[tuple[str, list[tuple[str, str]]]]) -> str:
-    parts = [f"<html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>"]
-    parts.append(f"<h1>{html.escape(title)}</h1>")
-    for caption, rows in tables:
-        parts.append(f"<h2>{html.escape(caption)}</h2>" + html_table(["quantity", "value"], rows))
-    parts.append("</body></html>")
-    return "\n".join(parts)
 
 
 def _seq2seq_context(cfg: ReportConfig, data: str) -> str:
@@ -213,108 +205,145 @@ def _tables(cfg: ReportConfig, inputs: ReportInputs) -> list[ReportTable]:
     ]
 
 
-def _link(target: Path, base: Path) -> str:
-    """``target`` relative to the report folder ``base`` (artifact folders are siblings
-    under one root, so the links survive copying the root elsewhere)."""
-    return Path(os.path.relpath(target, base)).as_posix()
-
-
-def _examples(paths: Sequence[Path], base: Path, measured: bool) -> tuple[list[str], list[str]]:
-    """A table's line linking its per-example outputs ``paths`` (relative to ``base``), as
-    (markdown lines, HTML parts); a table with ``measured`` numbers but none says so."""
-    links = [(_link(p, base), f"{p.parent.parent.name}/{p.name}") for p in paths]
+def _examples(page: Page, paths: Sequence[Path], bundle: Bundle, measured: bool) -> None:
+    """A table's line linking its per-example outputs ``paths`` (copied into the report
+    folder, `Bundle.sample`); a table with ``measured`` numbers but none says so."""
+    links = [(bundle.sample(p), f"{bundle.stage_of(p)}/{p.name}") for p in paths]
     if links:
-        return (["", "*Per-example outputs:* " + ", ".join(f"[{text}]({href})" for href, text in links)],
-                ["<p><i>Per-example outputs:</i> " + ", ".join(
-                    f"<a href='{html.escape(href)}'>{html.escape(text)}</a>" for href, text in links) + "</p>"])
-    if measured:
-        return (["", "*Per-example outputs:* none written by the measuring stage."],
-                ["<p><i>Per-example outputs:</i> none written by the measuring stage.</p>"])
-    return [], []
+        page.text("*Per-example outputs:* " + ", ".join(f"[{text}]({href})" for href, text in links),
+                  "<p class='context'><i>Per-example outputs:</i> " + ", ".join(
+                      f"<a href='{html.escape(href)}'>{html.escape(text)}</a>" for href, text in links) + "</p>")
+    elif measured:
+        page.text("*Per-example outputs:* none written by the measuring stage.")
 
 
-def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[str, str]]] | None,
-           figures: Sequence[Figure] = (), differences: Sequence[Deviation] = (),
-           verdicts: Sequence[Verdict] = (), base: Path | None = None,
-           training: Sequence[TrainingSummary] = (),
-           evaluations: Sequence[EvaluationTable] = ()) -> tuple[str, str]:
-    """The report as markdown and HTML; links (per-example outputs, figures) are relative
-    to ``base``, the report's folder; ``training``: the trained models' summaries;
-    ``evaluations``: the collected evaluations' tables, after the papers'."""
-    base = base or Path.cwd()
-    md = [f"# {title}", "", "Measured values come from this pipeline run's artifacts; published values are the "
+def _figures(page: Page, figures: Sequence[Figure], bundle: Bundle) -> None:
+    """The figures, copied into the report folder (markdown links them there, HTML carries PNGs inside)."""
+    page.section("Figures")
+    for number, f in enumerate(figures, 1):
+        href = bundle.figure(f.path, f.stage)
+        caption = f"Figure {number} ({f.stage}/{f.path.name}). {f.caption}"
+        if f.path.suffix == ".png":
+            page.raw([f"![{f.path.name}]({href})", "", f"*{caption}*", ""],
+                     f"<figure><img src='{data_uri(bundle.base / href)}' alt='{html.escape(f.path.name)}'>"
+                     f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+        else:
+            page.raw([f"- [{f.path.name}]({href}): {caption}", ""],
+                     f"<p><a href='{html.escape(href)}'>{html.escape(f.path.name)}</a>: {html.escape(caption)}</p>")
+
+
+LEGEND = ("Measured values come from this pipeline run's artifacts; published values are the "
           "papers' (source under each title). Each measured number carries the n it stands on (examples, queries, "
           "documents or tokens) and, where the evaluation gave one, its 95% interval: ± 1.96 se for a mean over "
           "examples, [low, high] for a proportion (Wilson) and for a corpus BLEU or a perplexity (bootstrap over "
           "documents / segments); a title names the data that stood in for the paper's. "
-          f"'not run in this profile': no stage of this run measured the cell. '{FLAG_MARK}': the system is "
-          "uninformative (constant or looping outputs, perplexity above a unigram model, 0 of n beside a baseline "
-          "at 0; the table's notes say why): its number is no result.", ""]
-    page = [f"<html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>",
-            f"<h1>{html.escape(title)}</h1>"]
+          f"'{NOT_RUN}': no stage of this run measured the cell (the HTML page names such rows in one line per table). "
+          f"'{FLAG_MARK}': the system is uninformative (constant or looping outputs, perplexity above a unigram "
+          "model, 0 of n beside a baseline at 0; the table's notes say why): its number is no result. Every "
+          f"measured cell is also in {RESULTS}, machine-readable.")
+
+
+def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[str, str]]] | None,
+           figures: Sequence[Figure] = (), differences: Sequence[Deviation] = (),
+           verdicts: Sequence[Verdict] = (), bundle: Bundle | None = None,
+           training: Sequence[TrainingSummary] = (),
+           evaluations: Sequence[EvaluationTable] = (), header: RunHeader | None = None) -> tuple[str, str]:
+    """The report as markdown and HTML. Every file it links is copied into the report folder
+    (``bundle``: per-example outputs, figures), so the folder travels whole; ``training``:
+    the trained models' summaries; ``evaluations``: the collected evaluations' tables, after
+    the papers'; ``header``: the run that produced it."""
+    bundle = bundle or Bundle(Path.cwd(), {})
+    page = Page(title)
+    if header is not None:
+        page.intro(header.markdown(), header.html())
+    page.intro([LEGEND], f"<p class='meta'>{html.escape(LEGEND)}</p>")
     if verdicts:
-        caption = "Findings at this scale"
-        intro = ("Each paper finding checked against this run's cells below (stages.report.findings): 'shown' when "
-                 "the measured numbers point the paper's way and their 95% intervals do not overlap; 'not shown' "
-                 "otherwise, also when a number has no interval (a point estimate is not told from noise); "
-                 f"'{DEGENERATE}' when a cell it stands on is flagged {FLAG_MARK}; "
-                 "'not measurable' when a cell it needs was not measured.")
-        headers = ["finding", "paper", "verdict", "evidence (this run)"]
-        rows = [(v.claim, v.source, v.verdict, v.evidence) for v in verdicts]
-        findings_md, findings_html = section(caption, intro, headers, rows)
-        md += findings_md
-        page += findings_html
-    training_md, training_html = training_section(training)
-    md += training_md
-    page += training_html
+        page.section("Findings at this scale")
+        page.text("Each paper finding checked against this run's cells below (stages.report.findings): 'shown' when "
+                  "the measured numbers point the paper's way and their 95% intervals do not overlap; 'not shown' "
+                  "otherwise, also when a number has no interval (a point estimate is not told from noise); "
+                  f"'{DEGENERATE}' when a cell it stands on is flagged {FLAG_MARK}; "
+                  "'not measurable' when a cell it needs was not measured.")
+        page.table(["finding", "paper", "verdict", "evidence (this run)"],
+                   [(v.claim, v.source, v.verdict, v.evidence) for v in verdicts])
+    if training:
+        page.section(TRAINING_CAPTION)
+        page.text(TRAINING_INTRO)
+        page.table(TRAINING_HEADERS, training_rows(training))
     for t in tables:
-        md += [f"## {t.heading}", "", f"*Source of published values:* {t.source}.", "",
-               f"*Measured:* {t.context}.", "", markdown(t.headers(), t.cells())]
-        page += [f"<h2>{html.escape(t.heading)}</h2>", f"<p><i>Source of published values:</i> {html.escape(t.source)}.<br>",
-                 f"<i>Measured:</i> {html.escape(t.context)}.</p>", html_table(t.headers(), t.cells())]
+        page.section(t.heading)
+        page.text(f"*Source of published values:* {t.source}.",
+                  f"<p class='context'><i>Source of published values:</i> {html.escape(t.source)}.</p>")
+        page.text(f"*Measured:* {t.context}.", f"<p class='context'><i>Measured:</i> {html.escape(t.context)}.</p>")
+        page.table(t.headers(), t.cells(), collapse=True)
         if t.notes():
-            md += ["", "*Notes:*", "", *[f"- {n}" for n in t.notes()]]
-            page.append("<p><i>Notes:</i></p><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in t.notes()) + "</ul>")
-        links_md, links_html = _examples(t.examples, base, t.measured_count() > 0)
-        md += links_md
-        page += links_html
-    for e in evaluations:  # the collected evaluations: each table as it renders itself
-        md += [f"## {e.heading}", "", f"*Source of published values:* {e.source}.", "",
-               f"*Measured:* {e.context}.", "", e.table.to_markdown(heading=False).rstrip("\n") + "\n"]
-        page += [f"<h2>{html.escape(e.heading)}</h2>",
-                 f"<p><i>Source of published values:</i> {html.escape(e.source)}.<br>",
-                 f"<i>Measured:</i> {html.escape(e.context)}.</p>", e.table.to_html(heading=False)]
-        links_md, links_html = _examples(e.examples, base, bool(e.numbers()))
-        md += links_md
-        page += links_html
+            page.raw(["*Notes:*", "", *[f"- {n}" for n in t.notes()], ""],
+                     "<p><i>Notes:</i></p><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in t.notes()) + "</ul>")
+        _examples(page, t.examples, bundle, t.measured_count() > 0)
+    for e in evaluations:  # the collected evaluations: each table with its legend, as it renders itself
+        page.section(e.heading)
+        page.text(f"*Source of published values:* {e.source}.",
+                  f"<p class='context'><i>Source of published values:</i> {html.escape(e.source)}.</p>")
+        page.text(f"*Measured:* {e.context}.", f"<p class='context'><i>Measured:</i> {html.escape(e.context)}.</p>")
+        headers, rows = e.table.display()
+        page.table(headers, rows)
+        legend = e.table.legend()
+        if legend:
+            page.raw([*[f"- {line}" for line in legend], ""],
+                     "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in legend) + "</ul>")
+        _examples(page, e.examples, bundle, bool(e.numbers()))
     if differences:
-        caption, headers = "Differences from the papers' setups", ["setting", "paper", "this run (why)"]
-        settings = [(d.setting, d.paper, d.here) for d in differences]
-        md += [f"## {caption}", "", markdown(headers, settings)]
-        page += [f"<h2>{html.escape(caption)}</h2>", html_table(headers, settings)]
+        page.section("Differences from the papers' setups")
+        page.table(["setting", "paper", "this run (why)"], [(d.setting, d.paper, d.here) for d in differences])
     if corpus:
-        md += [f"## {corpus[0]}", "", markdown(["quantity", "value"], corpus[1])]
-        page += [f"<h2>{html.escape(corpus[0])}</h2>", html_table(["quantity", "value"], corpus[1])]
+        page.section(corpus[0])
+        page.table(["quantity", "value"], corpus[1])
     if figures:
-        md += ["## Figures", ""]
-        page.append("<h2>Figures</h2>")
-        for number, f in enumerate(figures, 1):
-            href = _link(f.path, base)
-            caption = f"Figure {number} ({f.stage}/{f.path.name}). {f.caption}"
-            if f.path.suffix == ".png":
-                md += [f"![{f.path.name}]({href})", "", f"*{caption}*", ""]
-                page.append(f"<figure><img src='{html.escape(href)}' style='max-width: 100%'>"
-                            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
-            else:
-                md += [f"- [{f.path.name}]({href}): {caption}", ""]
-                page.append(f"<p><a href='{html.escape(href)}'>{html.escape(f.path.name)}</a>: {html.escape(caption)}</p>")
-    page.append("</body></html>")
-    return "\n".join(md) + "\n", "\n".join(page)
+        _figures(page, figures, bundle)
+    return page.markdown(), page.html()
+
+
+def _folders(inputs: ReportInputs) -> dict[Path, str]:
+    """Each read input's artifact folder -> its stage (the report names its copies by stage)."""
+    out: dict[Path, str] = {}
+    for f in fields(inputs):
+        value = getattr(inputs, f.name)
+        for stored in (value.values() if isinstance(value, dict) else [value]):
+            if isinstance(stored, Stored):
+                out[stored.where.path] = stored.where.stage
+    return out
+
+
+def report_figures(inputs: ReportInputs, training: Sequence[TrainingSummary], folder: Path) -> list[Figure]:
+    """The figures the report shows: the Nugget evaluations', calibrate_threshold's histogram,
+    and those it draws into ``folder`` (`stages.report.figures`) from the inputs present."""
+    with_figures: list[WithFigures] = [inputs.eval_reconstruction.output]
+    if inputs.analyze_nuggets is not None:
+        with_figures.append(inputs.analyze_nuggets.output)
+    figures = []
+    for output in with_figures:
+        captions = output.captions()
+        figures += [Figure(output.STAGE, path, captions.get(path.name, "")) for path in output.figures()]
+    folder.mkdir(parents=True, exist_ok=True)
+    if inputs.calibrate_threshold is not None and (hist := threshold_figure(inputs.calibrate_threshold)):
+        figures.append(hist)
+    if inputs.eval_nugget2d_ae is not None:
+        figures.append(bleu_by_length(inputs.eval_nugget2d_ae.output, "eval_nugget2d_ae", folder / "nugget2d_bleu_by_length.png"))
+    if inputs.eval_qa is not None:
+        figures.append(quality_by_compression(inputs.eval_qa.output, "eval_qa", "accuracy", "QA accuracy (%)",
+                                              folder / "nugget2d_qa_by_compression.png"))
+    if inputs.eval_summarization is not None:
+        figures.append(quality_by_compression(inputs.eval_summarization.output, "eval_summarization", "rougeL", "summary ROUGE-L",
+                                              folder / "nugget2d_summaries_by_compression.png"))
+    if training:
+        figures.append(training_curves(training, folder / "training_curves.png"))
+    return figures
 
 
 class Report(Stage[ReportConfig, ReportInputs, None]):
     name = "report"
     parent_metrics = True  # its metrics (the headline numbers, the findings' counts) go to the parent run too
+    parent_tables: ClassVar[tuple[str, ...]] = (RESULTS,)  # logged to the parent run as a table too
 
     def compute(self, ctx: StageContext, cfg: ReportConfig, inputs: ReportInputs) -> None:
         tables = build_tables(cfg, inputs)
@@ -322,33 +351,30 @@ class Report(Stage[ReportConfig, ReportInputs, None]):
         problems = [p for t in tables for p in t.problems()] + [p for e in evaluations for p in e.problems()]
         if problems:  # never publish a number without the n it stands on
             raise ValueError("report: measured numbers without their n:\n  " + "\n  ".join(problems))
-        with_figures: list[WithFigures] = [inputs.eval_reconstruction.output]
-        if inputs.analyze_nuggets is not None:
-            with_figures.append(inputs.analyze_nuggets.output)
-        figures = []  # referenced where their evaluation stored them, never copied
-        for output in with_figures:
-            captions = output.captions()
-            figures += [Figure(output.STAGE, path, captions.get(path.name, "")) for path in output.figures()]
+        training = training_summaries({stage: getattr(inputs, stage) for stage in TRAINING_STAGES})
+        figures = report_figures(inputs, training, ctx.output_dir / FIGURES)
         corpus = corpus_table(inputs.corpus_stats)
         differences = deviations(_by_path(cfg))
         verdicts = judge(tables)
-        training = training_summaries({stage: getattr(inputs, stage) for stage in TRAINING_STAGES})
         worse = log_worse(training)
-        md, page = render(cfg.report.title, tables, corpus, figures, differences, verdicts, ctx.output_dir, training,
-                          evaluations)
+        header = RunHeader(cfg.profile, ctx.key, time.time(), ctx.producing_run())
+        bundle = Bundle(ctx.output_dir, _folders(inputs))
+        md, page = render(cfg.report.title, tables, corpus, figures, differences, verdicts, bundle, training,
+                          evaluations, header)
         (ctx.output_dir / "report.md").write_text(md)
         (ctx.output_dir / "report.html").write_text(page)
+        write_results(ctx.output_dir / RESULTS, cell_records(tables, evaluations, verdicts))
         (ctx.output_dir / "tables").mkdir()
         for t in tables:
             (ctx.output_dir / "tables" / f"{t.id}.csv").write_text(csv_text(t.headers(), t.cells()))
         for e in evaluations:
             (ctx.output_dir / "tables" / f"{e.stage}.csv").write_text(e.table.to_csv())
-        for name in ("report.md", "report.html"):
-            ctx.log_artifact(ctx.output_dir / name)
+        ctx.log_artifacts(ctx.output_dir, "report")  # the whole folder: it opens from MLflow with nothing broken
         collected = {name: value for e in evaluations for name, value in e.metrics().items()}
         ctx.log_metrics({"tables": len(tables) + len(evaluations),
                          "measured_cells": sum(t.measured_count() for t in tables)
                          + sum(len(e.numbers()) for e in evaluations),
                          "trained_models": len(training), "trained_models_worse": len(worse),
+                         "figures": len(figures),
                          "paper_differences": len(differences), **counts(verdicts), **headline_metrics(tables),
                          **collected})

@@ -15,7 +15,6 @@ from typing import TypeAlias
 
 from stages.artifacts.trainer_state import TrainingSummary
 from stages.common.progress import progress_logger
-from stages.common.render import section
 from stages.nugget.artifacts.models import (
     NuggetSweep,
     TrainedBaselines,
@@ -64,13 +63,6 @@ def training_rows(summaries: Sequence[TrainingSummary]) -> list[tuple[str, ...]]
     """The section's rows (`HEADERS`), one per model."""
     return [(s.model, str(s.steps), f"{s.tokens_seen:,}", f"{s.dev_loss_before:.3f}", f"{s.dev_loss_after:.3f}",
              str(s.dev_loss_n), WORSE if s.got_worse else "") for s in summaries]
-
-
-def training_section(summaries: Sequence[TrainingSummary]) -> tuple[list[str], list[str]]:
-    """The section as (markdown lines, HTML parts); empty when no model was trained."""
-    if not summaries:
-        return [], []
-    return section(CAPTION, INTRO, HEADERS, training_rows(summaries))
 
 
 def log_worse(summaries: Sequence[TrainingSummary]) -> list[str]:

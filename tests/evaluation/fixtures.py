@@ -15,6 +15,7 @@ from stages.config import load_config
 from stages.corpora.artifacts import CorpusStatistics
 from stages.corpora.nugget_data import Task, write_dataset
 from stages.framework.stage import Artifact, StageContext
+from stages.framework.tracking import RunFacts
 from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
 from stages.nugget.artifacts.results import ReconstructionResults, SimilarityResults
 from tests.training.fixtures import make_docs, make_mt_artifacts
@@ -48,6 +49,11 @@ class RecordingLogger:
     def log_table(self, data: dict[str, list[Any]], artifact_file: str) -> None:
         assert len({len(v) for v in data.values()}) <= 1, "columns of unequal length"
         self.tables[artifact_file] = data
+
+    def run_facts(self) -> RunFacts:
+        """A pipeline run's place in MLflow, as the framework reads it (the report's header)."""
+        return RunFacts("sqlite:///tmp/mlflow.db", "7", "child-run", "parent-run", 1.0e9,
+                        {"git_commit": "abc123", "config_hash": "cafe", "entry": "full"})
 
 
 def listed_deviations(overrides: list[str]) -> list[Any]:

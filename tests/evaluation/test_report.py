@@ -4,7 +4,6 @@ with its n, stand-in labels, per-example links, figures, findings."""
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import pytest
@@ -83,24 +82,25 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
         assert row[1::2] == [NOT_RUN] * 3
     assert "profile tiny" in md and "key ks" in md
     assert (ctx.output_dir / "report.html").exists()
-    # figures are shown where their evaluation stored them (one copy), with a caption
+    # figures are copied into the report folder (it travels whole), with a caption
     figure = rec_ctx.output_dir / "bleu_vs_ratio.png"
-    assert not (ctx.output_dir / figure.name).exists()
-    assert f"![bleu_vs_ratio.png]({os.path.relpath(figure, ctx.output_dir)})" in md
+    assert (ctx.output_dir / "figures" / f"eval_reconstruction-{figure.name}").read_bytes() == figure.read_bytes()
+    assert "![bleu_vs_ratio.png](figures/eval_reconstruction-bleu_vs_ratio.png)" in md
     assert "*Figure 1 (eval_reconstruction/bleu_vs_ratio.png). " in md
     # each table links the per-example outputs of the stage that measured it
     ranks = sim_ctx.output_dir / SimilarityResults.EXAMPLES
     lines = ranks.read_text().splitlines()
     assert len(lines) == len(sim) * n_pi and {"system", "task", "query", "reciprocal_rank_x100"} <= set(json.loads(lines[0]))
     section = md.split("## Nugget table 2")[1].split("\n## ")[0]
-    assert f"({os.path.relpath(ranks, ctx.output_dir)})" in section
+    assert f"(samples/eval_similarity/{ranks.name})" in section
+    assert (ctx.output_dir / "samples" / "eval_similarity" / ranks.name).read_text() == ranks.read_text()
     # findings: computed from the cells, each with its verdict
     findings = {row[0]: row[2] for row in _cells(md, "Findings at this scale")[1:]}
     assert set(findings.values()) <= {"shown", "not shown", "not shown (degenerate model)", "not measurable"} \
         and len(findings) == len(FINDINGS)
     assert findings["Nugget2D reconstructs better than ICAE at the same ratio (r = 0.1, BLEU)"] == "not measurable"
     assert ctx.logger.metrics["findings_not_measurable"] == sum(v == "not measurable" for v in findings.values())
-    assert ctx.logger.metrics["nugget_table2/nugget_mt_0.1/pi"] == pytest.approx(pi)
+    assert ctx.logger.metrics["nugget.table2.nugget_mt_0.1.pi"] == pytest.approx(pi)
     assert len(list((ctx.output_dir / "tables").glob("*.csv"))) == 15  # 11 Nugget / Nugget2D, 4 RE
     # every paper setting the tiny run does not follow is named, with the paper's and why
     differences = _cells(md, "Differences from the papers' setups")[1:]  # [0]: the header row

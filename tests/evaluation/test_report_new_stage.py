@@ -100,7 +100,8 @@ def test_a_registered_evaluation_stage_shows_in_the_report(new_stage, tmp_path):
     assert "| fixture | 1 | 1 |" in section  # system, n, documents
     assert md.index("## Document count study") > md.index("## RE table 9")  # after the papers' tables
     page = (report.output_dir / "report.html").read_text()
-    assert "<h2>Document count study (tiny)</h2>" in page and "<td>fixture</td><td>1</td><td>1</td>" in page
+    assert ">Document count study (tiny)</h2>" in page
+    assert "<td>fixture</td><td class='num'>1</td><td class='num'>1</td>" in page
     assert (report.output_dir / "tables" / "eval_document_count.csv").read_text().startswith("system,paper_row,n")
     metrics = report.logger.metrics
     assert metrics["eval_document_count/fixture/documents"] == 1 and metrics["eval_document_count/fixture/documents/n"] == 1
