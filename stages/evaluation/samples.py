@@ -10,8 +10,8 @@ columns; texts cut only when the table would pass `TABLE_BUDGET` characters).
 Row layout (`Sample.row`): ``id``, ``system``, the settings (ratio, h, ...), the inputs
 (document, question, the prompt text fed, ...), ``target``, ``output``, the metrics, then
 the flags ``empty_output`` (the output is blank) and ``degenerate`` (the output is a
-repetition loop, `stages.common.degenerate.is_loop`); both flags are None for an
-evaluation whose output is not a generation (perplexity, retrieval).
+repetition loop, `stages.common.degenerate.is_loop`); both flags are None where the output
+is not a generation (perplexity: no output; retrieval: the top hit).
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ class Sample:
     decoded from the token ids fed, ...); ``target``: the answer / reference / original text
     (None where the task has none); ``output``: the system's output (a generation, a restored
     text, the top hits; None where it produces no text); ``metrics``: every number scored on
-    this example; ``settings``: the system's settings (ratio, h, ...)."""
+    this example; ``settings``: the system's settings (ratio, h, ...); ``generated``: whether
+    the output is the system's own text (a retrieved passage is not: its flags stay None)."""
 
     id: str | int
     system: str
@@ -61,13 +62,14 @@ class Sample:
     output: Any
     metrics: Mapping[str, Any]
     settings: Mapping[str, Any] = field(default_factory=dict)
+    generated: bool = True  # False: the output is chosen, not generated (a top hit); no flags
 
     def row(self) -> dict[str, Any]:
         """The flat row (module docstring's layout); a name used twice is an error."""
         parts: list[Mapping[str, Any]] = [
             {"id": self.id, "system": self.system}, self.settings, self.inputs,
             {"target": self.target, "output": self.output}, self.metrics,
-            output_flags(self.output if isinstance(self.output, str) or self.output is None else None)]
+            output_flags(self.output if self.generated and isinstance(self.output, str) else None)]
         row: dict[str, Any] = {}
         for part in parts:
             clash = set(row) & set(part)

@@ -174,3 +174,29 @@ def test_analyze_nuggets_picks_the_default_layer():
     systems = [nugget("sweep:ae-r0.1-l0", 0.1, 0), nugget("sweep:ae-r0.1-l3", 0.1, 3), nugget("sweep:ae-r0.25-l3", 0.25, 3)]
     assert pick(systems, "ae", 3).name == "sweep:ae-r0.1-l3"
     assert pick(systems[:1] + systems[2:], "ae", 3).name == "sweep:ae-r0.1-l0"  # r = 0.1 first
+
+
+def test_reconstruction_and_similarity_keep_every_sample(evaluated):
+    """Every decoded document / ranked task is a sample row with its input, target, output and
+    metrics, in the file and in the MLflow table (`stages.evaluation.samples`)."""
+    import json
+
+    _, _, sim_ctx, rec_ctx = evaluated
+    rows = [json.loads(x) for x in (rec_ctx.output_dir / ReconstructionResults.EXAMPLES).read_text().splitlines()]
+    results = ReconstructionResults.read(rec_ctx.output_dir).rows
+    assert ReconstructionResults.EXAMPLES == "examples.jsonl" and len(rows) == len(results) * 4
+    assert [(r["system"], r["id"]) for r in rows] == [(s["name"], i) for s in results for i in range(4)]
+    for r in rows:
+        assert r["document"] and r["target"] and isinstance(r["output"], str)
+        assert 0 <= r["bleu"] <= 100 and 0 <= r["chrf"] <= 100 and isinstance(r["empty_output"], bool)
+        assert r["target"] == r["document"] if r["objective"] == "ae" else r["target"] != r["document"]
+    assert len(rec_ctx.logger.tables["tables/examples.json"]["output"]) == len(rows)
+
+    ranks = [json.loads(x) for x in (sim_ctx.output_dir / SimilarityResults.EXAMPLES).read_text().splitlines()]
+    assert len(ranks) == sum(r["n_tasks"] for r in SimilarityResults.read(sim_ctx.output_dir).rows)
+    for r in ranks:
+        texts = {c["id"]: c["text"] for c in r["candidates"]}
+        assert r["query"] and r["target"] == texts[r["answer"]] and r["output"] == texts[r["top_hit"]]
+        assert r["ranking"][0] == r["top_hit"] and r["reciprocal_rank_x100"] == 100 / r["rank"]
+        assert r["task"] in ("pi", "rr") and r["degenerate"] is None
+    assert len(sim_ctx.logger.tables["tables/examples.json"]["rank"]) == len(ranks)

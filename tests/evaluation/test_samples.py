@@ -18,6 +18,7 @@ def test_row_is_flat_with_flags_and_refuses_a_name_twice():
     assert (row["empty_output"], row["degenerate"]) == (False, True)
     assert Sample(1, "s", {}, "t", "  ", {}).row()["empty_output"] is True
     assert Sample(1, "s", {}, "t", None, {"ppl": 2.0}).row()["degenerate"] is None
+    assert Sample(1, "s", {}, "t", "", {}, generated=False).row()["empty_output"] is None
     with pytest.raises(ValueError, match=r"\['target'\] given twice"):
         Sample(1, "s", {"target": "x"}, "t", "o", {}).row()
 

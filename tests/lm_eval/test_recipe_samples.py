@@ -74,3 +74,15 @@ def test_lm_rows_hold_history_scored_text_and_loss(model, tokenizer):
         assert e["output"] is None and e["tokens"] == 6 and e["context"] == "6/10/3"
         assert math.exp(e["loss"]) == e["subword_ppl"] or abs(math.exp(e["loss"]) / e["subword_ppl"] - 1) < 1e-9
         assert e["unigram_ppl"] > 1
+
+
+def test_autoencoding_rows_hold_document_decoded_text_and_sentence_scores():
+    from stages.nugget2d.eval_nugget2d_ae import reconstruction_samples
+
+    docs = ["the cat sat on the mat", "a dog ran"]
+    rows = reconstruction_samples("icae r0.25", 8, ["the cat sat on the mat", ""], docs, [2, 2])
+    assert [(r["id"], r["system"], r["model"], r["ratio"], r["length"]) for r in rows] == [
+        ("L8-0", "icae r0.25", "icae", 0.25, 8), ("L8-1", "icae r0.25", "icae", 0.25, 8)]
+    assert [r["document"] for r in rows] == [r["target"] for r in rows] == docs
+    assert (rows[0]["bleu"], rows[0]["chrf"], rows[0]["empty_output"]) == (100.0, 100.0, False)
+    assert (rows[1]["bleu"], rows[1]["empty_output"], rows[1]["states"]) == (0.0, True, 2)

@@ -114,11 +114,13 @@ class ReconstructionResults(WithFigures):
     ``label``, ``kind``, ``objective``, ``ratio``, ``bleu``, ``n_docs``, from two documents on the
     ends of its 95% bootstrap interval ``bleu_low`` / ``bleu_high``; ``split``,
     ``beam_size``), ``.csv`` / ``.md``, the figure ``bleu_vs_ratio.png`` with its caption in
-    ``figures.json`` and ``samples.jsonl``."""
+    ``figures.json`` and `EXAMPLES`."""
 
     STAGE: ClassVar[str] = "eval_reconstruction"
     FILE: ClassVar[str] = "reconstruction.json"
-    EXAMPLES: ClassVar[str] = "samples.jsonl"  # a few decoded texts per system
+    # per system and document (every one decoded): the source, the reference, the decoded text and
+    # its sentence BLEU / chrF (`stages.evaluation.samples` rows)
+    EXAMPLES: ClassVar[str] = "examples.jsonl"
     FIGURES: ClassVar[tuple[str, ...]] = ("bleu_vs_ratio.png",)
     FIGURE_CAPTIONS: ClassVar[dict[str, str]] = {
         "bleu_vs_ratio.png": "Nugget fig. 4: corpus BLEU (sacrebleu, 0-100) of documents of build_mt_docs "
