@@ -200,3 +200,16 @@ def test_reconstruction_and_similarity_keep_every_sample(evaluated):
         assert r["ranking"][0] == r["top_hit"] and r["reciprocal_rank_x100"] == 100 / r["rank"]
         assert r["task"] in ("pi", "rr") and r["degenerate"] is None
     assert len(sim_ctx.logger.tables["tables/examples.json"]["rank"]) == len(ranks)
+
+
+def test_nugget_lm_article_rows_hold_the_scored_text_and_its_perplexity():
+    import math
+
+    from stages.evaluation.perplexity import PerplexityCounts
+    from stages.nugget.eval_nugget_lm import article_samples
+
+    counts = [PerplexityCounts(subword_nll=6.0, subwords=3, word_nll=6.0, words=2, oov_words=1)]
+    (row,) = article_samples("nugget_r0.1", {"h": 2}, ["an article"], counts)
+    assert (row["id"], row["system"], row["h"], row["target"], row["output"]) == (0, "nugget_r0.1", 2, "an article", None)
+    assert (row["loss"], row["word_ppl"], row["subword_ppl"]) == (2.0, math.exp(3.0), math.exp(2.0))
+    assert (row["words"], row["tokens"], row["oov_words"], row["degenerate"]) == (2, 3, 1, None)
