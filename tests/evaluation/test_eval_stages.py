@@ -97,6 +97,17 @@ def test_analyze_nuggets_on_fixture(evaluated):
     for name in ("token_frequency.png", "probability_gain.png", "nugget_positions.png", "probability_gain_relative.png"):
         assert (ctx.output_dir / name).read_bytes()[:4] == b"\x89PNG"
     assert {p.name for p in analysis.figures()} == set(NuggetAnalysis.FIGURES)  # the report finds every figure
+    # every counted document of every model: its text, nugget tokens and positions
+    import json
+
+    samples = [json.loads(x) for x in (ctx.output_dir / NuggetAnalysis.SAMPLES).read_text().splitlines()]
+    assert sorted((s["system"], s["id"]) for s in samples) == sorted((m, i) for m in freq for i in range(6))
+    for s in samples:
+        assert s["document"] and s["nuggets"] == len(s["output"]) == len(s["nugget_positions"]) > 0
+        assert s["tokens"] > s["nuggets"] and s["target"] is None and s["empty_output"] is None
+    ae_docs = [s for s in samples if s["system"] == "sweep:ae-r0.1-l1"]
+    assert sum(s["nuggets"] for s in ae_docs) == ae["n_nuggets"] and sum(s["tokens"] for s in ae_docs) == ae["n_tokens"]
+    assert len(ctx.logger.tables["tables/examples.json"]["document"]) == len(samples)
 
 
 def test_reconstruction_decodes_whole_documents(tmp_path, monkeypatch):

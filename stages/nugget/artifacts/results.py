@@ -154,12 +154,14 @@ class NuggetAnalysis(WithFigures):
     """``analyze_nuggets``: ``token_frequency.json`` ({system: shares of 'the', of
     punctuation and of the top nugget tokens among nuggets vs in text, ``label``,
     ``objective``, ``ratio``}), ``probability_gain.json``, the figures and their captions
-    (``figures.json``)."""
+    (``figures.json``) and the per-document selections `SAMPLES`."""
 
     STAGE: ClassVar[str] = "analyze_nuggets"
     FREQUENCY: ClassVar[str] = "token_frequency.json"
     GAIN: ClassVar[str] = "probability_gain.json"
     EXAMPLES: ClassVar[str] = "nuggets.html"  # documents with their nuggets highlighted, per model
+    # per model and counted document: its nugget tokens and their positions (`stages.evaluation.samples` rows)
+    SAMPLES: ClassVar[str] = "examples.jsonl"
     FIGURES: ClassVar[tuple[str, ...]] = ("token_frequency.png", "probability_gain.png", "nugget_positions.png",
                                           "probability_gain_relative.png", "nuggets.html")
     FIGURE_CAPTIONS: ClassVar[dict[str, str]] = {
