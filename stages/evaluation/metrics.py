@@ -46,6 +46,20 @@ def bleu_statistics(hypotheses: Sequence[str], references: Sequence[str], tokeni
             for s in (metric.sentence_score(h, [r]) for h, r in zip(hypotheses, references, strict=True))]
 
 
+def sentence_scores(hypotheses: Sequence[str], references: Sequence[str], tokenize: str = "13a"
+                    ) -> list[dict[str, float]]:
+    """Per document (a sample's own scores, `stages.evaluation.samples`): sacrebleu's sentence
+    ``bleu`` (exp smoothing, effective order, ``tokenize`` as `corpus_bleu`) and ``chrf``, both
+    0-100. A corpus's BLEU is not their mean (`corpus_bleu`)."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    bleu, chrf = BLEU(tokenize=tokenize, effective_order=True), CHRF()
+    return [{"bleu": float(bleu.sentence_score(h, [r]).score), "chrf": float(chrf.sentence_score(h, [r]).score)}
+            for h, r in zip(hypotheses, references, strict=True)]
+
+
 def bleu_of_statistics(sums: Sequence[float] | np.ndarray) -> float:
     """Corpus BLEU (0-100, sacrebleu's exp smoothing, as `corpus_bleu`) from `bleu_statistics` summed
     over documents (a list, or the array a bootstrap resample sums to)."""

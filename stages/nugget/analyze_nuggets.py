@@ -21,7 +21,9 @@ Output: `stages.nugget.artifacts.results.NuggetAnalysis`:
   (fig. 8: gain vs index relative to the nugget, for documents of 64, 128 and 256
   tokens, cut from consecutive dev documents; a length above the model's positions is
   skipped and the JSON says so), ``probability_gain.json``;
-- ``figures.json``: each figure's caption with this run's n (`figure_details`).
+- ``figures.json``: each figure's caption with this run's n (`figure_details`);
+- ``examples.jsonl`` (and the MLflow table ``tables/examples.json``): per model and counted
+  document, the document, its nugget tokens, their positions and counts (`selection_samples`).
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ import torch
 from stages.common.degenerate import LABEL, constant_outputs
 from stages.common.languages import check_writes_its_input
 from stages.common.tokens import display_token, token_text
-from stages.evaluation.analysis import TokenStats, probability_gain
+from stages.evaluation.analysis import TokenStats, is_punctuation, probability_gain
 from stages.evaluation.publish import log_flags
+from stages.evaluation.samples import Sample, log_samples
 from stages.framework.contract import optional, section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget.artifacts.data import MtDocuments
@@ -124,6 +127,24 @@ def selection_flag(stats: TokenStats) -> str:
     return f"nugget positions: {flag}" if flag else ""
 
 
+def selection_samples(system: System, texts: list[str], documents: list[tuple[list[str], tuple[int, ...]]]
+                      ) -> list[dict[str, Any]]:
+    """One sample row (`stages.evaluation.samples`) per document a model encoded: the
+    ``document``, its nugget tokens (as words, `readable_token`) in text order as the output (a
+    selection, not a generation), their ``nugget_positions``, the counts and the punctuation
+    share of the nuggets; settings: the model's objective, ratio, scorer layer and side."""
+    settings = {"objective": system.objective, "ratio": system.ratio, "scorer_layer": system.scorer_layer,
+                "encoder_side": system.encoder_side}
+    rows = []
+    for i, (text, (tokens, positions)) in enumerate(zip(texts, documents, strict=True)):
+        chosen = [tokens[j] for j in positions]
+        rows.append(Sample(i, system.name, {"document": text}, None, chosen,
+                           {"tokens": len(tokens), "nuggets": len(chosen), "nugget_positions": list(positions),
+                            "punctuation_share": 100.0 * sum(map(is_punctuation, chosen)) / max(len(chosen), 1)},
+                           settings, generated=False).row())
+    return rows
+
+
 def pick(systems: list[System], objective: str, layer: int) -> System | None:
     """The learned-selector model of ``objective`` fig. 5 describes: r = 0.1 (or the nearest), at the
     default scorer layer ``layer`` (``nugget.scorer_layer``; the paper's l = 3) where one is trained, so
@@ -166,10 +187,12 @@ class AnalyzeNuggets(Stage[AnalysisConfig, AnalysisInputs, NuggetAnalysis]):
         ae, mt = pick(systems, "ae", layer), pick(systems, "mt", layer)
         if ae is None:
             raise ValueError("analyze_nuggets needs an AE Nugget model (sweep_nugget or train_nugget with objective ae)")
-        stats = {s.name: self._token_stats(ctx, config, s, texts[:n_docs]) for s in (ae, mt) if s}
+        samples: list[dict[str, Any]] = []  # per model and document: its selection
+        stats = {s.name: self._token_stats(ctx, config, s, texts[:n_docs], samples) for s in (ae, mt) if s}
         # appendix D: train_baselines' models encoding the corpus's other language, on that side
         other = [s for s in collect_systems(inputs, encoder_side="target") if s.kind == "nugget"]
-        stats |= {s.name: self._token_stats(ctx, config, s, sides["target"][:n_docs]) for s in other}
+        stats |= {s.name: self._token_stats(ctx, config, s, sides["target"][:n_docs], samples) for s in other}
+        log_samples(ctx, ctx.output_dir / NuggetAnalysis.SAMPLES, samples)
         frequency = self._frequency_outputs(ctx, stats, {s.name: s for s in (ae, mt, *other) if s})
         highlighted = texts[: config.highlight_docs]
         self._highlight(ctx, config, ae, highlighted)
@@ -178,18 +201,23 @@ class AnalyzeNuggets(Stage[AnalysisConfig, AnalysisInputs, NuggetAnalysis]):
         details = figure_details(frequency, gain, len(texts[:n_docs]), len(highlighted), ae.describe())
         ctx.log_artifact(NuggetAnalysis.write_captions(ctx.output_dir, details))
 
-    def _token_stats(self, ctx: StageContext, config: AnalysisConfig, system: System, texts: list[str]) -> TokenStats:
+    def _token_stats(self, ctx: StageContext, config: AnalysisConfig, system: System, texts: list[str],
+                     samples: list[dict[str, Any]]) -> TokenStats:
         """Nugget vs text token counts, each token counted as the word it spells
         (`readable_token`: a token and its word-initial variant are one word, and a
-        byte-level BPE token of a Chinese character is not counted as unreadable bytes)."""
+        byte-level BPE token of a Chinese character is not counted as unreadable bytes);
+        each document's selection is added to ``samples`` (`selection_samples`)."""
         loaded, stats = load_system(system, device=ctx.device, precision=config.dtype), TokenStats()
         word = cache(partial(readable_token, loaded.tokenizer))  # decoded once per distinct token
+        documents: list[tuple[list[str], tuple[int, ...]]] = []  # per document: its words and nugget positions
         for chunk in batches(texts, config.batch_size):
             nuggets, enc = loaded.encode(chunk)
             for ids, mask, idx, nmask in zip(enc["input_ids"], enc["attention_mask"], nuggets.indices, nuggets.mask, strict=True):
                 tokens = [word(t) for t in loaded.tokenizer.convert_ids_to_tokens(ids[mask.bool()].tolist())]
                 chosen = set(idx[nmask.bool()].tolist())
                 stats.add(tokens, [i in chosen for i in range(len(tokens))])
+                documents.append((tokens, stats.positions[-1]))
+        samples += selection_samples(system, texts, documents)
         return stats
 
     def _frequency_outputs(self, ctx: StageContext, stats: dict[str, TokenStats], systems: dict[str, System]) -> dict:

@@ -26,14 +26,15 @@ Each perplexity has its 95% bootstrap interval over the articles (`stages.evalua
 Outputs: the `stages.artifacts.evaluate.EvalTable` (one row per system; ``ppl_h<h>``,
 ``subword_ppl_h<h>`` with their ``interval``, ``n_ppl_h<h>`` = words scored, ``unigram_ppl``; the row's
 n = words) and
-``examples.jsonl`` (word perplexity per article, system and h).
+``examples.jsonl`` (per article, system and h: the text scored, its word / subword perplexity,
+loss and counts; `article_samples`).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -41,8 +42,10 @@ from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.common.degenerate import UnigramModel, above_unigram, combine
 from stages.common.device import to_device
 from stages.common.records import batches
+from stages.evaluation.decoding import decode_ids
 from stages.evaluation.perplexity import PerplexityCounts, perplexity_intervals
 from stages.evaluation.publish import publish
+from stages.evaluation.samples import Sample
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget.artifacts.data import NuggetLMCorpus, TokenDocuments
@@ -103,6 +106,19 @@ def unigram_counts(model: UnigramModel, docs: TokenDocuments, lengths: list[int]
     return total
 
 
+def article_samples(system: str, settings: dict[str, Any], texts: list[str], per_doc: list[PerplexityCounts]
+                    ) -> list[dict[str, Any]]:
+    """One sample row (`stages.evaluation.samples`) per article as one system scored it: the
+    target is the article's text as scored (its first ``max_doc_tokens`` tokens, decoded; the
+    model reads it teacher-forced, so it is the input too), no output; metrics: words and
+    subwords scored, OOV words left out, word / subword perplexity and the mean subword NLL
+    (``loss``); settings: ``h`` and the system's window."""
+    return [Sample(i, system, {"article": i}, text, None,
+                   {"words": t.words, "tokens": t.subwords, "oov_words": t.oov_words, "word_ppl": t.word_ppl,
+                    "subword_ppl": t.subword_ppl, "loss": t.subword_nll / max(t.subwords, 1)}, settings).row()
+            for i, (text, t) in enumerate(zip(texts, per_doc, strict=True))]
+
+
 @dataclass(frozen=True)
 class NuggetLMConfig:
     nugget_lm: NuggetLMEval = section("eval.nugget_lm")
@@ -139,6 +155,8 @@ class EvalNuggetLM(Stage[NuggetLMConfig, NuggetLMInputs, EvalTable]):
             metrics: dict[str, float | None] = {}
             interval: dict[str, tuple[float, float]] = {}
             total = PerplexityCounts()
+            tokenizer = trained.tokenizer(record)
+            texts = [decode_ids(tokenizer, [int(t) for t in docs[i][:n]]) for i, n in enumerate(lengths)]
             for h in [0] if record["memory"] == "none" else cfg.histories:
                 tick = time.time()
                 per_doc = score(lm, docs, lengths, segment, cfg.stride, h, cfg.batch_size,
@@ -149,8 +167,8 @@ class EvalNuggetLM(Stage[NuggetLMConfig, NuggetLMInputs, EvalTable]):
                 interval |= {column[k]: v for k, v in perplexity_intervals(per_doc).items()}
                 metrics.update({f"ppl_h{h}": total.word_ppl, f"subword_ppl_h{h}": total.subword_ppl,
                                 f"n_ppl_h{h}": total.words, f"oov_words_h{h}": total.oov_words})
-                examples += [{"system": record["system"], "h": h, "article": i, "words": t.words,
-                              "word_ppl": t.word_ppl} for i, t in enumerate(per_doc)]
+                examples += article_samples(record["system"], {"h": h, "segment_tokens": segment, "stride": cfg.stride,
+                                                               "memory": record["memory"]}, texts, per_doc)
                 print(f"[eval_nugget_lm] {k}/{len(trained.systems)} {record['system']} h={h}: word PPL "
                       f"{total.word_ppl:.2f}, subword PPL {total.subword_ppl:.2f} ({total.words} words, "
                       f"{len(lengths)} articles, {time.time() - tick:.1f}s)", flush=True)

@@ -14,22 +14,23 @@ tokenizer for Chinese), with its 95% bootstrap interval over the documents (``bl
 Output: `stages.nugget.artifacts.results.ReconstructionResults` (``reconstruction.json`` /
 ``.csv`` / ``.md``, ``bleu_vs_ratio.png``: fig. 4, baselines at r = 0, its caption
 in ``figures.json``; per system ``uninformative``: why its decoded texts are constant, loops or
-empty, `stages.common.degenerate`, "" when they are not) and ``samples.jsonl`` (a few decoded texts
-per system).
+empty, `stages.common.degenerate`, "" when they are not) and ``examples.jsonl`` (every decoded
+document of every system: the source read, the reference, the decoded text, its sentence BLEU and
+chrF and flags, `decoded_samples`; also the MLflow table ``tables/examples.json``).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
 from stages.common.degenerate import LABEL, generation_flags
-from stages.common.records import write_jsonl
-from stages.evaluation.metrics import bleu_tokenizer, corpus_bleu_interval
+from stages.evaluation.metrics import bleu_tokenizer, corpus_bleu_interval, sentence_scores
 from stages.evaluation.publish import log_flags
+from stages.evaluation.samples import Sample, log_samples
 from stages.framework.contract import optional, section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget.artifacts.data import MtDocuments
@@ -43,12 +44,22 @@ from stages.nugget.systems import System, collect_systems, to_record
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-SAMPLES_PER_SYSTEM = 3
-
-
 def decode_limit(tokenizer: PreTrainedTokenizerBase, references: list[str], extra: int) -> int:
     """New tokens that let beam search write the longest reference whole (+ ``extra``)."""
     return max(len(ids) for ids in tokenizer(references)["input_ids"]) + extra
+
+
+def decoded_samples(system: System, sources: list[str], references: list[str], decoded: list[str], tokenize: str
+                    ) -> list[dict[str, Any]]:
+    """One sample row (`stages.evaluation.samples`) per document: the ``document`` the encoder
+    read, the reference (the document for AE, its translation for MT), the decoded text, its
+    sentence BLEU and chrF (``tokenize`` as the corpus BLEU's); settings: the system's fields
+    (its training stage as ``trained_by``)."""
+    fields = to_record(system)
+    settings = {"trained_by" if k == "source" else k: v for k, v in fields.items() if k != "name"}
+    return [Sample(i, system.name, {"document": s}, r, d, scores, settings).row()
+            for i, (s, r, d, scores) in enumerate(zip(sources, references, decoded,
+                                                      sentence_scores(decoded, references, tokenize), strict=True))]
 
 
 def reconstruction_systems(systems: list[System]) -> list[System]:
@@ -101,8 +112,7 @@ class EvalReconstruction(Stage[ReconstructionConfig, ReconstructionInputs, Recon
             rows.append({**to_record(system), "bleu": bleu, **ends, "n_docs": len(refs), "bleu_tokenize": tokenize,
                          "label": system.describe(), LABEL: flag})
             flags |= {system.name: flag} if flag else {}
-            samples += [{"system": system.name, "reference": r, "decoded": h}
-                        for r, h in list(zip(refs, hyps, strict=True))[:SAMPLES_PER_SYSTEM]]
+            samples += decoded_samples(system, docs["source"], refs, hyps, tokenize)
             metrics[metric_name("bleu", system.name)] = bleu
             metrics[metric_name("bleu", system.name) + "_n"] = len(refs)  # corpus BLEU over n documents
             metrics |= {metric_name("bleu", system.name) + end[4:]: x for end, x in ends.items()}  # its 95% interval
@@ -110,7 +120,7 @@ class EvalReconstruction(Stage[ReconstructionConfig, ReconstructionInputs, Recon
             print(f"[eval_reconstruction] {n}/{len(systems)} {system.name}: BLEU {bleu:.2f}{interval} "
                   f"({len(refs)} docs, beam {config.beam_size}, {time.time() - tick:.1f}s)", flush=True)
         written = ReconstructionResults(rows, split, config.beam_size).write(ctx.output_dir)
-        write_jsonl(ctx.output_dir / ReconstructionResults.EXAMPLES, samples)
+        log_samples(ctx, ctx.output_dir / ReconstructionResults.EXAMPLES, samples)
         for path in written[1:]:
             ctx.log_artifact(path)
         figure = ctx.output_dir / ReconstructionResults.FIGURES[0]

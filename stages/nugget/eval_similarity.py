@@ -13,7 +13,10 @@ folders given by ``eval.pi_data_dir`` / ``eval.rr_data_dir``; ``eval.max_tasks``
 the tasks (first N). Output: `stages.nugget.artifacts.results.SimilarityResults`
 (``similarity.json`` / ``.csv`` / ``.md``; a row's ``uninformative`` says why the system's
 candidate rankings are (nearly) the same for every task, `stages.common.degenerate`, "" when
-they are not); every MRR is also an MLflow metric ``mrr.<task>.<system>``.
+they are not); every MRR is also an MLflow metric ``mrr.<task>.<system>``; ``ranks.jsonl`` (and the
+MLflow table ``tables/examples.json``): per system, task and query, the query and candidate texts,
+the answer, the top hit, the answer's rank and reciprocal rank and the whole ranking
+(`stages.nugget.similarity.ranking_samples`).
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from typing import TYPE_CHECKING
 
 from stages.common.degenerate import LABEL, constant_outputs
 from stages.common.intervals import stderr
-from stages.common.records import write_jsonl
 from stages.evaluation.publish import log_flags
+from stages.evaluation.samples import log_samples
 from stages.framework.contract import optional, produced_by, reading, section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget.artifacts.data import StoredSimilarityDataset
@@ -36,6 +39,7 @@ from stages.nugget.encoders import load_system
 from stages.nugget.similarity import (
     metric_name,
     needed_docs,
+    ranking_samples,
     read_similarity_data,
     task_reciprocal_ranks,
 )
@@ -121,15 +125,13 @@ class EvalSimilarity(Stage[SimilarityConfig, SimilarityInputs, SimilarityResults
                 })
                 if flag:
                     flags[f"{label} {task}"] = rows[-1][LABEL]
-                ranks += [{"system": label, "task": task, "query": t.query, "answer": t.candidates[t.answer],
-                           "reciprocal_rank_x100": rr} for t, rr in zip(tasks, per_task, strict=True)]
+                ranks += ranking_samples(label, {"task": task, "mode": mode}, tasks, docs, per_task, rankings)
                 metrics[metric_name("mrr", task, label)] = value
                 metrics[metric_name("mrr", task, label) + "_n"] = len(tasks)  # mean over n tasks
                 print(f"[eval_similarity] {n}/{len(jobs)} {label} {task}: MRR {value:.2f} "
                       f"({len(tasks)} tasks, {time.time() - tick:.1f}s)", flush=True)
         for path in SimilarityResults(rows, colbart.name if colbart else None).write(ctx.output_dir)[1:]:
             ctx.log_artifact(path)
-        write_jsonl(ctx.output_dir / SimilarityResults.EXAMPLES, ranks)
-        ctx.log_artifact(ctx.output_dir / SimilarityResults.EXAMPLES)
+        log_samples(ctx, ctx.output_dir / SimilarityResults.EXAMPLES, ranks)
         ctx.log_metrics(metrics)
         log_flags(ctx, flags)

@@ -7,12 +7,15 @@ single-vector systems with cosine. The result is MRR x 100 over the tasks.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from stages.corpora.nugget_data import Task, read_docs, read_tasks
 from stages.evaluation.metrics import cosine, mean_maxsim, reciprocal_rank
+from stages.evaluation.samples import Sample
 
 
 def read_similarity_data(folder: Path) -> tuple[list[Task], dict[str, str]]:
@@ -55,6 +58,25 @@ def task_reciprocal_ranks(vectors: dict[str, torch.Tensor], tasks: list[Task], m
 def ranking(scores: list[float]) -> tuple[int, ...]:
     """Candidate indices by descending score, ties in candidate order (``sorted`` is stable)."""
     return tuple(sorted(range(len(scores)), key=lambda i: -scores[i]))
+
+
+def ranking_samples(system: str, settings: Mapping[str, Any], tasks: Sequence[Task], docs: Mapping[str, str],
+                    reciprocal_ranks: Sequence[float], rankings: Sequence[tuple[int, ...]]) -> list[dict[str, Any]]:
+    """One sample row (`stages.evaluation.samples`) per task: the ``query`` text and the
+    ``candidates`` (id and text) the system ranked, the answer's text as the target, the top
+    hit's text as the output; metrics: the answer's id, its 1-based ``rank`` (ties counted
+    against it, as its ``reciprocal_rank_x100``), the ``top_hit`` id and the whole ``ranking``
+    (candidate ids; ties in candidate order)."""
+    rows = []
+    for t, rr, order in zip(tasks, reciprocal_ranks, rankings, strict=True):
+        ranked = [t.candidates[i] for i in order]
+        rows.append(Sample(t.query, system, {"query": docs[t.query],
+                                              "candidates": [{"id": c, "text": docs[c]} for c in t.candidates]},
+                           docs[t.candidates[t.answer]], docs[ranked[0]],
+                           {"answer": t.candidates[t.answer], "rank": round(100 / rr),
+                            "reciprocal_rank_x100": rr, "top_hit": ranked[0], "ranking": ranked},
+                           dict(settings), generated=False).row())
+    return rows
 
 
 def metric_name(*parts: str) -> str:

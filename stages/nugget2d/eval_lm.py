@@ -23,7 +23,10 @@ it on some corpus is flagged uninformative, `stages.common.degenerate`), the rea
 nugget ratio, and the decoding cost: attended states per token, KV bytes held, wall
 time per token. Outputs: the `stages.artifacts.evaluate.EvalTable` (n = segments per row;
 each row's id and the table-1 row, ``<system>_<total states>``, it reproduces) and
-``examples.jsonl`` (one line per segment and system).
+``examples.jsonl`` (one line per segment, system and context configuration: the history read and
+the recent text scored (``target``) as text, subword / word perplexity, loss, token and word
+counts, the unigram reference's perplexity, the cost and the settings; also the MLflow table
+``tables/examples.json``).
 
 The procedure is the recipe `stages.nugget2d.lm.language_modelling.evaluate_lm`; this stage
 reads its inputs (segments, unigram references, models, Lambda), calls it and publishes the result.

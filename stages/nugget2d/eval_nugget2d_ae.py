@@ -19,7 +19,9 @@ Outputs: the `stages.artifacts.evaluate.EvalTable` (reconstruction rows: ``bleu`
 ``bleu_L<L>`` with their 95% bootstrap intervals over documents (``interval``), ``states_L<L>`` with
 their documents ``n_bleu_L<L>``, n = all documents;
 token rows: ``share_nuggets`` (its n: ``n_share_nuggets``, the nuggets),
-``share_text``, n = tokens), ``examples.jsonl`` (decoded texts) and ``nuggets.md``.
+``share_text``, n = tokens), ``examples.jsonl`` (per document, length and model: the document,
+the decoded text, its sentence BLEU and chrF, the states kept; `reconstruction_samples`) and
+``nuggets.md``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -39,9 +41,10 @@ from stages.common.progress import progress_logger
 from stages.common.records import batches
 from stages.evaluation.analysis import is_punctuation
 from stages.evaluation.decoding import decode_ids
-from stages.evaluation.metrics import bleu_and_interval, bleu_statistics
+from stages.evaluation.metrics import bleu_and_interval, bleu_statistics, sentence_scores
 from stages.evaluation.perplexity import token_texts
 from stages.evaluation.publish import publish
+from stages.evaluation.samples import Sample
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget2d.artifacts import LMRecords, PreparedLM, TrainedNugget2D
@@ -97,6 +100,18 @@ def reconstruct(model: Nugget2DModel | ICAEModel, docs: list[list[int]], batch_s
             out.append(row[: row.index(eos)] if eos is not None and eos in row else row)
             kept.append(int(count))
     return out, kept
+
+
+def reconstruction_samples(system: str, length: int, decoded: list[str], references: list[str], kept: list[int]
+                           ) -> list[dict[str, Any]]:
+    """One sample row (`stages.evaluation.samples`) per document of ``length`` tokens: the
+    document (input and target: autoencoding), the decoded text, its sentence BLEU and chrF,
+    the states kept; settings: the model's ratio and the length."""
+    kind, ratio = system.split(" r")
+    return [Sample(f"L{length}-{i}", system, {"document": r}, r, d, {**scores, "states": k},
+                   {"model": kind, "ratio": float(ratio), "length": length}).row()
+            for i, (d, r, k, scores) in enumerate(zip(decoded, references, kept, sentence_scores(decoded, references),
+                                                     strict=True))]
 
 
 def token_key(text: str) -> str:
@@ -198,8 +213,7 @@ class EvalNugget2DAE(Stage[AutoencodingConfig, AutoencodingInputs, EvalTable]):
                 metrics[f"states_L{n}"] = sum(kept) / len(kept)
                 metrics[f"n_bleu_L{n}"] = metrics[f"n_states_L{n}"] = len(group)  # the documents behind them
                 hyps += decoded
-                examples += [{"system": label, "length": n, "states": k, "reference": r, "output": d}
-                             for d, r, k in zip(decoded, references, kept, strict=True)]
+                examples += reconstruction_samples(label, n, decoded, references, kept)
                 log.info("eval_nugget2d_ae: %s L=%d BLEU %.2f (%d documents, %.1f states)", label, n,
                          metrics[f"bleu_L{n}"], len(group), metrics[f"states_L{n}"])
             metrics["bleu"], bounds = bleu_and_interval(stats)

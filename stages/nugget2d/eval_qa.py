@@ -20,7 +20,10 @@ token, KV bytes, ms per decoding step, time before decoding. Outputs: the
 `stages.artifacts.evaluate.EvalTable` (accuracy with its Wilson 95% interval, n per row; each
 system's id and the table-3 row it reproduces; a system whose answers are constant, loops or
 empty, or that answers 0 of n where NoDoc also does, flagged uninformative: `qa_flag`) and
-``examples.jsonl``.
+``examples.jsonl`` (also the MLflow table ``tables/examples.json``): per question and system, the
+document, the question, the ``context`` and ``prompt`` text decoded from the ids fed, the answer
+(``target``, and every gold answer), the output, correct, the decoding cost, the ratio and the
+flags (`stages.evaluation.samples`).
 """
 
 from __future__ import annotations

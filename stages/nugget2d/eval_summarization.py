@@ -19,7 +19,10 @@ ROUGE-1/2/L F1 x 100 with stemming and the decoding cost per system, scored by
 `stages.nugget2d.lm.scoring`.
 Outputs: the `stages.artifacts.evaluate.EvalTable` (ROUGE with standard errors, n per
 row, each system's table-4 row; a system whose summaries are constant, loops or empty flagged
-uninformative, `stages.common.degenerate`) and ``examples.jsonl``. On
+uninformative, `stages.common.degenerate`) and ``examples.jsonl`` (also the MLflow table
+``tables/examples.json``): per document and system, the document, the instruction, the
+``context`` and ``prompt`` text decoded from the ids fed, the reference summary (``target``), the
+output, ROUGE-1/2/L, the decoding cost, the ratio and the flags (`stages.evaluation.samples`). On
 profile=tiny the data is a labelled stand-in (lead sentence of a real news article as
 the summary of the rest).
 """

@@ -15,7 +15,8 @@ at most ``eval.re.max_examples``) are encoded to one vector each and restored tw
 Outputs: the `EvalTable` (one row per system: ``ppl`` (n_ppl = target tokens),
 ``rouge1``, ``rouge2``, ``rougeL`` with standard errors, ``distinct`` (different restored
 texts: 1 when the decoder ignores the vector), n = texts; ``paper_row`` its RE table 8
-row) and ``examples.jsonl`` (original and restored text per system and text).
+row) and ``examples.jsonl`` (per system and text: the text encoded, the original, the restored
+text, its ROUGE, perplexity, loss and tokens, the system's settings; `restoration_samples`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from stages.common.padding import pad
 from stages.common.records import batches
 from stages.evaluation.publish import publish
 from stages.evaluation.rouge import ROUGE_TYPES, rouge_per_example
+from stages.evaluation.samples import Sample
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.restorable.artifacts import RestorationTexts, TrainedRestorable
@@ -91,6 +93,24 @@ def system_row(record: dict[str, Any], nll: list[float], counts: list[int], roug
                     stderr=errors, flag=generation_flags(restored) or "")
 
 
+SETTINGS = ("sentences", "config", "pooling", "decoder", "extra_layers", "max_tokens", "paper_row")  # of a system
+
+
+def restoration_samples(record: dict[str, Any], tokenizer: PreTrainedTokenizerBase, texts: list[str], limit: int,
+                        nll: list[float], counts: list[int], restored: list[str], rouge: list[dict[str, float]]
+                        ) -> list[dict[str, Any]]:
+    """One sample row (`stages.evaluation.samples`) per text: the ``encoded`` text (the encoder's
+    ids decoded: the text as truncated to ``limit``), the original as target, the restored text;
+    metrics: ROUGE-1/2/L, the teacher-forced ``ppl`` with its ``loss`` (mean target NLL) and
+    ``tokens``; settings: the system's `SETTINGS`."""
+    sources, _ = encode(tokenizer, texts, limit)
+    settings = {k: record.get(k) for k in SETTINGS}
+    return [Sample(i, record["system"], {"encoded": tokenizer.decode(ids, skip_special_tokens=True)}, text, out,
+                   {**scores, "ppl": math.exp(total / n), "loss": total / n, "tokens": n}, settings).row()
+            for i, (ids, text, out, scores, total, n) in enumerate(zip(sources, texts, restored, rouge, nll, counts,
+                                                                     strict=True))]
+
+
 @dataclass(frozen=True)
 class RestorationConfig:
     re: REEval = section("eval.re")
@@ -122,8 +142,7 @@ class EvalRERestoration(Stage[RestorationConfig, RestorationInputs, EvalTable]):
             rouge = rouge_per_example(restored, dev)
             row = system_row(record, nll, counts, rouge, restored)
             rows.append(row)
-            examples += [{"system": record["system"], "text": t, "restored": r, **s}
-                         for t, r, s in zip(dev, restored, rouge, strict=True)]
+            examples += restoration_samples(record, tokenizer, dev, limit, nll, counts, restored, rouge)
             print(f"[eval_re_restoration] {k}/{len(trained.systems)} {record['system']}: PPL {row.metrics['ppl']:.2f}, "
                   f"R-1/2/L {row.metrics['rouge1']:.1f} / {row.metrics['rouge2']:.1f} / {row.metrics['rougeL']:.1f} "
                   f"({len(dev)} texts, {time.time() - tick:.1f}s)", flush=True)

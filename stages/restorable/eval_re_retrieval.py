@@ -11,8 +11,10 @@ contains one of its answer strings (``match: answer``: DPR's rule on Natural Que
 collection's size) and MRR@k_max (x 100), each with its standard error over queries.
 
 Outputs: the `EvalTable` (one row per bi-encoder, ``paper_row`` its RE table 9 row;
-metric ``passages``: the collection's size) and ``examples.jsonl`` (rank of the first hit
-per system and query, 0 = none in the top k).
+metric ``passages``: the collection's size) and ``examples.jsonl`` (per system and query: the
+query, the first `TOP_TEXTS` passages retrieved with their text and whether each is a hit, every
+retrieved id, the answers or positive ids, the rank of the first hit (0 = none in the top k), the
+reciprocal rank and hit@k; `retrieval_samples`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from stages.common.intervals import hits_interval, means_and_errors
 from stages.common.padding import pad
 from stages.common.records import batches
 from stages.evaluation.publish import publish
+from stages.evaluation.samples import Sample
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.restorable.artifacts import Passage, RetrievalData, TrainedRetrieval
@@ -110,20 +113,53 @@ def search(queries: torch.Tensor, passages: Iterator[Passage], encode: Callable[
     return best.cpu(), seen
 
 
-def first_hits(top: torch.Tensor, tests: list[dict[str, Any]], data: RetrievalData) -> list[int]:
-    """1-based rank of each query's first hit among its retrieved passages (0: none)."""
+def top_passages(top: torch.Tensor, data: RetrievalData) -> dict[int, Passage]:
+    """The passages at the positions ``top`` holds (a second pass over the collection, keeping
+    only those)."""
     wanted = set(top.flatten().tolist())
-    found = {i: line for i, line in enumerate(data.passage_lines()) if i in wanted}  # a second pass, only the top
+    return {i: line for i, line in enumerate(data.passage_lines()) if i in wanted}
+
+
+def is_hit(passage: Passage, test: dict[str, Any], data: RetrievalData) -> bool:
+    """Whether ``passage`` answers ``test`` (``data.match``: a positive id, or DPR's `has_answer`)."""
+    return passage.id in test["positive_ids"] if data.match == "id" else has_answer(passage.text, test["answers"])
+
+
+def first_hits(top: torch.Tensor, tests: list[dict[str, Any]], data: RetrievalData,
+               found: dict[int, Passage] | None = None) -> list[int]:
+    """1-based rank of each query's first hit among its retrieved passages (0: none);
+    ``found``: `top_passages` when already read."""
+    found = found if found is not None else top_passages(top, data)
     ranks = []
     for row, positions in zip(tests, top.tolist(), strict=True):
-        rank = 0
-        for r, pos in enumerate(positions, 1):
-            passage = found[pos]
-            if passage.id in row["positive_ids"] if data.match == "id" else has_answer(passage.text, row["answers"]):
-                rank = r
-                break
-        ranks.append(rank)
+        ranks.append(next((r for r, pos in enumerate(positions, 1) if is_hit(found[pos], row, data)), 0))
     return ranks
+
+
+TOP_TEXTS = 5  # retrieved passages whose text a sample keeps (every retrieved id is kept)
+
+
+def retrieval_samples(record: dict[str, Any], tests: list[dict[str, Any]], top: torch.Tensor,
+                      found: dict[int, Passage], ranks: list[int], ks: list[int], data: RetrievalData
+                      ) -> list[dict[str, Any]]:
+    """One sample row (`stages.evaluation.samples`) per query: the ``query`` and its ``top_hits``
+    (the first `TOP_TEXTS` retrieved passages: rank, id, title, text, hit), the target (the
+    answers, or the positive ids with ``match: id``), the first-ranked passage's text as output;
+    metrics: ``first_hit_rank`` (0: none), ``reciprocal_rank_x100``, ``hit@k`` per k, every
+    retrieved id (``retrieved``); settings: the system's towers' token limits and pooling."""
+    settings = {k: record.get(k) for k in ("paper_row", "max_query_tokens", "max_passage_tokens", "pooling")}
+    rows = []
+    for t, positions, rank in zip(tests, top.tolist(), ranks, strict=True):
+        passages = [found[p] for p in positions]
+        hits = [{"rank": r, "id": p.id, "title": p.title, "text": p.text, "hit": is_hit(p, t, data)}
+                for r, p in enumerate(passages[:TOP_TEXTS], 1)]
+        rows.append(Sample(t["id"], record["system"], {"query": t["query"], "top_hits": hits},
+                           t["positive_ids"] if data.match == "id" else t["answers"],
+                           passages[0].text if passages else None,
+                           {"first_hit_rank": rank, "reciprocal_rank_x100": 100.0 / rank if rank else 0.0,
+                            **{f"hit@{k}": 0 < rank <= k for k in ks}, "retrieved": [p.id for p in passages]},
+                           settings, generated=False).row())
+    return rows
 
 
 def retrieval_row(record: dict[str, Any], ranks: list[int], passages: int, ks: list[int],
@@ -175,11 +211,11 @@ class EvalRERetrieval(Stage[RetrievalConfig, RetrievalInputs, EvalTable]):
             encode = partial(embed, passage_tower, tokenizer, max_tokens=record["max_passage_tokens"],
                              batch_size=cfg.batch_size, device=ctx.device)
             top, passages = search(queries, data.passage_lines(), encode, k_max)
-            ranks = first_hits(top, tests, data)
+            found = top_passages(top, data)
+            ranks = first_hits(top, tests, data, found)
             row = retrieval_row(record, ranks, passages, list(cfg.recall_at), top[:, 0].tolist())
             rows.append(row)
-            examples += [{"system": record["system"], "query": t["id"], "first_hit_rank": r}
-                         for t, r in zip(tests, ranks, strict=True)]
+            examples += retrieval_samples(record, tests, top, found, ranks, sorted(cfg.recall_at), data)
             shown = ", ".join(f"{m} {v:.1f}" for m, v in row.metrics.items() if m != "passages")
             print(f"[eval_re_retrieval] {n}/{len(trained.systems)} {record['system']}: {shown} ({len(tests)} queries, "
                   f"{passages} passages, {time.time() - tick:.1f}s)", flush=True)

@@ -97,6 +97,17 @@ def test_analyze_nuggets_on_fixture(evaluated):
     for name in ("token_frequency.png", "probability_gain.png", "nugget_positions.png", "probability_gain_relative.png"):
         assert (ctx.output_dir / name).read_bytes()[:4] == b"\x89PNG"
     assert {p.name for p in analysis.figures()} == set(NuggetAnalysis.FIGURES)  # the report finds every figure
+    # every counted document of every model: its text, nugget tokens and positions
+    import json
+
+    samples = [json.loads(x) for x in (ctx.output_dir / NuggetAnalysis.SAMPLES).read_text().splitlines()]
+    assert sorted((s["system"], s["id"]) for s in samples) == sorted((m, i) for m in freq for i in range(6))
+    for s in samples:
+        assert s["document"] and s["nuggets"] == len(s["output"]) == len(s["nugget_positions"]) > 0
+        assert s["tokens"] > s["nuggets"] and s["target"] is None and s["empty_output"] is None
+    ae_docs = [s for s in samples if s["system"] == "sweep:ae-r0.1-l1"]
+    assert sum(s["nuggets"] for s in ae_docs) == ae["n_nuggets"] and sum(s["tokens"] for s in ae_docs) == ae["n_tokens"]
+    assert len(ctx.logger.tables["tables/examples.json"]["document"]) == len(samples)
 
 
 def test_reconstruction_decodes_whole_documents(tmp_path, monkeypatch):
@@ -174,3 +185,42 @@ def test_analyze_nuggets_picks_the_default_layer():
     systems = [nugget("sweep:ae-r0.1-l0", 0.1, 0), nugget("sweep:ae-r0.1-l3", 0.1, 3), nugget("sweep:ae-r0.25-l3", 0.25, 3)]
     assert pick(systems, "ae", 3).name == "sweep:ae-r0.1-l3"
     assert pick(systems[:1] + systems[2:], "ae", 3).name == "sweep:ae-r0.1-l0"  # r = 0.1 first
+
+
+def test_reconstruction_and_similarity_keep_every_sample(evaluated):
+    """Every decoded document / ranked task is a sample row with its input, target, output and
+    metrics, in the file and in the MLflow table (`stages.evaluation.samples`)."""
+    import json
+
+    _, _, sim_ctx, rec_ctx = evaluated
+    rows = [json.loads(x) for x in (rec_ctx.output_dir / ReconstructionResults.EXAMPLES).read_text().splitlines()]
+    results = ReconstructionResults.read(rec_ctx.output_dir).rows
+    assert ReconstructionResults.EXAMPLES == "examples.jsonl" and len(rows) == len(results) * 4
+    assert [(r["system"], r["id"]) for r in rows] == [(s["name"], i) for s in results for i in range(4)]
+    for r in rows:
+        assert r["document"] and r["target"] and isinstance(r["output"], str)
+        assert 0 <= r["bleu"] <= 100 and 0 <= r["chrf"] <= 100 and isinstance(r["empty_output"], bool)
+        assert r["target"] == r["document"] if r["objective"] == "ae" else r["target"] != r["document"]
+    assert len(rec_ctx.logger.tables["tables/examples.json"]["output"]) == len(rows)
+
+    ranks = [json.loads(x) for x in (sim_ctx.output_dir / SimilarityResults.EXAMPLES).read_text().splitlines()]
+    assert len(ranks) == sum(r["n_tasks"] for r in SimilarityResults.read(sim_ctx.output_dir).rows)
+    for r in ranks:
+        texts = {c["id"]: c["text"] for c in r["candidates"]}
+        assert r["query"] and r["target"] == texts[r["answer"]] and r["output"] == texts[r["top_hit"]]
+        assert r["ranking"][0] == r["top_hit"] and r["reciprocal_rank_x100"] == 100 / r["rank"]
+        assert r["task"] in ("pi", "rr") and r["degenerate"] is None
+    assert len(sim_ctx.logger.tables["tables/examples.json"]["rank"]) == len(ranks)
+
+
+def test_nugget_lm_article_rows_hold_the_scored_text_and_its_perplexity():
+    import math
+
+    from stages.evaluation.perplexity import PerplexityCounts
+    from stages.nugget.eval_nugget_lm import article_samples
+
+    counts = [PerplexityCounts(subword_nll=6.0, subwords=3, word_nll=6.0, words=2, oov_words=1)]
+    (row,) = article_samples("nugget_r0.1", {"h": 2}, ["an article"], counts)
+    assert (row["id"], row["system"], row["h"], row["target"], row["output"]) == (0, "nugget_r0.1", 2, "an article", None)
+    assert (row["loss"], row["word_ppl"], row["subword_ppl"]) == (2.0, math.exp(3.0), math.exp(2.0))
+    assert (row["words"], row["tokens"], row["oov_words"], row["degenerate"]) == (2, 3, 1, None)

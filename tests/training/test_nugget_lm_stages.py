@@ -159,6 +159,11 @@ def test_eval_nugget_lm_fills_table_3_and_the_report(trained_lm, tmp_path):
     assert cells["nugget_r0.05"][3] != "not run in this profile" and cells["nugget_r0.05"][7] == "not run in this profile"
     assert cells["nugget_r0.05"][4] == 29.88  # h=1, published
     assert "synthetic test articles" in report.heading
+    # every article as each system read it at each h: the text scored and its perplexity
+    samples = [json.loads(x) for x in (tmp_path / "eval" / "examples.jsonl").read_text().splitlines()]
+    runs = sum(1 if r.paper_row == "transformer" else 2 for r in table.rows)  # h = 0, or h = 1 and 2
+    assert len(samples) == runs * 3 and len(ctx.logger.tables["tables/examples.json"]["target"]) == len(samples)
+    assert all(s["target"] and s["output"] is None and s["word_ppl"] > 1 and s["tokens"] > 0 for s in samples)
 
 
 class UniformLM:

@@ -127,7 +127,12 @@ def test_eval_re_restoration_scores_every_system(trained_re, tmp_path):
         assert set(row.stderr) == {"rouge1", "rouge2", "rougeL"}
     assert "stand-in for C4" in table.stand_in
     lines = (tmp_path / "eval" / "examples.jsonl").read_text().splitlines()
-    assert len(lines) == 9 and {"text", "restored", "rougeL"} <= set(json.loads(lines[0]))
+    assert len(lines) == 9 and {"encoded", "target", "output", "rougeL", "ppl", "loss", "tokens", "sentences",
+                                "empty_output"} <= set(json.loads(lines[0]))
+    samples = [json.loads(x) for x in lines]
+    assert [(s["system"], s["id"]) for s in samples] == [(r.system, i) for r in table.rows for i in range(3)]
+    assert all(s["target"] and isinstance(s["output"], str) and s["ppl"] > 1 for s in samples)
+    assert len(ctx.logger.tables["tables/examples.json"]["output"]) == 9
     assert ctx.logger.metrics[f"{table.rows[0].system}/n"] == 3
 
 
@@ -180,6 +185,30 @@ def test_retrieval_stages_train_bi_encoders_and_search_all_passages(trained_re, 
         assert set(row.metrics) == {"r@1", "r@5", "mrr", "passages"}  # R@100 > 24 passages: not measured
         assert row.metrics["r@1"] <= row.metrics["r@5"] and 0 <= row.metrics["mrr"] <= 100
         assert set(row.stderr) == {"mrr"} and set(row.interval) == {"r@1", "r@5"}  # recall: a share (Wilson)
+    samples = [json.loads(x) for x in (tmp_path / "eval" / "examples.jsonl").read_text().splitlines()]
+    queries = len(samples) // len(table.rows)
+    assert queries > 0 and [s["system"] for s in samples] == [r.system for r in table.rows for _ in range(queries)]
+    assert all(s["query"] and s["top_hits"] and len(s["retrieved"]) == 24 and "hit@5" in s for s in samples)
+    assert len(ctx.logger.tables["tables/examples.json"]["query"]) == len(samples)
+
+
+def test_restoration_rows_hold_the_encoded_text_original_restoration_and_scores():
+    import math
+
+    from stages.restorable.eval_re_restoration import restoration_samples
+    from tests.lm_eval.fixtures import make_tokenizer
+
+    tok = make_tokenizer()
+    texts = ["the river runs to the sea", "a short one"]
+    rows = restoration_samples({"system": "n1_d_mean_input", "sentences": 1, "decoder": "input"}, tok, texts, 3,
+                               [3.0, 2.0], [3, 2], ["the river", ""], [{"rougeL": 50.0}, {"rougeL": 0.0}])
+    assert [(r["id"], r["system"], r["sentences"], r["decoder"]) for r in rows] == [
+        (0, "n1_d_mean_input", 1, "input"), (1, "n1_d_mean_input", 1, "input")]
+    # the encoder read the text truncated to 3 tokens (as in training); the target is the whole text
+    assert rows[0]["encoded"] and texts[0].startswith(rows[0]["encoded"]) and rows[0]["encoded"] != texts[0]
+    assert rows[1]["encoded"] and rows[0]["target"] == texts[0]
+    assert (rows[0]["output"], rows[0]["loss"], rows[0]["ppl"], rows[0]["tokens"]) == ("the river", 1.0, math.e, 3)
+    assert rows[1]["empty_output"] is True and rows[1]["rougeL"] == 0.0
 
 
 def test_search_is_exact_across_chunks():
@@ -280,7 +309,7 @@ def test_restoration_task_starts_from_a_local_pretrained_t5(re_inputs, tmp_path)
 def test_build_re_retrieval_reads_dprs_natural_questions_files(tmp_path):
     """source=dpr_nq (profile=paper): DPR's biencoder json, qas csv and passages tsv, in place."""
     from stages.restorable.build_re_retrieval import BuildRERetrieval
-    from stages.restorable.eval_re_retrieval import first_hits
+    from stages.restorable.eval_re_retrieval import first_hits, retrieval_samples, top_passages
 
     ctx_of = lambda q, title, text: {"title": title, "text": text, "passage_id": q}  # noqa: E731
     biencoder = [{"question": "who wrote hamlet", "answers": ["Shakespeare"],
@@ -315,6 +344,15 @@ def test_build_re_retrieval_reads_dprs_natural_questions_files(tmp_path):
     assert first_hits(torch.tensor([[1, 0]]), [test], data) == [2]  # the Hamlet passage, ranked second
     # DPR searches the passage's text only: an answer in a title alone is no hit
     assert first_hits(torch.tensor([[1, 0]]), [{**test, "answers": ["Macbeth", "Hamlet"]}], data) == [0]
+    # its sample row: the query, the passages retrieved (text and hit), the answers, the first hit's rank
+    top = torch.tensor([[1, 0]])
+    (row,) = retrieval_samples({"system": "bi", "paper_row": "x"}, [test], top, top_passages(top, data), [2], [1, 2],
+                               data)
+    assert (row["id"], row["system"], row["query"], row["target"]) == (test["id"], "bi", "who wrote hamlet",
+                                                                       ["Shakespeare", "W. Shakespeare"])
+    assert row["output"] == "a play" and row["retrieved"] == ["2", "1"] and row["empty_output"] is None
+    assert [(h["rank"], h["title"], h["hit"]) for h in row["top_hits"]] == [(1, "Macbeth", False), (2, "Hamlet", True)]
+    assert (row["first_hit_rank"], row["reciprocal_rank_x100"], row["hit@1"], row["hit@2"]) == (2, 50.0, False, True)
 
 
 def test_retrieval_towers_train_whole_also_from_a_frozen_encoder_and_on_resume(re_inputs, tmp_path):

@@ -114,11 +114,13 @@ class ReconstructionResults(WithFigures):
     ``label``, ``kind``, ``objective``, ``ratio``, ``bleu``, ``n_docs``, from two documents on the
     ends of its 95% bootstrap interval ``bleu_low`` / ``bleu_high``; ``split``,
     ``beam_size``), ``.csv`` / ``.md``, the figure ``bleu_vs_ratio.png`` with its caption in
-    ``figures.json`` and ``samples.jsonl``."""
+    ``figures.json`` and `EXAMPLES`."""
 
     STAGE: ClassVar[str] = "eval_reconstruction"
     FILE: ClassVar[str] = "reconstruction.json"
-    EXAMPLES: ClassVar[str] = "samples.jsonl"  # a few decoded texts per system
+    # per system and document (every one decoded): the source, the reference, the decoded text and
+    # its sentence BLEU / chrF (`stages.evaluation.samples` rows)
+    EXAMPLES: ClassVar[str] = "examples.jsonl"
     FIGURES: ClassVar[tuple[str, ...]] = ("bleu_vs_ratio.png",)
     FIGURE_CAPTIONS: ClassVar[dict[str, str]] = {
         "bleu_vs_ratio.png": "Nugget fig. 4: corpus BLEU (sacrebleu, 0-100) of documents of build_mt_docs "
@@ -152,12 +154,14 @@ class NuggetAnalysis(WithFigures):
     """``analyze_nuggets``: ``token_frequency.json`` ({system: shares of 'the', of
     punctuation and of the top nugget tokens among nuggets vs in text, ``label``,
     ``objective``, ``ratio``}), ``probability_gain.json``, the figures and their captions
-    (``figures.json``)."""
+    (``figures.json``) and the per-document selections `SAMPLES`."""
 
     STAGE: ClassVar[str] = "analyze_nuggets"
     FREQUENCY: ClassVar[str] = "token_frequency.json"
     GAIN: ClassVar[str] = "probability_gain.json"
     EXAMPLES: ClassVar[str] = "nuggets.html"  # documents with their nuggets highlighted, per model
+    # per model and counted document: its nugget tokens and their positions (`stages.evaluation.samples` rows)
+    SAMPLES: ClassVar[str] = "examples.jsonl"
     FIGURES: ClassVar[tuple[str, ...]] = ("token_frequency.png", "probability_gain.png", "nugget_positions.png",
                                           "probability_gain_relative.png", "nuggets.html")
     FIGURE_CAPTIONS: ClassVar[dict[str, str]] = {

@@ -29,12 +29,14 @@ from nugget_core.nugget2d.config import DECODER
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.common.degenerate import UnigramModel, above_unigram, combine
 from stages.common.progress import progress_logger
+from stages.evaluation.decoding import decode_ids
 from stages.evaluation.perplexity import (
     PerplexityCounts,
     perplexity_intervals,
     segment_counts,
     word_texts,
 )
+from stages.evaluation.samples import Sample
 from stages.nugget2d.config import LMEval, PressSection
 from stages.nugget2d.lm.evaluation import Evaluation
 from stages.nugget2d.lm.presses import press_notes
@@ -141,6 +143,9 @@ def evaluate_lm(
             ids = distant + recent
             texts = word_texts(tokenizer, ids)
             unigram_counts[corpus].append(segment_counts(unigrams[corpus].token_nll(recent), texts, len(distant), oov))
+            # what every system reads (the history) and is scored on (the recent tokens), as text
+            inputs = {"corpus": corpus, "history": decode_ids(tokenizer, distant)}
+            target, unigram_ppl = decode_ids(tokenizer, recent), unigram_counts[corpus][-1].subword_ppl
             for setting in settings:
                 with ExitStack() as scope:
                     for m in {id(m): m for m in (model, *own.values())}.values():
@@ -152,10 +157,15 @@ def evaluate_lm(
                         seg = segment_counts(run.nll, texts, len(distant), oov)
                         counts[system, setting, corpus].append(seg)
                         costs[system, setting].append({k: getattr(run, k) for k in COST})
-                        examples.append({"corpus": corpus, "segment": seg_id, "system": system,
-                                         "context": setting.label, "subword_ppl": seg.subword_ppl,
-                                         "word_ppl": seg.word_ppl, "tokens": seg.subwords,
-                                         **costs[system, setting][-1]})
+                        examples.append(Sample(
+                            f"{corpus}-{seg_id}", system, inputs, target, None,
+                            {"segment": seg_id, "subword_ppl": seg.subword_ppl, "word_ppl": seg.word_ppl,
+                             "loss": seg.subword_nll / max(seg.subwords, 1), "tokens": seg.subwords, "words": seg.words,
+                             "oov_words": seg.oov_words, "unigram_ppl": unigram_ppl, **costs[system, setting][-1]},
+                            {"context": setting.label, "total_states": setting.total_states,
+                             "compressed_tokens": setting.compressed_tokens, "context_tokens": setting.context_tokens,
+                             "threshold": threshold if system == "nugget2d" else None,
+                             "ratio": ratio if system == "compressive" else None}).row())
                         done += 1
             log.info("eval_lm: %d/%d segment runs (%.2f/s), %s segment %d", done, total,
                      done / (time.perf_counter() - start), corpus, seg_id)

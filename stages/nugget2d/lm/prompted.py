@@ -123,6 +123,15 @@ def generate_batch(
     return out
 
 
+def fed_texts(tokenizer: PreTrainedTokenizerBase, docs: Sequence[Sequence[int]],
+              prompts: Sequence[Sequence[int]]) -> list[dict[str, str]]:
+    """Per example, the text of the ids a system was fed: ``context`` (the document part,
+    as cut to the document limit; what Nugget2D compresses and a press prunes) and
+    ``prompt`` (what follows it), special tokens kept, so a sample shows the prompt as read."""
+    return [{"context": decode_ids(tokenizer, d), "prompt": decode_ids(tokenizer, p)}
+            for d, p in zip(docs, prompts, strict=True)]
+
+
 @dataclass
 class Summary:
     text: str

@@ -28,10 +28,12 @@ from stages.common.degenerate import combine, generation_flags, zero_with_zero_b
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import batches, stand_in_label
+from stages.evaluation.samples import Sample
 from stages.nugget2d.config import PRESS_SYSTEMS, PressSection, QAEval
 from stages.nugget2d.lm.evaluation import Evaluation
+from stages.nugget2d.lm.normalize import gold_answers
 from stages.nugget2d.lm.presses import press_config, press_notes
-from stages.nugget2d.lm.prompted import Generation, lmsumm_batch, run_batches
+from stages.nugget2d.lm.prompted import Generation, fed_texts, lmsumm_batch, run_batches
 from stages.nugget2d.lm.scoring import score_qa
 
 if TYPE_CHECKING:
@@ -88,15 +90,22 @@ class _Scored:
     hits: dict[str, int] = field(default_factory=dict)  # per system: questions answered correctly
     outputs: dict[str, list[str]] = field(default_factory=dict)  # per system: its answers
 
-    def add(self, system: str, gens: list[Generation], row_id: str, extra: dict[str, float] | None = None,
-            per_example: list[dict[str, Any]] | None = None) -> None:
+    def add(self, system: str, gens: list[Generation], row_id: str, fed: list[dict[str, str]],
+            extra: dict[str, float] | None = None, per_example: list[dict[str, Any]] | None = None,
+            ratio: float | None = None) -> None:
+        """Score ``system``'s generations; ``fed``: per record, the context and prompt texts it
+        was fed (`fed_texts`); ``per_example``: what the system adds per record (LMSumm's summary)."""
         scored = score_qa(gens, self.records, self.doc_tokens, self.section)
         metrics: dict[str, float | None] = {**scored.metrics, **(extra or {})}
         self.rows.append(TableRow(system, metrics, n=scored.n, interval=scored.interval, paper_row=row_id))
         self.hits[system], self.outputs[system] = scored.hits, [g.text for g in gens]
-        # the row's own keys after id and system, then what the system adds (LMSumm's summary)
-        self.examples.extend({"id": e["id"], "system": system, **e, **(per_example[i] if per_example else {})}
-                             for i, e in enumerate(scored.examples))
+        self.examples.extend(
+            Sample(r["id"], system, {"document": r["document"], "question": r["instruction"], **fed[i]},
+                   r["answer"], e["output"],
+                   {k: v for k, v in e.items() if k not in ("id", "output", "answer")}
+                   | {"gold_answers": gold_answers(r)} | (per_example[i] if per_example else {}),
+                   {"ratio": ratio}).row()
+            for i, (r, e) in enumerate(zip(self.records, scored.examples, strict=True)))
         self.log.info("eval_qa: %s accuracy %.1f", system, scored.metrics["accuracy"])
 
     def flagged(self) -> list[TableRow]:
@@ -108,9 +117,9 @@ class _Scored:
 
 def _lmsumm(model: Nugget2DModel, tokenizer: PreTrainedTokenizerBase, records: Sequence[dict[str, Any]],
             fmt: PromptFormat, section: QAEval, log: Logger, common: dict[str, Any],
-            ) -> tuple[list[Generation], dict[str, float], list[dict[str, Any]]]:
+            ) -> tuple[list[Generation], list[dict[str, str]], dict[str, float], list[dict[str, Any]]]:
     """LMSumm: the base LM summarises each document, then answers from its summary; the answers,
-    the realised summary ratio and each example's summary."""
+    the texts fed to answer (`fed_texts`), the realised summary ratio and each example's summary."""
     summaries = []
     for chunk in batches([r["document"] for r in records], section.batch_size):
         summaries += lmsumm_batch(model, tokenizer, chunk, fmt, ratio=section.lmsumm_ratio,
@@ -121,7 +130,7 @@ def _lmsumm(model: Nugget2DModel, tokenizer: PreTrainedTokenizerBase, records: S
     summed = encode_parts(tokenizer, [fmt.parts(s.text, r["instruction"]) for s, r in zip(summaries, records, strict=True)])
     gens = run_batches("lmsumm", model, tokenizer, *summed, ratio=None, extra_encode_ms=[s.ms for s in summaries],
                        **common)
-    return (gens, {"summary_ratio": statistics.fmean(ratios)},
+    return (gens, fed_texts(tokenizer, *summed), {"summary_ratio": statistics.fmean(ratios)},
             [{"summary": s.text, "summary_ratio": r} for s, r in zip(summaries, ratios, strict=True)])
 
 
@@ -161,30 +170,34 @@ def evaluate_qa(
     docs, prompts = encode_task_records(tokenizer, records, fmt, section.max_doc_tokens)
     common: dict[str, Any] = {"batch_size": section.batch_size, "log": log, "max_new_tokens": section.max_new_tokens}
     scored = _Scored(records, [len(d) for d in docs], section, log)
+    fed = fed_texts(tokenizer, docs, prompts)  # what Full, Nugget2D and the presses read
     trained_at: dict[str, float | None] = {}  # Nugget2D row -> ratio its model was trained at
 
     for system in section.systems:
         if system == "full":
-            scored.add("full", run_batches("full", model, tokenizer, docs, prompts, ratio=None, **common), "full")
+            scored.add("full", run_batches("full", model, tokenizer, docs, prompts, ratio=None, **common), "full", fed)
         elif system == "nodoc":
             bare = encode_parts(tokenizer, [fmt.parts("", r["instruction"]) for r in records])
-            scored.add("nodoc", run_batches("nodoc", model, tokenizer, *bare, ratio=None, **common), "nodoc")
+            scored.add("nodoc", run_batches("nodoc", model, tokenizer, *bare, ratio=None, **common), "nodoc",
+                       fed_texts(tokenizer, *bare))
         elif system == "lmsumm":
-            gens, extra, per_example = _lmsumm(model, tokenizer, records, fmt, section, log, common)
-            scored.add("lmsumm", gens, paper_row("lmsumm", section.lmsumm_ratio), extra, per_example)
+            gens, summed, extra, per_example = _lmsumm(model, tokenizer, records, fmt, section, log, common)
+            scored.add("lmsumm", gens, paper_row("lmsumm", section.lmsumm_ratio), summed, extra, per_example,
+                       ratio=section.lmsumm_ratio)
         elif system in PRESS_SYSTEMS:  # the base LM's KV at Nugget2D's budget of each ratio
             for r in section.nugget_ratios:
                 name = f"{system} {1 / r:g}x"
                 scored.add(name, run_batches(name, model, tokenizer, docs, prompts, ratio=r, press=system,
                                              press_config=press_config(presses), **common),
-                           paper_row(system, r))
+                           paper_row(system, r), fed, ratio=r)
         else:  # nugget2d at each ratio: the model trained at that ratio where there is one
             for r in section.nugget_ratios:
                 name = f"nugget2d {1 / r:g}x"
                 at_r = model_at(r)
                 trained_at[name] = at_r.trained_ratio
                 scored.add(name, run_batches(name, at_r.model, tokenizer, docs, prompts, ratio=r,
-                                             soft_prompt=soft_prompt, **common), paper_row("nugget2d", r))
+                                             soft_prompt=soft_prompt, **common), paper_row("nugget2d", r),
+                           fed, ratio=r)
                 del at_r  # a variant's weights are freed before the next system
     label = stand_in_label(list(records))
     notes = [f"{len(records)} examples of split {section.split!r}" + (f"; stand-in: {label}" if label else "")

@@ -26,10 +26,11 @@ from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import stand_in_label
 from stages.evaluation.rouge import ROUGE_TYPES
+from stages.evaluation.samples import Sample
 from stages.nugget2d.config import PRESS_SYSTEMS, PressSection, SummarizationEval
 from stages.nugget2d.lm.evaluation import Evaluation
 from stages.nugget2d.lm.presses import press_config, press_notes
-from stages.nugget2d.lm.prompted import run_batches
+from stages.nugget2d.lm.prompted import fed_texts, run_batches
 from stages.nugget2d.lm.scoring import score_summarization
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ def evaluate_summarization(
     fmt = prompt_format
     docs, prompts = encode_task_records(tokenizer, records, fmt, section.max_doc_tokens)
     doc_tokens = [len(d) for d in docs]
+    fed = fed_texts(tokenizer, docs, prompts)  # every system reads the same document part and prompt
     common: dict[str, Any] = {"batch_size": section.batch_size, "log": log, "max_new_tokens": section.max_new_tokens}
 
     rows: list[TableRow] = []
@@ -105,7 +107,11 @@ def evaluate_summarization(
                              stderr=scored.stderr, paper_row=system if ratio is None else
                              f"{'nugget2d' if press is None else press}_{1 / ratio:g}x",
                              flag=generation_flags([g.text for g in gens]) or ""))
-        examples.extend({"id": e["id"], "system": system, **e} for e in scored.examples)  # id, system first
+        examples.extend(
+            Sample(r["id"], system, {"document": r["document"], "instruction": r["instruction"], **fed[i]},
+                   r["answer"], e["output"], {k: v for k, v in e.items() if k not in ("id", "output", "reference")},
+                   {"ratio": ratio}).row()
+            for i, (r, e) in enumerate(zip(records, scored.examples, strict=True)))
         log.info("eval_summarization: %s %s", system, {t: round(scored.metrics[t], 2) for t in ROUGE_TYPES})
     label = stand_in_label(list(records))
     notes = [f"{len(records)} examples of split {section.split!r}" + (f"; stand-in: {label}" if label else "")
