@@ -16,8 +16,10 @@ the signal when stopped (130 Ctrl-C, 143 SIGTERM), with a line saying so. A stor
 tracking failure while setting up is one line, not a traceback.
 
 Quiet by default (`stages.framework.quiet`): stage tasks and Ray Train workers hide
-library progress bars and per-report INFO lines; ``--verbose`` shows everything (it sets
-``NUGGET_VERBOSE=1``, which the executor passes to every stage task's runtime env).
+library progress bars and per-report INFO lines, and the driver its scheduler lines
+(``waits: ...``); ``--verbose`` shows everything (it sets ``NUGGET_VERBOSE=1``, which the
+executor passes to every stage task's runtime env). No colour codes unless stdout is a
+terminal and ``NO_COLOR`` is unset (Ray's worker-line prefixes included).
 """
 
 from __future__ import annotations

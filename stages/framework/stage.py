@@ -59,7 +59,9 @@ the stage's MLflow run (never through ``ctx.logger`` directly):
   named where they are computed: ``<system>/n`` for a row of an evaluation table
   (`stages.evaluation.publish`), ``documents`` / ``<prefix>_count`` for data statistics,
   ``heldout_ratio_docs`` / ``sample_tokens`` / ``heldout_tokens`` in calibrate_threshold,
-  ``<name>_n`` of a training summary (`stages.training.launch.final_metrics`);
+  ``<name>_n`` of a training summary (`stages.training.launch.final_metrics`). In MLflow
+  ``<name>_n`` / ``<name>/n`` become params of the run, not metrics
+  (`stages.framework.tracking.is_sample_size`); the manifest keeps them with the metrics;
 - ``ctx.set_tags({key: value})``: strings describing the run (stand-ins used, scorer
   stage), never numbers;
 - ``ctx.log_artifact(path)``: a small file of the output (tables, plots, stats.json);

@@ -297,8 +297,9 @@ class Tracker:
         finally:
             if lock is not None:
                 lock.release()
-        # MLflow 3's UI opens an experiment of unknown kind on its GenAI traces page; this
-        # tag (the UI's own "Machine learning" experiment type) opens it on the runs table
+        # the UI's own "Machine learning" experiment type. MLflow 3.17's UI no longer reads
+        # it for its GenAI / classic choice (the URL's workflowType does: the links the
+        # pipeline prints carry it, pipelines.cli.mlflow_run_url); kept for the UIs that do
         self.client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
 
     def start_run(self, name: str, tags: dict[str, Any], parent: str | None = None) -> RunLogger:
