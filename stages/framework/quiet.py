@@ -102,6 +102,8 @@ KNOWN_WARNINGS: tuple[KnownWarning, ...] = (
 KNOWN_LOG_LINES: dict[str, tuple[str, ...]] = {
     # DeepSpeed on a CPU-only machine: expected, the engine sets DS_ACCELERATOR=cpu itself
     "DeepSpeed": ("Setting accelerator to CPU.",),
+    # Ray Data's WARNING that the bars are off, which quiet turned off on purpose
+    "ray.data._internal.progress": ("Progress bars disabled.",),
 }
 
 

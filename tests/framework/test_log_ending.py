@@ -118,3 +118,17 @@ def test_make_run_drops_ray_job_submits_chatter_only(line, dropped):
     pattern = _makefile_var("RAY_CLI_CHATTER")
     kept = subprocess.run(["grep", "-vE", pattern], input=line + "\n", capture_output=True, text=True).stdout
     assert (kept == "") == dropped
+
+
+def test_quiet_drops_ray_datas_note_that_the_bars_are_off(monkeypatch):
+    monkeypatch.delenv(quiet.VERBOSE_ENV, raising=False)
+    note = logging.LogRecord("ray.data._internal.progress", logging.WARNING, "", 0,
+                             "Progress bars disabled. To enable, set `ray.data.DataContext...`", None, None)
+    other = logging.LogRecord("ray.data._internal.progress", logging.WARNING, "", 0, "a real problem", None, None)
+    progress = logging.getLogger("ray.data._internal.progress")
+    quiet.apply(verbose=False)
+    try:
+        assert not progress.filter(note) and progress.filter(other)
+    finally:
+        quiet.apply(verbose=True)
+    assert progress.filter(note)
