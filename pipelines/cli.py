@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from stages.config import ConfigError, PipelineConfig, load_config
-from stages.config.uris import shown
+from stages.config.uris import shown, sqlite_file
 from stages.config.validate import errors as config_errors
 from stages.framework import private_ray, quiet
 from stages.framework.code_pins import PINS, save_pins
@@ -158,6 +158,17 @@ def mlflow_run_url(tracking_uri: str, experiment_id: str, run_id: str) -> str:
     return f"{base}/#/experiments/{experiment_id}/runs/{run_id}?workflowType=machine_learning"
 
 
+def serve_command(tracking_uri: str) -> str:
+    """What serves the page :func:`mlflow_run_url` names, for a sqlite store ('' for a
+    server): ``make mlflow-ui`` with the root of a default store (``<root>/mlflow.db``)."""
+    db = sqlite_file(tracking_uri)
+    if db is None:
+        return ""
+    if db.name == "mlflow.db":
+        return f"make mlflow-ui NUGGET_ARTIFACT_ROOT={db.parent}"
+    return f"mlflow ui --backend-store-uri {tracking_uri} --host 127.0.0.1 --port 5000"
+
+
 def report_file(result: PipelineResult) -> str:
     """The report this run made or found cached, '' when the report stage was not planned."""
     done = [o for o in result.outcomes if o.name == REPORT_STAGE and o.status in ("ran", "hit") and o.uri]
@@ -173,9 +184,10 @@ def print_results(result: PipelineResult, cfg: PipelineConfig, store: ArtifactSt
     for o in result.outcomes:
         print(f"  {o.name:22s} {o.status:4s} {o.seconds:7.1f}s  {o.uri}")
     print(f"\nartifacts  : {store.root_uri}")
-    local_store = result.tracking_uri.startswith("sqlite:")
-    serve = "   (serve it: make mlflow-ui)" if local_store else ""
-    print(f"MLflow     : {result.tracking_uri}, experiment {cfg.run.experiment!r}{serve}")
+    print(f"MLflow     : {result.tracking_uri}, experiment {cfg.run.experiment!r}")
+    serve = serve_command(result.tracking_uri)
+    if serve:
+        print(f"serve it   : {serve}")
     report = report_file(result)
     if report:
         print(f"report     : {report}")

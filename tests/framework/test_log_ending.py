@@ -41,7 +41,8 @@ def test_the_log_ends_with_the_report_file_and_the_parent_runs_page(capsys):
     assert lines[-1] == ("MLflow run : http://127.0.0.1:5000/#/experiments/7/runs/parent123"
                          "?workflowType=machine_learning")
     assert any(ln.startswith("done: 1 stage(s) ran, 1 cached") for ln in lines)
-    assert any("make mlflow-ui" in ln for ln in lines)  # a local store: how to serve that page
+    # a local store: how to serve that page, on this run's store
+    assert "serve it   : make mlflow-ui NUGGET_ARTIFACT_ROOT=/r" in lines
 
 
 def test_without_the_report_stage_the_last_line_is_the_runs_page(capsys):
