@@ -140,11 +140,11 @@ class RunLogger:
         self.run_id = run_id
         self.needs_credentials = needs_credentials
         self._client: MlflowClient | None = None
-        self._sizes_logged: set[str] = set()  # sample-size params this process already sent
+        self._sizes_logged: dict[str, str] = {}  # sample-size params this process already sent
 
     def __getstate__(self) -> dict[str, Any]:
         return {"tracking_uri": self.tracking_uri, "run_id": self.run_id,
-                "needs_credentials": self.needs_credentials, "_client": None, "_sizes_logged": set()}
+                "needs_credentials": self.needs_credentials, "_client": None, "_sizes_logged": {}}
 
     @property
     def client(self) -> MlflowClient:
@@ -162,9 +162,10 @@ class RunLogger:
         self.log_metric_entities(batch)
 
     def log_sample_sizes(self, sizes: dict[str, float]) -> None:
-        """Sample sizes as params; a key this logger already sent is skipped (a step-wise n
-        repeats, and MLflow refuses a param whose value changes)."""
-        new = {k: _param_number(v) for k, v in sizes.items() if k not in self._sizes_logged}
+        """Sample sizes as params; one this logger already sent with the same value is
+        skipped (a step-wise n repeats). A changed value reaches MLflow, which refuses it: two
+        different n under one name is a bug to see, not to overwrite."""
+        new = {k: text for k, v in sizes.items() if self._sizes_logged.get(k) != (text := _param_number(v))}
         if new:
             items = [Param(k, v) for k, v in new.items()]
             for chunk in _chunks(items, BATCH):

@@ -3,6 +3,9 @@ run, not metrics (`stages.framework.tracking`); no Ray."""
 
 from __future__ import annotations
 
+import pytest
+from mlflow.exceptions import MlflowException
+
 from stages.framework.tracking import MetricBuffer, Tracker, is_sample_size, table_columns
 
 
@@ -41,3 +44,10 @@ def test_a_step_wise_sample_size_is_one_param_logged_once(tmp_path):
 
 def test_table_columns_are_the_union_of_the_rows_keys():
     assert table_columns([{"a": 1}, {"b": 2, "a": 3}]) == {"a": [1, 3], "b": [None, 2]}
+
+
+def test_a_changed_sample_size_is_refused_not_overwritten(tmp_path):
+    run = _tracker(tmp_path).start_run("stage", {})
+    run.log_metrics({"bleu_n": 40})
+    with pytest.raises(MlflowException):
+        run.log_metrics({"bleu_n": 41})
