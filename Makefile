@@ -148,8 +148,13 @@ ray-start: $(STAMP)
 
 # `ray job submit`'s own chatter (packaging, "Next steps", the success banner printed after
 # the job's last line): dropped, so the log ends with the driver's answer (report file, MLflow
-# run page). Its errors and the job's output pass.
-RAY_CLI_CHATTER := ^[-0-9]+ [0-9:,]+[[:space:]]+(INFO|SUCC|WARNING) (cli|sdk|packaging|dashboard_sdk|working_dir)\.py:[0-9]+ --
+# run page). Its errors and the job's output pass. Also the raylet's "N PYTHON worker
+# processes have been started ... maximum expected startup concurrency" warning: the
+# pipeline's Train workers and Tune trials (0 CPUs each) start that many by design, and Ray
+# has no switch for it (docs/architecture.md, "No colour codes in a file"). ARGS=--verbose
+# keeps everything.
+RAY_CLI_CHATTER := ^[-0-9]+ [0-9:,]+[[:space:]]+(INFO|SUCC|WARNING) (cli|sdk|packaging|dashboard_sdk|working_dir)\.py:[0-9]+ --|^\(raylet\) WARNING: [0-9]+ PYTHON worker processes have been started
+RUN_FILTER  = $(if $(findstring --verbose,$(ARGS)),cat,grep --line-buffered -vE '$(RAY_CLI_CHATTER)')
 # colour codes only on a terminal and without NO_COLOR (no-color.org): `ray job submit`'s
 # pipe into tee hides the terminal from it, so the recipe asks about its own stdout
 RAY_LOG_COLOR = color=false; [ -t 1 ] && [ -z "$$NO_COLOR" ] && color=true
@@ -161,7 +166,7 @@ run: $(STAMP) sources ray-start
 	  $(RAY_ENV) $(BIN)/ray job submit --address http://127.0.0.1:$(DASH_PORT) --working-dir . \
 	    --log-style record --log-color $$color \
 	    --runtime-env-json '{"env_vars": {"NUGGET_GIT_COMMIT": "$(shell git rev-parse HEAD 2>/dev/null || echo unknown)", "NUGGET_ARTIFACT_ROOT": "$(NUGGET_ARTIFACT_ROOT)", "NUGGET_SOURCES_DIR": "$(NUGGET_SOURCES_DIR)"}}' \
-	    -- python pipelines/full.py $(ARGS) 2>&1 | tee $$log | grep --line-buffered -vE '$(RAY_CLI_CHATTER)'; \
+	    -- python pipelines/full.py $(ARGS) 2>&1 | tee $$log | $(RUN_FILTER); \
 	  rc=$${PIPESTATUS[0]}; \
 	  grep -q "No available agent" $$log || { rm -f $$log; exit $$rc; }; \
 	  echo "job agent not ready yet; retrying in 5 s ($$attempt/12)"; sleep 5; \

@@ -32,7 +32,8 @@ What it sets, and why each is needed:
 Not reachable from here: the raylet's "N PYTHON worker processes have been started ...
 the maximum expected startup concurrency" warning is pushed by the C++ raylet to every
 driver and has no switch (its threshold, ``RAY_worker_maximum_startup_concurrency``,
-also throttles worker start-up, so it is left alone).
+also throttles worker start-up, so it is left alone); ``make run`` filters the line out
+of the terminal's copy of the log (the Makefile's ``RAY_CLI_CHATTER``).
 
 Errors are never hidden: only INFO-level chatter, progress bars and the listed warnings.
 """

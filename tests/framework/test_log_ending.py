@@ -112,6 +112,9 @@ def _makefile_var(name: str) -> str:
     ("2026-11-24 22:45:52,569\tINFO sdk.py:520 -- WebSocket closed for job raysubmit_x with close code 1000", True),
     ("2026-11-24 22:33:54,596\tWARNING working_dir.py:101 -- Directory '.git' is now ignored by default", True),
     ("2026-11-24 22:45:52,575\tERR cli.py:70 -- Job 'raysubmit_x' failed", False),
+    ("(raylet) WARNING: 8 PYTHON worker processes have been started on node: 83a7 with address: 127.0.0.1, "
+     "which is 4x the maximum expected startup concurrency (2).", True),
+    ("(raylet) A worker died or was killed while executing a task", False),
     ("MLflow run : http://127.0.0.1:5000/#/experiments/1/runs/abc", False),
     ("2026-11-24 22:34:03,553 INFO nugget.pipeline: [ 0/33 0s eta ?] tokenizer start", False),
 ])
