@@ -6,7 +6,8 @@ once) -> preflight, collecting every problem before reporting any
 input of the planned stages, the planned stages' own config checks, the artifact root,
 tracking server and sources the run needs) -> plan (cache keys, hits; only when the config
 holds and every input is there) -> print the plan -> report the problems and stop, or stop
-here for ``--dry-run`` -> connect to Ray -> execute -> print where the results are.
+here for ``--dry-run`` -> connect to Ray -> execute -> print where the results are (the
+last lines: the report's file and the parent run's MLflow page, :func:`print_results`).
 Exit codes (`EXIT_HELP`): 0 success (``--dry-run``: nothing stops the run), 1 a stage
 failed, 2 bad config or arguments (a bad artifact root or tracking URI, an impossible
 relation between settings, included), 3 a required upstream output or input (a path a
@@ -15,8 +16,10 @@ the signal when stopped (130 Ctrl-C, 143 SIGTERM), with a line saying so. A stor
 tracking failure while setting up is one line, not a traceback.
 
 Quiet by default (`stages.framework.quiet`): stage tasks and Ray Train workers hide
-library progress bars and per-report INFO lines; ``--verbose`` shows everything (it sets
-``NUGGET_VERBOSE=1``, which the executor passes to every stage task's runtime env).
+library progress bars and per-report INFO lines, and the driver its scheduler lines
+(``waits: ...``); ``--verbose`` shows everything (it sets ``NUGGET_VERBOSE=1``, which the
+executor passes to every stage task's runtime env). No colour codes unless stdout is a
+terminal and ``NO_COLOR`` is unset (Ray's worker-line prefixes included).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from stages.config import ConfigError, PipelineConfig, load_config
-from stages.config.uris import shown
+from stages.config.uris import shown, sqlite_file
 from stages.config.validate import errors as config_errors
 from stages.framework import private_ray, quiet
 from stages.framework.code_pins import PINS, save_pins
@@ -44,6 +47,8 @@ from stages.framework.tracking import Tracker, default_tracking_uri
 from stages.framework.tracking_auth import use_credentials
 
 REPO = Path(__file__).resolve().parents[1]
+MLFLOW_UI = "http://127.0.0.1:5000"  # what `make mlflow-ui` serves (the Makefile's MLFLOW_PORT)
+REPORT_STAGE, REPORT_FILE = "report", "report.html"
 EXIT_FAILED, EXIT_CONFIG, EXIT_MISSING = 1, 2, 3
 EXIT_HELP = """exit codes:
   0  done (--dry-run: the plan holds, nothing would stop the run)
@@ -99,6 +104,7 @@ def connect_ray(cfg: PipelineConfig) -> None:
     if not address:
         # must precede `import ray`: makes a local Ray bind GCS/raylet to 127.0.0.1
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    quiet.plain_ray_output(sys.stdout)  # no colour codes in a log file or under NO_COLOR
     import ray
 
     if ray.is_initialized():
@@ -142,17 +148,50 @@ def _add_accept(parser: argparse.ArgumentParser) -> None:
              "unchanged); recorded in <artifact root>/code_pins.json and the stage's MLflow run. Repeatable")
 
 
+def mlflow_run_url(tracking_uri: str, experiment_id: str, run_id: str) -> str:
+    """The parent run's page: on the tracking server, or on the UI ``make mlflow-ui``
+    serves for a local store. ``workflowType=machine_learning``: MLflow 3's UI picks its
+    GenAI or its classic view from this URL parameter (else from the browser's last
+    choice, GenAI in a fresh browser); the experiment's kind tag no longer decides it."""
+    served = tracking_uri.startswith(("http://", "https://"))
+    base = tracking_uri.rstrip("/") if served else MLFLOW_UI
+    return f"{base}/#/experiments/{experiment_id}/runs/{run_id}?workflowType=machine_learning"
+
+
+def serve_command(tracking_uri: str) -> str:
+    """What serves the page :func:`mlflow_run_url` names, for a sqlite store ('' for a
+    server): ``make mlflow-ui`` with the root of a default store (``<root>/mlflow.db``)."""
+    db = sqlite_file(tracking_uri)
+    if db is None:
+        return ""
+    if db.name == "mlflow.db":
+        return f"make mlflow-ui NUGGET_ARTIFACT_ROOT={db.parent}"
+    return f"mlflow ui --backend-store-uri {tracking_uri} --host 127.0.0.1 --port 5000"
+
+
+def report_file(result: PipelineResult) -> str:
+    """The report this run made or found cached, '' when the report stage was not planned."""
+    done = [o for o in result.outcomes if o.name == REPORT_STAGE and o.status in ("ran", "hit") and o.uri]
+    return f"{done[0].uri}/{REPORT_FILE}" if done else ""
+
+
 def print_results(result: PipelineResult, cfg: PipelineConfig, store: ArtifactStore) -> None:
+    """The stage table, then where everything is; the last lines are the answer: the
+    report's file and the parent run's MLflow page."""
     ran = sum(o.status == "ran" for o in result.outcomes)
     hits = sum(o.status == "hit" for o in result.outcomes)
     print(f"\ndone: {ran} stage(s) ran, {hits} cached")
     for o in result.outcomes:
         print(f"  {o.name:22s} {o.status:4s} {o.seconds:7.1f}s  {o.uri}")
-    print(f"\nMLflow tracking URI : {result.tracking_uri}")
-    print(f"experiment          : {cfg.run.experiment}   parent run: {result.parent_run_id}")
-    if result.tracking_uri.startswith("sqlite:"):
-        print(f"browse              : make mlflow-ui   (or: mlflow ui --backend-store-uri "
-              f"{result.tracking_uri} --host 127.0.0.1 --port 5000)")
+    print(f"\nartifacts  : {store.root_uri}")
+    print(f"MLflow     : {result.tracking_uri}, experiment {cfg.run.experiment!r}")
+    serve = serve_command(result.tracking_uri)
+    if serve:
+        print(f"serve it   : {serve}")
+    report = report_file(result)
+    if report:
+        print(f"report     : {report}")
+    print(f"MLflow run : {mlflow_run_url(result.tracking_uri, result.experiment_id, result.parent_run_id)}")
 
 
 def tracker_for(cfg: PipelineConfig, store: ArtifactStore) -> Tracker:

@@ -51,7 +51,7 @@ from stages.framework.resources import Demand, DemandError, Ledger, check_fits, 
 from stages.framework.resources import fmt_amounts as _fmt
 from stages.framework.shutdown import abandon, clean_up_after_crashes, sigterm_as_exit
 from stages.framework.store import ArtifactStore
-from stages.framework.tracking import RunLogger, Tracker, git_commit
+from stages.framework.tracking import RunLogger, Tracker, git_commit, is_sample_size, table_columns
 from stages.framework.worker import record_cached, run_one
 
 log = logging.getLogger("nugget.pipeline")
@@ -78,6 +78,7 @@ class StageOutcome:
 class PipelineResult:
     parent_run_id: str
     tracking_uri: str
+    experiment_id: str = ""
     outcomes: list[StageOutcome] = field(default_factory=list)
 
 
@@ -126,7 +127,9 @@ def _start_parent(tracker: Tracker, cfg: PipelineConfig, entry: str, plan: list[
 
     params = OmegaConf.to_container(OmegaConf.structured(cfg))
     assert isinstance(params, dict)  # a structured config converts to a mapping
-    parent.log_params({str(k): v for k, v in params.items()})
+    # the run's own settings and the scalars at the top (profile, rehearsal): a short set the
+    # runs table can show; every section is in config.yaml and in its stages' runs
+    parent.log_params({str(k): v for k, v in params.items() if k == "run" or not isinstance(v, dict)})
     parent.log_text(cfg_yaml, "config.yaml")
     return parent
 
@@ -163,10 +166,29 @@ def _open_child(tracker: Tracker, cfg: PipelineConfig, p: PlannedStage, store: A
     return child
 
 
-def _to_parent(p: PlannedStage, parent: RunLogger, metrics: dict[str, float]) -> None:
-    """Headline numbers: a stage with ``parent_metrics`` has its metrics copied to the parent."""
+def _to_parent(p: PlannedStage, parent: RunLogger, metrics: dict[str, float], store: ArtifactStore) -> None:
+    """Headline numbers: a stage with ``parent_metrics`` has its metrics copied to the parent
+    (the sample sizes only into the table ``<stage>/metrics.json`` beside them, one row per
+    metric with its n), and each of its ``parent_tables`` logged there as an MLflow table."""
     if p.stage.parent_metrics and metrics:
-        parent.log_metrics(metrics)
+        parent.log_metrics({k: v for k, v in metrics.items() if not is_sample_size(k)})
+        parent.log_table(table_columns(metric_rows(metrics)), f"{p.name}/metrics.json")
+    if p.stage.parent_tables:
+        artifact = store.artifact(p.name, p.key)
+        for name in p.stage.parent_tables:
+            rows = json.loads(artifact.file(name).read_text())
+            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+                raise PipelineError(f"stage {p.name!r}: parent_tables file {name!r} must hold a list of "
+                                    f"flat objects, found {type(rows).__name__}")
+            parent.log_table(table_columns(rows), f"{p.name}/{name}")
+
+
+def metric_rows(metrics: dict[str, float]) -> list[dict[str, Any]]:
+    """One row per metric (not per sample size): ``metric``, ``value`` and its ``n`` (the
+    ``<name>_n`` or ``<name>/n`` beside it, None without one)."""
+    return [{"metric": k, "value": v, "n": metrics.get(f"{k}_n", metrics.get(f"{k}/n"))}
+            for k, v in sorted(metrics.items()) if not is_sample_size(k)]
+
 
 
 def stage_demands(cfg: PipelineConfig, plan: list[PlannedStage], capacity: dict[str, float]) -> dict[str, Demand]:
@@ -237,12 +259,12 @@ def execute(
     estimate.update(past_seconds(store, list(demands)))
     priority = critical_path(plan, estimate)
     if demands:
-        log.info("scheduler: cluster %s; critical path (s): %s", _fmt({k: ledger.capacity.get(k, 0.0) for k in ("CPU", "GPU")}),
+        log.log(quiet.chatter_level(), "scheduler: cluster %s; critical path (s): %s", _fmt({k: ledger.capacity.get(k, 0.0) for k in ("CPU", "GPU")}),
                  ", ".join(f"{n}={priority[n]:g}" for n in sorted(demands, key=lambda n: -priority[n])))
 
     clean_up_after_crashes(tracker, store, plan)
     parent = _start_parent(tracker, cfg, entry, plan, store)
-    result = PipelineResult(parent.run_id, tracker.tracking_uri)
+    result = PipelineResult(parent.run_id, tracker.tracking_uri, tracker.experiment_id)
     children: dict[str, RunLogger] = {}
     running: dict[Any, PlannedStage] = {}
     heartbeat = Heartbeat(parent)
@@ -292,7 +314,7 @@ def _schedule(cfg: PipelineConfig, plan: list[PlannedStage], store: ArtifactStor
                 waiting.remove(p)
                 children[p.name] = _open_child(tracker, cfg, p, store, parent)
                 outcome, metrics = _record_hit(p, children[p.name], store)
-                _to_parent(p, parent, metrics)
+                _to_parent(p, parent, metrics, store)
                 result.outcomes.append(outcome)
                 done.add(p.name)
                 progress.ended(p.name, None)
@@ -320,14 +342,14 @@ def _schedule(cfg: PipelineConfig, plan: list[PlannedStage], store: ArtifactStor
                     if (p.name, "resources") not in told_waiting:
                         told_waiting.add((p.name, "resources"))
                         free = ledger.free()
-                        log.info("%s %-22s waits: needs %s, free %s", progress.prefix(), p.name,
+                        log.log(quiet.chatter_level(), "%s %-22s waits: needs %s, free %s", progress.prefix(), p.name,
                                  _fmt(ledger.resolve(demand)), _fmt({k: free.get(k, 0.0) for k in demand}))
                 continue
             if reservation is not None and not ledger.may_backfill(demand, estimate[p.name], now, reservation):
                 if (p.name, reservation.stage) not in told_waiting:
                     told_waiting.add((p.name, reservation.stage))
-                    log.info("%s %-22s waits: fits, but would delay %s (longer path)", progress.prefix(),
-                             p.name, reservation.stage)
+                    log.log(quiet.chatter_level(), "%s %-22s waits: fits, but would delay %s (longer path)",
+                            progress.prefix(), p.name, reservation.stage)
                 continue
             waiting.remove(p)
             ledger.take(p.name, demand, now + estimate[p.name])
@@ -357,7 +379,7 @@ def _schedule(cfg: PipelineConfig, plan: list[PlannedStage], store: ArtifactStor
             progress.ended(p.name, None)
             failed.append(_fail(p, child, text, result, progress.prefix()))
             continue
-        _to_parent(p, parent, out["metrics"])
+        _to_parent(p, parent, out["metrics"], store)
         done.add(p.name)
         status = "hit" if out["reused"] else "ran"  # reused: a concurrent invocation computed it
         result.outcomes.append(StageOutcome(p.name, p.key, status, out["uri"], out["seconds"], child.run_id))

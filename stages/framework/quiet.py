@@ -21,7 +21,19 @@ What it sets, and why each is needed:
   Ray Train configures itself: :func:`train_log_level` goes into its ``LoggingConfig``
   (`stages.training.launch`); Ray Tune prints its trial table with ``print``, which only its
   ``RunConfig(verbose=...)`` controls: :func:`tune_verbosity`, for the ``Tuner``'s config;
-- warnings known to be harmless, filtered by their exact message (never all warnings).
+- warnings known to be harmless, filtered by their exact message (never all warnings);
+- the driver's own scheduler chatter (``waits: ...``, the critical path): logged at
+  :func:`chatter_level`, DEBUG unless verbose, so the log keeps one line per stage start
+  and finish;
+- colour: :func:`use_color` (a terminal, and no ``NO_COLOR``); where it is off,
+  :func:`plain_ray_output` turns off the colour codes Ray's driver puts around every worker
+  line (``RAY_COLOR_PREFIX=0``) and strips those of its own log records (the dashboard link).
+
+Not reachable from here: the raylet's "N PYTHON worker processes have been started ...
+the maximum expected startup concurrency" warning is pushed by the C++ raylet to every
+driver and has no switch (its threshold, ``RAY_worker_maximum_startup_concurrency``,
+also throttles worker start-up, so it is left alone); ``make run`` filters the line out
+of the terminal's copy of the log (the Makefile's ``RAY_CLI_CHATTER``).
 
 Errors are never hidden: only INFO-level chatter, progress bars and the listed warnings.
 """
@@ -34,6 +46,7 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass
+from typing import TextIO
 
 VERBOSE_ENV = "NUGGET_VERBOSE"
 
@@ -48,6 +61,10 @@ QUIET_ENV: dict[str, str] = {
     "TQDM_DISABLE": "1",  # GGUF "Converting and de-quantizing GGUF tensors" (plain tqdm)
     # with an http tracking URI MLflow prints "View run ... / View experiment ..." per run
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+    # Ray Tune's new output engine prints its "Configuration for experiment" box and a
+    # TensorBoard hint into Ray's temporary folder whatever RunConfig(verbose=...) says; the
+    # classic engine prints nothing at verbose=0 (tune_verbosity)
+    "RAY_AIR_NEW_OUTPUT": "0",
 }
 
 # loggers whose INFO lines are per-step / per-report chatter (level when quiet)
@@ -57,6 +74,8 @@ QUIET_LOGGERS: dict[str, int] = {
     "ray.tune": logging.WARNING,
     "transformers": logging.ERROR,
     "datasets": logging.ERROR,
+    "absl": logging.WARNING,  # rouge_score: "Using default tokenizer." per scoring call
+    "bm25s": logging.WARNING,  # per-call DEBUG / INFO lines of the BM25 index
 }
 # modules whose logger is named by their file path (``getLogger(__file__)``), so no
 # ``ray.train`` level or LoggingConfig reaches it: Ray Train's "Reporting training result
@@ -84,6 +103,8 @@ KNOWN_WARNINGS: tuple[KnownWarning, ...] = (
 KNOWN_LOG_LINES: dict[str, tuple[str, ...]] = {
     # DeepSpeed on a CPU-only machine: expected, the engine sets DS_ACCELERATOR=cpu itself
     "DeepSpeed": ("Setting accelerator to CPU.",),
+    # Ray Data's WARNING that the bars are off, which quiet turned off on purpose
+    "ray.data._internal.progress": ("Progress bars disabled.",),
 }
 
 
@@ -124,6 +145,43 @@ def train_log_level() -> str:
 def tune_verbosity() -> int:
     """Ray Tune's ``RunConfig(verbose=...)``: 0 drops the console table of trials."""
     return 1 if is_verbose() else 0
+
+
+def chatter_level() -> int:
+    """The level of the driver's scheduler lines: INFO with ``--verbose``, else DEBUG."""
+    return logging.INFO if is_verbose() else logging.DEBUG
+
+
+def use_color(stream: TextIO) -> bool:
+    """Colour codes only for a terminal, and never under ``NO_COLOR`` (no-color.org)."""
+    return not os.environ.get("NO_COLOR") and bool(getattr(stream, "isatty", lambda: False)())
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class _StripAnsi(logging.Filter):
+    """Removes colour codes from a record's message (Ray colours its dashboard link)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "\x1b[" in message:
+            record.msg, record.args = ANSI.sub("", message), None
+        return True
+
+
+def plain_ray_output(stream: TextIO) -> None:
+    """Before ``ray.init`` in the driver: no colour codes in what Ray prints when ``stream``
+    (the driver's stdout) should not have them (:func:`use_color`). Ray's driver wraps each
+    worker line's ``(stage:x pid=N)`` prefix in colour unless ``RAY_COLOR_PREFIX=0``."""
+    if use_color(stream):
+        return
+    os.environ["RAY_COLOR_PREFIX"] = "0"
+    import ray  # noqa: F401  (configures the "ray" logger's handlers)
+
+    for handler in [*logging.getLogger("ray").handlers, *logging.getLogger().handlers]:
+        if not any(isinstance(f, _StripAnsi) for f in handler.filters):
+            handler.addFilter(_StripAnsi())
 
 
 def _set_env(quiet: bool) -> None:

@@ -59,7 +59,9 @@ the stage's MLflow run (never through ``ctx.logger`` directly):
   named where they are computed: ``<system>/n`` for a row of an evaluation table
   (`stages.evaluation.publish`), ``documents`` / ``<prefix>_count`` for data statistics,
   ``heldout_ratio_docs`` / ``sample_tokens`` / ``heldout_tokens`` in calibrate_threshold,
-  ``<name>_n`` of a training summary (`stages.training.launch.final_metrics`);
+  ``<name>_n`` of a training summary (`stages.training.launch.final_metrics`). In MLflow
+  ``<name>_n`` / ``<name>/n`` become params of the run, not metrics
+  (`stages.framework.tracking.is_sample_size`); the manifest keeps them with the metrics;
 - ``ctx.set_tags({key: value})``: strings describing the run (stand-ins used, scorer
   stage), never numbers;
 - ``ctx.log_artifact(path)``: a small file of the output (tables, plots, stats.json);
@@ -93,7 +95,7 @@ from stages.framework.contract import (
     section_fields,
 )
 from stages.framework.resources import ALL, Demand, add, section_value, task_demand, worker_demand
-from stages.framework.tracking import NestedRuns, RunFacts, RunLogger
+from stages.framework.tracking import NestedRuns, RunFacts, RunLogger, table_columns
 
 
 @dataclass(frozen=True)
@@ -164,8 +166,7 @@ class StageContext:
     def log_table(self, rows: list[dict[str, Any]], artifact_file: str) -> None:
         """Per-example rows as an MLflow table (``artifact_file`` ends in .json): columns
         are the union of the rows' keys, missing values None."""
-        columns = list(dict.fromkeys(k for row in rows for k in row))
-        self.logger.log_table({c: [row.get(c) for row in rows] for c in columns}, artifact_file)
+        self.logger.log_table(table_columns(rows), artifact_file)
 
     def set_tags(self, tags: dict[str, Any]) -> None:
         """Tag this stage's MLflow run (values become strings)."""
@@ -229,6 +230,9 @@ class Stage(Generic[ConfigT, InputsT, OutputT]):
     run_name_keys: ClassVar[tuple[str, ...]] = ()
     # every metric of this stage is also copied to the pipeline's parent run (headline numbers)
     parent_metrics: ClassVar[bool] = False
+    # JSON files of the stage's output (each a list of flat dicts) the executor logs to the
+    # parent run as MLflow tables (columns: the union of the rows' keys, a missing value None)
+    parent_tables: ClassVar[tuple[str, ...]] = ()
     # inputs `run` reads from outside the artifact store, by path: their content enters the
     # cache key (`stages.framework.external`). `external_paths`: config fields (inside
     # config_keys) holding a local file, folder or glob; `external_models`: fields holding a

@@ -10,6 +10,14 @@ docstring); the training loop logs through the `RunLogger` it is handed (the sta
 or a Tune trial's nested run from `NestedRuns`), per-step metrics batched by
 `MetricBuffer`.
 
+Sample sizes are params, not metrics: the codebase names the n of a mean ``<name>_n`` (or
+``<name>/n``, one n of a table row), and a step-less number drawn as a metric is a bar
+chart of a constant. `RunLogger.log_metrics` and `MetricBuffer.add` send such keys
+(:func:`is_sample_size`) to the run's params instead, once per run (a step-wise n, e.g.
+``eval/dev_loss_n`` at step 0, is the same at every step). The stage's manifest keeps them
+among its metrics (`stages.framework.stage.StageContext.log_metrics`), where the report
+reads them.
+
 Every param, tag and text is passed through `stages.framework.redact` (no credentials of a
 URI reach MLflow); a server's credentials travel in MLflow's environment variables, never in
 the URI the runs are logged with (`stages.framework.tracking_auth`). A default sqlite store
@@ -100,6 +108,23 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
     return out
 
 
+def is_sample_size(name: str) -> bool:
+    """``<name>_n`` / ``<name>/n``: the number of examples a metric ``<name>`` averages over."""
+    return name.endswith(("_n", "/n"))
+
+
+def _param_number(value: float) -> str:
+    """A sample size as a param's text: ``4800``, not ``4800.0``."""
+    number = float(value)
+    return str(int(number)) if number.is_integer() else repr(number)
+
+
+def table_columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Rows -> MLflow table columns: the union of the keys, in first-seen order; missing None."""
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    return {c: [row.get(c) for row in rows] for c in columns}
+
+
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
@@ -129,10 +154,11 @@ class RunLogger:
         self.run_id = run_id
         self.needs_credentials = needs_credentials
         self._client: MlflowClient | None = None
+        self._sizes_logged: dict[str, str] = {}  # sample-size params this process already sent
 
     def __getstate__(self) -> dict[str, Any]:
         return {"tracking_uri": self.tracking_uri, "run_id": self.run_id,
-                "needs_credentials": self.needs_credentials, "_client": None}
+                "needs_credentials": self.needs_credentials, "_client": None, "_sizes_logged": {}}
 
     @property
     def client(self) -> MlflowClient:
@@ -142,9 +168,23 @@ class RunLogger:
         return self._client
 
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        """Numbers into the run: sample sizes (:func:`is_sample_size`) as params, once; the
+        rest as metrics at ``step``."""
+        self.log_sample_sizes({k: v for k, v in metrics.items() if is_sample_size(k)})
         now = int(time.time() * 1000)
-        batch = [Metric(k, float(v), now, step or 0) for k, v in metrics.items()]
+        batch = [Metric(k, float(v), now, step or 0) for k, v in metrics.items() if not is_sample_size(k)]
         self.log_metric_entities(batch)
+
+    def log_sample_sizes(self, sizes: dict[str, float]) -> None:
+        """Sample sizes as params; one this logger already sent with the same value is
+        skipped (a step-wise n repeats). A changed value reaches MLflow, which refuses it: two
+        different n under one name is a bug to see, not to overwrite."""
+        new = {k: text for k, v in sizes.items() if self._sizes_logged.get(k) != (text := _param_number(v))}
+        if new:
+            items = [Param(k, v) for k, v in new.items()]
+            for chunk in _chunks(items, BATCH):
+                _retry_locked(partial(self.client.log_batch, self.run_id, params=chunk))
+            self._sizes_logged.update(new)
 
     def log_params(self, params: dict[str, Any]) -> None:
         items = [Param(k, redact(v)) for k, v in flatten(params).items()]
@@ -227,7 +267,9 @@ class MetricBuffer:
 
     def add(self, metrics: dict[str, float], step: int) -> None:
         now = time.time()
-        self.pending += [Metric(f"{self.prefix}{k}", float(v), int(now * 1000), step) for k, v in metrics.items()]
+        self.logger.log_sample_sizes({f"{self.prefix}{k}": v for k, v in metrics.items() if is_sample_size(k)})
+        self.pending += [Metric(f"{self.prefix}{k}", float(v), int(now * 1000), step) for k, v in metrics.items()
+                         if not is_sample_size(k)]
         if now - self.last_flush >= self.flush_seconds:
             self.flush()
 
@@ -280,8 +322,9 @@ class Tracker:
         finally:
             if lock is not None:
                 lock.release()
-        # MLflow 3's UI opens an experiment of unknown kind on its GenAI traces page; this
-        # tag (the UI's own "Machine learning" experiment type) opens it on the runs table
+        # the UI's own "Machine learning" experiment type. MLflow 3.17's UI no longer reads
+        # it for its GenAI / classic choice (the URL's workflowType does: the links the
+        # pipeline prints carry it, pipelines.cli.mlflow_run_url); kept for the UIs that do
         self.client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
 
     def start_run(self, name: str, tags: dict[str, Any], parent: str | None = None) -> RunLogger:

@@ -28,7 +28,7 @@ per system: what it is, its dev loss, its model dir) and per-system trainer stat
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from stages.framework.contract import section
@@ -55,6 +55,11 @@ class SystemSpec:
     feedback: bool = True
     sentence_ratio: bool = False  # ratio = eval.baselines.sentence_ratio
     encoder_side: str = "source"  # "target": the encoder reads the corpus's other language
+
+    def short(self) -> str:
+        """For a log line: the fields that set this system apart (those off their default)."""
+        off = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
+        return ", ".join(f"{k}={'none' if v == '' else v}" for k, v in off.items())
 
 
 SYSTEMS: dict[str, SystemSpec] = {
@@ -117,7 +122,7 @@ class TrainBaselines(Stage[BaselinesConfig, NuggetData, TrainedBaselines]):
             }
             nugget = dataclasses.replace(config.nugget, **changes)
             deletion = cfg.tsdae_deletion if spec.noisy else 0.0
-            print(f"[train_baselines] system {i + 1}/{len(cfg.systems)}: {name} {spec}", flush=True)
+            print(f"[train_baselines] system {i + 1}/{len(cfg.systems)}: {name} ({spec.short()})", flush=True)
             models.append((name, BaselineTask(
                 data=inputs.docs, tokenizer_dir=tokenizer_dir,
                 objective=spec.objective, nugget=nugget, model=config.seq2seq,

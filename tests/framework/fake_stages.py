@@ -66,12 +66,16 @@ class Headline(Stage):
     config_keys = ("report.title", "data.corpus_stats")
     run_name_keys = ("top=data.corpus_stats.top_words", "report.title")
     parent_metrics = True
+    parent_tables = ("rows.json",)  # as the report's results.json
 
     def run(self, ctx: StageContext) -> None:
         from stages.corpora.artifacts import CorpusStatistics
 
         stats = CorpusStatistics.read(ctx.inputs["corpus_stats"]).stats
         ctx.write_json("headline.json", {"documents": stats["documents"]})
+        # rows with different keys: the table's columns are their union
+        ctx.write_json("rows.json", [{"table": "stats", "documents": stats["documents"]},
+                                     {"table": "words", "top": 3}])
         ctx.log_metrics({"headline/documents": stats["documents"], "headline/documents_n": 1})
 
 

@@ -155,6 +155,13 @@ def test_child_run_starts_with_its_stage_and_is_named_by_its_key_params(ray_loca
     assert stats.info.run_name == "corpus_stats"  # no run_name_keys: the stage's name
 
 
+def parent_table(root, parent, name: str) -> dict:
+    """A table the executor logged to the parent run, as {column: values}."""
+    path = MlflowClient(f"sqlite:///{root}/mlflow.db").download_artifacts(parent.info.run_id, name, str(root / "dl"))
+    table = json.loads(open(path).read())
+    return {c: [row[i] for row in table["data"]] for i, c in enumerate(table["columns"])}
+
+
 def test_parent_run_has_description_and_headline_metrics(ray_local, root, base_args):
     assert main_full(base_args, dag=HEADLINE_DAG) == 0
     parent, children = runs_of_latest_pipeline(root)
@@ -163,8 +170,20 @@ def test_parent_run_has_description_and_headline_metrics(ray_local, root, base_a
     # the MLflow 3 UI opens the experiment on its runs, not on the GenAI traces page
     exp = MlflowClient(f"sqlite:///{root}/mlflow.db").get_experiment_by_name("nugget-pipeline")
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
-    # copied from the stage with parent_metrics, not from the others
-    assert parent.data.metrics == {"headline/documents": len(LEE_DOCS), "headline/documents_n": 1.0}
+    # copied from the stage with parent_metrics, not from the others; its sample size is no
+    # metric (a bar chart of a constant) but the n column of the metrics table beside it
+    assert parent.data.metrics == {"headline/documents": len(LEE_DOCS)}
+    assert parent_table(root, parent, "headline/metrics.json") == {
+        "metric": ["headline/documents"], "value": [len(LEE_DOCS)], "n": [1]}
+    # the stage's parent_tables: its rows.json, columns the union of the rows' keys
+    assert parent_table(root, parent, "headline/rows.json") == {
+        "table": ["stats", "words"], "documents": [len(LEE_DOCS), None], "top": [None, 3]}
+    # the config's run settings and top-level scalars, not every flattened section
+    assert "profile" in parent.data.params and "run.seed" in parent.data.params
+    assert not any(k.startswith(("data.", "nugget.")) for k in parent.data.params)
+    # in the stage's own run the sample size is a param
+    headline = children["headline"]
+    assert headline.data.params["headline/documents_n"] == "1" and "headline/documents_n" not in headline.data.metrics
 
     assert main_full(base_args, dag=HEADLINE_DAG) == 0  # all cached: copied from the manifest
     parent, children = runs_of_latest_pipeline(root)

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from pipelines.cli import main_full
+from stages.framework import quiet
 from stages.framework.dag import Dag, PlannedStage, critical_path
 from stages.framework.resources import (
     ALL,
@@ -173,15 +174,20 @@ def _stage_lines(stderr: str) -> list[str]:
 
 
 @pytest.mark.ray
-def test_two_stages_that_each_need_the_cluster_never_overlap(ray_local, root, base_args):
+def test_two_stages_that_each_need_the_cluster_never_overlap(ray_local, root, base_args, capsys, monkeypatch):
+    monkeypatch.setenv(quiet.VERBOSE_ENV, "0")
     assert main_full(base_args, dag=HOGS_DAG) == 0
     (s1, e1), (s2, e2) = times(root, "hog1"), times(root, "hog2")
     assert e1 <= s2 or e2 <= s1, "two 2-CPU stages ran at once on a 2-CPU cluster"
+    # one of them waited; without --verbose the scheduler's reasons stay out of the log
+    err = capsys.readouterr().err
+    assert "waits:" not in err and "critical path" not in err and " start " in err
 
 
 @pytest.mark.ray
-def test_small_stage_runs_beside_big_one_and_wide_waits(ray_local, root, base_args, capsys):
-    assert main_full(base_args, dag=MIXED_DAG) == 0
+def test_small_stage_runs_beside_big_one_and_wide_waits(ray_local, root, base_args, capsys, monkeypatch):
+    monkeypatch.setenv(quiet.VERBOSE_ENV, "0")  # restored after --verbose sets it
+    assert main_full([*base_args, "--verbose"], dag=MIXED_DAG) == 0  # the waits lines: verbose only
     lines = _stage_lines(capsys.readouterr().err)
     (_, le), (ws, _), (_, se) = times(root, "long"), times(root, "wide"), times(root, "short")
     assert ws >= max(le, se), "the 2-CPU stage started while CPUs were held"
@@ -203,8 +209,10 @@ def test_stage_larger_than_cluster_fails_before_anything_runs(ray_local, root, b
 
 
 @pytest.mark.ray
-def test_wide_stage_on_the_longer_path_is_not_starved_by_a_narrow_one(ray_local, root, base_args, capsys):
-    assert main_full(base_args, dag=RESERVE_DAG) == 0
+def test_wide_stage_on_the_longer_path_is_not_starved_by_a_narrow_one(ray_local, root, base_args, capsys,
+                                                                     monkeypatch):
+    monkeypatch.setenv(quiet.VERBOSE_ENV, "0")  # restored after --verbose sets it
+    assert main_full([*base_args, "--verbose"], dag=RESERVE_DAG) == 0
     lines = _stage_lines(capsys.readouterr().err)
     (_, we), (ls, _) = times(root, "wide_after"), times(root, "late")
     assert we <= ls, "the narrow stage took a CPU the wide one (longer path) was waiting for"

@@ -50,6 +50,7 @@ class RecordingRunLogger:
     def __init__(self) -> None:
         self.metrics: list[tuple[str, float, int]] = []
         self.params: dict[str, object] = {}
+        self.sizes: dict[str, float] = {}  # sample sizes (`RunLogger.log_sample_sizes`: params)
         self.batches = 0
 
     def log_metric_entities(self, metrics: list) -> None:
@@ -58,6 +59,9 @@ class RecordingRunLogger:
 
     def log_params(self, params: dict[str, object]) -> None:
         self.params.update(params)
+
+    def log_sample_sizes(self, sizes: dict[str, float]) -> None:
+        self.sizes.update(sizes)
 
     def run_name(self) -> str:
         return "toy_stage r=0.1"
@@ -95,8 +99,8 @@ def test_short_run_logs_train_loss_every_step_with_dev_loss_n(fake_ray_train):
     assert logger.steps("train/loss") == list(range(1, 13))  # each step once
     assert logger.steps("train/lr") == logger.steps("train/tokens_per_s") == list(range(1, 13))
     assert logger.steps("eval/dev_loss") == [0, 6, 12]  # the train loss's step axis, from before any update
-    assert logger.steps("eval/dev_loss_n") == [0]  # a constant: once, not a curve
-    assert {v for k, v, _ in logger.metrics if k == "eval/dev_loss_n"} == {4.0}  # 4 dev rows x 1 target
+    # a constant, so a sample size (a param), not a curve: 4 dev rows x 1 target
+    assert logger.steps("eval/dev_loss_n") == [] and logger.sizes == {"eval/dev_loss_n": 4.0}
     assert logger.params["train.examples_per_step"] == 4 and "params.trainable" in logger.params
     assert logger.batches == 2  # batched: one log_batch per checkpoint, not one per step
     assert [r["step"] for r in fake_ray_train] == [6, 12]  # Ray Train: checkpoint cadence only
@@ -107,8 +111,8 @@ def test_metric_prefix_names_one_fit_among_several(fake_ray_train):
     _run(logger, metric_prefix="tsdae_ae")
     assert {k for k, _, _ in logger.metrics} == {
         "tsdae_ae.train/loss", "tsdae_ae.train/lr", "tsdae_ae.train/tokens_per_s", "tsdae_ae.eval/dev_loss",
-        "tsdae_ae.eval/dev_loss_n",
     }
+    assert set(logger.sizes) == {"tsdae_ae.eval/dev_loss_n"}
     assert "tsdae_ae.train.world_size" in logger.params
 
 

@@ -97,8 +97,9 @@ def test_injected_failure_resumes_exactly_in_one_mlflow_run(ddp_run, mt_artifact
     assert [m.value for m in dev if m.step == 0] == [state["initial_dev_loss"]]
     assert state["initial_dev_loss"] == uninterrupted["initial_dev_loss"]
     assert state["tokens_seen"] == uninterrupted["tokens_seen"] > 0
-    dev_n = tracker.client.get_metric_history(logger.run_id, "eval/dev_loss_n")
-    assert {m.step for m in dev_n} == {0} and all(m.value > 0 for m in dev_n)  # a constant, logged once
+    # a constant: a param (a sample size), logged once although the fit restarted
+    assert tracker.client.get_metric_history(logger.run_id, "eval/dev_loss_n") == []
+    assert int(tracker.client.get_run(logger.run_id).data.params["eval/dev_loss_n"]) > 0
 
 
 def test_more_workers_than_cpus_fails_before_training(ray_local):
