@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from stages.artifacts.evaluate import EvalTable, StoredEvalTable, metric_name
+from stages.artifacts.evaluate import EvalTable, StoredEvalTable
 from stages.report.tables import examples, measured_by, metric_n
 
 
@@ -45,17 +45,6 @@ class EvaluationTable:
         """Numbers shown without the n they stand on (the report refuses to publish them)."""
         return [f"{self.stage}: {system} / {key} = {value:g} has no n"
                 for system, key, value, n in self.numbers() if n is None]
-
-    def metrics(self) -> dict[str, float]:
-        """Each number as ``<stage>/<system>/<metric>`` with its n (``.../n``), for the
-        report's MLflow run (which the pipeline's parent run copies)."""
-        out: dict[str, float] = {}
-        for system, key, value, n in self.numbers():
-            name = metric_name(f"{self.stage}/{system}/{key}")
-            out[name] = value
-            if n is not None:
-                out[f"{name}/n"] = float(n)
-        return out
 
 
 def evaluation_tables(profile: str, collected: Mapping[str, StoredEvalTable]) -> list[EvaluationTable]:

@@ -27,8 +27,7 @@ measured cell, `stages.report.results_json`), ``figures/``, ``samples/<stage>/``
 ``tables/<id>.csv`` per paper table and one ``tables/<stage>.csv`` per collected evaluation;
 the whole folder is logged as the run's artifacts. Metrics: the counts of tables, measured
 cells, figures, differences and findings by verdict, every measured number reproducing a
-published cell (`headline_metrics`) and every number of a collected evaluation's table
-(`EvaluationTable.metrics`).
+published cell (`headline_metrics`); a collected evaluation's numbers are in ``results.json``.
 """
 
 from __future__ import annotations
@@ -370,11 +369,12 @@ class Report(Stage[ReportConfig, ReportInputs, None]):
         for e in evaluations:
             (ctx.output_dir / "tables" / f"{e.stage}.csv").write_text(e.table.to_csv())
         ctx.log_artifacts(ctx.output_dir, "report")  # the whole folder: it opens from MLflow with nothing broken
-        collected = {name: value for e in evaluations for name, value in e.metrics().items()}
         ctx.log_metrics({"tables": len(tables) + len(evaluations),
                          "measured_cells": sum(t.measured_count() for t in tables)
                          + sum(len(e.numbers()) for e in evaluations),
                          "trained_models": len(training), "trained_models_worse": len(worse),
                          "figures": len(figures),
-                         "paper_differences": len(differences), **counts(verdicts), **headline_metrics(tables),
-                         **collected})
+                         "paper_differences": len(differences), **counts(verdicts), **headline_metrics(tables)})
+        # a collected evaluation's numbers are metrics of its own stage's run and rows of
+        # results.json (a table of the parent run); copying them here too filled the parent
+        # run with hundreds of metrics
