@@ -29,6 +29,7 @@ class RecordingLogger:
     artifacts: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
     tables: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         if step is None:
@@ -48,6 +49,11 @@ class RecordingLogger:
     def log_table(self, data: dict[str, list[Any]], artifact_file: str) -> None:
         assert len({len(v) for v in data.values()}) <= 1, "columns of unequal length"
         self.tables[artifact_file] = data
+
+    def log_model(self, name: str, code: str, readme: Path, **pyfunc: Any) -> str:
+        assert Path(code).is_file() and Path(readme).is_file()
+        self.models[name] = pyfunc
+        return f"models:/{name}"
 
 
 def listed_deviations(overrides: list[str]) -> list[Any]:
