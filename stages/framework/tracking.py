@@ -156,9 +156,13 @@ class RunLogger:
         from mlflow.models import Model
         from mlflow.tracking._tracking_service.utils import _use_tracking_uri
 
+        run = self.client.get_run(self.run_id)
+        # created here: MLflow's own would go to the active experiment, not this run's
+        model = self.client.create_logged_model(run.info.experiment_id, name=name, source_run_id=self.run_id,
+                                                params=dict(run.data.params))
         with _use_tracking_uri(self.tracking_uri):  # the logged model's store: this run's
             info = Model.log(artifact_path=None, name=name, flavor=mlflow.pyfunc, run_id=self.run_id,
-                             python_model=code, **pyfunc)
+                             model_id=model.model_id, python_model=code, **pyfunc)
         self.client.log_model_artifact(info.model_id, str(readme))
         return info.model_uri
 

@@ -6,12 +6,15 @@ This file is the model's code (MLflow "models from code"): `stages.training.mode
 logs it with the folder as the artifact ``model`` (or, above the size limit, a reference
 to the published folder) and nugget_core as a code path, so loading the model needs
 only the pip requirements it records, not this repository. It therefore imports nothing
-of ``stages``; what it needs arrives in the model config:
+of ``stages``; what it needs arrives in the artifact ``settings`` (a JSON file):
 
 - ``kind``: the `stages.training.model_card.ModelKind` name (``Nugget``, ``Nugget2D``, ...);
 - ``reference``: the folder's place under the artifact root, read when ``model`` was not
-  copied; ``artifact_root``: that root (adapter checkpoints find their base LM inside it);
-  override either at load time: ``mlflow.pyfunc.load_model(uri, model_config={...})``.
+  copied;
+
+and the model config's ``artifact_root`` (adapter checkpoints find their base LM inside
+it), which the loader may override: ``mlflow.pyfunc.load_model(uri,
+model_config={"artifact_root": ...})``.
 
 ``predict`` takes a list of texts or a DataFrame with a ``text`` column (and a
 ``question`` column for the Nugget2D / ICAE / LoRA kinds: answers instead of
@@ -51,7 +54,10 @@ class ModelFolder(mlflow.pyfunc.PythonModel):
         import torch
         from transformers import AutoTokenizer
 
-        config = dict(context.model_config or {})
+        import json
+
+        # the logged settings, then what the loader overrides (load_model(..., model_config=...))
+        config = {**json.loads(Path(context.artifacts["settings"]).read_text()), **(context.model_config or {})}
         self.kind = config["kind"]
         root = config.get("artifact_root") or None
         copied = context.artifacts.get("model")

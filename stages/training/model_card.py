@@ -25,6 +25,8 @@ import json
 import logging
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -339,10 +341,14 @@ class MlflowModelPlan:
 
         import nugget_core
 
-        root = _artifact_root(ctx)
-        artifacts = {"model": str(self.folder)} if self.copied else {"card": str(self.folder / "README.md")}
+        # the wrapper's own settings travel as a file: MLflow logs a model_config as the run's params
+        # (one value per run: the artifact root, which the loader may override)
+        settings = Path(tempfile.mkdtemp(prefix="mlflow-model-")) / "settings.json"
+        settings.write_text(json.dumps({"kind": kind.name, "reference": self.reference}))
+        artifacts = {"settings": str(settings)}
+        artifacts.update({"model": str(self.folder)} if self.copied else {"card": str(self.folder / "README.md")})
         if not self.copied:
-            log.warning("%s: %.0f MB, above the MLflow model limit of %.0f MB (NUGGET_MLFLOW_MODEL_MAX_MB): its MLflow "
+            log.warning("%s: %.1f MB, above the MLflow model limit of %.0f MB (NUGGET_MLFLOW_MODEL_MAX_MB): its MLflow "
                         "Model %s holds the card and a reference to %s, not the weights",
                         self.folder, self.size_mb, self.limit_mb, self.name, self.reference)
         # pinned, so that MLflow neither infers nor downloads anything
@@ -351,8 +357,8 @@ class MlflowModelPlan:
                 f"safetensors=={safetensors.__version__}"]
         ctx.log_model(self.name, str(MLFLOW_MODEL_CODE), artifacts=artifacts,
                       code_paths=[str(Path(nugget_core.__file__).parent)], pip_requirements=pins,
-                      model_config={"kind": kind.name, "reference": self.reference, "artifact_root": root},
-                      readme=self.folder / "README.md")
+                      model_config={"artifact_root": _artifact_root(ctx)}, readme=self.folder / "README.md")
+        shutil.rmtree(settings.parent)
 
 
 def _artifact_root(ctx: StageContext) -> str:

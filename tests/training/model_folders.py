@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import make_dataclass
 from pathlib import Path
+from typing import Any
 from types import SimpleNamespace
 
 from stages.framework.stage import Artifact, StageContext
@@ -41,11 +43,11 @@ def _on_base_lm(tok, base_dir: Path, out: Path) -> None:
         .save_pretrained(out / "lora")
 
 
-def documented_models(root: Path, kinds: tuple[str, ...] = tuple(FOLDERS)) -> StageContext:
+def documented_models(root: Path, kinds: tuple[str, ...] = tuple(FOLDERS), logger: Any = None) -> StageContext:
     """The folders of ``kinds`` written under ``root`` as the published output
     ``root/train_nugget2d_ar/k`` of a stage whose base LM is ``root/prepare_lm/k1/model``,
     each with its card (`document_models`); returns the stage's context (its logger
-    recorded the MLflow Models)."""
+    recorded the MLflow Models, or ``logger`` logged them)."""
     from stages.nugget2d.train_nugget2d_ar import TrainNugget2DAR
     from stages.training.model_card import document_models
 
@@ -55,6 +57,8 @@ def documented_models(root: Path, kinds: tuple[str, ...] = tuple(FOLDERS)) -> St
     tok.save_pretrained(base_dir)
     inputs = {"prepare_lm": Artifact("prepare_lm", "k1", "", root / "prepare_lm" / "k1", {})}
     ctx = context(TrainNugget2DAR, inputs, root / "train_nugget2d_ar" / "k", [])
+    if logger is not None:
+        ctx = dataclasses.replace(ctx, logger=logger)
     if {"Nugget", "Nugget LM", "RE restorable embedding", "bottleneck baseline"} & set(kinds):
         _seq2seq(tok, ctx.output_dir)
     if {"Nugget2D", "ICAE", "LoRA adapter"} & set(kinds):
