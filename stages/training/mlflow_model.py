@@ -29,8 +29,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import mlflow.pyfunc
 from mlflow.models import set_model
+from mlflow.pyfunc import PythonModel
 
 MAX_NEW_TOKENS = 32
 
@@ -47,14 +47,14 @@ def _rows(model_input: Any) -> list[tuple[str, str]]:
     return [(str(t), "") for t in model_input]
 
 
-class ModelFolder(mlflow.pyfunc.PythonModel):
+class ModelFolder(PythonModel):
     """A pipeline model folder behind MLflow's pyfunc interface (module docstring)."""
 
     def load_context(self, context: Any) -> None:
+        import json
+
         import torch
         from transformers import AutoTokenizer
-
-        import json
 
         # the logged settings, then what the loader overrides (load_model(..., model_config=...))
         config = {**json.loads(Path(context.artifacts["settings"]).read_text()), **(context.model_config or {})}

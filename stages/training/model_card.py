@@ -47,8 +47,6 @@ log = logging.getLogger(__name__)
 # Folders above this size are not copied into their MLflow Model (tiny and LoRA models are far
 # below; a 7B full fine-tune is ~14 GB in bf16); NUGGET_MLFLOW_MODEL_MAX_MB overrides it.
 MLFLOW_MODEL_MAX_MB = 2048
-# the pyfunc model's code file (MLflow models from code) and the library it loads folders with
-MLFLOW_MODEL_CODE = Path(__file__).with_name("mlflow_model.py")
 REPO = Path(__file__).resolve().parents[2]
 # the job settings the card's budget line names, in this order
 BUDGET = ("max_steps", "batch_size", "grad_accum", "lr", "schedule", "warmup_steps", "precision", "num_workers",
@@ -194,7 +192,8 @@ def _scale(ctx: StageContext) -> list[str]:
 def _data_sources(ctx: StageContext) -> list[tuple[str, str, bool]]:
     """(upstream, dataset, is the paper's dataset) of every ``data.*`` section with a
     ``source`` in the inputs' manifests (an input handed in as a plain folder has none)."""
-    from stages.config.data import HF_NAMES  # the published datasets; any other source is a stand-in
+    # the published datasets; any other source is a stand-in
+    from stages.config.data import HF_NAMES
 
     found = []
     for up, art in sorted(ctx.inputs.items()):
@@ -341,6 +340,10 @@ class MlflowModelPlan:
 
         import nugget_core
 
+        # the pyfunc model's code file (MLflow models from code); imported, not only named, so that
+        # the stage's cache key covers it
+        from stages.training import mlflow_model
+
         # the wrapper's own settings travel as a file: MLflow logs a model_config as the run's params
         # (one value per run: the artifact root, which the loader may override)
         settings = Path(tempfile.mkdtemp(prefix="mlflow-model-")) / "settings.json"
@@ -355,7 +358,7 @@ class MlflowModelPlan:
         pins = [f"mlflow=={mlflow.__version__}", f"torch=={torch.__version__.split('+')[0]}",
                 f"transformers=={transformers.__version__}", f"peft=={peft.__version__}",
                 f"safetensors=={safetensors.__version__}"]
-        ctx.log_model(self.name, str(MLFLOW_MODEL_CODE), artifacts=artifacts,
+        ctx.log_model(self.name, str(mlflow_model.__file__), artifacts=artifacts,
                       code_paths=[str(Path(nugget_core.__file__).parent)], pip_requirements=pins,
                       model_config={"artifact_root": _artifact_root(ctx)}, readme=self.folder / "README.md")
         shutil.rmtree(settings.parent)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import make_dataclass
 from pathlib import Path
-from typing import Any
 from types import SimpleNamespace
+from typing import Any
 
 from stages.framework.stage import Artifact, StageContext
 from tests.evaluation.fixtures import context
@@ -19,8 +19,16 @@ FOLDERS = {"Nugget": "nugget", "Nugget LM": "nugget_lm", "RE restorable embeddin
 
 
 def _seq2seq(tok, out: Path) -> None:
-    from nugget_core import (NuggetConfig, NuggetLM, NuggetLMConfig, RestorableConfig, TinyBartSpec, build_tiny_bart,
-                             get_nugget_model, get_restorable_model)
+    from nugget_core import (
+        NuggetConfig,
+        NuggetLM,
+        NuggetLMConfig,
+        RestorableConfig,
+        TinyBartSpec,
+        build_tiny_bart,
+        get_nugget_model,
+        get_restorable_model,
+    )
     from nugget_core.baselines.model import get_bottleneck_model
 
     spec = TinyBartSpec(d_model=32, layers=2, ffn_dim=64)
