@@ -296,6 +296,12 @@ def mlflow_model_max_mb() -> float:
     return float(os.environ.get("NUGGET_MLFLOW_MODEL_MAX_MB", MLFLOW_MODEL_MAX_MB))
 
 
+def mlflow_model_name(rel: str) -> str:
+    """The MLflow Model name of the folder ``rel`` in the stage output: MLflow's names take
+    no ``/ : . % " '`` (``systems/nugget_r0.05/model`` -> ``systems-nugget_r0-05-model``)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", rel)
+
+
 @dataclass(frozen=True)
 class MlflowModelPlan:
     """How one model folder goes into the stage's MLflow run: the logged model's name, and
@@ -309,10 +315,8 @@ class MlflowModelPlan:
 
     @classmethod
     def of(cls, ctx: StageContext, folder: Path) -> MlflowModelPlan:
-        rel = folder.relative_to(ctx.output_dir).as_posix()
-        # logged model names take no "/": systems/n1_a/model -> systems-n1_a-model
-        return cls(folder, re.sub(r"[^A-Za-z0-9_.-]+", "-", rel), published(ctx, folder), _size_mb(folder),
-                   mlflow_model_max_mb())
+        return cls(folder, mlflow_model_name(folder.relative_to(ctx.output_dir).as_posix()), published(ctx, folder),
+                   _size_mb(folder), mlflow_model_max_mb())
 
     @property
     def copied(self) -> bool:

@@ -55,3 +55,9 @@ def test_card_has_hugging_face_metadata_and_sections(documented):
     assert logged["artifacts"]["model"] == str(ctx.output_dir / "nugget2d")
     assert logged["model_config"] == {"artifact_root": str(root)}
     assert "the MLflow Model `nugget2d` (pyfunc flavour)" in card
+
+
+def test_mlflow_model_names_take_none_of_the_characters_mlflow_refuses():
+    from stages.training.model_card import mlflow_model_name
+
+    assert mlflow_model_name("systems/nugget_r0.05/model") == "systems-nugget_r0-05-model"

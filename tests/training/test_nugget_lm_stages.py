@@ -83,6 +83,7 @@ def trained_lm(ray_local, lm_inputs):
 
     from stages.framework.tracking import Tracker
     from stages.nugget.train_nugget_lm import TrainNuggetLM
+    from stages.training.model_card import mlflow_model_name
 
     root, inputs = lm_inputs
     tracker = Tracker(f"sqlite:///{root}/mlflow.db", "nugget-lm-test", str(root / "mlartifacts"))
@@ -91,7 +92,7 @@ def trained_lm(ray_local, lm_inputs):
     TrainNuggetLM().run(ctx)
     experiment = tracker.client.get_run(logger.run_id).info.experiment_id  # each model an MLflow Model of the run
     models = sorted(m.name for m in tracker.client.search_logged_models([experiment]) if m.source_run_id == logger.run_id)
-    assert models == [f"systems-{name}-model" for name in sorted(models_of(root / "train_nugget_lm"))]
+    assert models == sorted(mlflow_model_name(f"systems/{name}/model") for name in models_of(root / "train_nugget_lm"))
     return root, inputs, tracker.client.get_run(logger.run_id).data.metrics
 
 
