@@ -75,7 +75,7 @@ from nugget_core import BaseModelReference
 base = BaseModelReference.load(FOLDER).resolve(FOLDER, within=ROOT)  # base_model.json: where the base LM is
 model, tok = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), FOLDER).eval(), AutoTokenizer.from_pretrained(FOLDER)
 ids = tok([{TEXT + " " + QUESTION!r}], return_tensors="pt")
-print(tok.decode(model.generate(**ids, max_new_tokens=16)[0, ids.input_ids.shape[1]:], skip_special_tokens=True))""",
+print("generated:", repr(tok.decode(model.generate(**ids, max_new_tokens=16)[0, ids.input_ids.shape[1]:], skip_special_tokens=True)))""",
 }
 
 # Hugging Face's pipeline_tag for the kinds one fits (the others have no standard task)
