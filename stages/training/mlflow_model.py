@@ -97,7 +97,10 @@ class ModelFolder(PythonModel):
             return PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), str(folder)).eval()
         raise ValueError(f"no pyfunc wrapper for model kind {self.kind!r}")
 
-    def predict(self, context: Any, model_input: Any, params: dict[str, Any] | None = None) -> Any:
+    # model_input unannotated: MLflow reads its hint as a schema (list[...] only) and warns on any other
+    # (it still advises adding hints once)
+    def predict(self, context: Any, model_input, params: dict[str, Any] | None = None) -> Any:
+        """One output per row of ``model_input`` (a list of texts or a DataFrame: module docstring)."""
         return [self._one(text, question) for text, question in _rows(model_input)]
 
     def _one(self, text: str, question: str) -> Any:
