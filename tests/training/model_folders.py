@@ -75,5 +75,6 @@ def documented_models(root: Path, kinds: tuple[str, ...] = tuple(FOLDERS), logge
     for folder in folders:
         tok.save_pretrained(folder)
     job = make_dataclass("Job", [("max_steps", int), ("batch_size", int), ("lr", float)])(3, 2, 1e-3)  # train.*
-    document_models(ctx, job, {f: SimpleNamespace(base_dir=str(base_dir), objective="ae") for f in folders})
+    document_models(ctx, job, {f: SimpleNamespace(base_dir=str(base_dir), objective="ae") for f in folders},
+                    ctx.config["model.lm"])
     return ctx

@@ -83,11 +83,12 @@ def test_card_names_stand_in_data_and_a_training_that_made_it_worse(tmp_path):
     (tmp_path / "out" / "trainer_state.json").write_text(json.dumps({
         "step": 4, "losses": [3.0, 3.5], "best_dev_loss": 5.0, "initial_dev_loss": 4.0, "exported_dev_loss": 5.0}))
     job = make_dataclass("Job", [("max_steps", int)])(4)
-    card = model_card(ctx, folder, KINDS[1], job, SimpleNamespace(objective="ae"), None)
+    card = model_card(ctx, folder, KINDS[1], job, SimpleNamespace(objective="ae"), None,
+                      model_lm=ctx.config["model.lm"])
     header = card.split("---\n")[1]
     assert 'base_model: "org/lm-7b"\n' in header and "datasets:\n- offline\n- wmt19\n" in header
     assert "- trained on `offline` (via `build_lm`), an offline stand-in for the paper's data" in card
     assert "via `build_mt_docs`" not in card.split("## Limitations")[1]  # wmt19 is the paper's dataset
     assert "- degenerate: the dev loss of these weights is above the untrained start" in card
     assert "- the train loss did not fall" in card
-    assert "tiny scale" not in card
+    assert "small scale" not in card  # a pretrained 7B base

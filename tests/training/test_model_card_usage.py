@@ -43,7 +43,10 @@ def test_card_has_hugging_face_metadata_and_sections(documented):
     header = card.split("---\n")[1]
     assert "library_name: peft\n" in header and "license: apache-2.0\n" in header
     assert "- nugget2d\n" in header and "- text-compression\n" in header and "- ae\n" in header
-    assert "pipeline_tag: text-generation\n" in header
+    assert "pipeline_tag: text-generation\n" in header and 'base_model: "HuggingFaceTB/SmolLM2-135M"' in header
+    assert "- small scale (`model.lm.source: smollm2_offline`)" in card
+    nugget = (ctx.output_dir / "nugget" / "README.md").read_text()  # a tiny BART: narrower than the papers'
+    assert "- small scale: a bart model with d_model 32 and 2 encoder layers" in nugget
     for section in ("## Model description", "## Usage", "## Results (this run)", "## Training data",
                     "## Training budget", "## Limitations", "## How it was produced"):
         assert f"\n{section}\n" in card
