@@ -94,15 +94,29 @@ class RestorableModel(nn.Module):
         early_stopping: bool = True,
         length_penalty: float = 1.0,
     ) -> torch.Tensor:
-        """Restored target ids ``[batch, L]``: the generated tokens only (no decoder start
-        token; BART's usually begin with ``<s>`` like its labels), ending with EOS (unless
-        cut at ``max_new_tokens``), right-padded with ``pad_token_id``. Same beam search for
-        every decoder (`nugget_core.restorable.generate`); ``num_beams=1`` is greedy. Call
-        ``eval()`` first, as with HF ``generate``, to decode without dropout."""
-        e_repr = self.encoder(input_ids, attention_mask).repeat_interleave(num_beams, dim=0)
+        """Restored target ids ``[batch, L]`` of the passages ``input_ids``: `restore` of
+        their `embed`. Call ``eval()`` first, as with HF ``generate``, to decode without
+        dropout."""
+        return self.restore(self.encoder(input_ids, attention_mask), num_beams, max_new_tokens, early_stopping,
+                            length_penalty)
+
+    @torch.no_grad()
+    def restore(
+        self,
+        e_repr: torch.Tensor,
+        num_beams: int = 4,
+        max_new_tokens: int = 64,
+        early_stopping: bool = True,
+        length_penalty: float = 1.0,
+    ) -> torch.Tensor:
+        """The text ids restored from embeddings alone, ``e_repr [batch, d_repr]`` (what
+        `embed` returns): the generated tokens only (no decoder start token; BART's usually
+        begin with ``<s>`` like its labels), ending with EOS (unless cut at
+        ``max_new_tokens``), right-padded with ``pad_token_id``. Same beam search for every
+        decoder (`nugget_core.restorable.generate`); ``num_beams=1`` is greedy."""
         return beam_search(
-            self.decoder_side.session(e_repr),
-            batch_size=input_ids.shape[0],
+            self.decoder_side.session(e_repr.repeat_interleave(num_beams, dim=0)),
+            batch_size=e_repr.shape[0],
             num_beams=num_beams,
             max_new_tokens=max_new_tokens,
             eos_token_id=config_token_id(self.base_model, "eos_token_id"),

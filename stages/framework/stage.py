@@ -163,6 +163,10 @@ class StageContext:
         """Copy a folder of the output (e.g. a trained model) into the MLflow run's artifacts."""
         self.logger.log_artifacts(directory, artifact_path)
 
+    def log_model(self, name: str, code: str, readme: Path, **pyfunc: Any) -> str:
+        """Log an MLflow Model (pyfunc, `RunLogger.log_model`) linked to this stage's run."""
+        return self.logger.log_model(name, code, readme, **pyfunc)
+
     def log_table(self, rows: list[dict[str, Any]], artifact_file: str) -> None:
         """Per-example rows as an MLflow table (``artifact_file`` ends in .json): columns
         are the union of the rows' keys, missing values None."""

@@ -202,6 +202,24 @@ class RunLogger:
         """A whole folder (e.g. an exported model) under ``artifact_path``."""
         self.client.log_artifacts(self.run_id, str(directory), artifact_path)
 
+    def log_model(self, name: str, code: str, readme: Path, **pyfunc: Any) -> str:
+        """An MLflow Model (pyfunc flavour from the code file ``code``; ``pyfunc``: the
+        further arguments of ``mlflow.pyfunc.log_model``) linked to this run, with the file
+        ``readme`` at its root; returns its ``models:/`` URI."""
+        import mlflow.pyfunc
+        from mlflow.models import Model
+        from mlflow.tracking._tracking_service.utils import _use_tracking_uri
+
+        run = self.client.get_run(self.run_id)
+        # created here: MLflow's own would go to the active experiment, not this run's
+        model = self.client.create_logged_model(run.info.experiment_id, name=name, source_run_id=self.run_id,
+                                                params=dict(run.data.params))
+        with _use_tracking_uri(self.tracking_uri):  # the logged model's store: this run's
+            info = Model.log(artifact_path=None, name=name, flavor=mlflow.pyfunc, run_id=self.run_id,
+                             model_id=model.model_id, python_model=code, **pyfunc)
+        self.client.log_model_artifact(info.model_id, str(readme))
+        return info.model_uri
+
     def log_table(self, data: dict[str, list[Any]], artifact_file: str) -> None:
         """Columns of equal length as an MLflow table (the UI's artifact table view)."""
         self.client.log_table(self.run_id, data=data, artifact_file=artifact_file)

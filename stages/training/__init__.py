@@ -7,5 +7,6 @@
   MLflow logging from rank 0;
 - ``launch``: builds and fits a ``TorchTrainer`` for a task (``ray_trainer``,
   ``process_group``: the fit's torch process group, on the node address only);
-- ``sequence``: several models in one fit; ``storage``: run storage; ``model_card``.
+- ``sequence``: several models in one fit; ``storage``: run storage; ``model_card``
+  (``model_card_usage``; ``mlflow_model``: the pyfunc wrapper of a model folder).
 """

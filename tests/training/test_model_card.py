@@ -36,17 +36,20 @@ def test_card_and_base_reference_hold_after_publishing(tmp_path):
         base_dir=str(base_dir), objective="autoregressive")}, ctx.config.get("model.lm"))
 
     card = (scratch / "nugget2d" / "README.md").read_text()
-    for section in ("## How it was trained", "## Data", "## Metrics (end of training)", "## How to load"):
+    for section in ("## Model description", "## Usage", "## Results (this run)", "## Training data",
+                    "## Training budget", "## Limitations", "## How it was produced"):
         assert section in card
     # the published place, and the root the base reference may lead into
-    assert "load_nugget2d('<artifact root>/train_nugget2d_ar/k/nugget2d', base_within='<artifact root>')" in card
+    assert "FOLDER, ROOT = '<artifact root>/train_nugget2d_ar/k/nugget2d', '<artifact root>'" in card
+    assert "load_nugget2d(FOLDER, base_within=ROOT)" in card
     assert "- `max_steps`: 3" in card and "final train loss: 4.5000 (n = 2 sequences)" in card
-    # whether training helped: the dev loss before any update and of these weights, the tokens seen
-    assert "- dev loss before training (step 0) -> of these weights: 7.1000 -> 4.4000\n" in card
+    # whether training helped: the dev loss before any update and of these weights (with n), the tokens seen
+    assert "- dev loss before training (step 0) -> of these weights: 7.1000 -> 4.4000 (n = 40 target tokens)\n" in card
     assert "- tokens seen in training: 96 (inputs + targets, every worker)" in card
     assert "upstream `prepare_lm` (key `k1`)" in card
-    assert "## nugget2d_config.json" in card and "- `scorer_layer`: 1" in card and "- `threshold`: None" in card
-    assert ctx.logger.artifacts == ["models/nugget2d/"]
+    assert "### nugget2d_config.json" in card and "- `scorer_layer`: 1" in card and "- `threshold`: None" in card
+    assert "- max_steps 3, lr 0.001; device `cpu`; steps run 3" in card
+    assert list(ctx.logger.models) == ["nugget2d"]
     # the reference is relative to the published folder, not to the scratch one
     assert json.loads((scratch / "nugget2d" / "base_model.json").read_text())["relative_path"] == \
         "../../../prepare_lm/k1/model"
@@ -64,3 +67,28 @@ def test_an_adapter_checkpoint_of_a_task_without_base_lm_is_refused(tmp_path):
     job = make_dataclass("Job", [("max_steps", int)])(3)
     with pytest.raises(TypeError, match="LoRA adapter checkpoint's task SimpleNamespace names no base LM"):
         document_models(ctx, job, {folder: SimpleNamespace(objective="x")})
+
+
+def test_card_names_stand_in_data_and_a_training_that_made_it_worse(tmp_path):
+    """Limitations the stage knows: an offline stand-in for the paper's data (by the
+    upstream manifest's data section), a dev loss above its untrained start, a tiny model."""
+    from stages.training.model_card import KINDS, model_card
+
+    ctx = context(TrainNugget2DAR, {"build_lm": Artifact("build_lm", "k2", "", tmp_path / "b", {"config": {
+        "data.lm": {"source": "offline"}}}), "build_mt_docs": Artifact("build_mt_docs", "k3", "", tmp_path / "m", {
+            "config": {"data.mt": {"source": "wmt19"}}})}, tmp_path / "out", ["model.lm.source=pretrained",
+                                                                            "model.lm.name_or_path=org/lm-7b"])
+    folder = tmp_path / "out" / "model"
+    folder.mkdir()
+    (tmp_path / "out" / "trainer_state.json").write_text(json.dumps({
+        "step": 4, "losses": [3.0, 3.5], "best_dev_loss": 5.0, "initial_dev_loss": 4.0, "exported_dev_loss": 5.0}))
+    job = make_dataclass("Job", [("max_steps", int)])(4)
+    card = model_card(ctx, folder, KINDS[1], job, SimpleNamespace(objective="ae"), None,
+                      model_lm=ctx.config["model.lm"])
+    header = card.split("---\n")[1]
+    assert 'base_model: "org/lm-7b"\n' in header and "datasets:\n- offline\n- wmt19\n" in header
+    assert "- trained on `offline` (via `build_lm`), an offline stand-in for the paper's data" in card
+    assert "via `build_mt_docs`" not in card.split("## Limitations")[1]  # wmt19 is the paper's dataset
+    assert "- degenerate: the dev loss of these weights is above the untrained start" in card
+    assert "- the train loss did not fall" in card
+    assert "small scale" not in card  # a pretrained 7B base

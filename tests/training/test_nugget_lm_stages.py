@@ -83,14 +83,16 @@ def trained_lm(ray_local, lm_inputs):
 
     from stages.framework.tracking import Tracker
     from stages.nugget.train_nugget_lm import TrainNuggetLM
+    from stages.training.model_card import mlflow_model_name
 
     root, inputs = lm_inputs
     tracker = Tracker(f"sqlite:///{root}/mlflow.db", "nugget-lm-test", str(root / "mlartifacts"))
     logger = tracker.start_run("train_nugget_lm", {})  # the Ray Train workers log into it
     ctx = dataclasses.replace(context(TrainNuggetLM, inputs, root / "train_nugget_lm", SMALL), logger=logger)
     TrainNuggetLM().run(ctx)
-    models = [a.path for a in tracker.client.list_artifacts(logger.run_id, "models/systems")]
-    assert models == [f"models/systems/{name}" for name in sorted(models_of(root / "train_nugget_lm"))]
+    experiment = tracker.client.get_run(logger.run_id).info.experiment_id  # each model an MLflow Model of the run
+    models = sorted(m.name for m in tracker.client.search_logged_models([experiment]) if m.source_run_id == logger.run_id)
+    assert models == sorted(mlflow_model_name(f"systems/{name}/model") for name in models_of(root / "train_nugget_lm"))
     return root, inputs, tracker.client.get_run(logger.run_id).data.metrics
 
 
