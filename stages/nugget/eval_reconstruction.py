@@ -8,7 +8,8 @@ paper; up to the longest reference + ``eval.reconstruction_extra_tokens`` new to
 documents can be written) and score micro-averaged corpus BLEU (sacrebleu) against the
 objective's target: the input document for AE, the translation for MT (sacrebleu's "zh"
 tokenizer for Chinese), with its 95% bootstrap interval over the documents (``bleu_low`` /
-``bleu_high``, `corpus_bleu_interval`). The Nugget ablations of
+``bleu_high``, `corpus_bleu_interval`); the recipe per system is
+`stages.nugget.reconstruction.reconstruct` (also ``nugget eval``'s). The Nugget ablations of
 ``train_baselines`` are similarity systems only (table 4) and are skipped here.
 
 Output: `stages.nugget.artifacts.results.ReconstructionResults` (``reconstruction.json`` /
@@ -22,13 +23,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
 from stages.common.degenerate import LABEL, generation_flags
 from stages.common.records import write_jsonl
-from stages.evaluation.metrics import bleu_tokenizer, corpus_bleu_interval
 from stages.evaluation.publish import log_flags
 from stages.framework.contract import optional, section
 from stages.framework.stage import Stage, StageContext
@@ -37,18 +36,11 @@ from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, Traine
 from stages.nugget.artifacts.results import ReconstructionResults
 from stages.nugget.encoders import load_system
 from stages.nugget.plots import bleu_vs_ratio
+from stages.nugget.reconstruction import reconstruct
 from stages.nugget.similarity import metric_name
 from stages.nugget.systems import System, collect_systems, to_record
 
-if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
-
 SAMPLES_PER_SYSTEM = 3
-
-
-def decode_limit(tokenizer: PreTrainedTokenizerBase, references: list[str], extra: int) -> int:
-    """New tokens that let beam search write the longest reference whole (+ ``extra``)."""
-    return max(len(ids) for ids in tokenizer(references)["input_ids"]) + extra
 
 
 def reconstruction_systems(systems: list[System]) -> list[System]:
@@ -92,10 +84,8 @@ class EvalReconstruction(Stage[ReconstructionConfig, ReconstructionInputs, Recon
             tick = time.time()
             loaded = load_system(system, device=ctx.device, precision=config.dtype)
             refs = docs["source"] if system.objective == "ae" else docs["target"]
-            hyps = loaded.decode(docs["source"], config.batch_size, config.beam_size,
-                                 decode_limit(loaded.tokenizer, refs, config.extra_tokens))
-            tokenize = bleu_tokenizer(refs)
-            bleu, bounds = corpus_bleu_interval(hyps, refs, tokenize=tokenize)
+            hyps, bleu, bounds, tokenize = reconstruct(loaded, docs["source"], refs, config.batch_size,
+                                                       config.beam_size, config.extra_tokens)
             ends = dict(zip(("bleu_low", "bleu_high"), bounds, strict=True)) if bounds else {}
             flag = generation_flags(hyps) or ""
             rows.append({**to_record(system), "bleu": bleu, **ends, "n_docs": len(refs), "bleu_tokenize": tokenize,

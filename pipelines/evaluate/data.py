@@ -1,0 +1,100 @@
+"""The records ``nugget eval`` scores: the pipeline's built data for the config (the split the
+evaluation stage reads, from the stage that builds it) or a JSONL file of the user's in the
+same layout (``--data``). A missing stage output or a bad file is a one-line `CommandError`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipelines.cli import EXIT_CONFIG
+from pipelines.command import CommandError, stage_output
+from stages.config import PipelineConfig
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """Where a task's records come from and the fields each record needs."""
+
+    stage: str  # the stage whose output holds them
+    fields: tuple[str, ...]  # the keys a ``--data`` record must have
+
+    def split(self, cfg: PipelineConfig, task: str) -> str:
+        """The split the task's evaluation stage reads under ``cfg``."""
+        if task == "qa":
+            return cfg.eval.qa.split
+        if task == "summarization":
+            return cfg.eval.summarization.split
+        return cfg.eval.nugget_split
+
+
+DATA: dict[str, TaskData] = {
+    "qa": TaskData("build_lm", ("id", "document", "instruction", "answer")),
+    "summarization": TaskData("build_lm", ("id", "document", "instruction", "answer")),
+    # an AE model reconstructs the source; an MT model writes the target (its translation)
+    "reconstruction": TaskData("build_mt_docs", ("source", "target")),
+}
+
+
+def read_file(path: str, fields: tuple[str, ...]) -> list[dict]:
+    """The records of the JSONL file ``path``, each with ``fields`` (an ``id`` is added where a
+    record has none: its line number); exit 2 naming the line of the first bad one."""
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise CommandError(EXIT_CONFIG, f"--data {path}: no such file")
+    records: list[dict] = []
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CommandError(EXIT_CONFIG, f"--data {path}: line {number} is not JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise CommandError(EXIT_CONFIG, f"--data {path}: line {number} is not a JSON object")
+        missing = [f for f in fields if f not in record and f != "id"]
+        if missing:
+            raise CommandError(EXIT_CONFIG, f"--data {path}: line {number} has no {', '.join(missing)} "
+                               f"(each record needs {', '.join(fields)})")
+        records.append({"id": str(record.get("id", f"line-{number}")), **record})
+    if not records:
+        raise CommandError(EXIT_CONFIG, f"--data {path}: no records")
+    return records
+
+
+def pipeline_records(cfg: PipelineConfig, task: str) -> tuple[list[dict], str]:
+    """All records of ``task``'s evaluation split for ``cfg`` and a description of where they
+    are; exit 3 naming the stage to run when its output is missing."""
+    data = DATA[task]
+    split = data.split(cfg, task)
+    folder = stage_output(cfg, data.stage)
+    if data.stage == "build_lm":
+        from stages.common.records import read_records
+        from stages.nugget2d.artifacts import LMRecords
+
+        path = LMRecords.read(folder).records(task)
+        try:
+            return read_records(path, split, 0), f"{path} split {split!r}"
+        except ValueError as exc:
+            raise CommandError(EXIT_CONFIG, str(exc)) from None
+    import pyarrow.parquet as pq
+
+    from stages.nugget.artifacts.data import MtDocuments
+
+    path = MtDocuments.read(folder).split(split)
+    table = pq.read_table(path, columns=["source", "target"]).to_pydict()
+    records = [{"id": f"{split}-{i}", "source": s, "target": t}
+               for i, (s, t) in enumerate(zip(table["source"], table["target"], strict=True))]
+    if not records:
+        raise CommandError(EXIT_CONFIG, f"{path}: split {split!r} is empty")
+    return records, f"{path}"
+
+
+def records_for(cfg: PipelineConfig, task: str, data_file: str | None, limit: int | None) -> tuple[list[dict], str]:
+    """The records to score (``--data`` else the pipeline's), the first ``limit`` of them."""
+    if data_file is not None:
+        records, where = read_file(data_file, DATA[task].fields), data_file
+    else:
+        records, where = pipeline_records(cfg, task)
+    return (records[:limit] if limit else records), where

@@ -1,0 +1,135 @@
+"""Each ``nugget eval`` task as a call of its evaluation stage's own recipe on one checkpoint,
+so a checkpoint scores here as in the pipeline:
+
+- ``qa`` / ``summarization`` (Nugget2D): `stages.nugget2d.lm.qa.evaluate_qa` /
+  `stages.nugget2d.lm.summarization.evaluate_summarization` with the Nugget2D system only;
+- ``reconstruction`` (Nugget): `stages.nugget.reconstruction.reconstruct` (eval_reconstruction's
+  recipe: beam search, corpus BLEU with its bootstrap interval).
+
+A task returns a `Scored`: the system's table row, its per-example rows (each with the
+generated ``output``), its settings for the summary and a line saying what ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pipelines.cli import EXIT_CONFIG
+from pipelines.command import CommandError
+from pipelines.evaluate.checkpoints import TRAINED_FILE, Checkpoint
+from stages.artifacts.evaluate import TableRow
+from stages.config import PipelineConfig
+
+NUGGET_CONFIG = "nugget_config.json"  # a Nugget model folder's settings (its ratio)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One checkpoint's result on one task."""
+
+    row: TableRow  # metrics with their n and 95% interval / standard error, the recipe's flag
+    metrics: tuple[str, ...]  # the task's quality metrics, printed in this order
+    examples: list[dict[str, Any]]  # per example: id, output, reference / answer, its scores
+    header: str  # what ran, for people
+    settings: dict[str, Any] = field(default_factory=dict)  # what the summary records of the run
+    stand_in: str = ""
+
+
+def load_nugget2d(checkpoint: Path, base_model: str | None, device: str) -> tuple[Any, Any]:
+    """The Nugget2D model in ``checkpoint`` (on ``base_model``, else the base LM its folder
+    records) in eval mode on ``device``, and its tokenizer (the folder's, else the base LM's)."""
+    from transformers import AutoTokenizer
+
+    from nugget_core.nugget2d import load_nugget2d as load
+    from stages.common.device import place_model
+
+    model = load(checkpoint, base_model).eval()
+    has_own = (Path(checkpoint) / "tokenizer_config.json").is_file()
+    tokenizer = AutoTokenizer.from_pretrained(str(checkpoint) if has_own else base_model or model.lm.name_or_path,
+                                              trust_remote_code=False)
+    return place_model(model, device), tokenizer
+
+
+def soft_prompt(args: argparse.Namespace, model: Any) -> bool:
+    """``--soft-prompt`` / ``--no-soft-prompt``, else what the checkpoint's usage.json
+    records (continuation / autoencoding models read it, fine-tuned ones do not), else off."""
+    if args.soft_prompt is not None:
+        return bool(args.soft_prompt)
+    return bool(model.usage.soft_prompt) if model.usage is not None else False
+
+
+def _loaded(what: str, load: Any) -> Any:
+    """``load()``; a loader's error (a missing base LM, a broken folder) is one line, exit 2."""
+    try:
+        return load()
+    except (OSError, ValueError, KeyError) as exc:
+        raise CommandError(EXIT_CONFIG, f"cannot load {what}: {type(exc).__name__}: {exc}") from None
+
+
+def run_nugget2d(ckpt: Checkpoint, task: str, records: list[dict], cfg: PipelineConfig,
+                 args: argparse.Namespace) -> Scored:
+    """``qa`` / ``summarization``: the stage's recipe with the Nugget2D system only, at
+    ``--ratio`` (default: the checkpoint's), with the prompt format it was trained with."""
+    from nugget_core.nugget2d.prompts import PromptFormat
+    from stages.common.progress import progress_logger
+    from stages.evaluation.rouge import ROUGE_TYPES
+    from stages.nugget2d.lm import qa, summarization
+    from stages.nugget2d.lm.scoring import QA_QUALITY
+
+    model, tokenizer = _loaded(str(ckpt.path), lambda: load_nugget2d(ckpt.path, args.base_model, args.device))
+    # a fine-tuned checkpoint records the prompt format it was trained with; that one wins
+    layout = model.usage.prompt_format if model.usage is not None and model.usage.prompt_format else cfg.prompts.format
+    ratio = args.ratio or model.config.ratio
+    fmt, soft, log = PromptFormat(layout, tokenizer), soft_prompt(args, model), progress_logger("nugget.eval")
+    if task == "qa":
+        section = replace(cfg.eval.qa, systems=["nugget2d"], nugget_ratios=[ratio])
+        result = qa.evaluate_qa(model, tokenizer, records, section, prompt_format=fmt, soft_prompt=soft, log=log)
+        metrics: tuple[str, ...] = QA_QUALITY
+    else:
+        summary = replace(cfg.eval.summarization, systems=["nugget2d_ft"], nugget_ratio=ratio)
+        result = summarization.evaluate_summarization(model, tokenizer, records, summary, prompt_format=fmt,
+                                                      soft_prompt=soft, log=log)
+        metrics = ROUGE_TYPES
+    (row,) = result.table.rows
+    return Scored(row, metrics, result.examples, f"Nugget2D at r = {ratio:g}, prompts {layout}",
+                  {"ratio": ratio, "prompt_format": layout, "soft_prompt": soft}, result.table.stand_in)
+
+
+def run_reconstruction(ckpt: Checkpoint, records: list[dict], cfg: PipelineConfig,
+                       args: argparse.Namespace) -> Scored:
+    """``reconstruction``: eval_reconstruction's recipe on the Nugget model; the reference is the
+    source for an AE model and the target for an MT one (the objective its training stage
+    recorded, ``--objective`` to say it for a folder without that record)."""
+    from stages.nugget.encoders import load_system
+    from stages.nugget.reconstruction import reconstruct
+    from stages.nugget.systems import System
+
+    objective = args.objective or ckpt.record(TRAINED_FILE).get("objective") or "ae"
+    ev = cfg.eval  # the settings eval_reconstruction reads (its ReconstructionConfig)
+    system = System(name="checkpoint", kind="nugget", model_dir=ckpt.path, objective=objective, source="nugget eval")
+    loaded = _loaded(str(ckpt.path), lambda: load_system(system, device=args.device, precision=ev.dtype))
+    sources = [r["source"] for r in records]
+    refs = sources if objective == "ae" else [r["target"] for r in records]
+    result = reconstruct(loaded, sources, refs, ev.batch_size, ev.beam_size, ev.reconstruction_extra_tokens)
+    row = TableRow("nugget", {"bleu": result.bleu}, n=len(records),
+                   interval={"bleu": result.interval} if result.interval else {})
+    examples = [{"id": r["id"], "output": out, "reference": ref, "source": r["source"]}
+                for r, out, ref in zip(records, result.decoded, refs, strict=True)]
+    ratio = ckpt.record(NUGGET_CONFIG).get("ratio")
+    return Scored(row, ("bleu",), examples,
+                  f"Nugget {objective.upper()}" + (f" r = {ratio:g}" if ratio else "")
+                  + f", beam {ev.beam_size}, corpus BLEU ({result.tokenize})",
+                  {"objective": objective, "beam_size": ev.beam_size, "bleu_tokenize": result.tokenize})
+
+
+def run_task(ckpt: Checkpoint, task: str, records: list[dict], cfg: PipelineConfig,
+             args: argparse.Namespace) -> Scored:
+    """``task`` on ``ckpt``: the recipe of its evaluation stage."""
+    if task in ("qa", "summarization"):
+        return run_nugget2d(ckpt, task, records, cfg, args)
+    if task == "reconstruction":
+        return run_reconstruction(ckpt, records, cfg, args)
+    raise CommandError(EXIT_CONFIG, f"no recipe for task {task!r}")

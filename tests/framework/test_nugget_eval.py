@@ -1,0 +1,134 @@
+"""``nugget eval`` (pipelines/evaluate): each checkpoint family through its evaluation stage's
+recipe on 2-3 examples, the 95% interval lines, ``--output``'s files, the degenerate-output
+flag, and a one-line error with its exit code for each bad input. Tiny untrained models: the
+tests check the command, not model quality."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipelines.nugget import main
+from tests.framework.cli_fixtures import complete_output, make_nugget, make_nugget2d
+
+DOC = "the river delta was born in Paris of a city."
+
+
+@pytest.fixture
+def root(tmp_path) -> str:
+    """An empty artifact root, as a config override."""
+    return f"run.artifact_root={tmp_path / 'artifacts'}"
+
+
+@pytest.fixture(scope="module")
+def nugget2d(tmp_path_factory):
+    folder, base, _, _ = make_nugget2d(tmp_path_factory.mktemp("nugget2d"))
+    return folder, base
+
+
+@pytest.fixture(scope="module")
+def nugget(tmp_path_factory):
+    return make_nugget(tmp_path_factory.mktemp("train_nugget"))
+
+
+def _jsonl(path, rows) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def _no_traceback(err: str) -> None:
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_qa_prints_intervals_writes_rows_and_flags_one_answer_for_every_input(nugget2d, tmp_path, capsys):
+    """The same document and question three times: a greedy model answers the same each time,
+    which the command flags (`stages.common.degenerate.constant_outputs`)."""
+    folder, base = nugget2d
+    data = _jsonl(tmp_path / "qa.jsonl", [{"id": f"q{i}", "document": DOC, "instruction": "Where?", "answer": "Paris"}
+                                          for i in range(3)])
+    out = tmp_path / "out"
+    assert main(["eval", str(folder), "--base-model", str(base), "--task", "qa", "--data", data,
+                 "--output", str(out), "eval.qa.max_new_tokens=3", "prompts.format=inst"]) == 0
+    captured = capsys.readouterr()
+    line = next(x for x in captured.out.splitlines() if x.strip().startswith("accuracy = "))
+    assert "± " in line and "[" in line and line.endswith("(n = 3)")
+    assert "warning: uninformative outputs: constant output" in captured.err and "of 3 outputs" in captured.err
+    rows = [json.loads(x) for x in (out / "examples.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["q0", "q1", "q2"] and all("output" in r and "correct" in r for r in rows)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["task"] == "qa" and summary["n"] == 3 and summary["checkpoint"] == str(folder)
+    accuracy = summary["metrics"]["accuracy"]
+    assert accuracy["n"] == 3 and accuracy["low"] <= accuracy["mean"] <= accuracy["high"]
+    assert "constant output" in summary["degenerate"]["flag"] and summary["degenerate"]["distinct"] == 1
+
+
+def test_summarization_scores_all_pipeline_records_by_default(nugget2d, root, tmp_path, capsys):
+    """No --limit: every record of the split build_lm wrote; ROUGE with ± 1.96 standard errors."""
+    folder, base = nugget2d
+    records = [{"id": f"s{i}", "split": "test", "document": f"{DOC} number {i}.", "instruction": "Summarize.",
+                "answer": "a delta"} for i in range(3)]
+    args = ["eval", str(folder), "--base-model", str(base), "--task", "summarization", root,
+            "eval.summarization.max_new_tokens=2", "prompts.format=inst"]
+    assert main(args) == 3
+    err = capsys.readouterr().err
+    assert "stage 'build_lm' has no output" in err and "nugget run run.targets=[build_lm]" in err
+    _no_traceback(err)
+    complete_output(root, "build_lm", {"summarization.jsonl": "".join(json.dumps(r) + "\n" for r in records)})
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "3 examples of" in out
+    assert all(f"  {m} = " in out and "(n = 3)" in out for m in ("rouge1", "rouge2", "rougeL"))
+
+
+def test_reconstruction_of_a_nugget_checkpoint_from_its_stage_folder(nugget, tmp_path, capsys):
+    """A train_nugget output folder stands for its model; the AE objective (trained.json) scores
+    the decoded text against the source; BLEU with its bootstrap interval."""
+    data = _jsonl(tmp_path / "docs.jsonl", [{"source": DOC, "target": "x"}] * 3)
+    out = tmp_path / "out"
+    assert main(["eval", str(nugget), "--data", data, "--output", str(out), "eval.beam_size=1",
+                 "eval.reconstruction_extra_tokens=1"]) == 0
+    captured = capsys.readouterr()
+    assert f"reconstruction: Nugget checkpoint {nugget / 'model'}" in captured.out
+    line = next(x for x in captured.out.splitlines() if x.strip().startswith("bleu = "))
+    assert "± " in line and line.endswith("(n = 3)")
+    assert "warning: uninformative outputs" in captured.err
+    rows = [json.loads(x) for x in (out / "examples.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["line-1", "line-2", "line-3"] and all(r["reference"] == DOC for r in rows)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["task"] == "reconstruction" and summary["objective"] == "ae" and summary["degenerate"]["flag"]
+
+
+def test_reconstruction_without_pipeline_data_names_the_stage(nugget, root, capsys):
+    assert main(["eval", str(nugget / "model"), root]) == 3
+    err = capsys.readouterr().err
+    assert "stage 'build_mt_docs' has no output" in err
+    _no_traceback(err)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "no such file or folder"),
+    ("file", "a file, not a model folder"),
+    ("empty", "is not a checkpoint: no model folder marker"),
+    ("wrong_task", "is a Nugget checkpoint, whose tasks are reconstruction"),
+    ("no_task", "is a Nugget2D checkpoint: pass --task (one of qa, summarization)"),
+    ("bad_json", "line 2 is not JSON"),
+    ("missing_field", "line 1 has no document"),
+    ("no_data_file", "--data /nope.jsonl: no such file"),
+])
+def test_bad_input_is_one_line_with_exit_2(case, message, nugget, nugget2d, tmp_path, capsys):
+    folder, _ = nugget2d
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "a.txt").write_text("x")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"source": "a", "target": "b"}\n{oops\n')
+    no_doc = _jsonl(tmp_path / "nodoc.jsonl", [{"instruction": "q", "answer": "a"}])
+    argv = {"missing": [str(tmp_path / "nope")], "file": [str(tmp_path / "a.txt")],
+            "empty": [str(tmp_path / "empty")], "wrong_task": [str(nugget), "--task", "qa"],
+            "no_task": [str(folder)], "bad_json": [str(nugget), "--data", str(bad)],
+            "missing_field": [str(folder), "--task", "qa", "--data", no_doc],
+            "no_data_file": [str(nugget), "--data", "/nope.jsonl"]}[case]
+    assert main(["eval", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    _no_traceback(err)
