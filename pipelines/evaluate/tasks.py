@@ -38,15 +38,17 @@ class Scored:
     stand_in: str = ""
 
 
-def load_nugget2d(checkpoint: Path, base_model: str | None, device: str) -> tuple[Any, Any]:
+def load_nugget2d(checkpoint: Path, base_model: str | None, device: str,
+                  base_within: str | None = None) -> tuple[Any, Any]:
     """The Nugget2D model in ``checkpoint`` (on ``base_model``, else the base LM its folder
-    records) in eval mode on ``device``, and its tokenizer (the folder's, else the base LM's)."""
+    records, followed inside ``base_within``) in eval mode on ``device``, and its tokenizer
+    (the folder's, else the base LM's)."""
     from transformers import AutoTokenizer
 
     from nugget_core.nugget2d import load_nugget2d as load
     from stages.common.device import place_model
 
-    model = load(checkpoint, base_model).eval()
+    model = load(checkpoint, base_model, base_within=base_within).eval()
     has_own = (Path(checkpoint) / "tokenizer_config.json").is_file()
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint) if has_own else base_model or model.lm.name_or_path,
                                               trust_remote_code=False)
@@ -79,7 +81,10 @@ def run_nugget2d(ckpt: Checkpoint, task: str, records: list[dict], cfg: Pipeline
     from stages.nugget2d.lm import qa, summarization
     from stages.nugget2d.lm.scoring import QA_QUALITY
 
-    model, tokenizer = _loaded(str(ckpt.path), lambda: load_nugget2d(ckpt.path, args.base_model, args.device))
+    # a checkpoint inside the config's artifact root finds its base LM there (base_model.json)
+    root = Path(cfg.run.artifact_root).resolve()
+    within = str(root) if ckpt.path.resolve().is_relative_to(root) else None
+    model, tokenizer = _loaded(str(ckpt.path), lambda: load_nugget2d(ckpt.path, args.base_model, args.device, within))
     # a fine-tuned checkpoint records the prompt format it was trained with; that one wins
     layout = model.usage.prompt_format if model.usage is not None and model.usage.prompt_format else cfg.prompts.format
     ratio = args.ratio or model.config.ratio
