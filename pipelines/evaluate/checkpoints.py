@@ -21,9 +21,11 @@ from stages.training.model_card import KINDS, kind_of
 TASKS: dict[str, tuple[str, ...]] = {
     "Nugget2D": ("qa", "summarization"),
     "Nugget": ("reconstruction",),
+    "RE restorable embedding": ("restoration",),
 }
 USAGE_FILE = "usage.json"  # a Nugget2D folder's record of how it is used (`nugget_core.nugget2d`)
 TRAINED_FILE = "trained.json"  # a training stage's record beside its model folder
+SYSTEMS_FILE = "systems.json"  # a multi-system training stage's records (<out>/systems/<name>/model)
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,21 @@ class Checkpoint:
         return {}
 
 
+    def system_record(self) -> dict:
+        """The record of this model in its training stage's ``systems.json``
+        (``<out>/systems/<name>/model``, e.g. train_re's), {} when there is none."""
+        if len(self.path.parents) < 3 or not (self.path.parents[2] / SYSTEMS_FILE).is_file():
+            return {}
+        out = self.path.parents[2]
+        try:
+            records = json.loads((out / SYSTEMS_FILE).read_text())
+        except json.JSONDecodeError as exc:
+            raise CommandError(EXIT_CONFIG, f"{out / SYSTEMS_FILE}: not JSON ({exc})") from None
+        here = self.path.resolve()
+        return next((r for r in records if isinstance(r, dict) and "model_dir" in r
+                     and (out / r["model_dir"]).resolve() == here), {})
+
+
 def _markers() -> str:
     return ", ".join(k.marker for k in KINDS)
 
@@ -61,6 +78,11 @@ def _model_folder(path: Path) -> Path:
     if inside:
         raise CommandError(EXIT_CONFIG, f"{path} holds {len(inside)} model folders "
                            f"({', '.join(p.name for p in inside)}); pass one of them")
+    systems = sorted(p.parent.relative_to(path).as_posix() for p in path.glob("systems/*/model")
+                     if kind_of(p) is not None)
+    if systems:  # a multi-system training stage's output (train_re, train_baselines)
+        raise CommandError(EXIT_CONFIG, f"{path} holds {len(systems)} systems; pass one of their model folders, "
+                           f"e.g. {path / systems[0] / 'model'} (all: {', '.join(s.split('/')[-1] for s in systems)})")
     raise CommandError(EXIT_CONFIG, f"{path} is not a checkpoint: no model folder marker ({_markers()}) "
                        "in it or in a sub-folder")
 

@@ -19,7 +19,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     ckpt = checkpoints.identify(args.checkpoint)
     task = checkpoints.choose_task(ckpt, args.task)
     cfg = command.load(args.overrides)
-    records, where = data.records_for(cfg, task, args.data, args.limit)
+    # a RE model restores texts of the sentence count it was trained on (train_re's record)
+    sentences = int(ckpt.system_record().get("sentences", 1)) if task == "restoration" else 1
+    records, where = data.records_for(cfg, task, args.data, args.limit, sentences)
     scored = tasks.run_task(ckpt, task, records, cfg, args)
     check = summary.degenerate([str(e.get("output", "")) for e in scored.examples], scored.row.flag)
     label = f" (stand-in: {scored.stand_in})" if scored.stand_in else ""
@@ -44,7 +46,7 @@ def add_parser(sub: Any, checkpoint_options: Any, positive: Any) -> None:
     """``nugget eval``'s parser in the subcommands ``sub`` (``checkpoint_options`` adds the
     options it shares with ``generate``; ``positive`` parses a count >= 1)."""
     kinds = "; ".join(f"{kind}: {', '.join(t)}" for kind, t in checkpoints.TASKS.items())
-    p = sub.add_parser("eval", help="score a checkpoint (Nugget2D, Nugget) with its evaluation stage's recipe",
+    p = sub.add_parser("eval", help="score a checkpoint (Nugget2D, Nugget, RE) with its evaluation stage's recipe",
                        description=f"Score a checkpoint with the recipe of its evaluation stage. Tasks by kind: "
                                    f"{kinds}. Exit codes: 0 ok, 2 bad arguments / checkpoint / --data, "
                                    "3 the pipeline data is missing.")
@@ -56,7 +58,7 @@ def add_parser(sub: Any, checkpoint_options: Any, positive: Any) -> None:
     p.add_argument("--limit", type=positive, default=None, help="score only the first N examples (default: all)")
     p.add_argument("--data", default=None, metavar="FILE",
                    help="a JSONL file of records to score instead of the pipeline's data (qa / summarization: "
-                        "id, document, instruction, answer; reconstruction: source, target)")
+                        "id, document, instruction, answer; reconstruction: source, target; restoration: text)")
     p.add_argument("--output", default=None, metavar="DIR",
                    help="write examples.jsonl (per-example rows) and summary.json (metrics, intervals, flags) here")
     p.add_argument("--objective", default=None, choices=("ae", "mt"),

@@ -26,6 +26,8 @@ class TaskData:
             return cfg.eval.qa.split
         if task == "summarization":
             return cfg.eval.summarization.split
+        if task == "restoration":
+            return "dev"  # eval_re_restoration restores build_re_data's dev texts
         return cfg.eval.nugget_split
 
 
@@ -34,6 +36,8 @@ DATA: dict[str, TaskData] = {
     "summarization": TaskData("build_lm", ("id", "document", "instruction", "answer")),
     # an AE model reconstructs the source; an MT model writes the target (its translation)
     "reconstruction": TaskData("build_mt_docs", ("source", "target")),
+    # the texts of the checkpoint's sentence count, each restored from its one vector
+    "restoration": TaskData("build_re_data", ("text",)),
 }
 
 
@@ -63,12 +67,23 @@ def read_file(path: str, fields: tuple[str, ...]) -> list[dict]:
     return records
 
 
-def pipeline_records(cfg: PipelineConfig, task: str) -> tuple[list[dict], str]:
-    """All records of ``task``'s evaluation split for ``cfg`` and a description of where they
-    are; exit 3 naming the stage to run when its output is missing."""
+def pipeline_records(cfg: PipelineConfig, task: str, sentences: int = 1) -> tuple[list[dict], str]:
+    """All records of ``task``'s evaluation split for ``cfg`` (restoration: the texts of
+    ``sentences`` sentences) and a description of where they are; exit 3 naming the stage to
+    run when its output is missing."""
     data = DATA[task]
     split = data.split(cfg, task)
     folder = stage_output(cfg, data.stage)
+    if data.stage == "build_re_data":
+        from stages.restorable.artifacts import RestorationTexts
+
+        texts = RestorationTexts.read(folder)
+        try:
+            path = texts.split_file(sentences, split)
+        except ValueError as exc:
+            raise CommandError(EXIT_CONFIG, str(exc)) from None
+        return [{"id": ex.get("id", f"{split}-{i}"), "text": ex["text"]}
+                for i, ex in enumerate(texts.examples(sentences, split))], f"{path}"
     if data.stage == "build_lm":
         from stages.common.records import read_records
         from stages.nugget2d.artifacts import LMRecords
@@ -91,10 +106,11 @@ def pipeline_records(cfg: PipelineConfig, task: str) -> tuple[list[dict], str]:
     return records, f"{path}"
 
 
-def records_for(cfg: PipelineConfig, task: str, data_file: str | None, limit: int | None) -> tuple[list[dict], str]:
+def records_for(cfg: PipelineConfig, task: str, data_file: str | None, limit: int | None,
+                sentences: int = 1) -> tuple[list[dict], str]:
     """The records to score (``--data`` else the pipeline's), the first ``limit`` of them."""
     if data_file is not None:
         records, where = read_file(data_file, DATA[task].fields), data_file
     else:
-        records, where = pipeline_records(cfg, task)
+        records, where = pipeline_records(cfg, task, sentences)
     return (records[:limit] if limit else records), where

@@ -40,7 +40,8 @@ def metric_line(row: TableRow, metric: str) -> str:
     if value is None:
         return f"{metric} = undefined (n = {row.n})"
     if bounds is None:
-        return f"{metric} = {value:.2f} (no interval below 2 examples) (n = {row.n})"
+        why = "below 2 examples" if (row.n or 0) < 2 else "undefined on these examples"
+        return f"{metric} = {value:.2f} (no interval: {why}) (n = {row.n})"
     low, high = bounds
     return f"{metric} = {value:.2f} ± {(high - low) / 2:.2f} [{low:.2f}, {high:.2f}] (n = {row.n})"
 

@@ -4,7 +4,9 @@ so a checkpoint scores here as in the pipeline:
 - ``qa`` / ``summarization`` (Nugget2D): `stages.nugget2d.lm.qa.evaluate_qa` /
   `stages.nugget2d.lm.summarization.evaluate_summarization` with the Nugget2D system only;
 - ``reconstruction`` (Nugget): `stages.nugget.reconstruction.reconstruct` (eval_reconstruction's
-  recipe: beam search, corpus BLEU with its bootstrap interval).
+  recipe: beam search, corpus BLEU with its bootstrap interval);
+- ``restoration`` (RE): `stages.restorable.restoration.restore` and ``system_row``
+  (eval_re_restoration's recipe: teacher-forced perplexity, beam search, ROUGE).
 
 A task returns a `Scored`: the system's table row, its per-example rows (each with the
 generated ``output``), its settings for the summary and a line saying what ran.
@@ -24,6 +26,7 @@ from stages.artifacts.evaluate import TableRow
 from stages.config import PipelineConfig
 
 NUGGET_CONFIG = "nugget_config.json"  # a Nugget model folder's settings (its ratio)
+MAX_TOKENS = 512  # a RE model without its training record: texts truncated here at most
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,43 @@ def run_reconstruction(ckpt: Checkpoint, records: list[dict], cfg: PipelineConfi
                   {"objective": objective, "beam_size": ev.beam_size, "bleu_tokenize": result.tokenize})
 
 
+def run_restoration(ckpt: Checkpoint, records: list[dict], cfg: PipelineConfig,
+                    args: argparse.Namespace) -> Scored:
+    """``restoration``: eval_re_restoration's recipe on the RE model, its texts truncated as in
+    its training (train_re's ``max_tokens``; without that record, the tokenizer's limit)."""
+    from transformers import AutoTokenizer
+
+    from nugget_core.restorable import RestorableModel
+    from stages.common.device import place_model
+    from stages.common.intervals import perplexity_interval
+    from stages.evaluation.rouge import ROUGE_TYPES, rouge_per_example
+    from stages.restorable.restoration import restore, system_row
+
+    record = ckpt.system_record()
+    section = cfg.eval.re
+    model = _loaded(str(ckpt.path), lambda: place_model(RestorableModel.from_pretrained(ckpt.path), args.device,
+                                                         cfg.eval.dtype))
+    tokenizer = _loaded(str(ckpt.path), lambda: AutoTokenizer.from_pretrained(str(ckpt.path),
+                                                                              trust_remote_code=False))
+    limit = int(record.get("max_tokens") or min(tokenizer.model_max_length, MAX_TOKENS))
+    texts = [r["text"] for r in records]
+    nll, counts, restored = restore(model, tokenizer, texts, limit, section.batch_size, section.beam_size,
+                                    section.extra_tokens, args.device)
+    rouge = rouge_per_example(restored, texts)
+    row = system_row({"system": record.get("system", "re"), "paper_row": record.get("paper_row", "")},
+                     nll, counts, rouge, restored)
+    # the table gives PPL no interval; a corpus perplexity's is the bootstrap over texts (as eval_lm's)
+    bounds = perplexity_interval(nll, counts)
+    row = replace(row, interval={**row.interval, "ppl": bounds}) if bounds else row
+    examples = [{"id": r["id"], "output": out, "reference": text, "nll": x, "tokens": c, **scores}
+                for r, text, out, x, c, scores in zip(records, texts, restored, nll, counts, rouge, strict=True)]
+    name = record.get("system", ckpt.path.name)
+    return Scored(row, ("ppl", *ROUGE_TYPES), examples,
+                  f"RE system {name}, beam {section.beam_size}, texts truncated at {limit} tokens",
+                  {"system": name, "beam_size": section.beam_size, "max_tokens": limit,
+                   "sentences": record.get("sentences")})
+
+
 def run_task(ckpt: Checkpoint, task: str, records: list[dict], cfg: PipelineConfig,
              args: argparse.Namespace) -> Scored:
     """``task`` on ``ckpt``: the recipe of its evaluation stage."""
@@ -137,4 +177,6 @@ def run_task(ckpt: Checkpoint, task: str, records: list[dict], cfg: PipelineConf
         return run_nugget2d(ckpt, task, records, cfg, args)
     if task == "reconstruction":
         return run_reconstruction(ckpt, records, cfg, args)
+    if task == "restoration":
+        return run_restoration(ckpt, records, cfg, args)
     raise CommandError(EXIT_CONFIG, f"no recipe for task {task!r}")

@@ -4,6 +4,7 @@ untrained checkpoints saved as the pipeline saves them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +51,22 @@ def make_nugget(out: Path) -> Path:
     tok.save_pretrained(out / "model")
     (out / "trained.json").write_text('{"objective": "ae", "ratio": 0.5}\n')
     return out
+
+
+def make_re(out: Path) -> Path:
+    """A train_re-like output folder ``out``: a tiny untrained RE model (cross decoder) in
+    ``systems/n1_cross/model`` and its record in ``systems.json``; returns the model folder."""
+    from nugget_core import TinyBartSpec, build_tiny_bart
+    from nugget_core.restorable import RestorableConfig, get_restorable_model
+    from nugget_core.tokenizer import train_bpe_tokenizer
+
+    tok = train_bpe_tokenizer(["the river delta was born in a city of the north."] * 20, vocab_size=300)
+    base = build_tiny_bart(tok, TinyBartSpec(d_model=32, layers=2, ffn_dim=64), seed=0)
+    model = get_restorable_model(base, RestorableConfig(pooling="mean", decoder="cross"))
+    folder = out / "systems" / "n1_cross" / "model"
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    record = {"system": "n1_cross", "paper_row": "1|a|mean|cross", "sentences": 1, "max_tokens": 32,
+              "model_dir": "systems/n1_cross/model"}
+    (out / "systems.json").write_text(json.dumps([record]) + "\n")
+    return folder

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from pipelines.nugget import main
-from tests.framework.cli_fixtures import complete_output, make_nugget, make_nugget2d
+from tests.framework.cli_fixtures import complete_output, make_nugget, make_nugget2d, make_re
 
 DOC = "the river delta was born in Paris of a city."
 
@@ -30,6 +30,11 @@ def nugget2d(tmp_path_factory):
 @pytest.fixture(scope="module")
 def nugget(tmp_path_factory):
     return make_nugget(tmp_path_factory.mktemp("train_nugget"))
+
+
+@pytest.fixture(scope="module")
+def re_model(tmp_path_factory):
+    return make_re(tmp_path_factory.mktemp("train_re"))
 
 
 def _jsonl(path, rows) -> str:
@@ -106,17 +111,36 @@ def test_reconstruction_without_pipeline_data_names_the_stage(nugget, root, caps
     _no_traceback(err)
 
 
+def test_restoration_of_a_re_checkpoint(re_model, tmp_path, capsys):
+    """train_re's record gives the system's name and truncation; PPL with its bootstrap
+    interval over the texts, ROUGE with ± 1.96 standard errors."""
+    texts = ["the river delta was born.", "a city of the north.", "the delta of a river in the north."]
+    out = tmp_path / "out"
+    assert main(["eval", str(re_model), "--data", _jsonl(tmp_path / "t.jsonl", [{"text": t} for t in texts]),
+                 "--output", str(out), "--limit", "3", "eval.re.beam_size=1", "eval.re.extra_tokens=1"]) == 0
+    captured = capsys.readouterr()
+    assert "RE system n1_cross" in captured.out and "truncated at 32 tokens" in captured.out
+    for metric in ("ppl", "rouge1", "rougeL"):
+        line = next(x for x in captured.out.splitlines() if x.strip().startswith(f"{metric} = "))
+        assert "± " in line and line.endswith("(n = 3)")
+    rows = [json.loads(x) for x in (out / "examples.jsonl").read_text().splitlines()]
+    assert [r["reference"] for r in rows] == texts and all("output" in r and "rouge1" in r for r in rows)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["task"] == "restoration" and summary["metrics"]["ppl"]["low"] is not None
+
+
 @pytest.mark.parametrize("case, message", [
     ("missing", "no such file or folder"),
     ("file", "a file, not a model folder"),
     ("empty", "is not a checkpoint: no model folder marker"),
+    ("systems", "holds 1 systems; pass one of their model folders"),
     ("wrong_task", "is a Nugget checkpoint, whose tasks are reconstruction"),
     ("no_task", "is a Nugget2D checkpoint: pass --task (one of qa, summarization)"),
     ("bad_json", "line 2 is not JSON"),
     ("missing_field", "line 1 has no document"),
     ("no_data_file", "--data /nope.jsonl: no such file"),
 ])
-def test_bad_input_is_one_line_with_exit_2(case, message, nugget, nugget2d, tmp_path, capsys):
+def test_bad_input_is_one_line_with_exit_2(case, message, nugget, nugget2d, re_model, tmp_path, capsys):
     folder, _ = nugget2d
     (tmp_path / "empty").mkdir()
     (tmp_path / "a.txt").write_text("x")
@@ -124,7 +148,7 @@ def test_bad_input_is_one_line_with_exit_2(case, message, nugget, nugget2d, tmp_
     bad.write_text('{"source": "a", "target": "b"}\n{oops\n')
     no_doc = _jsonl(tmp_path / "nodoc.jsonl", [{"instruction": "q", "answer": "a"}])
     argv = {"missing": [str(tmp_path / "nope")], "file": [str(tmp_path / "a.txt")],
-            "empty": [str(tmp_path / "empty")], "wrong_task": [str(nugget), "--task", "qa"],
+            "empty": [str(tmp_path / "empty")], "systems": [str(re_model.parents[2])], "wrong_task": [str(nugget), "--task", "qa"],
             "no_task": [str(folder)], "bad_json": [str(nugget), "--data", str(bad)],
             "missing_field": [str(folder), "--task", "qa", "--data", no_doc],
             "no_data_file": [str(nugget), "--data", "/nope.jsonl"]}[case]
