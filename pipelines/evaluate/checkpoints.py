@@ -17,10 +17,10 @@ from pipelines.command import CommandError
 from stages.training.model_card import KINDS, kind_of
 
 #: The tasks of each model kind (`ModelKind.name`) ``nugget eval`` runs, the first the default
-#: unless the folder records another (a fine-tuned Nugget2D model's task).
+#: (Nugget2D: none, unless the folder records the task it was fine-tuned on).
 TASKS: dict[str, tuple[str, ...]] = {
     "Nugget2D": ("qa", "summarization"),
-    "Nugget": ("reconstruction",),
+    "Nugget": ("reconstruction", "pi", "rr"),
     "RE restorable embedding": ("restoration",),
 }
 USAGE_FILE = "usage.json"  # a Nugget2D folder's record of how it is used (`nugget_core.nugget2d`)
@@ -103,7 +103,7 @@ def identify(checkpoint: str) -> Checkpoint:
         known = "; ".join(f"{name}: {', '.join(t)}" for name, t in TASKS.items())
         raise CommandError(EXIT_CONFIG, f"{folder} is a {kind.name} model folder, which nugget eval does not "
                            f"score (it scores {known})")
-    found = Checkpoint(folder, kind.name, tasks, tasks[0] if len(tasks) == 1 else None)
+    found = Checkpoint(folder, kind.name, tasks, tasks[0] if kind.name != "Nugget2D" else None)
     if kind.name == "Nugget2D":  # a fine-tuned model records its task
         usage, trained = found.record(USAGE_FILE), found.record(TRAINED_FILE)
         named = usage.get("finetune_task") or trained.get("finetune_task")

@@ -21,9 +21,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     cfg = command.load(args.overrides)
     # a RE model restores texts of the sentence count it was trained on (train_re's record)
     sentences = int(ckpt.system_record().get("sentences", 1)) if task == "restoration" else 1
-    records, where = data.records_for(cfg, task, args.data, args.limit, sentences)
-    scored = tasks.run_task(ckpt, task, records, cfg, args)
-    check = summary.degenerate([str(e.get("output", "")) for e in scored.examples], scored.row.flag)
+    loaded = data.records_for(cfg, task, args.data, args.limit, sentences)
+    records, where = loaded.records, loaded.where
+    scored = tasks.run_task(ckpt, task, loaded, cfg, args)
+    outputs = [e.get("output", "") for e in scored.examples]
+    check = summary.degenerate(outputs, scored.row.flag, texts=task not in data.SIMILARITY)
     label = f" (stand-in: {scored.stand_in})" if scored.stand_in else ""
     print(f"{task}: {ckpt.kind} checkpoint {ckpt.path}")
     print(f"  {len(records)} examples of {where}{label}; {scored.header}")
@@ -58,7 +60,8 @@ def add_parser(sub: Any, checkpoint_options: Any, positive: Any) -> None:
     p.add_argument("--limit", type=positive, default=None, help="score only the first N examples (default: all)")
     p.add_argument("--data", default=None, metavar="FILE",
                    help="a JSONL file of records to score instead of the pipeline's data (qa / summarization: "
-                        "id, document, instruction, answer; reconstruction: source, target; restoration: text)")
+                        "id, document, instruction, answer; reconstruction: source, target; restoration: text; pi / rr: a "
+                        "folder with tasks.jsonl + docs.tsv or the released task.jsonl + docs.txt)")
     p.add_argument("--output", default=None, metavar="DIR",
                    help="write examples.jsonl (per-example rows) and summary.json (metrics, intervals, flags) here")
     p.add_argument("--objective", default=None, choices=("ae", "mt"),

@@ -1,12 +1,15 @@
 """The records ``nugget eval`` scores: the pipeline's built data for the config (the split the
 evaluation stage reads, from the stage that builds it) or a JSONL file of the user's in the
-same layout (``--data``). A missing stage output or a bad file is a one-line `CommandError`."""
+same layout (``--data``; for the similarity tasks pi / rr a folder as build_pi / build_rr write
+it or the authors' released nugget-data folder). A missing stage output or a bad file is a
+one-line `CommandError`."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pipelines.cli import EXIT_CONFIG
 from pipelines.command import CommandError, stage_output
@@ -38,7 +41,33 @@ DATA: dict[str, TaskData] = {
     "reconstruction": TaskData("build_mt_docs", ("source", "target")),
     # the texts of the checkpoint's sentence count, each restored from its one vector
     "restoration": TaskData("build_re_data", ("text",)),
+    # ranking tasks: a query, its candidates and the answer's index (build_pi / build_rr's tasks.jsonl)
+    "pi": TaskData("build_pi", ()),
+    "rr": TaskData("build_rr", ()),
 }
+SIMILARITY = ("pi", "rr")
+
+
+@dataclass(frozen=True)
+class Data:
+    """The records to score, where they come from and (pi / rr) the documents they name."""
+
+    records: list[dict[str, Any]]
+    where: str
+    docs: dict[str, str] = field(default_factory=dict)
+
+
+def similarity_data(folder: Path, where: str) -> Data:
+    """The ranking tasks of a build_pi / build_rr output or a nugget-data ``folder``."""
+    from stages.nugget.similarity import read_similarity_data
+
+    try:
+        tasks, docs = read_similarity_data(folder)
+    except (OSError, ValueError, KeyError) as exc:
+        raise CommandError(EXIT_CONFIG, f"{where}: {exc}") from None
+    if not tasks:
+        raise CommandError(EXIT_CONFIG, f"{where}: no tasks")
+    return Data([{"id": f"task-{i}", "task": t} for i, t in enumerate(tasks)], where, docs)
 
 
 def read_file(path: str, fields: tuple[str, ...]) -> list[dict]:
@@ -107,10 +136,15 @@ def pipeline_records(cfg: PipelineConfig, task: str, sentences: int = 1) -> tupl
 
 
 def records_for(cfg: PipelineConfig, task: str, data_file: str | None, limit: int | None,
-                sentences: int = 1) -> tuple[list[dict], str]:
+                sentences: int = 1) -> Data:
     """The records to score (``--data`` else the pipeline's), the first ``limit`` of them."""
-    if data_file is not None:
-        records, where = read_file(data_file, DATA[task].fields), data_file
+    if task in SIMILARITY:
+        # as eval_similarity: the released data folder of eval.<task>_data_dir wins over the built one
+        folder = data_file or getattr(cfg.eval, f"{task}_data_dir") or None
+        data = similarity_data(Path(folder).expanduser(), f"--data {folder}") if folder else \
+            similarity_data(stage_output(cfg, DATA[task].stage), DATA[task].stage)
+    elif data_file is not None:
+        data = Data(read_file(data_file, DATA[task].fields), data_file)
     else:
-        records, where = pipeline_records(cfg, task, sentences)
-    return (records[:limit] if limit else records), where
+        data = Data(*pipeline_records(cfg, task, sentences))
+    return Data(data.records[:limit] if limit else data.records, data.where, data.docs)

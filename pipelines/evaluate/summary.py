@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from stages.artifacts.evaluate import TableRow
-from stages.common.degenerate import LABEL, combine, generation_flags
+from stages.common.degenerate import LABEL, combine, constant_outputs, generation_flags
 from stages.common.intervals import Z95
 from stages.common.records import write_jsonl
 
@@ -46,12 +47,14 @@ def metric_line(row: TableRow, metric: str) -> str:
     return f"{metric} = {value:.2f} ± {(high - low) / 2:.2f} [{low:.2f}, {high:.2f}] (n = {row.n})"
 
 
-def degenerate(outputs: list[str], recipe_flag: str = "") -> dict[str, Any]:
-    """Counts of empty and distinct generations and the reason they are uninformative
-    (`generation_flags`, with the recipe's own flag), "" when they are not."""
-    empty = sum(not o.strip() for o in outputs)
-    distinct = len({" ".join(o.split()) for o in outputs})
-    flag = combine(recipe_flag or None, generation_flags(outputs)) or ""
+def degenerate(outputs: Sequence[Any], recipe_flag: str = "", texts: bool = True) -> dict[str, Any]:
+    """Counts of empty and distinct outputs and the reason they are uninformative, "" when they
+    are not: generated ``texts`` by `generation_flags` (constant, loops, empty), other outputs
+    (a ranking) by `constant_outputs`; with the recipe's own flag."""
+    empty = sum(not o.strip() for o in outputs) if texts else 0
+    distinct = len({" ".join(o.split()) if texts else json.dumps(o) for o in outputs})
+    found = generation_flags(outputs) if texts else constant_outputs([tuple(o) for o in outputs])
+    flag = combine(recipe_flag or None, found) or ""
     # the recipe's flag may already say what generation_flags says: keep each reason once
     flag = "; ".join(dict.fromkeys(flag.split("; "))) if flag else ""
     return {"n": len(outputs), "empty": empty, "distinct": distinct, "flag": flag}

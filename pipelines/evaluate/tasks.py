@@ -6,7 +6,9 @@ so a checkpoint scores here as in the pipeline:
 - ``reconstruction`` (Nugget): `stages.nugget.reconstruction.reconstruct` (eval_reconstruction's
   recipe: beam search, corpus BLEU with its bootstrap interval);
 - ``restoration`` (RE): `stages.restorable.restoration.restore` and ``system_row``
-  (eval_re_restoration's recipe: teacher-forced perplexity, beam search, ROUGE).
+  (eval_re_restoration's recipe: teacher-forced perplexity, beam search, ROUGE);
+- ``pi`` / ``rr`` (Nugget): `stages.nugget.similarity.task_vectors` and ``task_reciprocal_ranks``
+  (eval_similarity's recipe: mean-MaxSim over nuggets, MRR x 100).
 
 A task returns a `Scored`: the system's table row, its per-example rows (each with the
 generated ``output``), its settings for the summary and a line saying what ran.
@@ -22,6 +24,7 @@ from typing import Any
 from pipelines.cli import EXIT_CONFIG
 from pipelines.command import CommandError
 from pipelines.evaluate.checkpoints import TRAINED_FILE, Checkpoint
+from pipelines.evaluate.data import Data
 from stages.artifacts.evaluate import TableRow
 from stages.config import PipelineConfig
 
@@ -170,13 +173,41 @@ def run_restoration(ckpt: Checkpoint, records: list[dict], cfg: PipelineConfig,
                    "sentences": record.get("sentences")})
 
 
-def run_task(ckpt: Checkpoint, task: str, records: list[dict], cfg: PipelineConfig,
+def run_similarity(ckpt: Checkpoint, task: str, data: Data, cfg: PipelineConfig,
+                   args: argparse.Namespace) -> Scored:
+    """``pi`` / ``rr``: eval_similarity's recipe on the Nugget model: its nuggets of every
+    query and candidate (`stages.nugget.similarity.task_vectors`), candidates ranked by
+    mean-MaxSim, the answer's reciprocal rank x 100 per task (their mean: MRR)."""
+    from stages.common.intervals import stderr
+    from stages.nugget.encoders import load_system
+    from stages.nugget.similarity import task_reciprocal_ranks, task_vectors
+    from stages.nugget.systems import System
+
+    ev = cfg.eval  # the settings eval_similarity reads (its SimilarityConfig)
+    system = System(name="checkpoint", kind="nugget", model_dir=ckpt.path, objective="none", source="nugget eval")
+    loaded = _loaded(str(ckpt.path), lambda: load_system(system, device=args.device, precision=ev.dtype))
+    ranked = [r["task"] for r in data.records]
+    per_task, rankings = task_reciprocal_ranks(task_vectors(loaded, ranked, data.docs, ev.batch_size), ranked,
+                                               multi=True)
+    se = stderr(per_task)
+    row = TableRow("nugget", {"mrr": sum(per_task) / len(per_task)}, n=len(per_task),
+                   stderr={"mrr": se} if se is not None else {})
+    examples = [{"id": r["id"], "query": t.query, "answer": t.candidates[t.answer], "reciprocal_rank_x100": rr,
+                 "output": list(order)}
+                for r, t, rr, order in zip(data.records, ranked, per_task, rankings, strict=True)]
+    return Scored(row, ("mrr",), examples, f"Nugget nuggets by mean-MaxSim, MRR x 100 over {task.upper()} tasks",
+                  {"ratio": ckpt.record(NUGGET_CONFIG).get("ratio")})
+
+
+def run_task(ckpt: Checkpoint, task: str, data: Data, cfg: PipelineConfig,
              args: argparse.Namespace) -> Scored:
     """``task`` on ``ckpt``: the recipe of its evaluation stage."""
     if task in ("qa", "summarization"):
-        return run_nugget2d(ckpt, task, records, cfg, args)
+        return run_nugget2d(ckpt, task, data.records, cfg, args)
     if task == "reconstruction":
-        return run_reconstruction(ckpt, records, cfg, args)
+        return run_reconstruction(ckpt, data.records, cfg, args)
     if task == "restoration":
-        return run_restoration(ckpt, records, cfg, args)
+        return run_restoration(ckpt, data.records, cfg, args)
+    if task in ("pi", "rr"):
+        return run_similarity(ckpt, task, data, cfg, args)
     raise CommandError(EXIT_CONFIG, f"no recipe for task {task!r}")

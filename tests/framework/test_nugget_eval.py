@@ -104,6 +104,25 @@ def test_reconstruction_of_a_nugget_checkpoint_from_its_stage_folder(nugget, tmp
     assert summary["task"] == "reconstruction" and summary["objective"] == "ae" and summary["degenerate"]["flag"]
 
 
+def test_similarity_ranks_candidates_by_the_nuggets(nugget, tmp_path, capsys):
+    """--task rr on a folder in build_rr's layout: MRR with ± 1.96 standard errors over tasks,
+    each example's ranking as its output."""
+    from stages.corpora.nugget_data import Task, write_dataset
+
+    docs = [(f"d{i}", f"{DOC} number {i} of the river.") for i in range(4)]
+    tasks = [Task(f"d{q}", tuple(f"d{c}" for c in range(4) if c != q), 0) for q in range(3)]
+    (tmp_path / "rr").mkdir()
+    write_dataset(tmp_path / "rr", docs, tasks)
+    out = tmp_path / "out"
+    assert main(["eval", str(nugget), "--task", "rr", "--data", str(tmp_path / "rr"), "--output", str(out)]) == 0
+    captured = capsys.readouterr()
+    line = next(x for x in captured.out.splitlines() if x.strip().startswith("mrr = "))
+    assert "± " in line and line.endswith("(n = 3)")
+    rows = [json.loads(x) for x in (out / "examples.jsonl").read_text().splitlines()]
+    assert [sorted(r["output"]) for r in rows] == [[0, 1, 2]] * 3 and all("reciprocal_rank_x100" in r for r in rows)
+    assert json.loads((out / "summary.json").read_text())["metrics"]["mrr"]["n"] == 3
+
+
 def test_reconstruction_without_pipeline_data_names_the_stage(nugget, root, capsys):
     assert main(["eval", str(nugget / "model"), root]) == 3
     err = capsys.readouterr().err
@@ -139,6 +158,7 @@ def test_restoration_of_a_re_checkpoint(re_model, tmp_path, capsys):
     ("bad_json", "line 2 is not JSON"),
     ("missing_field", "line 1 has no document"),
     ("no_data_file", "--data /nope.jsonl: no such file"),
+    ("bad_similarity_folder", "has neither tasks.jsonl+docs.tsv"),
 ])
 def test_bad_input_is_one_line_with_exit_2(case, message, nugget, nugget2d, re_model, tmp_path, capsys):
     folder, _ = nugget2d
@@ -151,7 +171,8 @@ def test_bad_input_is_one_line_with_exit_2(case, message, nugget, nugget2d, re_m
             "empty": [str(tmp_path / "empty")], "systems": [str(re_model.parents[2])], "wrong_task": [str(nugget), "--task", "qa"],
             "no_task": [str(folder)], "bad_json": [str(nugget), "--data", str(bad)],
             "missing_field": [str(folder), "--task", "qa", "--data", no_doc],
-            "no_data_file": [str(nugget), "--data", "/nope.jsonl"]}[case]
+            "no_data_file": [str(nugget), "--data", "/nope.jsonl"],
+            "bad_similarity_folder": [str(nugget), "--task", "pi", "--data", str(tmp_path / "empty")]}[case]
     assert main(["eval", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err
