@@ -17,9 +17,9 @@ from pipelines.command import CommandError
 from stages.training.model_card import KINDS, kind_of
 
 #: The tasks of each model kind (`ModelKind.name`) ``nugget eval`` runs, the first the default
-#: (Nugget2D: none, unless the folder records the task it was fine-tuned on).
+#: (Nugget2D: the task it was fine-tuned on, lm for an autoregressive model, else none).
 TASKS: dict[str, tuple[str, ...]] = {
-    "Nugget2D": ("qa", "summarization"),
+    "Nugget2D": ("qa", "summarization", "lm"),
     "Nugget": ("reconstruction", "pi", "rr"),
     "RE restorable embedding": ("restoration",),
 }
@@ -107,8 +107,11 @@ def identify(checkpoint: str) -> Checkpoint:
     if kind.name == "Nugget2D":  # a fine-tuned model records its task
         usage, trained = found.record(USAGE_FILE), found.record(TRAINED_FILE)
         named = usage.get("finetune_task") or trained.get("finetune_task")
-        if named in tasks and (usage.get("objective") or trained.get("objective")) == "finetune":
+        objective = usage.get("objective") or trained.get("objective")
+        if named in tasks and objective == "finetune":
             found = Checkpoint(folder, kind.name, tasks, named)
+        elif objective == "autoregressive":  # train_nugget2d_ar's model: eval_lm scores it
+            found = Checkpoint(folder, kind.name, tasks, "lm")
     return found
 
 

@@ -24,13 +24,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
     loaded = data.records_for(cfg, task, args.data, args.limit, sentences)
     records, where = loaded.records, loaded.where
     scored = tasks.run_task(ckpt, task, loaded, cfg, args)
-    outputs = [e.get("output", "") for e in scored.examples]
-    check = summary.degenerate(outputs, scored.row.flag, texts=task not in data.SIMILARITY)
+    outputs = [e.get("output", "") for e in scored.examples] if scored.outputs != "none" else []
+    check = summary.degenerate(outputs, "; ".join(r.flag for r in scored.rows if r.flag), scored.outputs)
     label = f" (stand-in: {scored.stand_in})" if scored.stand_in else ""
     print(f"{task}: {ckpt.kind} checkpoint {ckpt.path}")
     print(f"  {len(records)} examples of {where}{label}; {scored.header}")
-    for metric in scored.metrics:
-        print(f"  {summary.metric_line(scored.row, metric)}")
+    for row in scored.rows:
+        indent = "  " if len(scored.rows) == 1 else "    "
+        if len(scored.rows) > 1:
+            print(f"  {row.system}:")
+        for metric in scored.metrics:
+            print(f"{indent}{summary.metric_line(row, metric)}")
     warning = summary.warning_line(check)
     if warning:
         print(warning, file=sys.stderr)
@@ -39,7 +43,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                  "limit": args.limit, "overrides": list(args.overrides), "device": args.device,
                                  "stand_in": scored.stand_in, **scored.settings}
         written = summary.write_output(Path(args.output), scored.examples,
-                                       summary.summary(scored.row, scored.metrics, check, about))
+                                       summary.summary(scored.rows, scored.metrics, check, about))
         print(f"wrote {', '.join(map(str, written))}")
     return 0
 

@@ -44,6 +44,8 @@ DATA: dict[str, TaskData] = {
     # ranking tasks: a query, its candidates and the answer's index (build_pi / build_rr's tasks.jsonl)
     "pi": TaskData("build_pi", ()),
     "rr": TaskData("build_rr", ()),
+    # token-id segments per corpus of eval.lm.corpora (lm_<corpus>.parquet); no --data
+    "lm": TaskData("build_lm", ()),
 }
 SIMILARITY = ("pi", "rr")
 
@@ -55,6 +57,27 @@ class Data:
     records: list[dict[str, Any]]
     where: str
     docs: dict[str, str] = field(default_factory=dict)
+    segment_files: dict[str, Path] = field(default_factory=dict)  # lm: per corpus its segments file
+
+
+def lm_data(cfg: PipelineConfig, limit: int | None) -> Data:
+    """``lm``: per corpus of ``eval.lm.corpora`` the first ``limit`` (else ``eval.lm.max_segments``,
+    0 = all) segments of ``eval.lm.split`` in build_lm's segments files."""
+    from stages.nugget2d.artifacts import LMRecords
+    from stages.nugget2d.lm.segments import read_segments
+
+    section = cfg.eval.lm
+    built = LMRecords.read(stage_output(cfg, "build_lm"))
+    files = {c: built.segments(c) for c in section.corpora}
+    records = []
+    for corpus, path in files.items():
+        try:
+            segments = read_segments(path, section.split, limit or section.max_segments)
+        except ValueError as exc:
+            raise CommandError(EXIT_CONFIG, f"{path}: {exc}") from None
+        records += [{"id": f"{corpus}-{i}", "corpus": corpus, "segment": s} for i, s in enumerate(segments)]
+    return Data(records, f"{built.path} (corpora {', '.join(files)}, split {section.split!r})",
+                segment_files=files)
 
 
 def similarity_data(folder: Path, where: str) -> Data:
@@ -138,6 +161,10 @@ def pipeline_records(cfg: PipelineConfig, task: str, sentences: int = 1) -> tupl
 def records_for(cfg: PipelineConfig, task: str, data_file: str | None, limit: int | None,
                 sentences: int = 1) -> Data:
     """The records to score (``--data`` else the pipeline's), the first ``limit`` of them."""
+    if task == "lm":
+        if data_file is not None:
+            raise CommandError(EXIT_CONFIG, "--data: --task lm reads build_lm's token-id segments only")
+        return lm_data(cfg, limit)
     if task in SIMILARITY:
         # as eval_similarity: the released data folder of eval.<task>_data_dir wins over the built one
         folder = data_file or getattr(cfg.eval, f"{task}_data_dir") or None

@@ -38,7 +38,7 @@ def metric_line(row: TableRow, metric: str) -> str:
     """``metric = mean ± half-width [low, high] (n = N)``; the half-width of an asymmetric
     interval is half its width."""
     value, bounds = row.metrics.get(metric), interval(row, metric)
-    if value is None:
+    if value is None or not math.isfinite(value):  # e.g. a word perplexity with no whole word scored
         return f"{metric} = undefined (n = {row.n})"
     if bounds is None:
         why = "below 2 examples" if (row.n or 0) < 2 else "undefined on these examples"
@@ -47,13 +47,16 @@ def metric_line(row: TableRow, metric: str) -> str:
     return f"{metric} = {value:.2f} ± {(high - low) / 2:.2f} [{low:.2f}, {high:.2f}] (n = {row.n})"
 
 
-def degenerate(outputs: Sequence[Any], recipe_flag: str = "", texts: bool = True) -> dict[str, Any]:
+def degenerate(outputs: Sequence[Any], recipe_flag: str = "", kind: str = "text") -> dict[str, Any]:
     """Counts of empty and distinct outputs and the reason they are uninformative, "" when they
-    are not: generated ``texts`` by `generation_flags` (constant, loops, empty), other outputs
-    (a ranking) by `constant_outputs`; with the recipe's own flag."""
+    are not: generated texts (``kind`` "text") by `generation_flags` (constant, loops, empty),
+    rankings ("ranking") by `constant_outputs`; a task without outputs ("none", a perplexity)
+    by the recipe's own flag only, which joins the others too."""
+    texts = kind == "text"
     empty = sum(not o.strip() for o in outputs) if texts else 0
     distinct = len({" ".join(o.split()) if texts else json.dumps(o) for o in outputs})
-    found = generation_flags(outputs) if texts else constant_outputs([tuple(o) for o in outputs])
+    found = generation_flags(outputs) if texts else \
+        constant_outputs([tuple(o) for o in outputs]) if kind == "ranking" else None
     flag = combine(recipe_flag or None, found) or ""
     # the recipe's flag may already say what generation_flags says: keep each reason once
     flag = "; ".join(dict.fromkeys(flag.split("; "))) if flag else ""
@@ -68,16 +71,22 @@ def warning_line(check: dict[str, Any]) -> str | None:
     return f"warning: {LABEL} outputs: {check['flag']} ({counts})" if check["flag"] else f"warning: {counts}"
 
 
-def summary(row: TableRow, metrics: tuple[str, ...], check: dict[str, Any], about: dict[str, Any]) -> dict[str, Any]:
-    """The ``summary.json`` object: per metric its mean, interval and n; the degenerate check; ``about``."""
-    scores = {}
-    for m in metrics:
-        bounds = interval(row, m)
-        scores[m] = {"mean": row.metrics.get(m), "low": bounds[0] if bounds else None,
-                     "high": bounds[1] if bounds else None, "n": row.n}
-    # JSON has no NaN: an undefined number (e.g. a cost not measured) is null
-    others = {k: v if v is None or math.isfinite(v) else None for k, v in row.metrics.items() if k not in metrics}
-    return {**about, "n": row.n, "metrics": scores, "other_metrics": others, "degenerate": check}
+def summary(rows: Sequence[TableRow], metrics: tuple[str, ...], check: dict[str, Any],
+            about: dict[str, Any]) -> dict[str, Any]:
+    """The ``summary.json`` object: per metric its mean, interval and n (keyed ``<row> <metric>``
+    when the task has several rows, e.g. one per context configuration); the degenerate check;
+    ``about``."""
+    scores, others = {}, {}
+    for row in rows:
+        prefix = f"{row.system} " if len(rows) > 1 else ""
+        for m in metrics:
+            bounds = interval(row, m)
+            scores[prefix + m] = {"mean": row.metrics.get(m), "low": bounds[0] if bounds else None,
+                                  "high": bounds[1] if bounds else None, "n": row.n}
+        # JSON has no NaN: an undefined number (e.g. a cost not measured) is null
+        others |= {prefix + k: v if v is None or math.isfinite(v) else None
+                   for k, v in row.metrics.items() if k not in metrics}
+    return {**about, "n": rows[0].n, "metrics": scores, "other_metrics": others, "degenerate": check}
 
 
 def write_output(folder: Path, examples: list[dict[str, Any]], result: dict[str, Any]) -> list[Path]:

@@ -7,6 +7,8 @@ so a checkpoint scores here as in the pipeline:
   recipe: beam search, corpus BLEU with its bootstrap interval);
 - ``restoration`` (RE): `stages.restorable.restoration.restore` and ``system_row``
   (eval_re_restoration's recipe: teacher-forced perplexity, beam search, ROUGE);
+- ``lm`` (Nugget2D): `stages.nugget2d.lm.language_modelling.evaluate_lm` (eval_lm's recipe:
+  perplexity per corpus and context configuration, Lambda from calibrate_threshold);
 - ``pi`` / ``rr`` (Nugget): `stages.nugget.similarity.task_vectors` and ``task_reciprocal_ranks``
   (eval_similarity's recipe: mean-MaxSim over nuggets, MRR x 100).
 
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.cli import EXIT_CONFIG
-from pipelines.command import CommandError
+from pipelines.command import CommandError, stage_output
 from pipelines.evaluate.checkpoints import TRAINED_FILE, Checkpoint
 from pipelines.evaluate.data import Data
 from stages.artifacts.evaluate import TableRow
@@ -42,6 +44,12 @@ class Scored:
     header: str  # what ran, for people
     settings: dict[str, Any] = field(default_factory=dict)  # what the summary records of the run
     stand_in: str = ""
+    more_rows: list[TableRow] = field(default_factory=list)  # further rows (lm: one per context configuration)
+    outputs: str = "text"  # what an example's ``output`` is: text | ranking | none (`summary.degenerate`)
+
+    @property
+    def rows(self) -> list[TableRow]:
+        return [self.row, *self.more_rows]
 
 
 def load_nugget2d(checkpoint: Path, base_model: str | None, device: str,
@@ -77,6 +85,14 @@ def _loaded(what: str, load: Any) -> Any:
         raise CommandError(EXIT_CONFIG, f"cannot load {what}: {type(exc).__name__}: {exc}") from None
 
 
+def _nugget2d(ckpt: Checkpoint, cfg: PipelineConfig, args: argparse.Namespace) -> tuple[Any, Any]:
+    """The Nugget2D model and tokenizer of ``ckpt``; a checkpoint inside the config's artifact
+    root finds its base LM there (base_model.json's relative path)."""
+    root = Path(cfg.run.artifact_root).resolve()
+    within = str(root) if ckpt.path.resolve().is_relative_to(root) else None
+    return _loaded(str(ckpt.path), lambda: load_nugget2d(ckpt.path, args.base_model, args.device, within))
+
+
 def run_nugget2d(ckpt: Checkpoint, task: str, records: list[dict], cfg: PipelineConfig,
                  args: argparse.Namespace) -> Scored:
     """``qa`` / ``summarization``: the stage's recipe with the Nugget2D system only, at
@@ -87,10 +103,7 @@ def run_nugget2d(ckpt: Checkpoint, task: str, records: list[dict], cfg: Pipeline
     from stages.nugget2d.lm import qa, summarization
     from stages.nugget2d.lm.scoring import QA_QUALITY
 
-    # a checkpoint inside the config's artifact root finds its base LM there (base_model.json)
-    root = Path(cfg.run.artifact_root).resolve()
-    within = str(root) if ckpt.path.resolve().is_relative_to(root) else None
-    model, tokenizer = _loaded(str(ckpt.path), lambda: load_nugget2d(ckpt.path, args.base_model, args.device, within))
+    model, tokenizer = _nugget2d(ckpt, cfg, args)
     # a fine-tuned checkpoint records the prompt format it was trained with; that one wins
     layout = model.usage.prompt_format if model.usage is not None and model.usage.prompt_format else cfg.prompts.format
     ratio = args.ratio or model.config.ratio
@@ -196,7 +209,33 @@ def run_similarity(ckpt: Checkpoint, task: str, data: Data, cfg: PipelineConfig,
                  "output": list(order)}
                 for r, t, rr, order in zip(data.records, ranked, per_task, rankings, strict=True)]
     return Scored(row, ("mrr",), examples, f"Nugget nuggets by mean-MaxSim, MRR x 100 over {task.upper()} tasks",
-                  {"ratio": ckpt.record(NUGGET_CONFIG).get("ratio")})
+                  {"ratio": ckpt.record(NUGGET_CONFIG).get("ratio")}, outputs="ranking")
+
+
+def run_lm(ckpt: Checkpoint, data: Data, cfg: PipelineConfig, args: argparse.Namespace) -> Scored:
+    """``lm``: eval_lm's recipe (`stages.nugget2d.lm.language_modelling.evaluate_lm`) with the
+    Nugget2D system only, selecting with calibrate_threshold's Lambda for this config, under
+    every context configuration of ``eval.lm.contexts`` (one row each), each perplexity with
+    its bootstrap interval over the segments and flagged above the corpus's unigram reference."""
+    from stages.nugget2d.artifacts import CalibratedThreshold
+    from stages.nugget2d.lm.language_modelling import evaluate_lm
+    from stages.nugget2d.lm.segments import unigram_models
+
+    calibrated = CalibratedThreshold.read(stage_output(cfg, "calibrate_threshold"))
+    model, tokenizer = _nugget2d(ckpt, cfg, args)
+    section = replace(cfg.eval.lm, systems=["nugget2d"])
+    segments: dict[str, list[Any]] = {c: [] for c in section.corpora}
+    for r in data.records:
+        segments[r["corpus"]].append(r["segment"])
+    unigrams, notes = _loaded("the unigram references", lambda: unigram_models(data.segment_files, len(tokenizer)))
+    result = evaluate_lm(model, tokenizer, segments, section, threshold=calibrated.threshold, ratio=calibrated.ratio,
+                         unigrams=unigrams, presses=cfg.eval.presses, unigram_notes=notes)
+    first, *more = result.table.rows
+    metrics = tuple(f"{c}_{kind}_ppl" for c in section.corpora for kind in ("subword", "word"))
+    return Scored(first, metrics, result.examples,
+                  f"Nugget2D at Lambda = {calibrated.threshold:.4g} (calibrate_threshold, r = {calibrated.ratio:g})",
+                  {"lambda": calibrated.threshold, "ratio": calibrated.ratio, "corpora": list(section.corpora)},
+                  result.table.stand_in, more, outputs="none")
 
 
 def run_task(ckpt: Checkpoint, task: str, data: Data, cfg: PipelineConfig,
@@ -210,4 +249,6 @@ def run_task(ckpt: Checkpoint, task: str, data: Data, cfg: PipelineConfig,
         return run_restoration(ckpt, data.records, cfg, args)
     if task in ("pi", "rr"):
         return run_similarity(ckpt, task, data, cfg, args)
+    if task == "lm":
+        return run_lm(ckpt, data, cfg, args)
     raise CommandError(EXIT_CONFIG, f"no recipe for task {task!r}")

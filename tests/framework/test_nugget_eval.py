@@ -86,6 +86,34 @@ def test_summarization_scores_all_pipeline_records_by_default(nugget2d, root, tm
     assert all(f"  {m} = " in out and "(n = 3)" in out for m in ("rouge1", "rouge2", "rougeL"))
 
 
+def test_lm_perplexity_per_context_configuration(nugget2d, root, capsys):
+    """--task lm: eval_lm's recipe on build_lm's segments with calibrate_threshold's Lambda; one
+    block of lines per context configuration, each perplexity with its bootstrap interval."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder, base = nugget2d
+    args = ["eval", str(folder), "--base-model", str(base), "--task", "lm", "--limit", "3", root,
+            "eval.lm.corpora=[wiki]", "eval.lm.contexts=[{total_states: 6, compressed_tokens: 10, context_tokens: 3}, "
+            "{total_states: 5, compressed_tokens: 8, context_tokens: 2}]"]
+    built = complete_output(root, "build_lm", {"qa.jsonl": "", "summarization.jsonl": ""})
+    ids = [5 + i % 40 for i in range(400)]
+    rows = [{"split": "test" if i < 4 else "train", "distant": ids[s : s + 16], "recent": ids[s + 16 : s + 24]}
+            for i, s in enumerate(range(0, 320, 24))]
+    pq.write_table(pa.Table.from_pylist(rows), built / "lm_wiki.parquet")
+    assert main(args) == 3
+    assert "stage 'calibrate_threshold' has no output" in capsys.readouterr().err
+    complete_output(root, "calibrate_threshold", {"threshold.json": json.dumps(
+        {"lambda": 0.0, "ratio": 0.5, "scorer_stage": "x", "scorer_fingerprint": "y", "scorer_window": 8, "metrics": {}})})
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "\n  nugget2d 6/10/3:\n" in out and "\n  nugget2d 5/8/2:\n" in out
+    for metric in ("wiki_subword_ppl", "wiki_word_ppl"):
+        lines = [x for x in out.splitlines() if x.strip().startswith(f"{metric} = ")]
+        assert len(lines) == 2 and all(x.startswith("    ") and x.endswith("(n = 3)") for x in lines)
+    assert "± " in next(x for x in out.splitlines() if "wiki_subword_ppl = " in x)
+
+
 def test_reconstruction_of_a_nugget_checkpoint_from_its_stage_folder(nugget, tmp_path, capsys):
     """A train_nugget output folder stands for its model; the AE objective (trained.json) scores
     the decoded text against the source; BLEU with its bootstrap interval."""
@@ -154,7 +182,8 @@ def test_restoration_of_a_re_checkpoint(re_model, tmp_path, capsys):
     ("empty", "is not a checkpoint: no model folder marker"),
     ("systems", "holds 1 systems; pass one of their model folders"),
     ("wrong_task", "is a Nugget checkpoint, whose tasks are reconstruction"),
-    ("no_task", "is a Nugget2D checkpoint: pass --task (one of qa, summarization)"),
+    ("no_task", "is a Nugget2D checkpoint: pass --task (one of qa, summarization, lm)"),
+    ("lm_data", "--task lm reads build_lm's token-id segments only"),
     ("bad_json", "line 2 is not JSON"),
     ("missing_field", "line 1 has no document"),
     ("no_data_file", "--data /nope.jsonl: no such file"),
@@ -169,7 +198,7 @@ def test_bad_input_is_one_line_with_exit_2(case, message, nugget, nugget2d, re_m
     no_doc = _jsonl(tmp_path / "nodoc.jsonl", [{"instruction": "q", "answer": "a"}])
     argv = {"missing": [str(tmp_path / "nope")], "file": [str(tmp_path / "a.txt")],
             "empty": [str(tmp_path / "empty")], "systems": [str(re_model.parents[2])], "wrong_task": [str(nugget), "--task", "qa"],
-            "no_task": [str(folder)], "bad_json": [str(nugget), "--data", str(bad)],
+            "no_task": [str(folder)], "lm_data": [str(folder), "--task", "lm", "--data", no_doc], "bad_json": [str(nugget), "--data", str(bad)],
             "missing_field": [str(folder), "--task", "qa", "--data", no_doc],
             "no_data_file": [str(nugget), "--data", "/nope.jsonl"],
             "bad_similarity_folder": [str(nugget), "--task", "pi", "--data", str(tmp_path / "empty")]}[case]
