@@ -59,8 +59,8 @@ def add_parser(sub: Any, checkpoint_options: Any, positive: Any) -> None:
     checkpoint_options(p, "a model folder (e.g. <train_nugget output>/model, <train_nugget2d output>/nugget2d) "
                           "or the stage output folder holding it")
     p.add_argument("--task", default=None, choices=checkpoints.all_tasks(),
-                   help="what to score (default: the checkpoint's one task, or the task a fine-tuned "
-                        "Nugget2D model was trained on)")
+                   help="what to score (default: the kind's first task; Nugget2D: the task it was fine-tuned "
+                        "on, lm for an autoregressive model, else none)")
     p.add_argument("--limit", type=positive, default=None, help="score only the first N examples (default: all)")
     p.add_argument("--data", default=None, metavar="FILE",
                    help="a JSONL file of records to score instead of the pipeline's data (qa / summarization: "
