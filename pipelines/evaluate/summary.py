@@ -76,7 +76,8 @@ def summary(rows: Sequence[TableRow], metrics: tuple[str, ...], check: dict[str,
     """The ``summary.json`` object: per metric its mean, interval and n (keyed ``<row> <metric>``
     when the task has several rows, e.g. one per context configuration); the degenerate check;
     ``about``."""
-    scores, others = {}, {}
+    scores: dict[str, dict[str, Any]] = {}
+    others: dict[str, float | None] = {}
     for row in rows:
         prefix = f"{row.system} " if len(rows) > 1 else ""
         for m in metrics:
