@@ -7,7 +7,9 @@
     nugget report [--open] [key=value ...]        the path of the report of this config
     nugget config [SECTION ...] [key=value ...]   the resolved config, with each key's help
     nugget generate CHECKPOINT --text TEXT [--question Q]   compress TEXT, answer / continue
-    nugget eval CHECKPOINT --task qa|summarization --limit N   score a checkpoint on build_lm's data
+    nugget eval CHECKPOINT [--task T] [--limit N] [--data FILE] [--output DIR] [key=value ...]
+                                                  score a checkpoint with its evaluation stage's
+                                                  recipe (pipelines.evaluate; docs/nugget_eval.md)
 
 ``run`` and ``stage`` hand their arguments to `pipelines.cli` unchanged (their ``--help``
 is theirs); the others read the same config and artifact store. Exit codes as in
@@ -20,14 +22,13 @@ import argparse
 import sys
 import webbrowser
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from pipelines.cli import EXIT_CONFIG, EXIT_MISSING, default_dag, main_full, main_stage
+from pipelines.cli import EXIT_CONFIG, default_dag, main_full, main_stage
+from pipelines.command import CommandError, load, stage_output
 from pipelines.config_help import describe_config
-from stages.config import ConfigError, PipelineConfig, load_config
-from stages.framework.dag import Dag, MissingInputError
+from pipelines.evaluate import cli as eval_cli
+from pipelines.evaluate.tasks import load_nugget2d, soft_prompt
 from stages.framework.store import ArtifactStore
 
 #: Subcommands whose arguments go to `pipelines.cli` as they are.
@@ -35,45 +36,7 @@ DELEGATED: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "run": (main_full, "run the DAG (python pipelines/full.py); see nugget run --help"),
     "stage": (main_stage, "rerun one stage (python -m pipelines.stage); see nugget stage --help"),
 }
-TASKS = ("qa", "summarization")
 REPORT_FILE = "report.html"
-
-
-class CommandError(Exception):
-    """A failure the command reports as ``error: message`` with exit ``code``."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _config(overrides: Sequence[str]) -> PipelineConfig:
-    try:
-        return load_config(list(overrides))
-    except ConfigError as exc:
-        raise CommandError(EXIT_CONFIG, f"config: {exc}") from exc
-
-
-def _overrides(values: Sequence[str]) -> list[str]:
-    bad = [v for v in values if "=" not in v]
-    if bad:
-        raise CommandError(EXIT_CONFIG, f"config overrides are key=value, got {bad}")
-    return list(values)
-
-
-def stage_output(cfg: PipelineConfig, stage: str, dag: Dag | None = None) -> Path:
-    """The local folder of ``stage``'s completed output for ``cfg`` (its cache key, as the
-    pipeline plans it); exit 3 naming the command that produces it when there is none."""
-    store = ArtifactStore(cfg.run.artifact_root)
-    try:
-        plan = (dag or default_dag()).plan(cfg, store, targets=[stage])
-    except MissingInputError as exc:
-        raise CommandError(EXIT_MISSING, str(exc)) from None
-    planned = next(p for p in plan if p.name == stage)
-    if not planned.hit:
-        raise CommandError(EXIT_MISSING, f"stage {stage!r} has no output for this config (key {planned.key}) "
-                           f"under {store.root_uri}; produce it with: nugget run run.targets=[{stage}]")
-    return store.artifact(stage, planned.key).path
 
 
 # --- subcommands ------------------------------------------------------------------------
@@ -98,7 +61,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_config(args: argparse.Namespace) -> int:
     sections = [a for a in args.items if "=" not in a]
-    cfg = _config([a for a in args.items if "=" in a])
+    cfg = load([a for a in args.items if "=" in a])
     try:
         print("\n".join(describe_config(cfg, sections)))
     except KeyError as exc:
@@ -116,7 +79,7 @@ def latest_report(store_root: str, stage: str = "report") -> Path | None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    cfg = _config(_overrides(args.overrides))
+    cfg = load(args.overrides)
     try:
         path = stage_output(cfg, "report") / REPORT_FILE
     except CommandError as exc:
@@ -130,34 +93,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_checkpoint(checkpoint: str, base_model: str | None, device: str) -> tuple[Any, Any]:
-    """The Nugget2D model saved in ``checkpoint`` (on ``base_model``, else the base LM its
-    folder records) in eval mode on ``device``, and its base LM's tokenizer."""
-    from transformers import AutoTokenizer
-
-    from nugget_core.nugget2d import load_nugget2d
-    from stages.common.device import place_model
-
-    model = load_nugget2d(checkpoint, base_model).eval()
-    # the pipeline saves the tokenizer beside the model; else the base LM's (as loaded)
-    has_own = (Path(checkpoint) / "tokenizer_config.json").is_file()
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint if has_own else base_model or model.lm.name_or_path,
-                                              trust_remote_code=False)
-    return place_model(model, device), tokenizer
-
-
-def soft_prompt(args: argparse.Namespace, model: Any) -> bool:
-    """``--soft-prompt`` / ``--no-soft-prompt``, else what the checkpoint's usage.json
-    records (continuation / autoencoding models read it, fine-tuned ones do not), else off."""
-    if args.soft_prompt is not None:
-        return bool(args.soft_prompt)
-    return bool(model.usage.soft_prompt) if model.usage is not None else False
-
-
 def cmd_generate(args: argparse.Namespace) -> int:
     from nugget_core.nugget2d import answer, compress_text, continue_text
 
-    model, tokenizer = load_checkpoint(args.checkpoint, args.base_model, args.device)
+    model, tokenizer = load_nugget2d(Path(args.checkpoint), args.base_model, args.device)
     layout = None if args.question is None else args.prompt_format
     ctx = compress_text(model, tokenizer, args.text, ratio=args.ratio, prompt_format=layout)
     options = {"max_new_tokens": args.max_new_tokens, "soft_prompt": soft_prompt(args, model)}
@@ -167,53 +106,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
         text = answer(model, tokenizer, ctx, args.question, **options)
     print(text)
     print(f"({ctx.nuggets} of {ctx.tokens} tokens kept)", file=sys.stderr)
-    return 0
-
-
-def task_records(cfg: PipelineConfig, task: str, split: str, limit: int) -> list[dict]:
-    """The first ``limit`` records of ``split`` in ``build_lm``'s ``<task>.jsonl`` for ``cfg``."""
-    from stages.common.records import read_records
-    from stages.nugget2d.artifacts import LMRecords
-
-    path = LMRecords.read(stage_output(cfg, "build_lm")).records(task)
-    return read_records(path, split, limit)
-
-
-def cmd_eval(args: argparse.Namespace) -> int:
-    """The evaluation stages' own recipe (`stages.nugget2d.lm.qa.evaluate_qa` /
-    `stages.nugget2d.lm.summarization.evaluate_summarization`) with the Nugget2D system only,
-    at ``--ratio`` (default: the checkpoint's), so a checkpoint scores here as in eval_qa /
-    eval_summarization."""
-    from nugget_core.nugget2d.prompts import PromptFormat
-    from stages.common.progress import progress_logger
-    from stages.evaluation.rouge import ROUGE_TYPES
-    from stages.nugget2d.lm import qa, summarization
-    from stages.nugget2d.lm.scoring import QA_QUALITY
-
-    cfg = _config(_overrides(args.overrides))
-    split = cfg.eval.qa.split if args.task == "qa" else cfg.eval.summarization.split
-    records = task_records(cfg, args.task, split, args.limit)
-    model, tokenizer = load_checkpoint(args.checkpoint, args.base_model, args.device)
-    # a fine-tuned checkpoint records the prompt format it was trained with; that one wins
-    layout = model.usage.prompt_format if model.usage is not None and model.usage.prompt_format else cfg.prompts.format
-    ratio = args.ratio or model.config.ratio
-    fmt, soft, log = PromptFormat(layout, tokenizer), soft_prompt(args, model), progress_logger("nugget.eval")
-    quality: tuple[str, ...]  # the task's own metrics, printed
-    if args.task == "qa":
-        section = replace(cfg.eval.qa, systems=["nugget2d"], nugget_ratios=[ratio])
-        result = qa.evaluate_qa(model, tokenizer, records, section, prompt_format=fmt, soft_prompt=soft, log=log)
-        quality = QA_QUALITY
-    else:
-        summary = replace(cfg.eval.summarization, systems=["nugget2d_ft"], nugget_ratio=ratio)
-        result = summarization.evaluate_summarization(model, tokenizer, records, summary, prompt_format=fmt,
-                                                      soft_prompt=soft, log=log)
-        quality = ROUGE_TYPES
-    (row,) = result.table.rows
-    label = result.table.stand_in
-    print(f"{args.task}: {len(records)} examples of split {split!r}"
-          + (f" (stand-in: {label})" if label else "") + f", Nugget2D at r = {ratio:g}, prompts {layout}")
-    for name in quality:
-        print(f"  {name:10s} {row.metrics[name]:7.2f}  (n={row.n})")
     return 0
 
 
@@ -234,8 +126,9 @@ def _ratio(text: str) -> float:
     return value
 
 
-def _checkpoint_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("checkpoint", help="a Nugget2D model folder (e.g. <train_nugget2d output>/nugget2d)")
+def _checkpoint_options(p: argparse.ArgumentParser,
+                        what: str = "a Nugget2D model folder (e.g. <train_nugget2d output>/nugget2d)") -> None:
+    p.add_argument("checkpoint", help=what)
     p.add_argument("--base-model", default=None,
                    help="folder or hub name of its base LM (default: the one the folder records)")
     p.add_argument("--ratio", type=_ratio, default=None, help="compression ratio r (default: the model's)")
@@ -278,12 +171,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                    help="layout of the question turn (auto: the LM's chat template, else inst)")
     p.set_defaults(func=cmd_generate)
 
-    p = sub.add_parser("eval", help="score a Nugget2D checkpoint on the QA / summarisation data of build_lm")
-    _checkpoint_options(p)
-    p.add_argument("--task", required=True, choices=TASKS, help="which task's records")
-    p.add_argument("--limit", type=_positive, required=True, help="examples to evaluate (the first N)")
-    p.add_argument("overrides", nargs="*", help="config overrides selecting the data, e.g. profile=tiny")
-    p.set_defaults(func=cmd_eval)
+    eval_cli.add_parser(sub, _checkpoint_options, _positive)
     return parser, sub.choices
 
 

@@ -8,7 +8,8 @@ paper; up to the longest reference + ``eval.reconstruction_extra_tokens`` new to
 documents can be written) and score micro-averaged corpus BLEU (sacrebleu) against the
 objective's target: the input document for AE, the translation for MT (sacrebleu's "zh"
 tokenizer for Chinese), with its 95% bootstrap interval over the documents (``bleu_low`` /
-``bleu_high``, `corpus_bleu_interval`). The Nugget ablations of
+``bleu_high``, `corpus_bleu_interval`); the recipe per system is
+`stages.nugget.reconstruction.reconstruct` (also ``nugget eval``'s). The Nugget ablations of
 ``train_baselines`` are similarity systems only (table 4) and are skipped here.
 
 Output: `stages.nugget.artifacts.results.ReconstructionResults` (``reconstruction.json`` /
@@ -16,21 +17,19 @@ Output: `stages.nugget.artifacts.results.ReconstructionResults` (``reconstructio
 in ``figures.json``; per system ``uninformative``: why its decoded texts are constant, loops or
 empty, `stages.common.degenerate`, "" when they are not) and ``examples.jsonl`` (every decoded
 document of every system: the source read, the reference, the decoded text, its sentence BLEU and
-chrF and flags, `decoded_samples`; also the MLflow table ``tables/examples.json``).
+chrF and flags, `stages.nugget.reconstruction.decoded_samples`; also the MLflow table ``tables/examples.json``).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
 from stages.common.degenerate import LABEL, generation_flags
-from stages.evaluation.metrics import bleu_tokenizer, corpus_bleu_interval, sentence_scores
 from stages.evaluation.publish import log_flags
-from stages.evaluation.samples import Sample, log_samples
+from stages.evaluation.samples import log_samples
 from stages.framework.contract import optional, section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget.artifacts.data import MtDocuments
@@ -38,28 +37,9 @@ from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, Traine
 from stages.nugget.artifacts.results import ReconstructionResults
 from stages.nugget.encoders import load_system
 from stages.nugget.plots import bleu_vs_ratio
+from stages.nugget.reconstruction import decoded_samples, reconstruct
 from stages.nugget.similarity import metric_name
 from stages.nugget.systems import System, collect_systems, to_record
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
-
-def decode_limit(tokenizer: PreTrainedTokenizerBase, references: list[str], extra: int) -> int:
-    """New tokens that let beam search write the longest reference whole (+ ``extra``)."""
-    return max(len(ids) for ids in tokenizer(references)["input_ids"]) + extra
-
-
-def decoded_samples(system: System, sources: list[str], references: list[str], decoded: list[str], tokenize: str
-                    ) -> list[dict[str, Any]]:
-    """One sample row (`stages.evaluation.samples`) per document: the ``document`` the encoder
-    read, the reference (the document for AE, its translation for MT), the decoded text, its
-    sentence BLEU and chrF (``tokenize`` as the corpus BLEU's); settings: the system's fields
-    (its training stage as ``trained_by``)."""
-    fields = to_record(system)
-    settings = {"trained_by" if k == "source" else k: v for k, v in fields.items() if k != "name"}
-    return [Sample(i, system.name, {"document": s}, r, d, scores, settings).row()
-            for i, (s, r, d, scores) in enumerate(zip(sources, references, decoded,
-                                                      sentence_scores(decoded, references, tokenize), strict=True))]
 
 
 def reconstruction_systems(systems: list[System]) -> list[System]:
@@ -103,10 +83,8 @@ class EvalReconstruction(Stage[ReconstructionConfig, ReconstructionInputs, Recon
             tick = time.time()
             loaded = load_system(system, device=ctx.device, precision=config.dtype)
             refs = docs["source"] if system.objective == "ae" else docs["target"]
-            hyps = loaded.decode(docs["source"], config.batch_size, config.beam_size,
-                                 decode_limit(loaded.tokenizer, refs, config.extra_tokens))
-            tokenize = bleu_tokenizer(refs)
-            bleu, bounds = corpus_bleu_interval(hyps, refs, tokenize=tokenize)
+            hyps, bleu, bounds, tokenize = reconstruct(loaded, docs["source"], refs, config.batch_size,
+                                                       config.beam_size, config.extra_tokens)
             ends = dict(zip(("bleu_low", "bleu_high"), bounds, strict=True)) if bounds else {}
             flag = generation_flags(hyps) or ""
             rows.append({**to_record(system), "bleu": bleu, **ends, "n_docs": len(refs), "bleu_tokenize": tokenize,

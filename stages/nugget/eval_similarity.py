@@ -38,10 +38,10 @@ from stages.nugget.artifacts.results import SimilarityResults
 from stages.nugget.encoders import load_system
 from stages.nugget.similarity import (
     metric_name,
-    needed_docs,
     ranking_samples,
     read_similarity_data,
     task_reciprocal_ranks,
+    task_vectors,
 )
 from stages.nugget.systems import System, collect_systems, to_record
 
@@ -111,8 +111,7 @@ class EvalSimilarity(Stage[SimilarityConfig, SimilarityInputs, SimilarityResults
             loaded = load_system(system, mode, ctx.device, config.dtype)
             for task, (tasks, docs, origin) in datasets.items():
                 tick = time.time()
-                ids = needed_docs(tasks)
-                vecs = dict(zip(ids, loaded.vectors([docs[i] for i in ids], config.batch_size), strict=True))
+                vecs = task_vectors(loaded, tasks, docs, config.batch_size)
                 per_task, rankings = task_reciprocal_ranks(vecs, tasks, multi=mode != "bottleneck")
                 value = sum(per_task) / len(per_task)  # MRR x 100
                 label = "ColBART" if mode == "colbart" else system.name

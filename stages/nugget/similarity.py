@@ -9,13 +9,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from stages.corpora.nugget_data import Task, read_docs, read_tasks
 from stages.evaluation.metrics import cosine, mean_maxsim, reciprocal_rank
 from stages.evaluation.samples import Sample
+
+if TYPE_CHECKING:
+    from stages.nugget.encoders import LoadedSystem
 
 
 def read_similarity_data(folder: Path) -> tuple[list[Task], dict[str, str]]:
@@ -30,6 +33,14 @@ def read_similarity_data(folder: Path) -> tuple[list[Task], dict[str, str]]:
 def needed_docs(tasks: list[Task]) -> list[str]:
     """Ids of every query and candidate, each once, in first-use order."""
     return list(dict.fromkeys(i for t in tasks for i in (t.query, *t.candidates)))
+
+
+def task_vectors(loaded: LoadedSystem, tasks: list[Task], docs: dict[str, str], batch_size: int
+                 ) -> dict[str, torch.Tensor]:
+    """The vectors of every query and candidate of ``tasks`` under ``loaded`` (each document
+    encoded once): eval_similarity's encoding step (also ``nugget eval --task pi / rr``'s)."""
+    ids = needed_docs(tasks)
+    return dict(zip(ids, loaded.vectors([docs[i] for i in ids], batch_size), strict=True))
 
 
 def score_tasks(vectors: dict[str, torch.Tensor], tasks: list[Task], multi: bool) -> list[tuple[list[float], int]]:

@@ -17,98 +17,26 @@ Outputs: the `EvalTable` (one row per system: ``ppl`` (n_ppl = target tokens),
 texts: 1 when the decoder ignores the vector), n = texts; ``paper_row`` its RE table 8
 row) and ``examples.jsonl`` (per system and text: the text encoded, the original, the restored
 text, its ROUGE, perplexity, loss and tokens, the system's settings; `restoration_samples`).
+The recipe per system (`restore`, `system_row`, `restoration_samples`) is in
+`stages.restorable.restoration` (also ``nugget eval``'s).
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import torch
-
-from stages.artifacts.evaluate import Column, EvalTable, TableRow
-from stages.common.degenerate import generation_flags
-from stages.common.device import to_device
-from stages.common.intervals import means_and_errors
-from stages.common.padding import pad
-from stages.common.records import batches
+from stages.artifacts.evaluate import Column, EvalTable
 from stages.evaluation.publish import publish
-from stages.evaluation.rouge import ROUGE_TYPES, rouge_per_example
-from stages.evaluation.samples import Sample
+from stages.evaluation.rouge import rouge_per_example
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.restorable.artifacts import RestorationTexts, TrainedRestorable
+from stages.restorable.restoration import restoration_samples, restore, system_row
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
-
-    from nugget_core.restorable import RestorableModel
     from stages.restorable.config import REEval
-
-
-def encode(tokenizer: PreTrainedTokenizerBase, texts: list[str], limit: int) -> tuple[list[list[int]], list[list[int]]]:
-    """Encoder ids and target ids of ``texts`` (the text is both, eq. 6), truncated as in training."""
-    sources = tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
-    targets = tokenizer(text_target=texts, truncation=True, max_length=limit)["input_ids"]
-    return sources, targets
-
-
-@torch.no_grad()
-def restore(model: RestorableModel, tokenizer: PreTrainedTokenizerBase, texts: list[str], limit: int,
-            batch_size: int, beams: int, extra_tokens: int, device: torch.device | str
-            ) -> tuple[list[float], list[int], list[str]]:
-    """Per text: summed target NLL, target tokens, and the restored text."""
-    sources, targets = encode(tokenizer, texts, limit)
-    nll, counts, restored = [], [], []
-    for chunk in batches(list(range(len(texts))), batch_size):
-        ids, mask = pad([sources[i] for i in chunk], tokenizer.pad_token_id)
-        labels, _ = pad([targets[i] for i in chunk], -100)
-        ids, mask, labels = to_device((ids, mask, labels), device)
-        logits = model(input_ids=ids, attention_mask=mask, labels=labels).logits
-        token_nll = torch.nn.functional.cross_entropy(
-            logits.float().transpose(1, 2), labels.clamp(min=0), reduction="none").masked_fill(labels.eq(-100), 0.0)
-        nll += token_nll.sum(dim=1).tolist()
-        counts += labels.ne(-100).sum(dim=1).tolist()
-        longest = max(len(targets[i]) for i in chunk)
-        # never past the truncation of its training texts (positions - 1): the longest reference + the margin
-        # can run off the decoder's position table on texts near the limit (docs/reliability.md)
-        out = model.generate(ids, mask, num_beams=beams, max_new_tokens=min(longest + extra_tokens, limit))
-        restored += tokenizer.batch_decode(out, skip_special_tokens=True)
-    return nll, counts, [" ".join(t.split()) for t in restored]
-
-
-def system_row(record: dict[str, Any], nll: list[float], counts: list[int], rouge: list[dict[str, float]],
-               restored: list[str]) -> TableRow:
-    """The table row of one system from its per-text results. ``distinct``: how many
-    different texts it restored (not in the paper): a decoder that ignores the vector
-    restores every text to the same one, and is flagged uninformative
-    (`stages.common.degenerate.generation_flags`: constant, looping or empty restorations)."""
-    tokens = sum(counts)
-    means, errors = means_and_errors({t: [r[t] for r in rouge] for t in ROUGE_TYPES})
-    metrics: dict[str, float | None] = {"ppl": math.exp(sum(nll) / tokens), "n_ppl": tokens, **means,
-                                        "distinct": len(set(restored))}
-    return TableRow(system=record["system"], metrics=metrics, n=len(rouge), paper_row=record["paper_row"],
-                    stderr=errors, flag=generation_flags(restored) or "")
-
-
-SETTINGS = ("sentences", "config", "pooling", "decoder", "extra_layers", "max_tokens", "paper_row")  # of a system
-
-
-def restoration_samples(record: dict[str, Any], tokenizer: PreTrainedTokenizerBase, texts: list[str], limit: int,
-                        nll: list[float], counts: list[int], restored: list[str], rouge: list[dict[str, float]]
-                        ) -> list[dict[str, Any]]:
-    """One sample row (`stages.evaluation.samples`) per text: the ``encoded`` text (the encoder's
-    ids decoded: the text as truncated to ``limit``), the original as target, the restored text;
-    metrics: ROUGE-1/2/L, the teacher-forced ``ppl`` with its ``loss`` (mean target NLL) and
-    ``tokens``; settings: the system's `SETTINGS`."""
-    sources, _ = encode(tokenizer, texts, limit)
-    settings = {k: record.get(k) for k in SETTINGS}
-    return [Sample(i, record["system"], {"encoded": tokenizer.decode(ids, skip_special_tokens=True)}, text, out,
-                   {**scores, "ppl": math.exp(total / n), "loss": total / n, "tokens": n}, settings).row()
-            for i, (ids, text, out, scores, total, n) in enumerate(zip(sources, texts, restored, rouge, nll, counts,
-                                                                     strict=True))]
 
 
 @dataclass(frozen=True)

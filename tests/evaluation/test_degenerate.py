@@ -175,8 +175,8 @@ def test_eval_lm_reference_is_the_unigram_model_of_the_train_segments(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from stages.nugget2d.eval_lm import unigram_model, unigram_models
     from stages.nugget2d.lm.language_modelling import unigram_flag
+    from stages.nugget2d.lm.segments import unigram_model, unigram_models
 
     path = tmp_path / "lm_wiki.parquet"
     pq.write_table(pa.Table.from_pylist([{"split": "train", "distant": [0, 1], "recent": [1]},

@@ -1,10 +1,10 @@
 """The ``nugget`` command (pipelines/nugget.py): each subcommand's parsing and what it
-hands to (list, config, stage, run, report, generate, eval), and ``sweep.py --help``.
+hands to (list, config, stage, run, report, generate; eval: test_nugget_eval.py) and
+``sweep.py --help``.
 No Ray: ``run`` / ``stage`` are exercised with ``--dry-run``, which stops after planning."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +13,7 @@ import pytest
 
 from pipelines import nugget
 from pipelines.nugget import main
+from tests.framework.cli_fixtures import complete_output, make_nugget2d
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,26 +65,10 @@ def test_delegated_commands_hand_their_arguments_over_unchanged(monkeypatch):
     assert seen["run"] == ["nugget.ratio=0.5", "--dry-run"]
 
 
-def _complete_output(root: str, stage: str, files: dict[str, str]) -> Path:
-    """A completed output of ``stage`` for the default config under ``root``, as the
-    pipeline would have published it (its cache key, its marker)."""
-    from stages.config import load_config
-    from stages.framework.store import ArtifactStore
-    from stages.registry import DAG
-
-    cfg = load_config([root])
-    store = ArtifactStore(cfg.run.artifact_root)
-    key = next(p.key for p in DAG.plan(cfg, store, targets=[stage]) if p.name == stage)
-    scratch = store.scratch(stage, key)
-    for name, text in files.items():
-        (scratch / name).write_text(text)
-    return Path(store.publish(stage, key, scratch, {}))
-
-
 def test_report_prints_the_path_of_this_configs_report_and_opens_it(root, capsys, monkeypatch):
     assert main(["report", root]) == 3
     assert "stage 'report' has no output for this config" in capsys.readouterr().err
-    folder = _complete_output(root, "report", {"report.html": "<html></html>"})
+    folder = complete_output(root, "report", {"report.html": "<html></html>"})
     opened = []
     monkeypatch.setattr(nugget.webbrowser, "open", opened.append)
     assert main(["report", "--open", root]) == 0
@@ -98,15 +83,8 @@ def test_report_prints_the_path_of_this_configs_report_and_opens_it(root, capsys
 def saved_nugget2d(tmp_path_factory):
     """A tiny untrained Nugget2D folder, its base LM folder (with the tokenizer) and the
     model itself."""
-    from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel, save_nugget2d
-    from tests.lm_eval.fixtures import make_base_lm, make_tokenizer
-
-    tmp = tmp_path_factory.mktemp("nugget2d")
-    tokenizer = make_tokenizer(tmp / "base")
-    make_base_lm(len(tokenizer)).save_pretrained(str(tmp / "base"))
-    model = Nugget2DModel(make_base_lm(len(tokenizer)), Nugget2DConfig(ratio=0.5, lora_rank=4, scorer_layer=1))
-    save_nugget2d(model.eval(), tmp / "model")
-    return tmp / "model", tmp / "base", model.eval(), tokenizer
+    folder, base, model, tokenizer = make_nugget2d(tmp_path_factory.mktemp("nugget2d"))
+    return folder, base, model.eval(), tokenizer
 
 
 def test_generate_answers_and_continues_like_the_library_api(saved_nugget2d, capsys):
@@ -134,68 +112,6 @@ def test_generate_refuses_bad_arguments_and_surfaces_the_loaders_error(saved_nug
     # no --base-model and no base model recorded in the folder: load_nugget2d's own error
     with pytest.raises(ValueError, match="base_model"):
         main(["generate", str(folder), "--text", "the river delta"])
-
-
-def test_eval_scores_a_checkpoint_on_build_lms_records(saved_nugget2d, root, capsys):
-    folder, base, _, _ = saved_nugget2d
-    records = [{"id": f"q{i}", "split": "test", "document": "the river delta was born in Paris of a city.",
-                "instruction": "Fill in the blank: born in _____", "answer": "Paris", "answers": ["Paris"]}
-               for i in range(3)]
-    args = ["eval", str(folder), "--base-model", str(base), "--task", "qa", "--limit", "2", root,
-            "eval.qa.max_new_tokens=3", "prompts.format=inst"]
-    assert main(args) == 3
-    assert "stage 'build_lm' has no output for this config" in capsys.readouterr().err
-    _complete_output(root, "build_lm", {"qa.jsonl": "".join(json.dumps(r) + "\n" for r in records)})
-    assert main(args) == 0
-    out = capsys.readouterr().out
-    assert "qa: 2 examples of split 'test'" in out and "r = 0.5" in out
-    accuracy = float(out.split("accuracy")[1].split()[0])
-    assert 0.0 <= accuracy <= 100.0 and "(n=2)" in out
-
-
-def test_eval_and_the_stages_call_the_same_recipe(saved_nugget2d, root, capsys, monkeypatch):
-    """``nugget eval`` has no evaluation of its own: it calls the recipe eval_qa /
-    eval_summarization call (`stages.nugget2d.lm.qa.evaluate_qa`,
-    `stages.nugget2d.lm.summarization.evaluate_summarization`) with the Nugget2D system only at
-    the checkpoint's ratio, in its config's section (here ``eval.qa.match=word``)."""
-    from stages.nugget2d import eval_qa, eval_summarization
-    from stages.nugget2d.lm import qa, summarization
-
-    assert eval_qa.evaluate_qa is qa.evaluate_qa
-    assert eval_summarization.evaluate_summarization is summarization.evaluate_summarization
-    folder, base, _, _ = saved_nugget2d
-    calls = []
-
-    def spy(module, name):
-        real = getattr(module, name)
-
-        def wrapper(model, tokenizer, records, section, **options):
-            calls.append((name, records, section, options))
-            return real(model, tokenizer, records, section, **options)
-        monkeypatch.setattr(module, name, wrapper)
-
-    spy(qa, "evaluate_qa")
-    spy(summarization, "evaluate_summarization")
-    qa_records = [{"id": "q", "split": "test", "document": "the river delta.", "instruction": "Where?", "answer": "x"}]
-    summaries = [{"id": "s", "split": "test", "document": "the river delta.", "instruction": "Summarize.",
-                  "answer": "a delta"}]
-    _complete_output(root, "build_lm", {"qa.jsonl": json.dumps(qa_records[0]) + "\n",
-                                        "summarization.jsonl": json.dumps(summaries[0]) + "\n"})
-    common = [str(folder), "--base-model", str(base), "--limit", "1", root, "prompts.format=inst"]
-    assert main(["eval", *common, "--task", "qa", "eval.qa.max_new_tokens=2", "eval.qa.match=word"]) == 0
-    [(name, records, section, options)] = calls
-    assert name == "evaluate_qa" and records == qa_records
-    assert (section.systems, section.nugget_ratios, section.match, section.max_new_tokens) == (["nugget2d"], [0.5],
-                                                                                               "word", 2)
-    assert options["prompt_format"].name == "inst" and options["soft_prompt"] is False
-    assert "accuracy" in capsys.readouterr().out
-    assert main(["eval", *common, "--task", "summarization", "eval.summarization.max_new_tokens=2",
-                 "--ratio", "0.25"]) == 0
-    name, records, section, _ = calls[1]
-    assert name == "evaluate_summarization" and records == summaries
-    assert (section.systems, section.nugget_ratio) == (["nugget2d_ft"], 0.25)
-    out = capsys.readouterr().out
-    assert all(f"{t} " in out for t in ("rouge1", "rouge2", "rougeL")) and "(n=1)" in out and "r = 0.25" in out
 
 
 def test_sweep_help_names_the_sweep_and_its_keys():
