@@ -5,18 +5,23 @@ folder as its run's artifacts), where the upstream artifact folders are not besi
 link out of the folder (``../<stage>/<key>/...``) breaks there. So `Bundle` copies each
 per-example file a table links into ``samples/<stage>/<file>`` and each figure into
 ``figures/<stage>-<file>``, and hands back the link relative to the report folder; the
-HTML page carries PNG figures inside itself as ``data:`` URIs (`data_uri`).
+HTML page carries PNG figures inside itself as ``data:`` URIs (`data_uri`). A per-example
+file above `GZIP_ABOVE` bytes is copied gzipped (``<file>.gz``): every evaluation keeps every
+example with its whole input, which for the paper profile's QA is hundreds of MB of JSON lines
+(about a tenth of that gzipped), and the folder is copied again into MLflow.
 """
 
 from __future__ import annotations
 
 import base64
+import gzip
 import mimetypes
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 SAMPLES, FIGURES = "samples", "figures"
+GZIP_ABOVE = 8 * 2**20
 
 
 def data_uri(path: Path) -> str:
@@ -41,20 +46,27 @@ class Bundle:
                 return self.stages[folder]
         return path.parent.name
 
-    def _copy(self, source: Path, relative: str) -> str:
+    def _copy(self, source: Path, relative: str, compress: bool = False) -> str:
         if source in self.copied:
             return self.copied[source]
         target, i = self.base / relative, 2
         while target.exists():  # two sources of one name: keep both
             target, i = target.with_name(f"{Path(relative).stem}-{i}{Path(relative).suffix}"), i + 1
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        if compress:
+            target = target.with_name(target.name + ".gz")
+            with source.open("rb") as raw, gzip.open(target, "wb") as packed:
+                shutil.copyfileobj(raw, packed)
+        else:
+            shutil.copyfile(source, target)
         self.copied[source] = target.relative_to(self.base).as_posix()
         return self.copied[source]
 
     def sample(self, source: Path) -> str:
-        """``source`` (a per-example output) copied to ``samples/<stage>/<name>``; its link."""
-        return self._copy(source, f"{SAMPLES}/{self.stage_of(source)}/{source.name}")
+        """``source`` (a per-example output) copied to ``samples/<stage>/<name>`` (gzipped,
+        ``<name>.gz``, above `GZIP_ABOVE` bytes); its link."""
+        return self._copy(source, f"{SAMPLES}/{self.stage_of(source)}/{source.name}",
+                          compress=source.stat().st_size > GZIP_ABOVE)
 
     def figure(self, source: Path, stage: str | None = None) -> str:
         """``source`` (a figure) copied to ``figures/<stage>-<name>``; its link. A figure the

@@ -119,3 +119,23 @@ def test_nugget2d_figures_are_drawn_and_the_threshold_captioned(tmp_path):
     for name in ("nugget2d_bleu_by_length.png", "nugget2d_qa_by_compression.png"):
         assert (out / "figures" / name).stat().st_size > 1000 and f"(figures/{name})" in md
     assert "(figures/calibrate_threshold-scores_hist.png)" in md and "Lambda = 4.25 for ratio r = 0.1" in md
+
+
+def test_a_large_per_example_file_travels_gzipped(tmp_path, monkeypatch):
+    """Above GZIP_ABOVE bytes a per-example file is copied as <name>.gz, linked as such, and
+    decompresses to the original; a small one is copied as it is."""
+    import gzip
+
+    from stages.report import bundle as bundle_module
+
+    monkeypatch.setattr(bundle_module, "GZIP_ABOVE", 100)
+    stage = tmp_path / "eval_x" / "key"
+    stage.mkdir(parents=True)
+    big, small = stage / "examples.jsonl", stage / "ranks.jsonl"
+    big.write_text(json.dumps({"output": "x" * 500}) + "\n")
+    small.write_text("{}\n")
+    report = tmp_path / "report"
+    bundle = bundle_module.Bundle(report, {stage: "eval_x"})
+    assert bundle.sample(big) == "samples/eval_x/examples.jsonl.gz"
+    assert gzip.decompress((report / "samples/eval_x/examples.jsonl.gz").read_bytes()) == big.read_bytes()
+    assert bundle.sample(small) == "samples/eval_x/ranks.jsonl" and (report / bundle.sample(small)).read_text() == "{}\n"
