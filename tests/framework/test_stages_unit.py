@@ -9,7 +9,8 @@ import pytest
 from stages.corpora.artifacts import StoredCorpusStatistics
 from stages.corpora.corpus_stats import document_counts, summarise, words
 from stages.framework.stage import Artifact
-from stages.report.report import corpus_table, to_html, to_markdown
+from stages.report.html_page import Page
+from stages.report.report import corpus_table
 from stages.sources.readers import documents, wiki_articles
 from stages.sources.registry import SourceMissingError, wheel_path
 from tests.framework.fixtures import LEE_DOCS
@@ -62,7 +63,10 @@ def test_report_renders_stats(tmp_path):
         json.dumps({"source": "gensim_lee", "documents": 3, "words_mean": 7.6667, "top_words": [["the", 4]]})
     )
     art = Artifact("corpus_stats", "abc", str(tmp_path), tmp_path, {})
-    table = corpus_table(StoredCorpusStatistics.read(art))
-    md = to_markdown("T", [table])
+    title, rows = corpus_table(StoredCorpusStatistics.read(art))
+    page = Page("T")
+    page.section(title)
+    page.table(["quantity", "value"], rows)
+    md = page.markdown()
     assert "| documents | 3 |" in md and "| words_mean | 7.667 |" in md and "the (4)" in md
-    assert "<td>documents</td><td>3</td>" in to_html("T", [table])
+    assert "<td>documents</td><td class='num'>3</td>" in page.html()
