@@ -53,7 +53,6 @@ class ModelFolder(PythonModel):
     def load_context(self, context: Any) -> None:
         import json
 
-        import torch
         from transformers import AutoTokenizer
 
         # the logged settings, then what the loader overrides (load_model(..., model_config=...))
@@ -65,8 +64,7 @@ class ModelFolder(PythonModel):
         if not folder.is_dir():
             raise FileNotFoundError(f"{folder}: the model folder is not here; it was not copied into the MLflow "
                                     "model (above its size limit): pass model_config={'artifact_root': ...}")
-        torch.set_grad_enabled(False)
-        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
         self.model = self._load(folder, root)
 
     def _load(self, folder: Path, root: str | None) -> Any:
@@ -94,14 +92,20 @@ class ModelFolder(PythonModel):
 
             from nugget_core import BaseModelReference
             base = BaseModelReference.load(folder).resolve(folder, within=root)
-            return PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), str(folder)).eval()
+            causal = AutoModelForCausalLM.from_pretrained(base, trust_remote_code=False)
+            return PeftModel.from_pretrained(causal, str(folder)).eval()
         raise ValueError(f"no pyfunc wrapper for model kind {self.kind!r}")
 
     # model_input unannotated: MLflow reads its hint as a schema (list[...] only) and warns on any other
     # (it still advises adding hints once)
     def predict(self, context: Any, model_input, params: dict[str, Any] | None = None) -> Any:
         """One output per row of ``model_input`` (a list of texts or a DataFrame: module docstring)."""
-        return [self._one(text, question) for text, question in _rows(model_input)]
+        import torch
+
+        # no_grad here, not set_grad_enabled(False) at load: that switched autograd off for the
+        # whole process that loaded the model (a training stage in the same worker, the tests)
+        with torch.no_grad():
+            return [self._one(text, question) for text, question in _rows(model_input)]
 
     def _one(self, text: str, question: str) -> Any:
         tok, model = self.tokenizer, self.model

@@ -289,17 +289,16 @@ class MlflowModelPlan:
 
     def log(self, ctx: StageContext, kind: ModelKind) -> None:
         """Log the MLflow Model (see the module docstring); a folder not copied is said in the log."""
+        from importlib.metadata import version
+
         import mlflow
-        import peft
-        import safetensors
-        import torch
-        import transformers
 
         import nugget_core
 
-        # the pyfunc model's code file (MLflow models from code); imported, not only named, so that
-        # the stage's cache key covers it
-        from stages.training import mlflow_model
+        # the pyfunc model's code file (MLflow models from code), named, not imported: it runs when
+        # the model is loaded from MLflow, never in this stage, and changes what MLflow holds, not
+        # the stage's output; importing it would key every training stage on peft (its LoRA loader)
+        wrapper = Path(__file__).with_name("mlflow_model.py")
 
         # the wrapper's own settings travel as a file: MLflow logs a model_config as the run's params
         # (one value per run: the artifact root, which the loader may override)
@@ -312,10 +311,9 @@ class MlflowModelPlan:
                         "Model %s holds the card and a reference to %s, not the weights",
                         self.folder, self.size_mb, self.limit_mb, self.name, self.reference)
         # pinned, so that MLflow neither infers nor downloads anything
-        pins = [f"mlflow=={mlflow.__version__}", f"torch=={torch.__version__.split('+')[0]}",
-                f"transformers=={transformers.__version__}", f"peft=={peft.__version__}",
-                f"safetensors=={safetensors.__version__}"]
-        ctx.log_model(self.name, str(mlflow_model.__file__), artifacts=artifacts,
+        pins = [f"mlflow=={mlflow.__version__}", f"torch=={version('torch').split('+')[0]}",
+                *(f"{name}=={version(name)}" for name in ("transformers", "peft", "safetensors"))]
+        ctx.log_model(self.name, str(wrapper), artifacts=artifacts,
                       code_paths=[str(Path(nugget_core.__file__).parent)], pip_requirements=pins,
                       model_config={"artifact_root": _artifact_root(ctx)}, readme=self.folder / "README.md")
         shutil.rmtree(settings.parent)

@@ -111,7 +111,8 @@ def test_a_run_against_a_protected_server_never_shows_the_password(auth_server, 
         )
         output = done.stdout + done.stderr
         assert done.returncode == 0, output[-3000:]
-        assert "View run" in output and f"MLflow tracking URI : {uri}" in output  # the links, without user info
+        # the run's closing lines name the store and the parent run's page, without user info
+        assert f"MLflow     : {uri.rstrip('/')}" in output and f"MLflow run : {uri.rstrip('/')}/#/experiments/" in output
         assert SECRET not in output
         ray_logs = list(ray_tmp.glob("ray/session_*/logs"))
         assert ray_logs, f"no Ray session logs under {ray_tmp}"

@@ -297,7 +297,7 @@ def test_autoregressive_stage_reuses_the_autoencoding_scorer_frozen(pipeline_run
     alone = load_nugget2d(ar_out.path, base_within=root)  # the base LM found from base_model.json alone
     assert alone.config.threshold == threshold.threshold and scorer_fingerprint(alone) == scorer_fingerprint(ar)
     card = (ar_out.path / "README.md").read_text()
-    assert "## How to load" in card and "load_nugget2d" in card and "train_nugget2d_ar" in card
+    assert "## Usage" in card and "load_nugget2d" in card and "train_nugget2d_ar" in card
     assert all((ar_out.path.parent / v["dir"] / "README.md").is_file() for v in ar_out.variants.values())
 
 

@@ -41,6 +41,9 @@ def test_logged_model_loads_back_and_predicts(tmp_path):
     assert embeddings[0] != embeddings[1]
     texts = nugget.predict(["A first text.", "A second text."])
     assert len(texts) == 2 and all(isinstance(t, str) for t in texts)
+    import torch
+
+    assert torch.is_grad_enabled()  # loading and predicting leave the process's autograd on
     assert (ctx.output_dir / "re" / "README.md").is_file()
 
 
