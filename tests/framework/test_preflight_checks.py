@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import time
+import urllib.error
 import urllib.request
 from collections import namedtuple
 from pathlib import Path
@@ -80,7 +81,12 @@ def test_a_dataset_in_the_datasets_cache_counts(monkeypatch, tmp_path):
 
 
 def test_the_hub_probe_is_bounded(monkeypatch):
-    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: time.sleep(5))  # a resolver that hangs
+    def hangs(*args: object, **kwargs: object) -> None:  # a resolver that hangs, then fails as urlopen does
+        time.sleep(5)
+        raise urllib.error.URLError("resolved too late")
+
+    # (a fake returning None made the abandoned probe thread raise in a later test's time)
+    monkeypatch.setattr(urllib.request, "urlopen", hangs)
     start = time.monotonic()
     assert preflight_hub.hub_unreachable("https://hub.invalid", timeout=0.3) == "no answer within 0.3 s"
     assert time.monotonic() - start < 2
