@@ -36,11 +36,13 @@ import os
 import sqlite3
 import subprocess
 import time
+import warnings
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
@@ -144,6 +146,26 @@ class RunFacts:
     tags: dict[str, str]
 
 
+@contextmanager
+def _without_type_hint_advice() -> Iterator[None]:
+    """Drop MLflow's advice to type-hint ``predict`` (in ANSI colour, twice per logged model: 37
+    lines of a tiny run's log); the wrapper's input is unannotated on purpose
+    (`stages.training.mlflow_model`). A warnings filter cannot do it: MLflow's own
+    ``simplefilter("once")`` around the check goes before it; what is shown can be chosen."""
+    previous = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        if "Add type hints to the `predict` method" not in str(message):
+            previous(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
+
+
 class RunLogger:
     """Logs into one existing MLflow run; picklable (re-creates its client lazily).
     ``needs_credentials``: the driver had credentials for the server (they are never
@@ -214,7 +236,7 @@ class RunLogger:
         # created here: MLflow's own would go to the active experiment, not this run's
         model = self.client.create_logged_model(run.info.experiment_id, name=name, source_run_id=self.run_id,
                                                 params=dict(run.data.params))
-        with _use_tracking_uri(self.tracking_uri):  # the logged model's store: this run's
+        with _use_tracking_uri(self.tracking_uri), _without_type_hint_advice():  # the logged model's store: this run's
             info = Model.log(artifact_path=None, name=name, flavor=mlflow.pyfunc, run_id=self.run_id,
                              model_id=model.model_id, python_model=code, **pyfunc)
         self.client.log_model_artifact(info.model_id, str(readme))
