@@ -14,8 +14,8 @@ the tasks (first N). Output: `stages.nugget.artifacts.results.SimilarityResults`
 (``similarity.json`` / ``.csv`` / ``.md``; a row's ``uninformative`` says why the system's
 candidate rankings are (nearly) the same for every task, `stages.common.degenerate`, "" when
 they are not); every MRR is also an MLflow metric ``mrr.<task>.<system>``; ``ranks.jsonl`` (and the
-MLflow table ``tables/examples.json``): per system, task and query, the query text, the candidate ids and the 5 best ones' texts,
-the answer, the top hit, the answer's rank and reciprocal rank and the whole ranking
+MLflow table ``tables/examples.json``): per system, task and query, the query text, the number of candidates, the 5 best ones' texts,
+the answer, the top hit, the answer's rank and reciprocal rank and the ranking's first 100 ids
 (`stages.nugget.similarity.ranking_samples`).
 """
 

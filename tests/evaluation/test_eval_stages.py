@@ -207,9 +207,9 @@ def test_reconstruction_and_similarity_keep_every_sample(evaluated):
     assert len(ranks) == sum(r["n_tasks"] for r in SimilarityResults.read(sim_ctx.output_dir).rows)
     for r in ranks:
         top = {c["id"]: c["text"] for c in r["top"]}
-        assert len(top) == min(5, len(r["candidates"])) and [c["id"] for c in r["top"]] == r["ranking"][:5]
+        assert len(top) == min(5, r["candidates"]) and [c["id"] for c in r["top"]] == r["ranking"][:5]
         assert r["query"] and r["target"] and r["output"] == top[r["top_hit"]]
-        assert sorted(r["ranking"]) == sorted(r["candidates"]) and r["answer"] in r["candidates"]
+        assert len(r["ranking"]) == min(100, r["candidates"]) == len(set(r["ranking"]))
         assert r["ranking"][0] == r["top_hit"] and r["reciprocal_rank_x100"] == 100 / r["rank"]
         assert r["task"] in ("pi", "rr") and r["degenerate"] is None
     assert len(sim_ctx.logger.tables["tables/examples.json"]["rank"]) == len(ranks)
