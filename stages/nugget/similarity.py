@@ -82,8 +82,8 @@ def ranking_samples(system: str, settings: Mapping[str, Any], tasks: Sequence[Ta
     text), the answer's text as the target, the top hit's text as the output; metrics: the
     answer's id, its 1-based ``rank`` (ties counted against it, as its
     ``reciprocal_rank_x100``), the ``top_hit`` id and the ``ranking``'s first `RANKING_KEPT`
-    candidate ids (ties in candidate order). Every candidate's text in every row made a tiny
-    run's file 252 MB, every candidate's id 80 MB (measured); the texts are in the build_pi /
+    candidate ids (ties in candidate order): rows stay small although a PI task ranks many
+    candidates (docs/architecture.md, "Per-sample records"); the texts are in the build_pi /
     build_rr dataset the ids name."""
     rows = []
     for t, rr, order in zip(tasks, reciprocal_ranks, rankings, strict=True):
