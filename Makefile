@@ -87,7 +87,7 @@ TORCH_CPU_WHEELS ?= $(if $(wildcard /opt/wheels/torch-*+cpu-*.whl),/opt/wheels,h
 # make lock UPGRADE=1: every package to the newest version pyproject.toml allows; without
 # it uv keeps each version already in the lock that still fits (a new dependency only adds)
 UPGRADE    ?=
-LOCK_FLAGS  = --quiet --universal --python-version 3.11 --generate-hashes --extra dev \
+LOCK_FLAGS  = --quiet --universal --python-version 3.11 --generate-hashes --extra dev --extra harness \
               -c requirements/constraints.txt $(if $(UPGRADE),--upgrade)
 
 # uv itself, at the CPU lock's version and hashes (its entry cut out of the lock), installed
