@@ -16,7 +16,8 @@ configuration is in ``configs`` (paper row ``freeze|grad|<sentences>|<layers>``)
 (``pretrained|<layers>``), seeded with ``run.seed``.
 
 Outputs: the `EvalTable` (one row per encoder: accuracy x 100 per task with its Wilson 95%
-interval and its n, ``n_<task>``, and the L2 picked, ``l2_<task>``; flagged uninformative
+interval and its n, ``n_<task>`` (the row's n where every task has the same), and the L2
+picked, ``l2_<task>``; flagged uninformative
 when a probe predicts one label for every test sentence) and ``examples.jsonl`` (per
 encoder, task and test sentence: the text, gold and predicted label, whether correct).
 """
@@ -138,7 +139,9 @@ class EvalREDownstream(Stage[DownstreamConfig, DownstreamInputs, EvalTable]):
         for t in splits:
             splits[t]["train"] = sample_rows(splits[t]["train"], cfg.max_train, config.seed, f"{t}:train")
             splits[t]["test"] = splits[t]["test"][: cfg.max_test or None]
-        texts = list(dict.fromkeys(r["text"] for parts in splits.values() for rows in parts.values() for r in rows))
+        # each distinct text once, shortest first: batches of like lengths carry little padding
+        texts = sorted(dict.fromkeys(r["text"] for parts in splits.values() for rows in parts.values() for r in rows),
+                       key=len)
         index = {text: i for i, text in enumerate(texts)}
         base = restorable_base(config.model, inputs.nugget)
         rows, examples = [], []
@@ -160,8 +163,9 @@ class EvalREDownstream(Stage[DownstreamConfig, DownstreamInputs, EvalTable]):
                 examples += [Sample(r["id"], s["system"], {"text": r["text"]}, r["label"], p,
                                     {"correct": p == r["label"]}, settings, generated=False).row()
                              for r, p in zip(parts["test"], result.predicted, strict=True)]
+            counts = {len(parts["test"]) for parts in splits.values()}
             rows.append(TableRow(system=s["system"], metrics=metrics, paper_row=s["paper_row"], interval=intervals,
-                                 flag="; ".join(flags)))
+                                 n=counts.pop() if len(counts) == 1 else None, flag="; ".join(flags)))
             shown = ", ".join(f"{t} {metrics[t]:.1f} (l2 {metrics[f'l2_{t}']:g})" for t in splits)
             print(f"[eval_re_downstream] {n}/{len(systems)} {s['system']}: {shown} ({len(texts)} texts embedded, "
                   f"{time.time() - tick:.1f}s)", flush=True)
