@@ -32,7 +32,9 @@ from stages.nugget2d.train_nugget2d_ar import TrainNugget2DAR
 from stages.nugget2d.train_nugget2d_ft import TrainNugget2DFT
 from stages.report.report import Report
 from stages.restorable.build_re_data import BuildREData
+from stages.restorable.build_re_downstream import BuildREDownstream
 from stages.restorable.build_re_retrieval import BuildRERetrieval
+from stages.restorable.eval_re_downstream import EvalREDownstream
 from stages.restorable.eval_re_restoration import EvalRERestoration
 from stages.restorable.eval_re_retrieval import EvalRERetrieval
 from stages.restorable.train_re import TrainRE
@@ -44,7 +46,7 @@ ALL_STAGES = (
     EvalSummarization, TrainNugget2DAE, EvalNugget2DAE, SweepNugget, TrainBaselines, EvalSimilarity, EvalReconstruction, AnalyzeNuggets,
     BuildNuggetLM, TrainNuggetLM, EvalNuggetLM, BuildREData, TrainRE, EvalRERestoration, BuildRERetrieval,
     TrainRERetrieval,
-    EvalRERetrieval, Report,
+    EvalRERetrieval, BuildREDownstream, EvalREDownstream, Report,
 )
 resolve_optional_upstream(ALL_STAGES)  # report / evals read some stages only when registered
 DAG = Dag(ALL_STAGES)

@@ -10,7 +10,7 @@ from stages.config.validate import spec
 from stages.corpora.config import CorpusStatsData
 from stages.nugget.config import BM25Params, MTData, NuggetLMData, PIData, RRData
 from stages.nugget2d.config import LMData
-from stages.restorable.config import REData, RERetrievalData
+from stages.restorable.config import REData, REDownstreamData, RERetrievalData
 
 # the published datasets the builders load by name from the hub
 # (`stages.corpora.paper_sources.load_rows`): source -> (hub dataset, default config)
@@ -21,6 +21,9 @@ HF_NAMES = {
     "cnn_dailymail": ("cnn_dailymail", "3.0.0"),
     "pile": ("monology/pile-uncopyrighted", None),
     "c4_realnewslike": ("allenai/c4", "realnewslike"),
+    "glue_sst2": ("glue", "sst2"),  # RE table 10's tasks (build_re_downstream)
+    "sst5": ("SetFit/sst5", None),
+    "trec": ("CogComp/trec", None),
 }
 
 
@@ -37,6 +40,9 @@ HUB_READS = {
     "data.lm.wiki_files": {"paper": "wikitext103"},
     "data.nugget_lm.wiki_files": {"wikitext103": "wikitext103"},
     "data.re.local_files": {"c4_realnewslike": "c4_realnewslike"},
+    "data.re_downstream.sst2_dir": {"published": "glue_sst2"},
+    "data.re_downstream.sst5_dir": {"published": "sst5"},
+    "data.re_downstream.trec_dir": {"published": "trec"},
 }
 
 
@@ -53,3 +59,5 @@ class DataSection:
     bm25: BM25Params = spec(BM25Params(), help="BM25 used for negatives mining.")
     re: REData = spec(REData(), help="build_re_data stage (RE restoration texts).")
     re_retrieval: RERetrievalData = spec(RERetrievalData(), help="build_re_retrieval stage (RE passage retrieval).")
+    re_downstream: REDownstreamData = spec(REDownstreamData(), help="build_re_downstream stage (RE table 10's "
+                                           "sentence-classification tasks).")

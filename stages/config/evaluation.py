@@ -16,7 +16,7 @@ from stages.nugget2d.config import (
     QAEval,
     SummarizationEval,
 )
-from stages.restorable.config import REEval
+from stages.restorable.config import REDownstreamEval, REEval
 
 
 @dataclass
@@ -52,3 +52,5 @@ class EvalSection:
     autoencoding: AutoencodingEval = spec(AutoencodingEval(), help="eval_nugget2d_ae stage (Nugget2D §4).")
     nugget_lm: NuggetLMEval = spec(NuggetLMEval(), help="eval_nugget_lm stage (Nugget table 3).")
     re: REEval = spec(REEval(), help="eval_re_restoration / eval_re_retrieval stages (the RE study).")
+    re_downstream: REDownstreamEval = spec(REDownstreamEval(), help="eval_re_downstream stage (RE table 10: a probe "
+                                           "on the frozen RE embeddings).")

@@ -63,7 +63,13 @@ if TYPE_CHECKING:
         ThresholdCalibration,
     )
     from stages.report.config import ReportSection
-    from stages.restorable.config import REData, RERetrievalData, RERetrievalJob, RETrainJob
+    from stages.restorable.config import (
+        REData,
+        REDownstreamData,
+        RERetrievalData,
+        RERetrievalJob,
+        RETrainJob,
+    )
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,7 @@ class ReportConfig:
     train_re: RETrainJob = section("train.re")
     train_re_retrieval: RERetrievalJob = section("train.re_retrieval")
     re_retrieval_data: RERetrievalData = section("data.re_retrieval")
+    re_downstream_data: REDownstreamData = section("data.re_downstream")
     train_nugget: NuggetTrainJob = section("train.nugget")
     sweep: SweepSection = section("train.sweep")
     train_baselines: TrainJob = section("train.baselines")
@@ -111,6 +118,7 @@ class ReportInputs:
     eval_nugget_lm: StoredEvalTable | None = optional("eval_nugget_lm")
     eval_re_restoration: StoredEvalTable | None = optional("eval_re_restoration")
     eval_re_retrieval: StoredEvalTable | None = optional("eval_re_retrieval")
+    eval_re_downstream: StoredEvalTable | None = optional("eval_re_downstream")
     # Nugget2D's Lambda and its scores' histogram (`stages.report.figures`)
     calibrate_threshold: StoredCalibratedThreshold | None = optional("calibrate_threshold")
     # the training stages (`TRAINING_STAGES`, same order): their models' training summaries

@@ -329,6 +329,32 @@ def _re_checked(cfg: Config) -> list[Deviation]:
                              "schedule, 20% warm-up (RE app. B, table 7)",
                              f"{retrieval.max_steps} steps of batch {batch}, {negatives} negatives per query, "
                              f"{_optimiser(retrieval)}: sized for this profile"))
+    return out + _re_downstream_checked(cfg)
+
+
+def _re_downstream_checked(cfg: Config) -> list[Deviation]:
+    """RE table 10 (appendix E): the paper states neither its protocol nor its splits."""
+    probe = cfg("eval").re_downstream
+    out = [Deviation(
+        "eval_re_downstream (protocol)", "not stated: accuracy 'when using the sentence embedding of the proposed "
+        "model' (RE appendix E); its SST-2 91-92 / TREC fine 85-92 from T5-small are at fine-tuning levels",
+        f"SentEval's (Conneau & Kiela 2018): a logistic-regression probe on the frozen embeddings (L2 from "
+        f"{probe.l2_grid} on SST's dev split, by {probe.cv_folds}-fold cross-validation on TREC's train split; "
+        f"{'standardised' if probe.standardize else 'raw'} embeddings), the encoders never fine-tuned"),
+        Deviation("eval_re_downstream (tasks)", "table 10's GLUE MNLI, QNLI, WNLI, MRPC and QQP columns (sentence "
+                  "pairs) and its 'SSTDataset' (85-86 accuracy: 5-class SST at that level is not reported anywhere, "
+                  "so perhaps a binary SST)", "not run (single-sentence tasks only); SST fine-grained, 5 classes, "
+                  "as its name in the paper's text reads")]
+    data = cfg("data.re_downstream")
+    if data.source != "published":
+        out.append(Deviation("data.re_downstream.source", "GLUE SST-2, the SST and TREC (Li & Roth) in their "
+                             "published splits (RE appendix E)", "stand_in: sentences of "
+                             f"{', '.join(data.stand_in_sources)} labelled by source (TREC coarse's column) and by "
+                             f"run of documents ({data.stand_in_groups} per source: TREC fine's); SST not run"))
+    elif "sst2" in data.tasks:
+        out.append(Deviation("data.re_downstream (SST-2 test)", "not stated (GLUE's test labels are unpublished)",
+                             f"GLUE's dev split is the test split; {data.sst2_dev_fraction:g} of its train split is "
+                             "the dev split that picks the probe's L2"))
     return out
 
 

@@ -1,10 +1,12 @@
-"""The RE paper's tables in the report: restoration (table 8, which holds tables 2 and 3) and
-passage retrieval (table 9, which holds table 4), measured beside published.
+"""The RE paper's tables in the report: restoration (table 8, which holds tables 2 and 3),
+passage retrieval (table 9, which holds table 4) and sentence-level tasks (table 10), measured
+beside published.
 
 The evaluation stages ``eval_re_restoration`` and ``eval_re_retrieval`` write an `EvalTable`
 whose rows name the published row they reproduce (``paper_row``): restoration
-``"{sentences}|{configuration}|{cls|mean}|{decoder}"``, retrieval ``"pretrained|{layers}"`` (the
-paper's 'random initialize' rows) or ``"{freeze|grad}|{sentences}|{layers}"``. Rows are shown in
+``"{sentences}|{configuration}|{cls|mean}|{decoder}"``, retrieval and the sentence-level tasks
+(``eval_re_downstream``) ``"pretrained|{layers}"`` (the paper's 'random initialize' rows) or
+``"{freeze|grad}|{sentences}|{layers}"``. Rows are shown in
 the paper's order, so every published cell stands beside its measured one (or `NOT_RUN`, the
 whole table when the stage is not part of this run). Table 8 is shown as one report table per
 sentence count (24 rows each); table 9 as one.
@@ -18,14 +20,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from stages.artifacts.evaluate import EvalTable, StoredEvalTable, TableRow
-from stages.report.published import PUBLISHED, RE_COLUMNS, RE_RECALL
+from stages.report.published import PUBLISHED, RE_COLUMNS, RE_RECALL, RE_TASKS
 from stages.report.tables import ReportTable, add_eval_row, examples, measured_by, seq2seq_base
 
 if TYPE_CHECKING:
     from stages.report.contract import ReportConfig
 
-RESTORATION_STAGE, RETRIEVAL_STAGE = "eval_re_restoration", "eval_re_retrieval"
-TABLE8, TABLE9 = "re_table8", "re_table9"
+RESTORATION_STAGE, RETRIEVAL_STAGE, DOWNSTREAM_STAGE = "eval_re_restoration", "eval_re_retrieval", "eval_re_downstream"
+TABLE8, TABLE9, TABLE10 = "re_table8", "re_table9", "re_table10"
 RETRIEVAL_COLUMNS = (*RE_RECALL, "mrr")
 # + how many different texts a system restored (not in the paper: 1 = its decoder ignores the vector)
 RESTORATION_COLUMNS = (*RE_COLUMNS, "distinct")
@@ -60,9 +62,9 @@ def _restoration_label(paper_row: str) -> str:
     return f"({config}) {POOLINGS[pooling]}, {decoder} decoder"
 
 
-def _retrieval_label(system: str, paper_row: str) -> str:
-    """The encoder a retrieval row stands for, in RE table 1's and table 9's words; an id
-    that is neither ``pretrained|<layers>`` nor ``<freeze|grad>|<sentences>|<layers>`` is an error."""
+def _retrieval_label(system: str, paper_row: str, stage: str = RETRIEVAL_STAGE) -> str:
+    """The encoder a retrieval (or table 10) row stands for, in RE table 1's and table 9's words; an
+    id that is neither ``pretrained|<layers>`` nor ``<freeze|grad>|<sentences>|<layers>`` is an error."""
     parts = paper_row.split("|")
     if parts[0] == "pretrained" and len(parts) == 2 and parts[1].isdigit():
         added = f" + {parts[1]} untrained new layers" if int(parts[1]) else ""
@@ -73,7 +75,7 @@ def _retrieval_label(system: str, paper_row: str) -> str:
         what = "frozen" if frozen else "updated"
         added = f" + {layers} new layers" if layers else ""
         return f"({config}) pretrained layers {what}{added}, restoration-trained on {parts[1]} sentences"
-    raise ValueError(f"{RETRIEVAL_STAGE}: system {system!r} has paper_row {paper_row!r}; expected "
+    raise ValueError(f"{stage}: system {system!r} has paper_row {paper_row!r}; expected "
                      "'pretrained|<layers>' or '<freeze|grad>|<sentences>|<layers>'")
 
 
@@ -157,6 +159,24 @@ def retrieval_table(stored: StoredEvalTable | None, context: str) -> ReportTable
     return t
 
 
+def downstream_table(stored: StoredEvalTable | None, context: str) -> ReportTable:
+    """RE table 10's SST-2 / SST / TREC columns from ``eval_re_downstream``'s output (None: not in
+    this run): accuracy x 100 with its n and Wilson 95% interval per encoder; a task this run did
+    not build (the stand-in has no SST) is `NOT_RUN` in its column."""
+    table, where = (stored.output, stored.where) if stored else (None, None)
+    rows = table.rows if table else []
+    published = list(PUBLISHED[TABLE10])
+    label = {row_id: _retrieval_label(row_id, row_id, DOWNSTREAM_STAGE) for row_id in published}
+    label |= {r.paper_row: _retrieval_label(r.system, r.paper_row, DOWNSTREAM_STAGE) for r in rows}
+    t = ReportTable(TABLE10, "RE table 10 (SST-2 / SST / TREC half): sentence-level tasks on the frozen "
+                    "embeddings, accuracy x 100 (linear probe; the paper states no protocol)",
+                    measured_by(context, where, DOWNSTREAM_STAGE), list(RE_TASKS),
+                    stand_in=table.stand_in if table else "")
+    _fill(t, published, rows, {c: c for c in RE_TASKS}, label)
+    t.examples = examples(where, EvalTable.EXAMPLES)
+    return t
+
+
 def re_context(cfg: ReportConfig) -> str:
     """Profile, base encoder-decoder and restoration data behind the RE tables."""
     model = cfg.re
@@ -166,12 +186,15 @@ def re_context(cfg: ReportConfig) -> str:
     return f"profile {cfg.profile}; base model: {base}; restoration texts: data.re.source = {cfg.re_data.source}"
 
 
-def re_tables(cfg: ReportConfig, restoration: StoredEvalTable | None, retrieval: StoredEvalTable | None
-              ) -> list[ReportTable]:
-    """The RE tables from the outputs of ``eval_re_restoration`` and ``eval_re_retrieval``
-    (every cell `NOT_RUN` where the stage is absent: None)."""
+def re_tables(cfg: ReportConfig, restoration: StoredEvalTable | None, retrieval: StoredEvalTable | None,
+              downstream: StoredEvalTable | None = None) -> list[ReportTable]:
+    """The RE tables from the outputs of ``eval_re_restoration``, ``eval_re_retrieval`` and
+    ``eval_re_downstream`` (every cell `NOT_RUN` where the stage is absent: None)."""
     context = re_context(cfg)
-    job = cfg.train_re_retrieval
+    job, probe = cfg.train_re_retrieval, cfg.eval.re_downstream
     return [*restoration_tables(restoration, context),
             retrieval_table(retrieval, f"{context}; bi-encoders from train_re's {job.pooling}-pooling / "
-                                       f"{job.decoder}-decoder encoders (train_re_retrieval)")]
+                                       f"{job.decoder}-decoder encoders (train_re_retrieval)"),
+            downstream_table(downstream, f"{context}; train_re's {probe.pooling}-pooling / {probe.decoder}-decoder "
+                                         f"encoders, frozen; tasks: data.re_downstream.source = "
+                                         f"{cfg.re_downstream_data.source}")]

@@ -3,7 +3,7 @@
 Pure function of its inputs: it reads the upstream artifacts through their contracts
 (`stages.artifacts`), never MLflow, so its cache key covers everything it shows. Tables: Nugget
 figure 4 (BLEU vs r), figure 5 in numbers, appendix D, tables 2-4, Nugget2D tables 1, 3, 4, its
-autoencoding study (§4), the RE paper's tables 8 (= 2, 3) and 9 (= 4) (`stages.report.re_tables`),
+autoencoding study (§4), the RE paper's tables 8 (= 2, 3), 9 (= 4) and 10 (`stages.report.re_tables`),
 then the table of every other registered evaluation stage (an `EvalTable` no paper table
 names, collected by the report's inputs: `stages.report.evaluation_tables`; a new evaluation
 stage shows up here once registered), and the corpus statistics.
@@ -200,7 +200,7 @@ def _tables(cfg: ReportConfig, inputs: ReportInputs) -> list[ReportTable]:
         eval_table("nugget2d_tokens", "Nugget2D §4.3: which tokens become nuggets (% of nuggets / of tokens)",
                        inputs.eval_nugget2d_ae, {"share_nuggets": "share_nuggets",
                                                  "share_text": "share_text"}, lm_ctx),
-        *re_tables(cfg, inputs.eval_re_restoration, inputs.eval_re_retrieval),
+        *re_tables(cfg, inputs.eval_re_restoration, inputs.eval_re_retrieval, inputs.eval_re_downstream),
     ]
 
 

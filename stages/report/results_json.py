@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from stages.report.evaluation_tables import EvaluationTable
-from stages.report.findings import FINDINGS, Comparison, Finding, Verdict
+from stages.report.findings import FINDINGS, Finding, Verdict
 from stages.report.published import published
 from stages.report.tables import ReportTable
 
@@ -47,8 +47,7 @@ def headline_name(*parts: str) -> str:
 
 
 def _cells(finding: Finding) -> tuple[tuple[str, str, str], ...]:
-    cells = (finding.lower, finding.higher) if isinstance(finding, Comparison) else (finding.cell,)
-    return tuple((c.table, c.row, c.column) for c in cells)
+    return tuple((c.table, c.row, c.column) for c in finding.cells)
 
 
 def _verdicts_by_cell(verdicts: Sequence[Verdict], findings: Sequence[Finding]) -> dict[tuple[str, str, str], str]:

@@ -1,5 +1,6 @@
 """Contracts of the RE study's outputs (docs/restorable.md): its texts to restore
-(``build_re_data``) and retrieval queries (``build_re_retrieval``), its restoration
+(``build_re_data``), retrieval queries (``build_re_retrieval``) and table 10's classification
+tasks (``build_re_downstream``), its restoration
 models (``train_re``) and bi-encoders (``train_re_retrieval``), with their readers."""
 
 from __future__ import annotations
@@ -183,6 +184,66 @@ class RetrievalData:
                 writer.writerow([pid, " ".join(text.split())])
                 n += 1
         return n
+
+
+@dataclass(frozen=True)
+class DownstreamTasks:
+    """``build_re_downstream``: RE table 10's sentence-classification tasks. Per task
+    ``tasks/<task>/{train,test}.jsonl`` (and ``dev.jsonl`` where a dev split picks the probe's
+    regularisation), one ``{"id", "text", "label"}`` per line (labels as names); ``stats.json``:
+    ``source``, ``stand_in`` ("" for the published data) and per task ``labels``, ``selection``
+    (``dev`` | ``cv``: cross-validation on train), ``origin`` and ``counts`` per split."""
+
+    STAGE: ClassVar[str] = "build_re_downstream"
+    STATS: ClassVar[str] = "stats.json"
+    SELECTIONS: ClassVar[tuple[str, ...]] = ("dev", "cv")
+    path: Path
+    source: str
+    stand_in: str
+    tasks: dict[str, dict[str, Any]]
+
+    @staticmethod
+    def file_of(out: Path, task: str, split: str) -> Path:
+        return out / "tasks" / task / f"{split}.jsonl"
+
+    @classmethod
+    def read(cls, source: Source) -> DownstreamTasks:
+        where = locate(source, cls.STAGE)
+        stats = where.json(cls.STATS)
+        tasks = field(where, cls.STATS, stats, "tasks", dict)
+        if not tasks:
+            raise where.error(cls.STATS, "is malformed: no task", "tasks")
+        for name, entry in tasks.items():
+            labels = field(where, cls.STATS, entry, "labels", list)
+            selection = field(where, cls.STATS, entry, "selection", str)
+            if len(labels) < 2 or selection not in cls.SELECTIONS:
+                raise where.error(cls.STATS, f"is malformed: task {name!r} has {len(labels)} labels, selection "
+                                  f"{selection!r} (expected >= 2 labels and one of {cls.SELECTIONS})", "tasks")
+            field(where, cls.STATS, entry, "origin", str)
+            for split in cls.splits_of(entry):
+                where.file(str(cls.file_of(Path(), name, split)))
+        return cls(where.path, field(where, cls.STATS, stats, "source", str),
+                   field(where, cls.STATS, stats, "stand_in", str), tasks)
+
+    @staticmethod
+    def splits_of(entry: dict[str, Any]) -> tuple[str, ...]:
+        return ("train", "dev", "test") if entry["selection"] == "dev" else ("train", "test")
+
+    def rows(self, task: str, split: str) -> list[dict[str, Any]]:
+        """Every row of ``split`` of ``task``, each checked: a text and one of the task's labels."""
+        if task not in self.tasks:
+            raise ValueError(f"{self.path}: no task {task!r} (built: {sorted(self.tasks)})")
+        if split not in self.splits_of(self.tasks[task]):
+            raise ValueError(f"{self.path}: task {task!r} has no {split!r} split")
+        where, name = Location(self.STAGE, self.path), str(self.file_of(Path(), task, split))
+        labels = set(self.tasks[task]["labels"])
+        out = []
+        for n, row in enumerate(where.jsonl(name), 1):
+            if not isinstance(row.get("text"), str) or row.get("label") not in labels:
+                raise where.error(name, f"line {n} lacks a text or has a label outside the task's "
+                                  f"({row.get('label')!r})")
+            out.append(row)
+        return out
 
 
 @dataclass(frozen=True)

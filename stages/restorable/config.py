@@ -165,3 +165,79 @@ class REEval:
     recall_at: list[int] = spec([1, 5, 20, 100], help="Recall@k of the retrieval (RE table 9).", nonempty=True,
                                 unique=True, ge=1)
     max_queries: int = spec(0, help="Test queries ranked per retrieval system (0 = all).", ge=0)
+
+
+# RE table 10's sentence-level tasks (appendix E): GLUE SST-2, SST fine-grained, TREC coarse / fine
+RE_DOWNSTREAM_TASKS = ("sst2", "sst5", "trec_coarse", "trec_fine")
+
+
+@dataclass
+class REDownstreamData:
+    """build_re_downstream (RE appendix E, table 10): the sentence-classification tasks the RE
+    embeddings are probed on, in their published splits, or an offline stand-in."""
+
+    source: str = spec(
+        "published", help="published: GLUE SST-2, SST fine-grained and TREC in their published layouts (the *_dir "
+        "fields; an empty one loads the hub dataset by name: glue/sst2, SetFit/sst5, CogComp/trec); stand_in: a "
+        "labelled stand-in from the offline corpora (trec_coarse: which source a sentence comes from; trec_fine: "
+        "which group of its source's documents).", choices=("published", "stand_in"))
+    tasks: list[str] = spec(list(RE_DOWNSTREAM_TASKS), help="Tasks built (stand_in: trec_coarse / trec_fine only).",
+                            choices=RE_DOWNSTREAM_TASKS, unique=True, nonempty=True)
+    sst2_dir: str = spec("", help="published: GLUE's SST-2 folder (train.tsv, dev.tsv: 'sentence<TAB>label' with a "
+                         "header; GLUE's test labels are unpublished, so dev.tsv is the test split).")
+    sst5_dir: str = spec("", help="published: SST fine-grained, either SetFit/sst5's files (train / dev / test "
+                         ".jsonl: text, label, label_text) or the original PTB trees (trees/train.txt, dev.txt, "
+                         "test.txt; the root's label 0-4 is the sentence's).")
+    trec_dir: str = spec("", help="published: TREC as Li & Roth released it (train_5500.label, TREC_10.label: "
+                         "'COARSE:fine question' per line).")
+    sst2_dev_fraction: float = spec(
+        0.05, help="sst2: share of GLUE's train split held out (seeded) as the dev split that picks the probe's "
+        "regularisation (its dev split is our test split).", gt=0.0, lt=0.5)
+    stand_in_sources: list[str] = spec(
+        ["gensim_wiki", "python_docs", "gensim_lee"], help="stand_in: the offline corpora sentences are drawn from "
+        "(trec_coarse: one class each).", choices=RE_OFFLINE_SOURCES, unique=True, nonempty=True)
+    stand_in_groups: int = spec(3, help="stand_in: groups of consecutive documents per source (trec_fine: one class "
+                                "each).", ge=2)
+    stand_in_sentences: int = spec(400, help="stand_in: sentences drawn per class (seeded; fewer where a class "
+                                   "has fewer).", ge=10)
+    stand_in_test_fraction: float = spec(0.25, help="stand_in: share of each class's sentences held out for test "
+                                         "(seeded); no dev split, as TREC: the probe's L2 is picked by "
+                                         "cross-validation on train.", gt=0.0, lt=0.5)
+
+    def cross_field_errors(self) -> list[str]:
+        if self.source != "stand_in":
+            return []
+        errors = [f"tasks: {t!r} has no stand-in (stand_in builds trec_coarse / trec_fine)" for t in self.tasks
+                  if not t.startswith("trec")]
+        errors += [f"{k}: value {getattr(self, k)!r} is read only with source 'published'"
+                   for k in ("sst2_dir", "sst5_dir", "trec_dir") if getattr(self, k)]
+        if len(self.stand_in_sources) < 2:
+            errors.append("stand_in_sources: needs two sources or more (trec_coarse's classes)")
+        return errors
+
+
+@dataclass
+class REDownstreamEval:
+    """eval_re_downstream (RE table 10): a SentEval-style probe (Conneau & Kiela 2018) on the frozen
+    RE embeddings; the paper does not state its protocol (docs/restorable.md)."""
+
+    pooling: str = spec("mean", help="Pooling of the train_re encoders probed (table 10 does not say; mean: the "
+                        "one that restores, as train.re_retrieval).", choices=RE_POOLINGS)
+    decoder: str = spec("gating", help="Decoder the probed encoders were trained with (the proposed one).",
+                        choices=RE_DECODERS)
+    configs: list[str] = spec(list(RE_CONFIGS), help="Configurations probed (RE table 1), every sentence count "
+                              "train_re trained them on.", choices=tuple(RE_CONFIGS), unique=True, nonempty=True)
+    pretrained_baselines: bool = spec(True, help="Also the pretrained encoder without restoration training (+ "
+                                      "untrained projection; + untrained extra layers): the 'random initialize' rows.")
+    l2_grid: list[float] = spec([1e-5, 1e-4, 1e-3, 1e-2], help="L2 penalties the probe picks from (SentEval's "
+                                "grid, 10^-5..10^-2): on the dev split, or by cross-validation on train.",
+                                nonempty=True, unique=True, ge=0.0)
+    cv_folds: int = spec(5, help="Folds of the cross-validation on train that picks the L2 penalty of a task "
+                         "without a dev split (TREC; SentEval's default k = 5).", ge=2)
+    max_iter: int = spec(200, help="L-BFGS iterations of one probe fit (full batch).", ge=1)
+    standardize: bool = spec(True, help="z-score each embedding dimension with the train split's mean / std "
+                             "before the probe (SentEval does not; an L2 penalty means the same across encoders).")
+    max_train: int = spec(0, help="Train examples per task (0 = all; a seeded sample otherwise).", ge=0)
+    max_test: int = spec(0, help="Test examples per task (0 = all).", ge=0)
+    max_tokens: int = spec(128, help="Truncation of a text, in tokens (the encoders' limit caps it).", ge=1)
+    batch_size: int = spec(64, help="Texts embedded per batch.", ge=1)

@@ -31,20 +31,15 @@ import torch
 
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.common.degenerate import constant_outputs
-from stages.common.device import to_device
 from stages.common.intervals import hits_interval, means_and_errors
-from stages.common.padding import pad
-from stages.common.records import batches
 from stages.evaluation.publish import publish
 from stages.evaluation.samples import Sample
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.restorable.artifacts import Passage, RetrievalData, TrainedRetrieval
+from stages.restorable.embedding import embed
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
-
-    from nugget_core.restorable import RestorableEncoder
     from stages.restorable.config import REEval
 
 CHUNK = 4096  # passages encoded and scored at once: [queries, CHUNK] scores per step
@@ -72,17 +67,6 @@ def has_answer(text: str, answers: list[str]) -> bool:
         if target and any(words[i : i + len(target)] == target for i in range(len(words) - len(target) + 1)):
             return True
     return False
-
-
-@torch.no_grad()
-def embed(tower: RestorableEncoder, tokenizer: PreTrainedTokenizerBase, texts: list[str], max_tokens: int,
-          batch_size: int, device: torch.device | str) -> torch.Tensor:
-    """``[len(texts), d]`` vectors of ``texts`` by one tower (on ``device``, fp32)."""
-    out = []
-    for chunk in batches(texts, batch_size):
-        ids, mask = pad(tokenizer(chunk, truncation=True, max_length=max_tokens)["input_ids"], tokenizer.pad_token_id)
-        out.append(tower(*to_device((ids, mask), device)).float())
-    return torch.cat(out)
 
 
 def _chunks(lines: Iterator[Passage], size: int) -> Iterator[list[Passage]]:

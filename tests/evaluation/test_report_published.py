@@ -41,6 +41,8 @@ PILE_TOKENS = 100_000  # Nugget2D §5: "a held-out subset of the Pile ... 100k t
 SQUAD_DEV, CNNDM_TEST = 10_500, 12_000  # Nugget2D table 2 (accuracy is on SQuAD's dev split: no test)
 RE_VALIDATION = 13_863  # RE §4.1: C4 RealNewsLike validation samples
 NQ_TEST = 3_610  # DPR's Natural Questions test questions (RE table 9 does not restate it)
+# RE table 10's tasks (not restated): GLUE SST-2 dev (its test labels are unpublished), SST test, TREC_10
+RE_TASK_TESTS = {"sst2": 872, "sst5": 2_210, "trec_coarse": 500, "trec_fine": 500}
 FIG5_DOCS, FIG5_LENGTH = 128, 128  # Nugget fig. 5: "128 documents of lengths up to 128", r = 0.1
 
 
@@ -142,6 +144,11 @@ def evaluation_outputs(root) -> dict[str, Artifact]:
         TableRow(row_id, dict(cells), n=NQ_TEST, paper_row=row_id,
                  interval={c: share_interval(v, NQ_TEST) for c, v in cells.items()})
         for row_id, cells in PUBLISHED["re_table9"].items()])
+    # RE table 10: accuracy on the public test sets (the paper states neither its splits nor its n)
+    out["eval_re_downstream"] = _eval_table(root, "eval_re_downstream", [
+        TableRow(row_id, _numbers(cells) | {f"n_{c}": RE_TASK_TESTS[c] for c in _numbers(cells)}, paper_row=row_id,
+                 interval={c: share_interval(v, RE_TASK_TESTS[c]) for c, v in _numbers(cells).items()})
+        for row_id, cells in PUBLISHED["re_table10"].items()])
     return out
 
 
@@ -160,6 +167,10 @@ NO_INTERVAL = {  # perplexities: the paper's direction, but no interval bounds a
 # table 2's TSDAE MT vs Nugget MT r = 0.1, PI 95.04 vs 96.69 (± 1.29 / ± 1.07), RR 45.86 vs 50.04 (± 2.88 /
 # ± 2.90): the widest intervals 1024 queries allow overlap, so the paper's own numbers do not separate them
 NOT_SEPARATED = {"nugget_beats_tsdae_pi", "nugget_beats_tsdae_rr"}
+# RE table 10's own configuration (a) rows (restoration-trained, no new layers, 1 sentence) sit below its untrained
+# encoder beyond the intervals of the public test sets: SST-2 86.93 vs 91.28, SST 77.90 vs 85.42, TREC fine 78.17 vs
+# 85.91 (its TREC coarse, 93.85 vs 97.02 on 500 questions, stays within); (d)'s do not
+PAPER_AGAINST = {"re_keeps_sst2_a", "re_keeps_sst5_a", "re_keeps_trec_fine_a"}
 NO_NUMBER = {  # fig. 4 states a bound ("> 99") and prints no BLEU per ratio, Nugget2D §4 quotes no ICAE number
     "nugget_ae_reconstructs", "nugget_ae_bleu_rises_with_ratio", "nugget2d_beats_icae"}
 
@@ -174,6 +185,8 @@ def test_papers_numbers_show_every_finding_they_allow(published_report):
             assert v.verdict == NOT_SHOWN and "difference within the 95% intervals" in v.evidence, v
         elif finding in NO_NUMBER:
             assert v.verdict == NOT_MEASURABLE, v
+        elif finding in PAPER_AGAINST:
+            assert v.verdict == NOT_SHOWN and "below, beyond the 95% intervals" in v.evidence, v
         else:
             assert v.verdict == SHOWN, v
     # the cells compared are the paper's table-2 cells (not the l = 0 ablation's 69.82)

@@ -14,7 +14,8 @@ Layouts (paths relative to the inputs directory):
 - ``c4/realnewslike/c4-{train,validation}.0000k-of-0000n.json.gz``: allenai/c4's files;
 - ``parabank/parabank-1.0-small-diverse.tsv``: ParaBank v1 (score, sentence, paraphrases);
 - ``dpr/retriever/{nq-train,nq-dev}.json``, ``dpr/retriever/qas/nq-test.csv``,
-  ``dpr/wikipedia_split/psgs_w100.tsv``: DPR's release.
+  ``dpr/wikipedia_split/psgs_w100.tsv``: DPR's release;
+- RE table 10's GLUE SST-2, SST (PTB trees) and TREC files (`tests.rehearsal.classification_sets`).
 
 Sizes: enough for every split a stage reads at profile=paper's relations (LM segments of
 704 + 128 LLaMA tokens, 19 BM25 negatives, documents of <= 128 / 256 mBART tokens, ...).
@@ -30,6 +31,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tests.rehearsal.classification_sets import write_re_downstream
 from tests.rehearsal.text import NAMES, NOUNS, PLACES, VERBS, TextGen, unk_rare, wiki_tokens
 
 
@@ -245,7 +247,7 @@ def write_dpr_nq(d: Path) -> list[str]:
 
 
 WRITERS = (write_wmt19, write_parabank, write_wikitext103, write_squad, write_cnn_dailymail, write_pile,
-           write_c4_realnewslike, write_dpr_nq)
+           write_c4_realnewslike, write_dpr_nq, write_re_downstream)
 
 
 def corpus_texts(d: Path) -> dict[str, list[str]]:
