@@ -79,8 +79,9 @@ def training_notes(trained_window: int, sample_tokens: int, settings: Sequence[C
 
 
 @contextmanager
-def windows(model: Nugget2DModel, setting: ContextSetting, threshold: float) -> Iterator[None]:
-    """Apply ``setting`` (and Lambda) to ``model.config`` inside the block."""
+def windows(model: Nugget2DModel, setting: ContextSetting, threshold: float | None) -> Iterator[None]:
+    """Apply ``setting`` (and Lambda; None where no Nugget2D stream runs) to ``model.config``
+    inside the block."""
     original = model.config
     model.config = dataclasses.replace(
         original,
@@ -99,7 +100,7 @@ def windows(model: Nugget2DModel, setting: ContextSetting, threshold: float) -> 
 def make_stream(system: str, model: Nugget2DModel, setting: ContextSetting, ratio: float,
                 adapter: str | None, sink_tokens: int = 4) -> LMStream:
     """A fresh stream of ``system`` (call inside `windows`). ``adapter`` is what the
-    Full and Compressive baselines decode with: None = the base LM, "decoder" = theta;
+    Full, Compressive and nodoc baselines decode with: None = the base LM, "decoder" = theta;
     the presses always decode with the base LM (``sink_tokens``: StreamingLLM's sinks)."""
     from nugget_core.nugget2d import CompressiveStream, FullStream, Nugget2DStream, PressStream
 
@@ -111,7 +112,9 @@ def make_stream(system: str, model: Nugget2DModel, setting: ContextSetting, rati
         return Nugget2DStream(model)
     if system in ("streaming_llm", "key_norm"):
         return PressStream(model, system, sink_tokens=sink_tokens)
-    raise ValueError(f"unknown LM system {system!r}; use one of {SYSTEMS}")
+    if system == "nodoc":  # the compressed part dropped: the base LM on the context window alone
+        return FullStream(model, window=setting.context_tokens, adapter=adapter)
+    raise ValueError(f"unknown LM system {system!r}; use one of {(*SYSTEMS, 'nodoc')}")
 
 
 def attended_states(stream: LMStream) -> int:
