@@ -94,7 +94,7 @@ def local_tasks(cfg: HarnessEval, records: LMRecords, decode: Any, seed: int) ->
             texts = {r["document"]: r["id"] for task in ("qa", "summarization")
                      for r in read_records(records.records(task), cfg.split, 0)}
             documents = [(i, t) for t, i in texts.items()]
-            out.append(cloze_task(documents[:limit] if limit else documents, cfg.cloze_choices, seed))
+            out.append(cloze_task(documents, cfg.cloze_choices, seed, limit))
         else:
             import pyarrow.parquet as pq
 
@@ -201,9 +201,11 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
               tasks: list[LocalTask]) -> list[str]:
         """What the table's numbers are: the interval, the budget, the models, the stand-ins."""
         notes = [
-            "Here x [a, b] is the harness's value and value ± 1.96 × the harness's own standard error (lm-eval's "
-            "stderr: of the mean for acc / exact_match, bootstrapped for other aggregations); blank where the "
-            "harness gives none (its corpus-level perplexities).",
+            "In this table x [a, b] is the harness's value and value ± 1.96 × the harness's own standard error "
+            "(lm-eval's stderr: of the mean for acc / exact_match, bootstrapped for other aggregations), a normal "
+            "approximation, not the Wilson or bootstrap interval of the pipeline's own tables: at small n it can leave "
+            "[0, 1], and it has width 0 where every example scores alike; no interval where the harness gives no "
+            "stderr (its corpus-level perplexities).",
             f"Every system at the KV budget of r = {cfg.ratio:g}: ceil(r n) positions for the n tokens it compresses; "
             + ("the context is compressed but its last token" if cfg.context == "whole" else
                f"the context is compressed but its last {cfg.recent_tokens} tokens, read as plain tokens")

@@ -64,19 +64,20 @@ def qa_task(records: Sequence[Mapping[str, Any]], stand_in: str) -> LocalTask:
     return LocalTask("nugget_qa", "generate_until", f"SQuAD-style QA: {stand_in}", docs, spec)
 
 
-def cloze_task(documents: Sequence[tuple[str, str]], choices: int, seed: int) -> LocalTask:
+def cloze_task(documents: Sequence[tuple[str, str]], choices: int, seed: int, limit: int = 0) -> LocalTask:
     """``nugget_cloze`` from ``(id, text)`` documents: the first half of each document's sentences
     (at least one) is the context, the next sentence the answer, and ``choices - 1`` sentences
     drawn (seeded) from the other documents the distractors, placed with the answer in a seeded
-    order. A document of one sentence has no next sentence and is skipped; fewer than
-    ``choices`` documents leave too few distractors (ValueError)."""
+    order; the first ``limit`` such items (0: all), their distractors drawn from every document.
+    A document of one sentence has no next sentence and is skipped; fewer than ``choices``
+    documents leave too few distractors (ValueError)."""
     split = [(i, s) for i, text in documents for s in [split_sentences(text)] if len(s) >= 2]
     if len(split) < choices:
         raise ValueError(f"nugget_cloze: {len(split)} documents of 2+ sentences, fewer than choices={choices} "
                          "(one true sentence, the rest from other documents)")
     rng = random.Random(seed)
     docs = []
-    for k, (doc_id, sentences) in enumerate(split):
+    for k, (doc_id, sentences) in enumerate(split[:limit] if limit else split):
         cut = max(1, len(sentences) // 2)
         others = [s for j, (_, other) in enumerate(split) if j != k for s in other if s != sentences[cut]]
         options = [sentences[cut], *rng.sample(others, choices - 1)]
