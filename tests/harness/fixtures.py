@@ -29,7 +29,7 @@ class TinyFolders:
 
 
 def contexts() -> list[str]:
-    """Contexts of 10-40 tokens: several sentences, the last one cut before its final word."""
+    """Contexts of 31-116 tokens (the tiny tokenizer): sentences, the last one cut before its final word."""
     out = []
     for i in range(len(SENTENCES)):
         text = " ".join(SENTENCES[i:] + SENTENCES[:i])[: 60 + 25 * i]

@@ -98,7 +98,7 @@ def rolling_setting(settings: HarnessSettings) -> ContextSetting:
 
     context = settings.recent_tokens
     compressed = settings.compressed_tokens or math.ceil(context / settings.ratio - 1e-9)
-    states = int(nugget_counts(torch.ones(1, compressed), settings.ratio)[0])
+    states = int(nugget_counts(torch.ones(1, compressed, device="cpu"), settings.ratio)[0])
     return ContextSetting(total_states=context + states, compressed_tokens=compressed, context_tokens=context)
 
 
