@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from stages.nugget2d.artifacts import CalibratedThreshold, LMRecords, PreparedLM
 from stages.nugget2d.config import LOCAL_HARNESS_TASKS, HarnessEval, PressSection
 from stages.nugget2d.harness.results import (
     columns,
+    flags,
     not_applicable_row,
     sample_rows,
     stderr_metrics,
@@ -185,6 +186,8 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
                     for task, samples in result.get("samples", {}).items():
                         kind = result["configs"][task]["output_type"]
                         examples += sample_rows(system, task, kind, samples, settings)
+        flagged = flags(examples)
+        rows = [replace(r, flag=flagged[r.system]) if r.system in flagged else r for r in rows]
         order = {n: i for i, n in enumerate(cfg.tasks)}
         rows.sort(key=lambda r: order.get(r.system.rsplit(" ", 1)[0], len(order)))  # by task, systems in order
         table = EvalTable(

@@ -71,3 +71,17 @@ def test_sample_rows_hold_what_the_model_read_and_answered():
                "filtered_resps": [-7.5], "metrics": ["word_perplexity"], "word_perplexity": (-7.5, 2)}]
     (row,) = sample_rows("full", "nugget_lm_wiki", "loglikelihood_rolling", rolled, {})
     assert row["output"] is None and row["loglikelihood"] == -7.5 and row["word_perplexity_units"] == 2
+
+
+def test_flags_name_empty_generations_and_a_constant_choice_slot():
+    from stages.nugget2d.harness.results import flags
+
+    qa = [{"task": "nugget_qa", "system": "full", "request_type": "generate_until", "output": out}
+          for out in ("", " ", "Paris")]
+    qa += [{"task": "nugget_qa", "system": "nodoc", "request_type": "generate_until", "output": out}
+           for out in ("Paris", "Rome", "")]
+    cloze = [{"task": "nugget_cloze", "system": "full", "request_type": "multiple_choice",
+              "choices": [" a", f" b{i}", " c"], "output": f"b{i}"} for i in range(4)]
+    found = flags(qa + cloze)
+    assert found == {"nugget_qa full": "2 empty of 3 generations; constant output: '' for 2 of 3 inputs",
+                     "nugget_cloze full": "the chosen slot: constant output: 1 for 4 of 4 inputs"}

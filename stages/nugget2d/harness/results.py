@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from stages.artifacts.evaluate import Column, TableRow
+from stages.common.degenerate import constant_outputs, generation_flags
 from stages.evaluation.samples import Sample
 
 Z95 = 1.96  # a normal 95% interval from a standard error
@@ -136,3 +137,26 @@ def sample_rows(system: str, task: str, request_type: str, samples: Iterable[Map
                            _metrics(s), {"doc_id": s.get("doc_id"), **settings},
                            generated=request_type == "generate_until").row())
     return rows
+
+
+def flags(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Per ``<task> <system>`` whose sample rows (`sample_rows`) say nothing about the method, why
+    (`stages.common.degenerate`): generations mostly empty, loops or constant; a multiple choice
+    answered by the same slot whatever the document (the slots are shuffled per document)."""
+    grouped: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        grouped.setdefault((r["task"], r["system"], r["request_type"]), []).append(r)
+    out = {}
+    for (task, system, kind), group in grouped.items():
+        if kind == "generate_until":
+            reason = generation_flags([r["output"] or "" for r in group])
+        elif kind == "multiple_choice":
+            slots = [[c.strip() for c in r["choices"]].index(r["output"]) if r["output"] in
+                     [c.strip() for c in r["choices"]] else -1 for r in group]
+            reason = constant_outputs(slots)
+            reason = reason and f"the chosen slot: {reason}"
+        else:
+            reason = None
+        if reason:
+            out[f"{task} {system}"] = reason
+    return out
