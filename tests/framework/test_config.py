@@ -83,7 +83,7 @@ def test_gpu1_dry_run_prints_the_whole_plan(tmp_path, capsys, monkeypatch):
     args = ["--dry-run", "profile=gpu1", f"run.artifact_root={tmp_path}", f"run.sources_dir={tmp_path}"]
     assert main_full(args) == 0
     plan = capsys.readouterr().out
-    assert f"plan ({len(DAG.order)} stages" in plan and len(DAG.order) == 33 and all(f"  {name} " in plan for name in DAG.order)
+    assert f"plan ({len(DAG.order)} stages" in plan and len(DAG.order) == 34 and all(f"  {name} " in plan for name in DAG.order)
 
 
 def test_overrides_and_group_swap_win_in_order():

@@ -10,6 +10,7 @@ import re
 import pytest
 
 pytest.importorskip("lm_eval")
+pytestmark = pytest.mark.slow  # ~25 s on 2 cores: the stage runs twice on six systems
 
 from nugget_core.nugget2d import save_nugget2d  # noqa: E402
 from stages.artifacts.evaluate import EvalTable  # noqa: E402
@@ -122,3 +123,12 @@ def test_the_report_shows_the_table_as_a_collected_evaluation(harness_run):
     section = md.split("\n## lm-evaluation-harness: Nugget2D vs the baselines at r = 0.25")[1].split("\n## ")[0]
     assert "| nugget_cloze nugget2d | 2 |" in section and "not applicable: snapkv" in section
     assert (report.output_dir / "tables" / "eval_harness.csv").is_file()
+
+
+def test_a_second_run_on_the_same_inputs_gives_the_same_table_and_samples(harness_run):
+    """Seeded (run.seed into every seed of the harness, the cloze's order): the same numbers."""
+    root, first = harness_run
+    again = context(EvalHarness, dict(first.inputs), root / "eval_harness_again", OVERRIDES)
+    EvalHarness().run(again)
+    for name in ("table.json", "examples.jsonl", "tasks/nugget_cloze.jsonl"):
+        assert (again.output_dir / name).read_text() == (first.output_dir / name).read_text(), name
