@@ -96,7 +96,8 @@ def test_full_at_a_budget_is_the_lm_on_the_most_recent_tokens(model):
 @pytest.mark.parametrize("system", ["nugget2d", "snapkv", "nodoc"])
 def test_batches_answer_as_single_requests(model, system):
     reqs = requests()
-    batched = scoring.score_continuations(model, HarnessSettings(system, 0.3, recent_tokens=5, batch_size=3),
+    reqs = reqs[:2] + [(reqs[0][0], reqs[2][1]), (reqs[1][0], reqs[3][1])] + reqs[2:]  # shared contexts
+    batched = scoring.score_continuations(model, HarnessSettings(system, 0.3, recent_tokens=5, batch_size=4),
                                           reqs, PAD)
     single = scoring.score_continuations(model, HarnessSettings(system, 0.3, recent_tokens=5), reqs, PAD)
     assert [s.logprob for s in batched] == pytest.approx([s.logprob for s in single], abs=1e-4)

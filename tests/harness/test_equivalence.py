@@ -71,3 +71,27 @@ def test_a_compressed_context_changes_the_answers(folders, hf):
     differ = [abs(c[0][0] - h[0][0]) > 1e-3 for d, dh in zip(ours["tiny_cloze"], hf["tiny_cloze"], strict=True)
               for c, h in zip(d, dh, strict=True)]
     assert any(differ)
+
+
+def test_from_model_answers_as_lm_eval_s_hf_model_including_generation(folders):
+    """The classmethod a stage uses on a loaded model, called request type by request type
+    against lm_eval's HFLM on the same Instances: log-likelihoods and greedy generations."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    from stages.nugget2d.harness.lm import Nugget2DHarnessLM
+    from stages.nugget2d.loading import load_model_folder
+    from tests.harness.fixtures import CHOICES, contexts
+
+    hf = HFLM(pretrained=str(folders.hf), device="cpu", dtype="float32", batch_size=1)
+    model, tokenizer, trained = load_model_folder(folders.hf, None, "cpu")
+    assert not trained
+    ours = Nugget2DHarnessLM.from_model(model, tokenizer, system="full", ratio=1.0, context="whole", batch_size=3)
+    pairs = [(c, choice) for c in contexts()[:3] for choice in CHOICES[:2]] + [("", CHOICES[0])]
+    ll = [Instance("loglikelihood", {}, pair, i) for i, pair in enumerate(pairs)]
+    for ours_answer, hf_answer in zip(ours.loglikelihood(ll), hf.loglikelihood(ll), strict=True):
+        assert ours_answer[0] == pytest.approx(hf_answer[0], abs=1e-4) and ours_answer[1] == hf_answer[1]
+    gen = [Instance("generate_until", {}, (c, {"until": ["."], "max_gen_toks": 8, "do_sample": False}), i)
+           for i, c in enumerate(contexts()[:3])]
+    texts = ours.generate_until(gen)
+    assert texts == hf.generate_until(gen) and any(texts)

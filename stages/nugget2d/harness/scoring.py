@@ -12,6 +12,8 @@
 
 Rows with nothing to compress (a context no longer than the plain part) read an empty
 context, in batches of their own, so that no system is asked to keep positions of no tokens.
+Within a batch a compressed part is compressed once however many requests read it (the
+choices of a multiple-choice question share their context).
 """
 
 from __future__ import annotations
@@ -64,12 +66,18 @@ def batches(parts: Sequence[Sequence[int]], size: int) -> Iterator[list[int]]:
 
 def read_context(model: Nugget2DModel, settings: HarnessSettings, parts: Sequence[Sequence[int]],
                  pad_id: int) -> SystemContext:
-    """The system's context of compressed parts that are all non-empty or all empty."""
-    if not any(parts):
+    """The system's context of each compressed part (all non-empty or all empty); a part
+    that repeats (the choices of one multiple-choice question) is compressed once."""
+    unique = list(dict.fromkeys(tuple(p) for p in parts))
+    if not any(unique):
         adapter, soft = system_decoder(settings.system, settings.soft_prompt)
         return SystemContext(empty_context(model, len(parts)), adapter, soft)
-    ids, mask = to_device(pad(parts, pad_id), model.device)
-    return system_context(model, settings.system, ids, mask, settings.ratio, settings.press, settings.soft_prompt)
+    ids, mask = to_device(pad(unique, pad_id), model.device)
+    read = system_context(model, settings.system, ids, mask, settings.ratio, settings.press, settings.soft_prompt)
+    if len(unique) < len(parts):
+        index = torch.tensor([unique.index(tuple(p)) for p in parts], dtype=torch.long, device=model.device)
+        read.context = read.context.rows(index)
+    return read
 
 
 @torch.no_grad()

@@ -11,7 +11,9 @@ the ``compressed_tokens`` before them; Full attends to the last ``total_states``
 - ``full``: `FullStream` with a window of ``total_states``;
 - ``streaming_llm`` / ``key_norm``: `PressStream`, the base LM with the last
   ``context_tokens`` tokens and ``total_states - context_tokens`` states per layer and
-  KV head kept by the press among every earlier token (training-free: no adapter).
+  KV head kept by the press among every earlier token (training-free: no adapter);
+- ``nodoc`` (not a table-1 row; the harness model's reference): `FullStream` with a window of
+  ``context_tokens``, the compressed part dropped.
 
 The windows are set on a copy of the model's config for the duration of a run
 (`windows`); the scorer keeps the window it was trained and calibrated with.
