@@ -43,6 +43,18 @@ def test_rows_carry_n_and_the_interval_from_the_harness_stderr():
                                                "gsm full/exact_match:strict-match_stderr": 0.05}
 
 
+def test_a_groups_n_is_the_sum_over_its_tasks():
+    from stages.nugget2d.harness.results import count
+
+    results = {"results": {"mmlu_x": {"acc,none": 0.25}, "a": {}, "b": {}},
+               "group_subtasks": {"mmlu_x": ["a", "b"], "a": [], "b": []},
+               "n-samples": {"a": {"effective": 3}, "b": {"effective": 4}}}
+    assert count(results, "mmlu_x") == 7 and count(results, "a") == 3
+    assert count({"results": {}, "n-samples": {}}, "unknown") is None
+    rows = {r.system: r for r in system_rows("full", results)}
+    assert rows["mmlu_x full"].n == 7
+
+
 def test_table_renders_values_with_intervals_and_not_applicable_rows(tmp_path):
     rows = [*system_rows("nugget2d", RESULTS), not_applicable_row("nugget_lm_wiki", "snapkv", "no rolling form")]
     cols = columns(rows)

@@ -84,14 +84,18 @@ def columns(rows: Sequence[TableRow]) -> list[Column]:
 
 def system_rows(system: str, results: Mapping[str, Any]) -> list[TableRow]:
     """One row per task (and group) of one ``simple_evaluate`` result."""
-    counts = results.get("n-samples", {})
-    return [task_row(task, system, values, _count(counts.get(task))) for task, values in results["results"].items()]
+    return [task_row(task, system, values, count(results, task)) for task, values in results["results"].items()]
 
 
-def _count(entry: Any) -> int | None:
-    """A task's ``n-samples`` entry as its effective count (None for a group, which has none)."""
+def count(results: Mapping[str, Any], task: str) -> int | None:
+    """The examples behind ``task``'s numbers: its effective ``n-samples`` (after the limit), for
+    a group the sum over its tasks (``group_subtasks``); None where the harness names none."""
+    entry = results.get("n-samples", {}).get(task)
     value = _number(entry.get("effective")) if isinstance(entry, Mapping) else None
-    return None if value is None else int(value)
+    if value is not None:
+        return int(value)
+    parts = [count(results, t) for t in results.get("group_subtasks", {}).get(task, [])]
+    return sum(n for n in parts if n is not None) if parts and all(n is not None for n in parts) else None
 
 
 def _output(request_type: str, sample: Mapping[str, Any]) -> Any:
