@@ -127,6 +127,8 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
 
     @classmethod
     def config_errors(cls, sections: dict[str, Any]) -> list[str]:
+        if not sections["eval.harness"].enabled:  # off: not in the DAG, nothing to run
+            return []
         missing = harness_missing()
         return [f"eval.harness.enabled is true but {missing} (or set eval.harness.enabled=false)"] if missing else []
 
