@@ -58,6 +58,7 @@ from stages.nugget2d.harness.tasks import (
     write_yamls,
 )
 from stages.nugget2d.lm.presses import press_config
+from stages.nugget2d.lm.segments import read_segments
 
 COMPRESSOR_STAGE = "train_nugget2d"
 AR_STAGE = "train_nugget2d_ar"
@@ -97,17 +98,11 @@ def local_tasks(cfg: HarnessEval, records: LMRecords, decode: Any, seed: int) ->
             documents = [(i, t) for t, i in texts.items()]
             out.append(cloze_task(documents, cfg.cloze_choices, seed, limit))
         else:
-            import pyarrow.parquet as pq
-
             corpus = name.removeprefix("nugget_lm_")
-            path = records.segments(corpus)
-            rows = [r for r in pq.read_table(path, columns=["split", "distant", "recent"]).to_pylist()
-                    if r["split"] == cfg.split]
-            if not rows:
-                raise ValueError(f"{path.name} has no segments in split {cfg.split!r} (eval.harness.split)")
-            rows = rows[:limit] if limit else rows
-            out.append(rolling_task(corpus, [(f"{corpus}-{i}", decode(r["distant"] + r["recent"]))
-                                             for i, r in enumerate(rows)], stand_ins.get(corpus, "build_lm segments")))
+            segments = read_segments(records.segments(corpus), cfg.split, limit)
+            out.append(rolling_task(corpus, [(f"{corpus}-{i}", decode(distant + recent))
+                                             for i, (distant, recent) in enumerate(segments)],
+                                    stand_ins.get(corpus, "build_lm segments")))
     return out
 
 
