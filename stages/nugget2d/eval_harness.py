@@ -131,11 +131,10 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
         from stages.nugget2d.harness.lm import Nugget2DHarnessLM
 
         cfg = config.harness
-        placement = (ctx.device, config.dtype)
-        compressor, base = inputs.compressor.load_from(inputs.prepared.path, *placement)
-        tokenizer = base.tokenizer()
-        tasks = local_tasks(cfg, inputs.records, lambda ids: tokenizer.decode(ids, skip_special_tokens=True),
-                            config.seed)
+        # the tasks first, checked before any model loads: build_lm's segments are the LM role's tokens
+        segment_tokenizer = inputs.prepared.base().tokenizer()
+        tasks = local_tasks(cfg, inputs.records,
+                            lambda ids: segment_tokenizer.decode(ids, skip_special_tokens=True), config.seed)
         task_dir = ctx.output_dir / "tasks"
         write_tasks(task_dir, tasks)
         with tempfile.TemporaryDirectory() as run_dir:  # the YAMLs naming this folder's data files
@@ -146,11 +145,14 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
             if any(types[n] - {ROLLING} and ROLLING in types[n] for n in cfg.tasks):
                 raise ValueError("eval.harness.tasks: a group mixing loglikelihood_rolling with other request types "
                                  f"({[n for n in rolling if types[n] != {ROLLING}]}); name its tasks instead")
+            contextual = [n for n in cfg.tasks if n not in rolling]
             calibrated = inputs.calibrated
-            ar_model, ar_base = (inputs.autoregressive.load_from(inputs.prepared.path, *placement) if rolling
-                                 else (None, None))
-            groups = [(compressor, tokenizer, [n for n in cfg.tasks if n not in rolling], inputs.compressor.soft_prompt),
-                      (ar_model, ar_base.tokenizer() if ar_base else None, rolling, False)]
+            groups = []  # (model, tokenizer, tasks, soft prompt): each model loaded once
+            for source, names, soft in ((inputs.compressor, contextual, inputs.compressor.soft_prompt),
+                                        (inputs.autoregressive, rolling, False)):
+                if names:
+                    model, base = source.load_from(inputs.prepared.path, ctx.device, config.dtype)
+                    groups.append((model, base.tokenizer(), names, soft))
             rows: list[TableRow] = []
             examples: list[dict[str, Any]] = []
             stderrs: dict[str, float] = {}

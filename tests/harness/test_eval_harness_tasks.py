@@ -76,3 +76,18 @@ def test_each_yaml_loads_in_the_harness_and_builds_its_requests(tmp_path):
     first = next(iter(cloze.test_docs()))
     assert cloze.doc_to_choice(first) == first["choices"] and cloze.doc_to_target(first) == first["label"]
     assert sum(1 for _ in loaded["nugget_lm_wiki"].test_docs()) == 2
+
+
+def test_request_types_of_local_tasks_and_an_unknown_name(tmp_path):
+    pytest.importorskip("lm_eval")
+    from stages.nugget2d.harness.run import request_types, task_manager
+
+    tasks = _tasks()
+    write_tasks(tmp_path / "tasks", tasks)
+    write_yamls(tmp_path / "run", tasks, tmp_path / "tasks")
+    manager = task_manager(tmp_path / "run", [t.name for t in tasks], [t.name for t in tasks])  # local only: fast
+    assert request_types([t.name for t in tasks], manager) == {
+        "nugget_qa": {"generate_until"}, "nugget_cloze": {"multiple_choice"},
+        "nugget_lm_wiki": {"loglikelihood_rolling"}}
+    with pytest.raises(ValueError, match=r"eval.harness.tasks: \['no_such_task'\] are neither local tasks"):
+        request_types(["nugget_qa", "no_such_task"], manager)
