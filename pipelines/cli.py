@@ -37,7 +37,7 @@ from stages.config.uris import shown, sqlite_file
 from stages.config.validate import errors as config_errors
 from stages.framework import private_ray, quiet
 from stages.framework.code_pins import PINS, save_pins
-from stages.framework.dag import Dag, MissingInputError, PlannedStage
+from stages.framework.dag import Dag, DagError, MissingInputError, PlannedStage
 from stages.framework.executor import PipelineError, PipelineResult, execute
 from stages.framework.plan_checks import CheckedRun, check_run, report
 from stages.framework.preflight import MISSING, Problem, setup_errors
@@ -283,11 +283,24 @@ def main_full(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     if isinstance(loaded, int):
         return loaded
     cfg, errors = loaded
+    configured = _configured(graph, cfg)
+    if isinstance(configured, int):
+        return configured
+    graph = configured
     checked = _checked(cfg, lambda: check_run(graph, cfg, errors, cfg.run.targets or None,
                                               accept_code_change=args.accept_code_change))
     if isinstance(checked, int):
         return checked
     return run_plan(cfg, checked, "full", args.dry_run)
+
+
+def _configured(graph: Dag, cfg: PipelineConfig) -> Dag | int:
+    """``graph`` without the stages ``cfg`` switches off (`Dag.for_config`), or exit 2 when a
+    stage that stays requires one of them."""
+    try:
+        return graph.for_config(cfg)
+    except DagError as exc:
+        return _fail(EXIT_CONFIG, f"config: {exc}")
 
 
 def _checked(cfg: PipelineConfig, check: Callable[[], CheckedRun]) -> CheckedRun | int:
@@ -332,6 +345,10 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     if isinstance(loaded, int):
         return loaded
     cfg, errors = loaded
+    configured = _configured(graph, cfg)
+    if isinstance(configured, int):
+        return configured
+    graph = configured
     checked = _checked(cfg, lambda: check_run(graph, cfg, errors, [args.name], force=[args.name] if args.force else [],
                                               only=args.name, targets_key="",
                                               accept_code_change=args.accept_code_change))

@@ -10,10 +10,13 @@
     nugget eval CHECKPOINT [--task T] [--limit N] [--data FILE] [--output DIR] [key=value ...]
                                                   score a checkpoint with its evaluation stage's
                                                   recipe (pipelines.evaluate; docs/nugget_eval.md)
+    nugget lm-eval --model nugget2d --model_args checkpoint=DIR,... --tasks ...
+                                                  lm-evaluation-harness with Nugget2D / Full /
+                                                  the KV presses as a model (docs/harness.md)
 
-``run`` and ``stage`` hand their arguments to `pipelines.cli` unchanged (their ``--help``
-is theirs); the others read the same config and artifact store. Exit codes as in
-`pipelines.cli`: 0 ok, 1 failed, 2 bad config or arguments, 3 a needed output is missing.
+``run`` and ``stage`` hand their arguments to `pipelines.cli` unchanged, ``lm-eval`` to
+lm_eval's CLI (their ``--help`` is theirs); the others read the same config and artifact
+store. Exit codes as in `pipelines.cli`: 0 ok, 1 failed, 2 bad config or arguments, 3 a needed output is missing.
 """
 
 from __future__ import annotations
@@ -28,13 +31,17 @@ from pipelines.cli import EXIT_CONFIG, default_dag, main_full, main_stage
 from pipelines.command import CommandError, load, stage_output
 from pipelines.config_help import describe_config
 from pipelines.evaluate import cli as eval_cli
-from pipelines.evaluate.tasks import load_nugget2d, soft_prompt
+from pipelines.evaluate.tasks import soft_prompt
+from pipelines.harness_cli import main_lm_eval
 from stages.framework.store import ArtifactStore
+from stages.nugget2d.loading import load_nugget2d
 
 #: Subcommands whose arguments go to `pipelines.cli` as they are.
 DELEGATED: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "run": (main_full, "run the DAG (python pipelines/full.py); see nugget run --help"),
     "stage": (main_stage, "rerun one stage (python -m pipelines.stage); see nugget stage --help"),
+    "lm-eval": (main_lm_eval, "lm-evaluation-harness with the nugget2d model (docs/harness.md); "
+                "see nugget lm-eval --help"),
 }
 REPORT_FILE = "report.html"
 

@@ -57,9 +57,12 @@ def by_group(dag: Dag) -> list[tuple[str, list[type[Stage]]]]:
 
 def optional_reads(stage: type[Stage]) -> tuple[str, ...]:
     """The upstream stages ``stage`` reads only because they are registered
-    (`stages.framework.optional`)."""
-    optional = set(getattr(stage, "optional_upstream", None) or ())
-    return tuple(n for n in stage.upstream if n in optional)
+    (`stages.framework.optional`): its optional inputs and the ones its collected field gathers
+    (every upstream but the required ones, for a stage that has either)."""
+    if getattr(stage, "optional_upstream", None) is None:
+        return ()
+    required = set(getattr(stage, "required_upstream", ()))
+    return tuple(n for n in stage.upstream if n not in required)
 
 
 def _names(names: tuple[str, ...] | list[str]) -> str:

@@ -3,6 +3,7 @@
 See `model` (compressor mode), `autoregressive` / `stream` (autoregressive mode),
 `bias` (the one attention-bias builder), `objectives` (losses), `baselines` (Full,
 Compressive), `presses` / `press_stream` (training-free KV presses at the same budget),
+`systems` (the context each compressor-mode system reads at one budget),
 `icae` (ICAE memory slots, the autoencoding baseline), `calibration` (Lambda),
 `smollm2` (offline model), `prompts` (the task-prompt layout) and `api` (compress a text,
 answer questions about it or continue it). Names are imported lazily (PEP 562): ``from nugget_core.nugget2d import Nugget2DConfig`` loads no torch.
@@ -66,6 +67,10 @@ _EXPORTS = {
     "prepare_smollm2": ".smollm2",
     "truncate_layers": ".smollm2",
     "Nugget2DStream": ".stream",
+    "SYSTEMS": ".systems",
+    "SystemContext": ".systems",
+    "empty_context": ".systems",
+    "system_context": ".systems",
     "TinyCausalSpec": "..testing.tiny_causal",
     "build_tiny_causal_lm": "..testing.tiny_causal",
 }
@@ -92,6 +97,8 @@ __all__ = [
     "PressConfig",
     "PressStream",
     "PromptFormat",
+    "SYSTEMS",
+    "SystemContext",
     "TinyCausalSpec",
     "answer",
     "ar_forward",
@@ -101,6 +108,7 @@ __all__ = [
     "baseline_lm_loss",
     "build_tiny_causal_lm",
     "cache_nbytes",
+    "empty_context",
     "calibration_scores",
     "compress_text",
     "compressive_forward",
@@ -121,6 +129,7 @@ __all__ = [
     "save_nugget2d",
     "set_objective",
     "stream_nll",
+    "system_context",
     "threshold_for_ratio",
     "truncate_layers",
 ]
@@ -153,3 +162,4 @@ if TYPE_CHECKING:
     from .prompts import PROMPT_FORMATS, PromptFormat
     from .smollm2 import find_smollm2_package, prepare_smollm2, truncate_layers
     from .stream import Nugget2DStream
+    from .systems import SYSTEMS, SystemContext, empty_context, system_context

@@ -50,6 +50,13 @@ class CompressedContext:
         """Bytes of the nugget keys and values (all layers)."""
         return self.kv.nbytes()
 
+    def rows(self, index: torch.Tensor) -> CompressedContext:
+        """The contexts of rows ``index [m]`` (repeats allowed): one document compressed
+        once and read by several continuations."""
+        kv = LayerKV([k.index_select(0, index) for k in self.kv.keys], [v.index_select(0, index) for v in self.kv.values])
+        return CompressedContext(kv, self.mask.index_select(0, index), self.scores.index_select(0, index),
+                                 self.positions.index_select(0, index), self.lengths.index_select(0, index))
+
     def key_scores(self, n_after: int) -> torch.Tensor:
         """``[batch, k_max + n_after]``: the nugget scores on the nugget keys (0 at padding
         slots) and 0 on the ``n_after`` token keys cached after them (for

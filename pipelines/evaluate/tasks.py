@@ -29,6 +29,7 @@ from pipelines.evaluate.checkpoints import TRAINED_FILE, Checkpoint
 from pipelines.evaluate.data import Data
 from stages.artifacts.evaluate import TableRow
 from stages.config import PipelineConfig
+from stages.nugget2d.loading import load_nugget2d
 
 NUGGET_CONFIG = "nugget_config.json"  # a Nugget model folder's settings (its ratio)
 MAX_TOKENS = 512  # a RE model without its training record: texts truncated here at most
@@ -50,23 +51,6 @@ class Scored:
     @property
     def rows(self) -> list[TableRow]:
         return [self.row, *self.more_rows]
-
-
-def load_nugget2d(checkpoint: Path, base_model: str | None, device: str,
-                  base_within: str | None = None) -> tuple[Any, Any]:
-    """The Nugget2D model in ``checkpoint`` (on ``base_model``, else the base LM its folder
-    records, followed inside ``base_within``) in eval mode on ``device``, and its tokenizer
-    (the folder's, else the base LM's)."""
-    from transformers import AutoTokenizer
-
-    from nugget_core.nugget2d import load_nugget2d as load
-    from stages.common.device import place_model
-
-    model = load(checkpoint, base_model, base_within=base_within).eval()
-    has_own = (Path(checkpoint) / "tokenizer_config.json").is_file()
-    tokenizer = AutoTokenizer.from_pretrained(str(checkpoint) if has_own else base_model or model.lm.name_or_path,
-                                              trust_remote_code=False)
-    return place_model(model, device), tokenizer
 
 
 def soft_prompt(args: argparse.Namespace, model: Any) -> bool:

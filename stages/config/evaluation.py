@@ -11,6 +11,7 @@ from stages.config.validate import spec
 from stages.nugget.config import BaselinesSection, NuggetLMEval
 from stages.nugget2d.config import (
     AutoencodingEval,
+    HarnessEval,
     LMEval,
     PressSection,
     QAEval,
@@ -49,6 +50,7 @@ class EvalSection:
     lm: LMEval = spec(LMEval(), help="eval_lm stage.")
     qa: QAEval = spec(QAEval(), help="eval_qa stage.")
     summarization: SummarizationEval = spec(SummarizationEval(), help="eval_summarization stage.")
+    harness: HarnessEval = spec(HarnessEval(), help="eval_harness stage (lm-evaluation-harness; docs/harness.md).")
     autoencoding: AutoencodingEval = spec(AutoencodingEval(), help="eval_nugget2d_ae stage (Nugget2D §4).")
     nugget_lm: NuggetLMEval = spec(NuggetLMEval(), help="eval_nugget_lm stage (Nugget table 3).")
     re: REEval = spec(REEval(), help="eval_re_restoration / eval_re_retrieval stages (the RE study).")

@@ -39,7 +39,7 @@ SIZE_FIELDS: tuple[str, ...] = (
     "eval.probe_docs", "eval.*.max_examples", "eval.*.max_docs", "eval.*.max_segments", "eval.*.max_queries",
     "eval.*.batch_size", "eval.*.analysis_docs", "eval.*.highlight_docs", "eval.nugget_lm.max_doc_tokens",
     "eval.*.max_new_tokens", "eval.qa.lmsumm_max_new_tokens", "eval.re_downstream.max_iter",
-    "eval.re_downstream.max_train", "eval.re_downstream.max_test",
+    "eval.re_downstream.max_train", "eval.re_downstream.max_test", "eval.harness.limit", "eval.harness.max_gen_toks",
     "calibrate.threshold.sample_docs", "calibrate.threshold.heldout_docs",
     # a from-scratch model's width (its depth stays: layer indices refer to it); the bottom layers
     # of a pretrained LM the profile keeps whole (stages/config/depth.py checks every layer index)

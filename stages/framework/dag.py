@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from stages.config.schema import PipelineConfig
 from stages.framework.code_pins import CodeChangeError, Pin, accept, load_pins
 from stages.framework.external import MissingInput, missing_inputs
-from stages.framework.keys import KeyParts, key_parts, stage_sections
+from stages.framework.keys import KeyParts, config_value, key_parts, stage_sections
 from stages.framework.miss_reasons import explain_miss
 from stages.framework.stage import Stage
 from stages.framework.store import ArtifactStore
@@ -66,15 +66,41 @@ class PlannedStage:
 
 
 class Dag:
-    def __init__(self, stages: Sequence[type[Stage]]) -> None:
+    """The stages and their edges. ``upstream`` (default: each class's own) is given where a
+    config switched stages off (`for_config`), and ``off`` names those stages with their switch."""
+
+    def __init__(self, stages: Sequence[type[Stage]], upstream: Mapping[str, tuple[str, ...]] | None = None,
+                 off: Mapping[str, str] | None = None) -> None:
         self.stages = {s.name: s for s in stages}
         if len(self.stages) != len(stages):
             raise DagError("two stages share a name")
+        self.upstream = {s.name: tuple((upstream or {}).get(s.name, s.upstream)) for s in stages}
+        self.off = dict(off or {})
         for s in stages:
-            for up in s.upstream:
+            for up in self.upstream[s.name]:
                 if up not in self.stages:
                     raise DagError(f"stage {s.name!r} depends on unknown stage {up!r}")
         self.order = self._toposort()
+
+    def for_config(self, cfg: PipelineConfig) -> Dag:
+        """This DAG without the stages whose `Stage.switch` is false in ``cfg`` (itself when
+        none is): a reader that takes one as an optional or collected input reads without it,
+        so its key does not wait on an output that is never made; one that requires it is a
+        `DagError` naming the switch."""
+        off = {n: s.switch for n, s in self.stages.items() if s.switch and not config_value(cfg, s.switch)}
+        if not off:
+            return self
+        for name, stage in self.stages.items():
+            if name in off:
+                continue
+            # a stage with optional or collected inputs lists its required ones apart; else all are required
+            required = stage.upstream if stage.optional_upstream is None else stage.required_upstream
+            needed = [u for u in required if u in off]
+            if needed:
+                raise DagError(f"stage {name!r} requires {needed[0]!r}, which {off[needed[0]]}: false turns off; "
+                               f"set {off[needed[0]]}=true")
+        upstream = {n: tuple(u for u in ups if u not in off) for n, ups in self.upstream.items() if n not in off}
+        return Dag([s for n, s in self.stages.items() if n not in off], upstream, {**self.off, **off})
 
     def _toposort(self) -> list[str]:
         order: list[str] = []
@@ -86,7 +112,7 @@ class Dag:
             if state.get(name) == "active":
                 raise DagError(f"cycle in stage graph: {' -> '.join(path + (name,))}")
             state[name] = "active"
-            for up in self.stages[name].upstream:
+            for up in self.upstream[name]:
                 visit(up, path + (name,))
             state[name] = "done"
             order.append(name)
@@ -96,6 +122,9 @@ class Dag:
         return order
 
     def get(self, name: str) -> type[Stage]:
+        if name in self.off:
+            raise DagError(f"stage {name!r} is off in this config ({self.off[name]}: false); "
+                           f"set {self.off[name]}=true to run it")
         if name not in self.stages:
             raise DagError(f"unknown stage {name!r}; stages are: {', '.join(self.order)}")
         return self.stages[name]
@@ -108,7 +137,8 @@ class Dag:
             name = stack.pop()
             if name not in needed:
                 needed.add(name)
-                stack.extend(self.get(name).upstream)
+                self.get(name)  # an unknown or switched-off name is an error
+                stack.extend(self.upstream[name])
         return [n for n in self.order if n in needed]
 
     def missing_inputs(self, cfg: PipelineConfig, names: Iterable[str]) -> list[MissingInput]:
@@ -142,7 +172,7 @@ class Dag:
         planned: list[PlannedStage] = []
         for name in names:
             stage = self.stages[name]
-            ups = {u: keys[u] for u in stage.upstream}
+            ups = {u: keys[u] for u in self.upstream[name]}
             parts = key_parts(stage, cfg, ups)
             pin, new_pin = pins.get(name), False
             if pin is not None and pin.code != parts.code:

@@ -76,6 +76,7 @@ QUIET_LOGGERS: dict[str, int] = {
     "datasets": logging.ERROR,
     "absl": logging.WARNING,  # rouge_score: "Using default tokenizer." per scoring call
     "bm25s": logging.WARNING,  # per-call DEBUG / INFO lines of the BM25 index
+    "lm_eval": logging.WARNING,  # eval_harness: lm-evaluation-harness's per-task building / request INFO lines
 }
 # modules whose logger is named by their file path (``getLogger(__file__)``), so no
 # ``ray.train`` level or LoggingConfig reaches it: Ray Train's "Reporting training result

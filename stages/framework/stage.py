@@ -243,6 +243,11 @@ class Stage(Generic[ConfigT, InputsT, OutputT]):
     # model as a hub id or a local folder. An empty value is not read.
     external_paths: ClassVar[tuple[str, ...]] = ()
     external_models: ClassVar[tuple[str, ...]] = ()
+    # a stage that is part of the DAG only where a bool config value says so: its dotted path
+    # (inside config_keys); off, the DAG of that config has no such stage
+    # (`stages.framework.dag.Dag.for_config`), and readers that take it as an optional or
+    # collected input go without it
+    switch: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Derive ``config_keys`` and ``upstream`` from a typed header (module docstring)."""

@@ -1,7 +1,7 @@
 """Config sections of the Nugget2D study: its LM data (``data.lm``), training jobs (``train.nugget2d``,
 ``train.nugget2d_ft``, ``train.nugget2d_ar``, ``train.nugget2d_ae``, ``train.full_ft``), the
 threshold calibration (``calibrate.threshold``) and evaluations (``eval.lm``, ``eval.qa``,
-``eval.summarization``, ``eval.autoencoding``, ``eval.presses``). The schema
+``eval.summarization``, ``eval.autoencoding``, ``eval.presses``, ``eval.harness``). The schema
 (`stages.config.schema`) places each at its path; YAML files in ``conf/`` set them."""
 
 from __future__ import annotations
@@ -277,3 +277,38 @@ class AutoencodingEval:
     analysis_docs: int = spec(128, help="Documents of the nugget-token statistics (§4.3: 128).", ge=1)
     top_tokens: int = spec(8, help="Most frequent nugget tokens listed.", ge=1)
     highlight_docs: int = spec(4, help="Documents written with their nuggets marked (appendix B).", ge=0)
+
+
+# eval_harness's systems (`stages.nugget2d.harness.lm`'s ``system`` argument) and the local tasks
+# the stage writes from build_lm's records (`stages.nugget2d.harness.tasks`); any other task name
+# is one lm-evaluation-harness registers (its hub datasets: a user with network)
+HARNESS_SYSTEMS = ("nugget2d", "full", *PRESS_SYSTEMS, "nodoc")
+LOCAL_HARNESS_TASKS = ("nugget_qa", "nugget_cloze", "nugget_lm_wiki", "nugget_lm_pile")
+
+
+@dataclass
+class HarnessEval:
+    """eval_harness: the systems as lm-evaluation-harness models on its tasks (docs/harness.md)."""
+
+    enabled: bool = spec(False, help="Put eval_harness in the DAG (needs the harness extra: "
+                         "pip install -e '.[harness]'); off: the stage is absent and lm_eval is never imported.")
+    tasks: list[str] = spec(
+        ["nugget_qa", "nugget_cloze", "nugget_lm_wiki"], nonempty=True, unique=True,
+        help=f"Harness tasks: the local ones written from build_lm's records ({', '.join(LOCAL_HARNESS_TASKS)}) "
+        "or any task lm-evaluation-harness registers (downloads its dataset: network).")
+    split: str = spec("test", help="Split of build_lm's records the local tasks are built from.", choices=SPLITS)
+    limit: int = spec(0, help="Examples per task (0 = all): lm_eval's --limit.", ge=0)
+    num_fewshot: int = spec(0, help="Few-shot examples per prompt (lm_eval's --num_fewshot).", ge=0)
+    systems: list[str] = spec(list(HARNESS_SYSTEMS), help="Systems, all at the KV budget of ratio.",
+                              choices=HARNESS_SYSTEMS, nonempty=True, unique=True)
+    ratio: float = spec(0.1, help="KV budget of every system: ceil(ratio n) positions for n compressed tokens.",
+                        gt=0.0, le=1.0)
+    context: str = spec("recent", help="whole: the context is compressed but its last token; recent: all but "
+                        "its last recent_tokens tokens, read as plain tokens.", choices=("whole", "recent"))
+    recent_tokens: int = spec(32, help="context=recent: the context's last tokens read uncompressed.", ge=1)
+    batch_size: int = spec(1, help="Requests per model call.", ge=1)
+    max_gen_toks: int = spec(32, help="generate_until: most tokens generated.", ge=1)
+    bootstrap_iters: int = spec(1000, help="lm_eval's bootstrap resamples for the stderr of non-mean metrics "
+                                "(perplexities; 0 = none).", ge=0)
+    cloze_choices: int = spec(4, help="nugget_cloze: candidate next sentences (one true, the rest from other "
+                              "documents).", ge=2)

@@ -11,6 +11,7 @@ import pytest
 from pipelines.cli import main_full
 from stages.config import ConfigError, load_config, to_yaml
 from stages.nugget.artifacts.data import MtDocuments
+from tests.extras import HARNESS_OFF
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -80,10 +81,12 @@ def test_gpu1_dry_run_prints_the_whole_plan(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("NUGGET_CLUSTER_RESOURCES", '{"CPU": 16, "GPU": 1}')  # the GPU the profile is for
     from stages.registry import DAG
 
-    args = ["--dry-run", "profile=gpu1", f"run.artifact_root={tmp_path}", f"run.sources_dir={tmp_path}"]
+    args = ["--dry-run", "profile=gpu1", f"run.artifact_root={tmp_path}", f"run.sources_dir={tmp_path}", *HARNESS_OFF]
     assert main_full(args) == 0
     plan = capsys.readouterr().out
-    assert f"plan ({len(DAG.order)} stages" in plan and len(DAG.order) == 35 and all(f"  {name} " in plan for name in DAG.order)
+    graph = DAG.for_config(load_config(args[1:]))  # 36 stages, 35 without the harness extra
+    assert len(DAG.order) == 36 and len(graph.order) == 36 - len(HARNESS_OFF)
+    assert f"plan ({len(graph.order)} stages" in plan and all(f"  {name} " in plan for name in graph.order)
 
 
 def test_overrides_and_group_swap_win_in_order():

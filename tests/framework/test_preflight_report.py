@@ -13,6 +13,7 @@ from stages.config import load_config
 from stages.config.validate import errors
 from stages.framework import external
 from stages.registry import DAG
+from tests.extras import HARNESS_OFF
 
 BUILT_HERE = ("eval.pi_data_dir", "eval.rr_data_dir")  # empty = build_pi / build_rr's output, not an input
 
@@ -36,7 +37,7 @@ def test_paper_dry_run_without_inputs_lists_every_missing_input_at_once(tmp_path
     # the models stay the profile's hub ids, which the offline hub cannot provide
     absent = [f"{field}={tmp_path}/absent/{field}/{{split}}-*.parquet"
               for field in readers if field not in models and field not in BUILT_HERE]
-    assert main_full(["--dry-run", "profile=paper", *absent, *_places(tmp_path, sources)]) == 3
+    assert main_full(["--dry-run", "profile=paper", *absent, *_places(tmp_path, sources), *HARNESS_OFF]) == 3
     err = capsys.readouterr().err
     listed = [line.strip() for line in err.splitlines() if line.startswith("  ")]
     fields = {line.split("=", 1)[0] for line in listed}
@@ -51,7 +52,7 @@ def test_paper_dry_run_without_inputs_lists_every_missing_input_at_once(tmp_path
 
 def test_relations_that_cannot_hold_are_reported_together_with_missing_inputs(tmp_path, sources, capsys, no_ray):
     args = ["--dry-run", "data.re.max_train_examples=3", "data.mt.test_fraction=0", "eval.nugget_split=test",
-            f"eval.pi_data_dir={tmp_path}/no-pi-data", *_places(tmp_path, sources)]
+            f"eval.pi_data_dir={tmp_path}/no-pi-data", *_places(tmp_path, sources), *HARNESS_OFF]
     assert main_full(args) == 2  # a config fix may change which inputs are needed: 2 before 3
     err = capsys.readouterr().err
     assert ("data.re.max_train_examples: value 3 cannot fill one batch of train.re.batch_size=16 x "

@@ -15,6 +15,7 @@ from stages.artifacts.catalog import output_of
 from stages.config import load_config
 from stages.framework.keys import config_value, stage_sections
 from stages.registry import ALL_STAGES, DAG
+from tests.extras import HARNESS_OFF
 
 TESTS = Path(__file__).resolve().parents[1]
 # these two name every stage through the registry: they test the docs, not the stage
@@ -23,7 +24,7 @@ NOT_A_STAGE_TEST = {"test_stage_checklist.py", "test_generated_docs.py"}
 
 @pytest.fixture(scope="module")
 def defaults():
-    return load_config([])
+    return load_config(HARNESS_OFF)
 
 
 @pytest.fixture(scope="module")

@@ -130,13 +130,16 @@ def main(argv: list[str] | None = None) -> int:
     status, output = _pipeline(args.profile, root, inputs, args.overrides, root / "rehearsal.log")
     wall = time.monotonic() - start
 
+    from stages.config import load_config
     from stages.registry import DAG
 
+    # the profile's DAG: without the stages its config switches off (`Dag.for_config`)
+    graph = DAG.for_config(load_config([f"profile={args.profile}", "rehearsal=true", *inputs, *args.overrides]))
     stages = dict(STAGE_LINE.findall(output))
     problems = []
     if status != 0:
         problems.append(f"the pipeline exited with status {status} (its error above names the stage)")
-    missing = [s for s in DAG.order if s not in stages]
+    missing = [s for s in graph.order if s not in stages]
     if missing and status == 0:
         problems.append(f"stages neither run nor cached: {missing}")
     tracebacks = output.count(TRACEBACK)
@@ -144,13 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         problems.append(f"{tracebacks} traceback(s) in the output ({root / 'rehearsal.log'})")
     report = None
     if status == 0:
-        from stages.config import load_config
-
         counts = load_config([f"profile={args.profile}", "rehearsal=true", *inputs, *args.overrides]).train.re
         report = latest_report(root)
         problems += unrendered_tables(report, expected_tables(counts.sentence_counts))
     ran = sum(1 for v in stages.values() if v != "cached")
-    print(f"\nrehearsal of profile={args.profile}: {wall:.0f} s wall, {len(stages)}/{len(DAG.order)} stages "
+    print(f"\nrehearsal of profile={args.profile}: {wall:.0f} s wall, {len(stages)}/{len(graph.order)} stages "
           f"({ran} run, {len(stages) - ran} cached), {tracebacks} tracebacks")
     if report is not None:
         print(f"report: {report / 'report.md'}")

@@ -75,7 +75,7 @@ def generate_batch(
     """Greedy answers of one batch. ``ratio=None``: Full (base LM, every document
     token); else Nugget2D compression at ``ratio`` decoded by theta, or with ``press``
     the base LM's KV pressed to the same budget (``press_config``: a `PressConfig`)."""
-    from nugget_core.nugget2d import COMPRESSOR, DECODER, generate_from_context, press_context
+    from nugget_core.nugget2d import generate_from_context, system_context
 
     if press is not None and ratio is None:
         raise ValueError(f"press {press!r} needs the ratio of the budget it keeps")
@@ -83,14 +83,10 @@ def generate_batch(
     device = model.device
     doc_ids, doc_mask = to_device(pad(docs, pad_id), device)
     start = time.perf_counter()
-    if ratio is None:
-        # Full: every document token's KV from the base LM (nothing dropped, scores 0)
-        context, adapter, soft = model.encode_full(doc_ids, doc_mask), None, False
-    elif press is not None:
-        context, adapter, soft = press_context(model, doc_ids, doc_mask, ratio, press, press_config), None, False
-    else:
-        context = model.compress(doc_ids, doc_mask, ratio=ratio, adapter=COMPRESSOR)
-        adapter, soft = DECODER, soft_prompt
+    # Full here reads every document token (ratio None); the others keep ceil(r n) positions
+    system = "full" if ratio is None else press or "nugget2d"
+    read = system_context(model, system, doc_ids, doc_mask, ratio, press_config, soft_prompt)
+    context, adapter, soft = read.context, read.adapter, read.soft
     synchronize(device)
     encoded = time.perf_counter()
     prompt_ids, prompt_mask = to_device(pad(prompts, pad_id), device)

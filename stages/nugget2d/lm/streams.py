@@ -11,7 +11,9 @@ the ``compressed_tokens`` before them; Full attends to the last ``total_states``
 - ``full``: `FullStream` with a window of ``total_states``;
 - ``streaming_llm`` / ``key_norm``: `PressStream`, the base LM with the last
   ``context_tokens`` tokens and ``total_states - context_tokens`` states per layer and
-  KV head kept by the press among every earlier token (training-free: no adapter).
+  KV head kept by the press among every earlier token (training-free: no adapter);
+- ``nodoc`` (not a table-1 row; the harness model's reference): `FullStream` with a window of
+  ``context_tokens``, the compressed part dropped.
 
 The windows are set on a copy of the model's config for the duration of a run
 (`windows`); the scorer keeps the window it was trained and calibrated with.
@@ -79,8 +81,9 @@ def training_notes(trained_window: int, sample_tokens: int, settings: Sequence[C
 
 
 @contextmanager
-def windows(model: Nugget2DModel, setting: ContextSetting, threshold: float) -> Iterator[None]:
-    """Apply ``setting`` (and Lambda) to ``model.config`` inside the block."""
+def windows(model: Nugget2DModel, setting: ContextSetting, threshold: float | None) -> Iterator[None]:
+    """Apply ``setting`` (and Lambda; None where no Nugget2D stream runs) to ``model.config``
+    inside the block."""
     original = model.config
     model.config = dataclasses.replace(
         original,
@@ -99,7 +102,7 @@ def windows(model: Nugget2DModel, setting: ContextSetting, threshold: float) -> 
 def make_stream(system: str, model: Nugget2DModel, setting: ContextSetting, ratio: float,
                 adapter: str | None, sink_tokens: int = 4) -> LMStream:
     """A fresh stream of ``system`` (call inside `windows`). ``adapter`` is what the
-    Full and Compressive baselines decode with: None = the base LM, "decoder" = theta;
+    Full, Compressive and nodoc baselines decode with: None = the base LM, "decoder" = theta;
     the presses always decode with the base LM (``sink_tokens``: StreamingLLM's sinks)."""
     from nugget_core.nugget2d import CompressiveStream, FullStream, Nugget2DStream, PressStream
 
@@ -111,7 +114,9 @@ def make_stream(system: str, model: Nugget2DModel, setting: ContextSetting, rati
         return Nugget2DStream(model)
     if system in ("streaming_llm", "key_norm"):
         return PressStream(model, system, sink_tokens=sink_tokens)
-    raise ValueError(f"unknown LM system {system!r}; use one of {SYSTEMS}")
+    if system == "nodoc":  # the compressed part dropped: the base LM on the context window alone
+        return FullStream(model, window=setting.context_tokens, adapter=adapter)
+    raise ValueError(f"unknown LM system {system!r}; use one of {(*SYSTEMS, 'nodoc')}")
 
 
 def attended_states(stream: LMStream) -> int:

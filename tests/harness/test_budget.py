@@ -1,0 +1,145 @@
+"""The harness model's rules without lm_eval: how a context is split, the KV budget each
+system keeps, Full at a budget as the plain LM on a truncated context, batching, greedy
+generation, the rolling configuration and the errors for arguments and request types."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from stages.nugget2d.harness import scoring
+from stages.nugget2d.harness.settings import HarnessSettings, rolling_setting, split_context
+from tests.lm_eval.fixtures import make_base_lm, make_nugget2d
+
+VOCAB = 90
+PAD = 0
+
+
+@pytest.fixture(scope="module")
+def model():
+    # non-zero LoRA B: phi and theta differ from the base LM, so routing mistakes show
+    return make_nugget2d(make_base_lm(VOCAB))
+
+
+def requests(lengths=(30, 9, 17, 4), cont=3, seed=0):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    return [(torch.randint(3, VOCAB, (n,), generator=g, device="cpu").tolist(),
+             torch.randint(3, VOCAB, (cont,), generator=g, device="cpu").tolist()) for n in lengths]
+
+
+def test_split_context_holds_out_the_plain_part():
+    ids = list(range(10))
+    assert split_context(ids, 1) == (list(range(9)), [9])
+    assert split_context(ids, 4) == (list(range(6)), [6, 7, 8, 9])
+    assert split_context(ids, 12) == ([], ids)  # nothing to compress
+    with pytest.raises(ValueError, match="no tokens"):
+        split_context([], 1)
+    assert HarnessSettings("full", 0.5, context="whole", recent_tokens=7).plain_tokens == 1
+    assert HarnessSettings("full", 0.5, context="recent", recent_tokens=7).plain_tokens == 7
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("system", "h2o", "system: unknown value 'h2o'"),
+    ("context", "all", "context: unknown value 'all'"),
+    ("ratio", 0.0, "ratio: value 0.0"),
+    ("ratio", 1.5, "ratio: value 1.5"),
+    ("recent_tokens", 0, "recent_tokens: value 0"),
+    ("batch_size", 0, "batch_size: value 0"),
+    ("compressed_tokens", 0, "compressed_tokens: value 0"),
+    ("threshold", float("nan"), "threshold: value nan"),
+])
+def test_bad_arguments_are_named(field, value, match):
+    args = {"system": "full", "ratio": 0.5, field: value}
+    with pytest.raises(ValueError, match=match):
+        HarnessSettings(**args)
+
+
+@pytest.mark.parametrize("system", ["nugget2d", "full", "streaming_llm", "snapkv", "key_norm"])
+def test_each_system_keeps_ceil_r_n_positions(model, system):
+    settings = HarnessSettings(system, 0.3, recent_tokens=5, batch_size=4)
+    reqs = requests()
+    scores = scoring.score_continuations(model, settings, reqs, PAD)
+    for (ctx, _), score in zip(reqs, scores, strict=True):
+        n = max(len(ctx) - 5, 0)
+        assert score.compressed == n
+        assert score.kept == math.ceil(0.3 * n - 1e-9)  # 0 for the 4-token context: nothing compressed
+        assert math.isfinite(score.logprob) and score.logprob < 0
+
+
+def test_nodoc_keeps_nothing_and_reads_the_plain_part_alone(model):
+    reqs = requests()
+    nodoc = scoring.score_continuations(model, HarnessSettings("nodoc", 0.3, recent_tokens=5), reqs, PAD)
+    assert [s.kept for s in nodoc] == [0, 0, 0, 0]
+    # the same as Full given only the plain part (its last 5 context tokens) as the context
+    cut = [(ctx[-5:], cont) for ctx, cont in reqs]
+    alone = scoring.score_continuations(model, HarnessSettings("full", 1.0, context="recent", recent_tokens=5),
+                                        cut, PAD)
+    assert [s.logprob for s in nodoc] == pytest.approx([s.logprob for s in alone], abs=1e-4)
+
+
+def test_full_at_a_budget_is_the_lm_on_the_most_recent_tokens(model):
+    """Full at r keeps the last ceil(r n) compressed tokens as a text of its own."""
+    reqs = requests(lengths=(30, 17))
+    budget = scoring.score_continuations(model, HarnessSettings("full", 0.25, recent_tokens=5), reqs, PAD)
+    truncated = []
+    for ctx, cont in reqs:
+        compressed, plain = split_context(ctx, 5)
+        truncated.append((compressed[len(compressed) - math.ceil(0.25 * len(compressed)):] + plain, cont))
+    plain_lm = scoring.score_continuations(model, HarnessSettings("full", 1.0, recent_tokens=5), truncated, PAD)
+    assert [s.logprob for s in budget] == pytest.approx([s.logprob for s in plain_lm], abs=1e-4)
+    whole = scoring.score_continuations(model, HarnessSettings("full", 1.0, recent_tokens=5), reqs, PAD)
+    assert [s.logprob for s in budget] != pytest.approx([s.logprob for s in whole], abs=1e-3)
+
+
+@pytest.mark.parametrize("system", ["nugget2d", "snapkv", "nodoc"])
+def test_batches_answer_as_single_requests(model, system):
+    reqs = requests()
+    reqs = reqs[:2] + [(reqs[0][0], reqs[2][1]), (reqs[1][0], reqs[3][1])] + reqs[2:]  # shared contexts
+    batched = scoring.score_continuations(model, HarnessSettings(system, 0.3, recent_tokens=5, batch_size=4),
+                                          reqs, PAD)
+    single = scoring.score_continuations(model, HarnessSettings(system, 0.3, recent_tokens=5), reqs, PAD)
+    assert [s.logprob for s in batched] == pytest.approx([s.logprob for s in single], abs=1e-4)
+    assert [s.kept for s in batched] == [s.kept for s in single]
+
+
+def test_greedy_generation_with_every_token_is_the_lm_s(model):
+    ctx = requests(lengths=(20,))[0][0]
+    settings = HarnessSettings("full", 1.0, context="whole")
+    (ours,) = scoring.generate(model, settings, [ctx], 6, None, PAD)
+    ids = torch.tensor([ctx], device="cpu")
+    with model.merged_adapter(None):
+        reference = model.lm.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6, do_sample=False,
+                                      pad_token_id=PAD)
+    assert ours == reference[0, len(ctx):].tolist()
+
+
+def test_rolling_configuration_is_table_1_s_at_r_0_1():
+    setting = rolling_setting(HarnessSettings("nugget2d", 0.1, recent_tokens=32))
+    assert (setting.total_states, setting.compressed_tokens, setting.context_tokens) == (64, 320, 32)
+    setting = rolling_setting(HarnessSettings("full", 0.5, recent_tokens=8, compressed_tokens=10))
+    assert (setting.total_states, setting.compressed_tokens, setting.context_tokens) == (13, 10, 8)
+
+
+def test_rolling_errors_name_the_system_and_argument(model):
+    ids = list(range(3, 20))
+    with pytest.raises(ValueError, match="'snapkv' cannot answer loglikelihood_rolling"):
+        scoring.rolling_logprob(model, HarnessSettings("snapkv", 0.5), ids)
+    with pytest.raises(ValueError, match="threshold: system nugget2d answers loglikelihood_rolling"):
+        scoring.rolling_logprob(model, HarnessSettings("nugget2d", 0.5), ids)
+
+
+@pytest.mark.parametrize("system", ["full", "nodoc", "streaming_llm", "key_norm", "nugget2d"])
+def test_rolling_streams_run_at_the_budget(model, system):
+    ids = requests(lengths=(40,))[0][0]
+    settings = HarnessSettings(system, 0.25, recent_tokens=6, threshold=0.0)
+    value = scoring.rolling_logprob(model, settings, ids)
+    assert math.isfinite(value) and value < 0
+    if system in ("full", "nodoc"):  # a window of 6 + ceil(0.25 * 24) = 12 tokens, or of 6
+        window = 12 if system == "full" else 6
+        cut = [ids[max(0, i + 1 - window): i + 1] for i in range(len(ids) - 1)]
+        with model.merged_adapter(None):
+            expected = sum(float(torch.log_softmax(model.lm(input_ids=torch.tensor([c], device="cpu")).logits[0, -1]
+                                                   .float(), -1)[ids[i + 1]]) for i, c in enumerate(cut))
+        assert value == pytest.approx(expected, abs=1e-3)
