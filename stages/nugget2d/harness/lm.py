@@ -23,6 +23,7 @@ from lm_eval.models.utils import handle_stop_sequences, postprocess_generated_te
 from nugget_core.nugget2d.presses import PressConfig
 from stages.nugget2d.harness import scoring
 from stages.nugget2d.harness.settings import BASE_LM_SYSTEMS, RECENT_TOKENS, HarnessSettings
+from stages.nugget2d.lm.prompted import eos_and_pad
 
 LOG = logging.getLogger("nugget.harness")
 
@@ -100,8 +101,7 @@ class Nugget2DHarnessLM(TemplateLM):
             threshold=model.config.threshold if threshold is None else threshold,
             soft_prompt=bool(usage.soft_prompt) if soft_prompt is None and usage is not None else bool(soft_prompt),
             **settings)
-        eos = tokenizer.eos_token_id
-        self._pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos or 0))
+        self._pad_id = eos_and_pad(tokenizer)[1]
         LOG.info("nugget2d harness model: %s", self.settings)
 
     # --- tokenization, as lm_eval's HFLM ----------------------------------------------------
