@@ -49,12 +49,18 @@ from stages.framework.keys import stage_config, stage_sections
 from stages.framework.orphans import DRIVER_TAG, Heartbeat, driver_identity
 from stages.framework.resources import Demand, DemandError, Ledger, check_fits, cluster_capacity
 from stages.framework.resources import fmt_amounts as _fmt
-from stages.framework.shutdown import abandon, clean_up_after_crashes, sigterm_as_exit
+from stages.framework.shutdown import (
+    abandon,
+    clean_up_after_crashes,
+    raise_if_stopped,
+    sigterm_as_exit,
+)
 from stages.framework.store import ArtifactStore
 from stages.framework.tracking import RunLogger, Tracker, git_commit, is_sample_size, table_columns
 from stages.framework.worker import record_cached, run_one
 
 log = logging.getLogger("nugget.pipeline")
+_WAIT_STEP_S = 1.0  # the scheduling loop's wait for a stage, between checks of a lost SIGTERM
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = driver_identity()  # tagged on every run this process creates (stages.framework.orphans)
 
@@ -272,6 +278,7 @@ def execute(
         with sigterm_as_exit():
             _schedule(cfg, plan, store, tracker, parent, result, children, running, demands, ledger,
                       estimate, priority)
+            raise_if_stopped()
     except BaseException as exc:  # the driver itself stopped: end its runs, stop its tasks
         abandon(exc, parent, children, running, {o.name for o in result.outcomes})
         raise
@@ -368,7 +375,10 @@ def _schedule(cfg: PipelineConfig, plan: list[PlannedStage], store: ArtifactStor
                 _skip(waiting, failed, tracker, cfg, store, parent, result, progress)
                 waiting.clear()
             continue
-        finished, _ = ray.wait(list(running), num_returns=1)
+        finished: list[Any] = []
+        while not finished:  # in steps, so a SIGTERM whose SystemExit was lost still stops the loop
+            raise_if_stopped()
+            finished, _ = ray.wait(list(running), num_returns=1, timeout=_WAIT_STEP_S)
         p = running.pop(finished[0])
         ledger.release(p.name)
         child = children[p.name]

@@ -26,6 +26,8 @@ from stages.framework.tracking import RunLogger, Tracker
 
 log = logging.getLogger("nugget.pipeline")
 _received: list[int] = []  # the signals that stopped this driver, in order
+# the signals received inside the current `sigterm_as_exit` (for `raise_if_stopped`)
+_pending: list[int] = []
 
 
 def clean_up_after_crashes(tracker: Tracker, store: ArtifactStore, plan: list[PlannedStage]) -> None:
@@ -49,6 +51,7 @@ def sigterm_as_exit() -> Iterator[None]:
 
     def stop(signum: int, frame: Any) -> None:
         _received.append(signum)
+        _pending.append(signum)
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, stop)
@@ -56,6 +59,17 @@ def sigterm_as_exit() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _pending.clear()
+
+
+def raise_if_stopped() -> None:
+    """Raise again the SystemExit of a SIGTERM `sigterm_as_exit` caught, for a loop to call
+    between waits. The handler's own raise can be lost: Python runs a signal handler at the
+    next bytecode of the main thread, which may be inside a weakref callback or ``__del__``
+    (a garbage collection of SQLAlchemy's, say), where an exception is printed as
+    "Exception ignored in ..." and dropped, and the driver would run on."""
+    if _pending:
+        raise SystemExit(128 + _pending[-1])
 
 
 def stop_signal(exc: BaseException) -> int | None:

@@ -177,7 +177,7 @@ def test_every_stage_declares_fields_it_reads_and_known_sources(tmp_path):
                 readers.setdefault(profile, set()).add(stage.name)
     # the tiny profile reads only offline corpora; the paper profile reads hub and local data
     assert readers["tiny"] == {"corpus_stats", "tokenizer", "build_mt_docs", "build_pi", "build_rr", "prepare_lm",
-                               "build_lm", "build_nugget_lm", "build_re_data"}
+                               "build_lm", "build_nugget_lm", "build_re_data", "build_re_downstream"}
     assert readers["paper"] < readers["tiny"]
 
 
