@@ -1,18 +1,9 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from tests.lm_eval.fixtures import make_base_lm, make_nugget2d, make_tokenizer
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny matmuls are dominated by thread hand-offs on 2 shared cores."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+from tests.torch_threads import one_thread  # noqa: F401  (autouse in this package)
 
 
 @pytest.fixture(scope="module")
