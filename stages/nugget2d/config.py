@@ -283,6 +283,7 @@ class AutoencodingEval:
 # the stage writes from build_lm's records (`stages.nugget2d.harness.tasks`); any other task name
 # is one lm-evaluation-harness registers (its hub datasets: a user with network)
 HARNESS_SYSTEMS = ("nugget2d", "full", *PRESS_SYSTEMS, "nodoc")
+WHOLE_CONTEXT = "full_whole"  # eval_harness's row of Full at r = 1 (HarnessEval.whole_context)
 LOCAL_HARNESS_TASKS = ("nugget_qa", "nugget_cloze", "nugget_lm_wiki", "nugget_lm_pile")
 
 
@@ -303,6 +304,8 @@ class HarnessEval:
                               choices=HARNESS_SYSTEMS, nonempty=True, unique=True)
     ratio: float = spec(0.1, help="KV budget of every system: ceil(ratio n) positions for n compressed tokens.",
                         gt=0.0, le=1.0)
+    whole_context: bool = spec(True, help=f"Also a row {WHOLE_CONTEXT!r}: Full reading the whole context (r = 1), the "
+                               "reference that shows how much a task needs its context at all.")
     context: str = spec("recent", help="whole: the context is compressed but its last token; recent: all but "
                         "its last recent_tokens tokens, read as plain tokens.", choices=("whole", "recent"))
     recent_tokens: int = spec(32, help="context=recent: the context's last tokens read uncompressed.", ge=1)

@@ -38,7 +38,7 @@ from stages.evaluation.publish import publish
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget2d.artifacts import CalibratedThreshold, LMRecords, PreparedLM, TrainedNugget2D
-from stages.nugget2d.config import LOCAL_HARNESS_TASKS, HarnessEval, PressSection
+from stages.nugget2d.config import LOCAL_HARNESS_TASKS, WHOLE_CONTEXT, HarnessEval, PressSection
 from stages.nugget2d.harness.results import (
     columns,
     flags,
@@ -158,33 +158,35 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
             stderrs: dict[str, float] = {}
             harness_dir = ctx.output_dir / "harness"
             harness_dir.mkdir()
-            for system in cfg.systems:
+            # (row label, system, KV budget): the configured systems at ratio, then Full on everything
+            runs = [(s, s, cfg.ratio) for s in cfg.systems] + ([(WHOLE_CONTEXT, "full", 1.0)] if cfg.whole_context else [])
+            for label, system, ratio in runs:
                 for model, tok, names, soft in groups:
                     answerable = []
                     for n in names:
                         reasons = sorted({r for t in types[n] for r in [unanswerable(system, t)] if r})
                         if reasons:
-                            rows.append(not_applicable_row(n, system, "; ".join(reasons)))
+                            rows.append(not_applicable_row(n, label, "; ".join(reasons)))
                         else:
                             answerable.append(n)
                     if not answerable:
                         continue
                     lm = Nugget2DHarnessLM.from_model(
-                        model, tok, system=system, ratio=cfg.ratio, context=cfg.context,
+                        model, tok, system=system, ratio=ratio, context=cfg.context,
                         recent_tokens=cfg.recent_tokens, threshold=calibrated.threshold if names is rolling else None,
                         batch_size=cfg.batch_size, max_gen_toks=cfg.max_gen_toks, soft_prompt=soft,
                         press=press_config(config.presses))
                     result = evaluate(lm, answerable, manager, num_fewshot=cfg.num_fewshot, limit=cfg.limit,
                                       bootstrap_iters=cfg.bootstrap_iters, seed=config.seed)
                     group = "rolling" if names is rolling else "context"
-                    (harness_dir / f"{system}_{group}.json").write_text(
+                    (harness_dir / f"{label}_{group}.json").write_text(
                         json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2, default=str))
-                    rows += system_rows(system, result)
-                    stderrs |= stderr_metrics(system, result)
-                    settings = {"ratio": cfg.ratio, "context": cfg.context, "recent_tokens": cfg.recent_tokens}
+                    rows += system_rows(label, result)
+                    stderrs |= stderr_metrics(label, result)
+                    settings = {"ratio": ratio, "context": cfg.context, "recent_tokens": cfg.recent_tokens}
                     for task, samples in result.get("samples", {}).items():
                         kind = result["configs"][task]["output_type"]
-                        examples += sample_rows(system, task, kind, samples, settings)
+                        examples += sample_rows(label, task, kind, samples, settings)
         flagged = flags(examples)
         rows = [replace(r, flag=flagged[r.system]) if r.system in flagged else r for r in rows]
         order = {n: i for i, n in enumerate(cfg.tasks)}
@@ -213,6 +215,9 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
                f"the context is compressed but its last {cfg.recent_tokens} tokens, read as plain tokens")
             + f"; nugget2d: {COMPRESSOR_STAGE}'s model, full / presses / nodoc: its base LM.",
         ]
+        if cfg.whole_context:
+            notes.append(f"{WHOLE_CONTEXT}: Full at r = 1, the base LM reading the whole context: the reference a "
+                         "budgeted system is compared to (with nodoc, the other end: no context).")
         if rolling:
             notes.append(f"{', '.join(rolling)}: loglikelihood_rolling, each system's stream as eval_lm's; nugget2d: "
                          f"{AR_STAGE}'s model with Lambda = {calibrated.threshold:.4f} from calibrate_threshold "

@@ -22,6 +22,7 @@ from tests.lm_eval.fixtures import make_nugget2d  # noqa: E402
 from tests.lm_eval.test_stages import FakeBuildLM, FakePrepareLM, FakeTrainNugget2D  # noqa: E402
 
 SYSTEMS = ("nugget2d", "full", "streaming_llm", "snapkv", "key_norm", "nodoc")
+ROWS = (*SYSTEMS, "full_whole")  # eval.harness.whole_context (on by default): Full at r = 1 last
 TASKS = ("nugget_qa", "nugget_cloze", "nugget_lm_wiki")
 OVERRIDES = ["eval.harness.enabled=true", f"eval.harness.tasks=[{','.join(TASKS)}]", "eval.harness.limit=2",
              "eval.harness.cloze_choices=3", "eval.harness.recent_tokens=4", "eval.harness.max_gen_toks=3",
@@ -64,7 +65,7 @@ def test_table_has_every_task_and_system_with_n_and_the_harness_interval(harness
     _, ctx = harness_run
     table = EvalTable.read(ctx.output_dir)
     rows = {r.system: r for r in table.rows}
-    assert list(rows) == [f"{t} {s}" for t in TASKS for s in SYSTEMS]
+    assert list(rows) == [f"{t} {s}" for t in TASKS for s in ROWS]
     snapkv = rows["nugget_lm_wiki snapkv"]  # no token-by-token form: a row saying so, no number
     assert not snapkv.metrics and snapkv.note.startswith("not applicable: snapkv ranks the context")
     for name, row in rows.items():
@@ -83,6 +84,7 @@ def test_table_has_every_task_and_system_with_n_and_the_harness_interval(harness
             assert row.metrics["word_perplexity"] > 1 and row.metrics["bits_per_byte"] > 0
     assert table.notes[0].startswith("In this table x [a, b] is the harness's value and value ± 1.96")
     assert "Lambda = 0.0000 from calibrate_threshold" in " ".join(table.notes)
+    assert any(n.startswith("full_whole: Full at r = 1") for n in table.notes)
     assert table.stand_in.startswith("SQuAD-style QA: cloze question cut from a real sentence")  # build_lm's labels
     assert "wiki perplexity: fixture text" in table.stand_in
     # the compressor and the presses read the same budget and differ from Full on some task
@@ -95,7 +97,9 @@ def test_samples_tasks_and_harness_results_are_written_and_logged(harness_run):
     _, ctx = harness_run
     out = ctx.output_dir
     rows = [json.loads(x) for x in (out / "examples.jsonl").read_text().splitlines()]
-    assert len(rows) == 2 * len(TASKS) * len(SYSTEMS) - 2  # 2 documents per task and system but SnapKV rolling
+    assert len(rows) == 2 * len(TASKS) * len(ROWS) - 2  # 2 documents per task and system but SnapKV rolling
+    whole = {r["ratio"] for r in rows if r["system"] == "full_whole"}
+    assert whole == {1.0}  # the reference reads every context token; the others the budget of eval.harness.ratio
     qa = [r for r in rows if r["task"] == "nugget_qa" and r["system"] == "nugget2d"]
     assert qa[0]["prompt"].endswith("\nAnswer:") and isinstance(qa[0]["output"], str) and "exact_match" in qa[0]
     assert qa[0]["ratio"] == 0.25 and qa[0]["context"] == "recent" and qa[0]["target"]
