@@ -35,6 +35,7 @@ from typing import Any
 from stages.artifacts.evaluate import EvalTable, TableRow
 from stages.common.records import read_records
 from stages.evaluation.publish import publish
+from stages.framework import quiet
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget2d.artifacts import CalibratedThreshold, LMRecords, PreparedLM, TrainedNugget2D
@@ -175,7 +176,7 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
                         model, tok, system=system, ratio=ratio, context=cfg.context,
                         recent_tokens=cfg.recent_tokens, threshold=calibrated.threshold if names is rolling else None,
                         batch_size=cfg.batch_size, max_gen_toks=cfg.max_gen_toks, soft_prompt=soft,
-                        press=press_config(config.presses))
+                        press=press_config(config.presses), progress=quiet.is_verbose())
                     result = evaluate(lm, answerable, manager, num_fewshot=cfg.num_fewshot, limit=cfg.limit,
                                       bootstrap_iters=cfg.bootstrap_iters, seed=config.seed)
                     group = "rolling" if names is rolling else "context"

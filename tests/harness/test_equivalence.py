@@ -95,3 +95,21 @@ def test_from_model_answers_as_lm_eval_s_hf_model_including_generation(folders):
            for i, c in enumerate(contexts()[:3])]
     texts = ours.generate_until(gen)
     assert texts == hf.generate_until(gen) and any(texts)
+
+
+def test_a_stage_s_harness_model_prints_no_progress_bar(folders, capfd):
+    """``progress=False`` (eval_harness in a quiet run): lm_eval's "Tokenizing inputs" bar,
+    which its loglikelihood opens with disable=False, stays out of the log."""
+    from lm_eval.api.instance import Instance
+
+    from stages.nugget2d.harness.lm import Nugget2DHarnessLM
+    from stages.nugget2d.loading import load_model_folder
+    from tests.harness.fixtures import CHOICES, contexts
+
+    model, tokenizer, _ = load_model_folder(folders.hf, None, "cpu")
+    requests = [Instance("loglikelihood", {}, (contexts()[0], CHOICES[0]), 0)]
+    capfd.readouterr()
+    Nugget2DHarnessLM.from_model(model, tokenizer, system="full", ratio=1.0, progress=False).loglikelihood(requests)
+    assert "Tokenizing inputs" not in capfd.readouterr().err
+    Nugget2DHarnessLM.from_model(model, tokenizer, system="full", ratio=1.0).loglikelihood(requests)
+    assert "Tokenizing inputs" in capfd.readouterr().err  # what the switch removes

@@ -32,6 +32,8 @@ LOG = logging.getLogger("nugget.harness")
 class Nugget2DHarnessLM(TemplateLM):
     """An lm_eval LM over a `Nugget2DModel` (module docstring; arguments: docs/harness.md)."""
 
+    progress: bool = True  # lm_eval's progress bars and the settings line at INFO (`from_model`)
+
     def __init__(
         self,
         checkpoint: str,
@@ -79,13 +81,15 @@ class Nugget2DHarnessLM(TemplateLM):
         cls, model: Any, tokenizer: Any, *, system: str = "nugget2d", ratio: float | None = None,
         context: str = "recent", recent_tokens: int = RECENT_TOKENS, threshold: float | None = None,
         batch_size: int = 1, max_gen_toks: int = 256, soft_prompt: bool | None = None,
-        compressed_tokens: int | None = None, press: PressConfig | None = None,
+        compressed_tokens: int | None = None, press: PressConfig | None = None, progress: bool = True,
     ) -> Nugget2DHarnessLM:
         """The harness model over an already loaded `Nugget2DModel` (in eval mode, on its
         device) and its tokenizer; ``ratio`` / ``threshold`` / ``soft_prompt`` None: the
-        model's configured ratio, calibrated Lambda and recorded usage."""
+        model's configured ratio, calibrated Lambda and recorded usage. ``progress=False``:
+        no progress bars of lm_eval's and its settings line at DEBUG (a pipeline stage's quiet log)."""
         lm = cls.__new__(cls)
         TemplateLM.__init__(lm)
+        lm.progress = progress
         lm._bind(model, tokenizer, system=system, ratio=ratio, context=context, recent_tokens=recent_tokens,
                  threshold=threshold, batch_size=batch_size, max_gen_toks=max_gen_toks, soft_prompt=soft_prompt,
                  compressed_tokens=compressed_tokens, press=press or PressConfig())
@@ -102,7 +106,7 @@ class Nugget2DHarnessLM(TemplateLM):
             soft_prompt=bool(usage.soft_prompt) if soft_prompt is None and usage is not None else bool(soft_prompt),
             **settings)
         self._pad_id = eos_and_pad(tokenizer)[1]
-        LOG.info("nugget2d harness model: %s", self.settings)
+        LOG.log(logging.INFO if self.progress else logging.DEBUG, "nugget2d harness model: %s", self.settings)
 
     # --- tokenization, as lm_eval's HFLM ----------------------------------------------------
 
@@ -138,6 +142,12 @@ class Nugget2DHarnessLM(TemplateLM):
         return list(self.tokenizer.encode(string, **options))
 
     # --- the three request types ----------------------------------------------------------
+
+    def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple[float, bool]]:
+        """lm_eval's (tokenizes, then `_loglikelihood_tokens`), its "Tokenizing inputs" bar
+        shown only with ``progress``: lm_eval passes ``disable=False`` itself, which
+        ``TQDM_DISABLE`` cannot override."""
+        return super().loglikelihood(requests, disable_tqdm=disable_tqdm or not self.progress)
 
     def _loglikelihood_tokens(self, requests: list[tuple[tuple[str, str], list[int], list[int]]],
                               disable_tqdm: bool = False, **kwargs: Any) -> list[tuple[float, bool]]:

@@ -52,12 +52,18 @@ def evaluate(lm: Any, names: Sequence[str], manager: Any, *, num_fewshot: int, l
              seed: int) -> dict[str, Any]:
     """``lm_eval.simple_evaluate`` of the model object ``lm`` on ``names``, the samples logged,
     every seed of the harness (Python, NumPy, torch, few-shot sampling) set to ``seed``."""
+    from unittest import mock
+
     import lm_eval
 
-    results = lm_eval.simple_evaluate(
-        model=lm, tasks=list(names), task_manager=manager, num_fewshot=num_fewshot or None,
-        limit=limit or None, bootstrap_iters=bootstrap_iters, log_samples=True, random_seed=seed,
-        numpy_random_seed=seed, torch_random_seed=seed, fewshot_random_seed=seed)
+    # lm_eval records the git commit of the working directory by running `git describe`, which in
+    # a Ray job's working directory (uploaded without .git) prints git's "fatal: not a git
+    # repository" into the stage's log; the stage's MLflow run records the pipeline's commit
+    with mock.patch("lm_eval.evaluator.get_git_commit_hash", return_value=None):
+        results = lm_eval.simple_evaluate(
+            model=lm, tasks=list(names), task_manager=manager, num_fewshot=num_fewshot or None,
+            limit=limit or None, bootstrap_iters=bootstrap_iters, log_samples=True, random_seed=seed,
+            numpy_random_seed=seed, torch_random_seed=seed, fewshot_random_seed=seed)
     if results is None:  # simple_evaluate returns None on ranks > 0 of a distributed model only
         raise RuntimeError("lm_eval.simple_evaluate returned no results")
     return dict(results)
