@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 from pathlib import Path
+
+from stages.nugget2d.harness.tasks import answer_choice_docs
 
 QUESTION = "Fill in the blank: "
 YAML = """task: wiki_cloze
@@ -42,25 +43,13 @@ metric_list:
 
 
 def cloze_docs(records: list[dict], seed: int = 0) -> list[dict]:
-    """One multiple-choice document per record that has a fill-in-the-blank question."""
-    rng = random.Random(seed)
+    """One multiple-choice document per record that has a fill-in-the-blank question: eval_harness's
+    `answer_choice_docs` (4 choices) on the question without the prompt's lead-in."""
     usable = [r for r in records if QUESTION in r["instruction"] and r["answer"].strip()]
-    docs = []
-    for i, record in enumerate(usable):
-        answer = record["answer"].strip()
-        others: list[str] = []
-        for step in range(1, len(usable)):
-            other = usable[(i + step) % len(usable)]["answer"].strip()
-            if other != answer and other not in others:
-                others.append(other)
-            if len(others) == 3:
-                break
-        choices = [answer, *others]
-        rng.shuffle(choices)
-        docs.append({"id": record["id"], "split": record["split"], "document": record["document"],
-                     "question": QUESTION + record["instruction"].split(QUESTION, 1)[1].strip(),
-                     "choices": choices, "label": choices.index(answer)})
-    return docs
+    items = [(r["id"], r["document"], QUESTION + r["instruction"].split(QUESTION, 1)[1].strip(), r["answer"].strip())
+             for r in usable]
+    docs = answer_choice_docs(items, choices=4, seed=seed)
+    return [{**d, "split": r["split"]} for d, r in zip(docs, usable, strict=True)]
 
 
 def main() -> None:

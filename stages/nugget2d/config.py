@@ -284,7 +284,7 @@ class AutoencodingEval:
 # is one lm-evaluation-harness registers (its hub datasets: a user with network)
 HARNESS_SYSTEMS = ("nugget2d", "full", *PRESS_SYSTEMS, "nodoc")
 WHOLE_CONTEXT = "full_whole"  # eval_harness's row of Full at r = 1 (HarnessEval.whole_context)
-LOCAL_HARNESS_TASKS = ("nugget_qa", "nugget_cloze", "nugget_lm_wiki", "nugget_lm_pile")
+LOCAL_HARNESS_TASKS = ("nugget_qa", "nugget_qa_choice", "nugget_cloze", "nugget_lm_wiki", "nugget_lm_pile")
 
 
 @dataclass
@@ -294,7 +294,7 @@ class HarnessEval:
     enabled: bool = spec(False, help="Put eval_harness in the DAG (needs the harness extra: "
                          "pip install -e '.[harness]'); off: the stage is absent and lm_eval is never imported.")
     tasks: list[str] = spec(
-        ["nugget_qa", "nugget_cloze", "nugget_lm_wiki"], nonempty=True, unique=True,
+        ["nugget_qa", "nugget_qa_choice", "nugget_cloze", "nugget_lm_wiki"], nonempty=True, unique=True,
         help=f"Harness tasks: the local ones written from build_lm's records ({', '.join(LOCAL_HARNESS_TASKS)}) "
         "or any task lm-evaluation-harness registers (downloads its dataset: network).")
     split: str = spec("test", help="Split of build_lm's records the local tasks are built from.", choices=SPLITS)
@@ -313,5 +313,5 @@ class HarnessEval:
     max_gen_toks: int = spec(32, help="generate_until: most tokens generated.", ge=1)
     bootstrap_iters: int = spec(1000, help="lm_eval's bootstrap resamples for the stderr of non-mean metrics "
                                 "(perplexities; 0 = none).", ge=0)
-    cloze_choices: int = spec(4, help="nugget_cloze: candidate next sentences (one true, the rest from other "
-                              "documents).", ge=2)
+    cloze_choices: int = spec(4, help="nugget_cloze / nugget_qa_choice: candidates (one true: the next sentence / "
+                              "the answer; the rest from other documents / other questions).", ge=2)

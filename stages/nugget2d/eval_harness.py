@@ -5,8 +5,9 @@ On only where ``eval.harness.enabled`` is true (``Stage.switch``: off, the DAG h
 and nothing imports lm_eval); on without lm_eval installed, the preflight stops the run with one
 line naming the extra. Tasks (``eval.harness.tasks``): the local ones, written by this stage into
 its output (``tasks/``: JSON lines + YAML, `stages.nugget2d.harness.tasks`) from build_lm's
-records, one per request type of the harness: ``nugget_qa`` (generate_until), ``nugget_cloze``
-(multiple_choice), ``nugget_lm_<corpus>`` (loglikelihood_rolling); any other name is a task the
+records, one or more per request type of the harness: ``nugget_qa`` (generate_until),
+``nugget_qa_choice`` and ``nugget_cloze`` (multiple_choice), ``nugget_lm_<corpus>``
+(loglikelihood_rolling); any other name is a task the
 harness registers (its dataset comes from the hub: a user with network).
 
 Systems (``eval.harness.systems``), each `stages.nugget2d.harness.lm.Nugget2DHarnessLM` at the
@@ -53,6 +54,7 @@ from stages.nugget2d.harness.settings import ROLLING_SYSTEMS
 from stages.nugget2d.harness.tasks import (
     LocalTask,
     cloze_task,
+    qa_choice_task,
     qa_task,
     rolling_task,
     write_tasks,
@@ -93,6 +95,9 @@ def local_tasks(cfg: HarnessEval, records: LMRecords, decode: Any, seed: int) ->
         if name == "nugget_qa":
             qa = read_records(records.records("qa"), cfg.split, limit)
             out.append(qa_task(qa, stand_ins.get("qa", "build_lm's QA records")))
+        elif name == "nugget_qa_choice":
+            qa = read_records(records.records("qa"), cfg.split, limit)
+            out.append(qa_choice_task(qa, stand_ins.get("qa", "build_lm's QA records"), cfg.cloze_choices, seed))
         elif name == "nugget_cloze":
             texts = {r["document"]: r["id"] for task in ("qa", "summarization")
                      for r in read_records(records.records(task), cfg.split, 0)}

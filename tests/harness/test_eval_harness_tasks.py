@@ -7,7 +7,9 @@ import pytest
 import yaml
 
 from stages.nugget2d.harness.tasks import (
+    answer_choice_docs,
     cloze_task,
+    qa_choice_task,
     qa_task,
     read_docs,
     rolling_task,
@@ -18,21 +20,30 @@ from stages.nugget2d.harness.tasks import (
 RECORDS = [{"id": f"qa-{i}", "document": f"Doc {i} is about rivers. It flows north.", "answer": "rivers",
             "instruction": f"Fill in the blank: Doc {i} is about _____", "answers": ["rivers", "the rivers"]}
            for i in range(3)]
+ANSWERS = ["rivers", "mountains", "lakes", "rivers"]  # two records share an answer
+CHOICE_RECORDS = [{"id": f"qc-{i}", "document": f"Doc {i} is about {a}.", "answer": a,
+                   "instruction": f"Doc {i} is about _____"} for i, a in enumerate(ANSWERS)]
 DOCUMENTS = [(f"d{i}", f"First sentence of {i}. Second sentence of {i}. Third sentence of {i}. Fourth of {i}.")
              for i in range(5)]
 
 
 def _tasks():
-    return [qa_task(RECORDS, "cloze stand-in"), cloze_task(DOCUMENTS, choices=3, seed=0),
+    return [qa_task(RECORDS, "cloze stand-in"), qa_choice_task(CHOICE_RECORDS, "cloze stand-in", 3, seed=0),
+            cloze_task(DOCUMENTS, choices=3, seed=0),
             rolling_task("wiki", [("wiki-0", "A text to score."), ("wiki-1", "Another one.")], "offline Wikipedia")]
 
 
 def test_data_files_hold_the_documented_fields(tmp_path):
     written = write_tasks(tmp_path, _tasks())
-    assert set(written) == {"nugget_qa", "nugget_cloze", "nugget_lm_wiki"}
+    assert set(written) == {"nugget_qa", "nugget_qa_choice", "nugget_cloze", "nugget_lm_wiki"}
     qa = read_docs(tmp_path / "nugget_qa.jsonl")
     assert [set(d) for d in qa] == [{"id", "document", "question", "answer", "answers"}] * 3
     assert qa[0]["question"] == RECORDS[0]["instruction"] and qa[0]["answers"] == ["rivers", "the rivers"]
+    choice = read_docs(tmp_path / "nugget_qa_choice.jsonl")
+    assert [set(d) for d in choice] == [{"id", "document", "question", "choices", "label"}] * 4
+    for doc, answer in zip(choice, ANSWERS, strict=True):
+        # the answer among the next records' other answers, each once (rivers twice in the records)
+        assert doc["choices"][doc["label"]] == answer and sorted(doc["choices"]) == ["lakes", "mountains", "rivers"]
     cloze = read_docs(tmp_path / "nugget_cloze.jsonl")
     assert len(cloze) == 5 and all(set(d) == {"id", "context", "choices", "label"} for d in cloze)
     for doc, (_, text) in zip(cloze, DOCUMENTS, strict=True):
@@ -54,6 +65,10 @@ def test_cloze_is_seeded_and_needs_enough_documents():
     assert cloze_task(DOCUMENTS, 3, seed=1).docs != cloze_task(DOCUMENTS, 3, seed=2).docs
     with pytest.raises(ValueError, match="nugget_cloze: 2 documents of 2\\+ sentences, fewer than choices=3"):
         cloze_task([*DOCUMENTS[:2], ("one", "A single sentence.")], 3, seed=0)
+    items = [(r["id"], r["document"], r["instruction"], r["answer"]) for r in CHOICE_RECORDS]
+    assert answer_choice_docs(items, 3, seed=1) == answer_choice_docs(items, 3, seed=1)
+    with pytest.raises(ValueError, match="multiple-choice QA: 3 distinct answers, fewer than choices=4"):
+        answer_choice_docs(items, 4, seed=0)
 
 
 def test_each_yaml_loads_in_the_harness_and_builds_its_requests(tmp_path):
@@ -66,12 +81,16 @@ def test_each_yaml_loads_in_the_harness_and_builds_its_requests(tmp_path):
     manager = TaskManager(include_path=str(tmp_path / "run"), include_defaults=False)
     loaded = get_task_dict([t.name for t in tasks], manager)
     kinds = {name: task.OUTPUT_TYPE for name, task in loaded.items()}
-    assert kinds == {"nugget_qa": "generate_until", "nugget_cloze": "multiple_choice",
+    assert kinds == {"nugget_qa": "generate_until", "nugget_qa_choice": "multiple_choice", "nugget_cloze": "multiple_choice",
                      "nugget_lm_wiki": "loglikelihood_rolling"}
     qa = loaded["nugget_qa"]
     doc = next(iter(qa.test_docs()))
     assert qa.doc_to_text(doc) == f"{RECORDS[0]['document']}\n\nQuestion: {RECORDS[0]['instruction']}\nAnswer:"
     assert qa.doc_to_target(doc) == "rivers"
+    choice = loaded["nugget_qa_choice"]
+    first = next(iter(choice.test_docs()))
+    assert choice.doc_to_text(first).startswith("Doc 0 is about rivers.\n\nQuestion: Doc 0 is about _____")
+    assert choice.doc_to_choice(first)[choice.doc_to_target(first)] == "rivers"
     cloze = loaded["nugget_cloze"]
     first = next(iter(cloze.test_docs()))
     assert cloze.doc_to_choice(first) == first["choices"] and cloze.doc_to_target(first) == first["label"]
@@ -87,7 +106,7 @@ def test_request_types_of_local_tasks_and_an_unknown_name(tmp_path):
     write_yamls(tmp_path / "run", tasks, tmp_path / "tasks")
     manager = task_manager(tmp_path / "run", [t.name for t in tasks], [t.name for t in tasks])  # local only: fast
     assert request_types([t.name for t in tasks], manager) == {
-        "nugget_qa": {"generate_until"}, "nugget_cloze": {"multiple_choice"},
+        "nugget_qa": {"generate_until"}, "nugget_qa_choice": {"multiple_choice"}, "nugget_cloze": {"multiple_choice"},
         "nugget_lm_wiki": {"loglikelihood_rolling"}}
     with pytest.raises(ValueError, match=r"eval.harness.tasks: \['no_such_task'\] are neither local tasks"):
         request_types(["nugget_qa", "no_such_task"], manager)

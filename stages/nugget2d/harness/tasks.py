@@ -4,7 +4,10 @@ local JSON-lines files, so the harness runs them with no network (``dataset_path
 
 - ``nugget_qa`` (``generate_until``): the QA records' document and question -> the answer;
   ``exact_match`` after lower-casing and dropping punctuation (the harness's own metric).
-- ``nugget_cloze`` (``multiple_choice``, scored by ``loglikelihood``): a document's first
+- ``nugget_qa_choice`` (``multiple_choice``, scored by ``loglikelihood``): the same QA records,
+  the answer among the answers of other records (`answer_choice_docs`); the answer is in the
+  document, so a system that loses the document loses accuracy; ``acc`` and ``acc_norm``;
+- ``nugget_cloze`` (``multiple_choice``): a document's first
   sentences, then its true next sentence among ``choices - 1`` sentences of other documents;
   ``acc`` and ``acc_norm`` (log-likelihood per byte).
 - ``nugget_lm_wiki`` / ``nugget_lm_pile`` (``loglikelihood_rolling``): the text of build_lm's
@@ -62,6 +65,40 @@ def qa_task(records: Sequence[Mapping[str, Any]], stand_in: str) -> LocalTask:
             "metric_list": [{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True,
                              "ignore_case": True, "ignore_punctuation": True}]}
     return LocalTask("nugget_qa", "generate_until", f"SQuAD-style QA: {stand_in}", docs, spec)
+
+
+def answer_choice_docs(items: Sequence[tuple[str, str, str, str]], choices: int, seed: int) -> list[dict[str, Any]]:
+    """Multiple-choice QA documents from ``(id, document, question, answer)`` items: each answer
+    among the answers of the next ``choices - 1`` items that have another one (in item order,
+    wrapping round), in an order drawn by one ``random.Random(seed)`` along the items."""
+    distinct = {answer for *_, answer in items}
+    if len(distinct) < choices:
+        raise ValueError(f"multiple-choice QA: {len(distinct)} distinct answers, fewer than choices={choices}")
+    rng = random.Random(seed)
+    docs = []
+    for i, (doc_id, document, question, answer) in enumerate(items):
+        others: list[str] = []
+        for step in range(1, len(items)):
+            other = items[(i + step) % len(items)][3]
+            if other != answer and other not in others:
+                others.append(other)
+            if len(others) == choices - 1:
+                break
+        options = [answer, *others]
+        rng.shuffle(options)
+        docs.append({"id": doc_id, "document": document, "question": question, "choices": options,
+                     "label": options.index(answer)})
+    return docs
+
+
+def qa_choice_task(records: Sequence[Mapping[str, Any]], stand_in: str, choices: int, seed: int) -> LocalTask:
+    """``nugget_qa_choice`` from build_lm's QA records (as `qa_task`), `answer_choice_docs`."""
+    items = [(str(r["id"]), r["document"], r["instruction"], r["answer"].strip()) for r in records]
+    spec = {"doc_to_text": QA_PROMPT, "doc_to_choice": "{{choices}}", "doc_to_target": "{{label}}",
+            "target_delimiter": " ",
+            "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in ("acc", "acc_norm")]}
+    return LocalTask("nugget_qa_choice", "multiple_choice", f"SQuAD-style QA as multiple choice (the answer among "
+                     f"other questions' answers): {stand_in}", answer_choice_docs(items, choices, seed), spec)
 
 
 def cloze_task(documents: Sequence[tuple[str, str]], choices: int, seed: int, limit: int = 0) -> LocalTask:
