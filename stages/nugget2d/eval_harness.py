@@ -95,9 +95,10 @@ def local_tasks(cfg: HarnessEval, records: LMRecords, decode: Any, seed: int) ->
         if name == "nugget_qa":
             qa = read_records(records.records("qa"), cfg.split, limit)
             out.append(qa_task(qa, stand_ins.get("qa", "build_lm's QA records")))
-        elif name == "nugget_qa_choice":
-            qa = read_records(records.records("qa"), cfg.split, limit)
-            out.append(qa_choice_task(qa, stand_ins.get("qa", "build_lm's QA records"), cfg.cloze_choices, seed))
+        elif name == "nugget_qa_choice":  # the wrong answers come from every record of the split
+            qa = read_records(records.records("qa"), cfg.split, 0)
+            out.append(qa_choice_task(qa, stand_ins.get("qa", "build_lm's QA records"), cfg.cloze_choices, seed,
+                                      limit))
         elif name == "nugget_cloze":
             texts = {r["document"]: r["id"] for task in ("qa", "summarization")
                      for r in read_records(records.records(task), cfg.split, 0)}

@@ -67,6 +67,9 @@ def test_cloze_is_seeded_and_needs_enough_documents():
         cloze_task([*DOCUMENTS[:2], ("one", "A single sentence.")], 3, seed=0)
     items = [(r["id"], r["document"], r["instruction"], r["answer"]) for r in CHOICE_RECORDS]
     assert answer_choice_docs(items, 3, seed=1) == answer_choice_docs(items, 3, seed=1)
+    # a limit keeps the first documents as they are unlimited: their wrong answers from every item
+    assert len(answer_choice_docs(items, 3, seed=1, limit=1)) == 1  # one document, 3 answers to choose from
+    assert answer_choice_docs(items, 3, seed=1, limit=2) == answer_choice_docs(items, 3, seed=1)[:2]
     with pytest.raises(ValueError, match="multiple-choice QA: 3 distinct answers, fewer than choices=4"):
         answer_choice_docs(items, 4, seed=0)
 

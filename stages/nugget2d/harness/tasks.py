@@ -67,16 +67,18 @@ def qa_task(records: Sequence[Mapping[str, Any]], stand_in: str) -> LocalTask:
     return LocalTask("nugget_qa", "generate_until", f"SQuAD-style QA: {stand_in}", docs, spec)
 
 
-def answer_choice_docs(items: Sequence[tuple[str, str, str, str]], choices: int, seed: int) -> list[dict[str, Any]]:
+def answer_choice_docs(items: Sequence[tuple[str, str, str, str]], choices: int, seed: int,
+                       limit: int = 0) -> list[dict[str, Any]]:
     """Multiple-choice QA documents from ``(id, document, question, answer)`` items: each answer
     among the answers of the next ``choices - 1`` items that have another one (in item order,
-    wrapping round), in an order drawn by one ``random.Random(seed)`` along the items."""
+    wrapping round over every item), in an order drawn by one ``random.Random(seed)`` along the
+    items; the first ``limit`` documents (0: all), which are the first of the unlimited list."""
     distinct = {answer for *_, answer in items}
     if len(distinct) < choices:
         raise ValueError(f"multiple-choice QA: {len(distinct)} distinct answers, fewer than choices={choices}")
     rng = random.Random(seed)
     docs = []
-    for i, (doc_id, document, question, answer) in enumerate(items):
+    for i, (doc_id, document, question, answer) in enumerate(items[:limit] if limit else items):
         others: list[str] = []
         for step in range(1, len(items)):
             other = items[(i + step) % len(items)][3]
@@ -91,14 +93,16 @@ def answer_choice_docs(items: Sequence[tuple[str, str, str, str]], choices: int,
     return docs
 
 
-def qa_choice_task(records: Sequence[Mapping[str, Any]], stand_in: str, choices: int, seed: int) -> LocalTask:
-    """``nugget_qa_choice`` from build_lm's QA records (as `qa_task`), `answer_choice_docs`."""
+def qa_choice_task(records: Sequence[Mapping[str, Any]], stand_in: str, choices: int, seed: int,
+                   limit: int = 0) -> LocalTask:
+    """``nugget_qa_choice`` from build_lm's QA records (as `qa_task`), `answer_choice_docs`: the
+    first ``limit`` records (0: all), their wrong choices from every record."""
     items = [(str(r["id"]), r["document"], r["instruction"], r["answer"].strip()) for r in records]
     spec = {"doc_to_text": QA_PROMPT, "doc_to_choice": "{{choices}}", "doc_to_target": "{{label}}",
             "target_delimiter": " ",
             "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in ("acc", "acc_norm")]}
     return LocalTask("nugget_qa_choice", "multiple_choice", f"SQuAD-style QA as multiple choice (the answer among "
-                     f"other questions' answers): {stand_in}", answer_choice_docs(items, choices, seed), spec)
+                     f"other questions' answers): {stand_in}", answer_choice_docs(items, choices, seed, limit), spec)
 
 
 def cloze_task(documents: Sequence[tuple[str, str]], choices: int, seed: int, limit: int = 0) -> LocalTask:
