@@ -27,6 +27,7 @@ MLflow metrics ``<task> <system>/<metric>_stderr``.
 
 from __future__ import annotations
 
+import functools
 import json
 import tempfile
 from dataclasses import dataclass, replace
@@ -90,18 +91,18 @@ def local_tasks(cfg: HarnessEval, records: LMRecords, decode: Any, seed: int) ->
     most ``cfg.limit`` documents); ``decode`` turns LM segment ids into text."""
     stand_ins = records.stand_ins()
     limit = cfg.limit
+    # every record of the split, each file read once (three tasks read the QA records)
+    split_records = functools.cache(lambda task: read_records(records.records(task), cfg.split, 0))
     out = []
     for name in (n for n in cfg.tasks if n in LOCAL_HARNESS_TASKS):
         if name == "nugget_qa":
-            qa = read_records(records.records("qa"), cfg.split, limit)
-            out.append(qa_task(qa, stand_ins.get("qa", "build_lm's QA records")))
+            qa = split_records("qa")
+            out.append(qa_task(qa[:limit] if limit else qa, stand_ins.get("qa", "build_lm's QA records")))
         elif name == "nugget_qa_choice":  # the wrong answers come from every record of the split
-            qa = read_records(records.records("qa"), cfg.split, 0)
-            out.append(qa_choice_task(qa, stand_ins.get("qa", "build_lm's QA records"), cfg.cloze_choices, seed,
-                                      limit))
+            out.append(qa_choice_task(split_records("qa"), stand_ins.get("qa", "build_lm's QA records"),
+                                      cfg.cloze_choices, seed, limit))
         elif name == "nugget_cloze":
-            texts = {r["document"]: r["id"] for task in ("qa", "summarization")
-                     for r in read_records(records.records(task), cfg.split, 0)}
+            texts = {r["document"]: r["id"] for task in ("qa", "summarization") for r in split_records(task)}
             documents = [(i, t) for t, i in texts.items()]
             out.append(cloze_task(documents, cfg.cloze_choices, seed, limit))
         else:
