@@ -29,7 +29,9 @@ from typing import Any, ClassVar
 
 from stages.artifacts.base import Source, Stored, field, locate, write_json
 from stages.common.degenerate import LABEL
+from stages.common.floors import Floor
 from stages.common.render import csv_text, html_table, markdown
+from stages.common.resampling import UnitSample
 
 NOT_RUN = "not run in this profile"  # a measured cell no stage of this run filled
 
@@ -61,6 +63,12 @@ class TableRow:
     # a proportion's Wilson interval, a corpus BLEU's or a perplexity's bootstrap one; shown instead of 1.96 stderr
     interval: dict[str, tuple[float, float]] = dc_field(default_factory=dict)
     flag: str = ""  # why the system is uninformative (`stages.common.degenerate`); "" = it is not
+    # per metric, the per-unit sufficient statistics behind it (`stages.common.resampling`): what the report
+    # resamples for the metric's interval and for a paired comparison with another system on the same units
+    units: dict[str, UnitSample] = dc_field(default_factory=dict)
+    # why the system is below every competence floor whatever its numbers: it ignores its input
+    # (`stages.artifacts.trainer_state.InputUse`); "" = it uses it, or it has none / it was not measured
+    ignores_input: str = ""
 
 
 def _intervals(where: Any, f: str, r: dict[str, Any]) -> dict[str, tuple[float, float]]:
@@ -70,6 +78,28 @@ def _intervals(where: Any, f: str, r: dict[str, Any]) -> dict[str, tuple[float, 
         if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, int | float) for x in v)):
             raise where.error(f, f"is malformed: interval {k!r} of system {r.get('system')!r} is {v!r}", "rows")
     return {k: (float(v[0]), float(v[1])) for k, v in raw.items()}
+
+
+def _units(where: Any, f: str, r: dict[str, Any]) -> dict[str, UnitSample]:
+    """A row's ``units`` ({metric: `UnitSample`}) checked."""
+    out = {}
+    for k, v in field(where, f, r, "units", dict, default={}).items():
+        try:
+            out[k] = UnitSample.from_json(v)
+        except (ValueError, TypeError) as e:
+            raise where.error(f, f"is malformed: units {k!r} of system {r.get('system')!r}: {e}", "rows") from e
+    return out
+
+
+def _floors(where: Any, f: str, raw: dict[str, Any]) -> dict[str, Floor]:
+    """A table's ``floors`` ({metric: `Floor`}) checked."""
+    out = {}
+    for k, v in field(where, f, raw, "floors", dict, default={}).items():
+        try:
+            out[k] = Floor.from_json(v)
+        except (ValueError, TypeError) as e:
+            raise where.error(f, f"is malformed: floor {k!r}: {e}", "floors") from e
+    return out
 
 
 def _finite(value: Any) -> Any:
@@ -88,6 +118,9 @@ class EvalTable:
     rows: list[TableRow]
     notes: list[str] = dc_field(default_factory=list)
     stand_in: str = ""  # the data standing in for the paper's ("" = the paper's own), shown in the report
+    # per metric, its competence floor on this table's examples (`stages.common.floors`): what a trivial
+    # reference reaches; a system not beyond it does not do the task
+    floors: dict[str, Floor] = dc_field(default_factory=dict)
 
     # -- rendering -----------------------------------------------------------------
     def _cell(self, row: TableRow, col: Column) -> str:
@@ -117,8 +150,14 @@ class EvalTable:
             legend.append("x ± y: mean ± its standard error over the row's n examples.")
         if any(r.interval for r in self.rows):
             legend.append("x [a, b]: the value and its 95% interval: Wilson's for a proportion of the row's n "
-                          "examples, a bootstrap percentile interval over documents / segments for a corpus BLEU or "
-                          "a perplexity.")
+                          "independent examples, else the percentile bootstrap over the independent units named "
+                          "below (none from fewer than 15 units).")
+        resampled = {(k, u.unit) for r in self.rows for k, u in r.units.items()}
+        if resampled:
+            legend.append("resampling unit: " + "; ".join(f"{k}: {unit}s" for k, unit in sorted(resampled)) + ".")
+        legend += [f"competence floor of {k}: {f.describe()}; a system not beyond it does not do the task."
+                   for k, f in self.floors.items()]
+        legend += [f"{r.system} ignores its input: {r.ignores_input}." for r in self.rows if r.ignores_input]
         return legend + list(self.notes)
 
     def to_markdown(self, heading: bool = True) -> str:
@@ -170,10 +209,12 @@ class EvalTable:
             "rows": [{"system": r.system, "paper_row": r.paper_row, "n": r.n,
                       "metrics": {k: _finite(v) for k, v in r.metrics.items()},
                       "stderr": {k: _finite(v) for k, v in r.stderr.items()}, "note": r.note,
-                      "interval": {k: list(v) for k, v in r.interval.items()}, "flag": r.flag}
+                      "interval": {k: list(v) for k, v in r.interval.items()}, "flag": r.flag,
+                      "units": {k: u.to_json() for k, u in r.units.items()}, "ignores_input": r.ignores_input}
                      for r in self.rows],
             "notes": list(self.notes),
             "stand_in": self.stand_in,
+            "floors": {k: f.to_json() for k, f in self.floors.items()},
         })
         return [out / name for name in self.FILES]
 
@@ -201,9 +242,11 @@ class EvalTable:
                 paper_row=field(where, f, r, "paper_row", str, default=""),
                 interval=_intervals(where, f, r),
                 flag=field(where, f, r, "flag", str, default=""),
+                units=_units(where, f, r),
+                ignores_input=field(where, f, r, "ignores_input", str, default=""),
             ))
         return cls(field(where, f, raw, "title", str), columns, rows, field(where, f, raw, "notes", list, default=[]),
-                   field(where, f, raw, "stand_in", str, default=""))
+                   field(where, f, raw, "stand_in", str, default=""), _floors(where, f, raw))
 
     def row(self, system: str) -> TableRow:
         for r in self.rows:

@@ -22,6 +22,37 @@ from stages.artifacts.base import Location, field
 from stages.common.progress import dev_loss_rose
 
 TRAINER_STATE = "trainer_state.json"  # the loop's trainer state, beside each trained model
+# a model uses its compressed input when another example's input raises its dev loss by more than this
+# (nats per target token, the lower end of the paired 95% interval): 0.01 nats is a 1% rise in perplexity
+INPUT_USE_MARGIN = 0.01
+
+
+@dataclass(frozen=True)
+class InputUse:
+    """Whether a model reads its compressed input (nuggets, a memory, an embedding): its dev loss
+    with each example's own input (``own``) and with another dev example's (``other``), nats per
+    target token over the same targets, and the paired 95% bootstrap interval of ``other - own``
+    over the ``n`` dev examples (`stages.common.resampling`). A model whose loss does not rise when
+    it reads another example's input ignores its input: nothing it outputs depends on it."""
+
+    own: float
+    other: float
+    low: float
+    high: float
+    n: int
+
+    @property
+    def ignores(self) -> bool:
+        """The rise's interval does not clear `INPUT_USE_MARGIN`."""
+        return self.low <= INPUT_USE_MARGIN
+
+    def reason(self) -> str:
+        """Why the model is below every floor ("" where it uses its input)."""
+        if not self.ignores:
+            return ""
+        return (f"ignores its input: dev loss {self.own:.3f} with its own example's input, {self.other:.3f} with "
+                f"another's (rise {self.other - self.own:+.3f} [{self.low:+.3f}, {self.high:+.3f}] nats per token, "
+                f"paired over {self.n} dev examples; needs > {INPUT_USE_MARGIN:g})")
 
 
 @dataclass(frozen=True)
@@ -37,6 +68,9 @@ class TrainingSummary:
     # the dev loss at each evaluation after step 0 (the trainer state's ``dev_losses``; empty where the
     # record has none, e.g. a sweep trial's): the report's training curves
     dev_losses: tuple[float, ...] = ()
+    # the exported weights' use of their compressed input (the trainer state's ``input_use``: own, other, low,
+    # high, n); None where the task has no compressed input or the dev split too few examples to tell
+    input_use: InputUse | None = None
 
     @property
     def got_worse(self) -> bool:

@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 from stages.artifacts.base import Location
 from stages.artifacts.evaluate import NOT_RUN, EvalTable, StoredEvalTable, TableRow
 from stages.common.degenerate import LABEL
+from stages.common.floors import Floor
 from stages.common.intervals import Z95, share_interval
+from stages.common.resampling import UnitSample
 from stages.common.tokens import display_token
 from stages.nugget.artifacts.results import NuggetAnalysis, ReconstructionResults
 from stages.report.published import PUBLISHED, SOURCES, published
@@ -73,6 +75,25 @@ class MeasuredValue:
     budget: str = ""
     bounds: tuple[float, float] | None = None  # an asymmetric 95% interval (a proportion's Wilson interval)
     flag: str = ""  # why the system is uninformative (`stages.common.degenerate`); "" = it is not
+    # the per-unit statistics behind the value (`stages.common.resampling`): a finding's paired difference
+    units: UnitSample | None = None
+    floor: Floor | None = None  # the metric's competence floor on the same examples (`stages.common.floors`)
+    ignores_input: str = ""  # why the system ignores its input ("" = it does not, or it has none)
+
+    @property
+    def below_floor(self) -> str:
+        """Why the system does not do the task ("" = it does, or no floor is known): it ignores its
+        input, or its value is not beyond the floor."""
+        if self.ignores_input:
+            return self.ignores_input
+        if self.floor is not None and not self.floor.reached_by(self.value):
+            return f"{self.value:.4g} not beyond the floor {self.floor.describe()}"
+        return ""
+
+    @property
+    def unit(self) -> str:
+        """What the value's interval resamples ("" where it is none, or a Wilson interval over examples)."""
+        return self.units.unit if self.units is not None else ""
 
     @property
     def low(self) -> float | None:
@@ -132,35 +153,54 @@ class ReportTable:
     def add(self, label: str, measured: dict[str, Any], row_id: str | None = None,
             n: dict[str, int | None] | int | None = None, se: dict[str, float] | None = None,
             budget: str = "", bounds: dict[str, tuple[float, float] | None] | None = None, flag: str = "",
-            also: tuple[str, ...] = ()) -> None:
+            also: tuple[str, ...] = (), units: dict[str, UnitSample] | None = None,
+            floors: dict[str, Floor] | None = None, ignores_input: str = "") -> None:
         """A row: ``measured`` per column (None: not run), ``n`` (per column, or one for
         the row) the examples / tasks / tokens behind each number, ``se`` standard errors
         (shown as the 95% interval, 1.96 se), ``bounds`` asymmetric 95% intervals (a proportion's
         Wilson interval, a corpus BLEU's or a perplexity's bootstrap one; they take the place of ``se``),
         ``budget`` the training budget of the system (`MeasuredValue.budget`), ``flag`` why the system is
         uninformative ("": it is not; shown beside its numbers and in the table's notes), ``also`` further
-        ids the findings address the row by (`aliases`)."""
+        ids the findings address the row by (`aliases`), ``units`` per column the per-unit statistics behind
+        the value (what a finding's paired comparison resamples), ``floors`` per column the competence floor
+        on the same examples, ``ignores_input`` why the system ignores its input ("" = it does not)."""
         pub = {c: published(self.paper_table, row_id, c) if row_id else None for c in self.columns}
         ns = n if isinstance(n, dict) else dict.fromkeys(self.columns, n)
-        se, bounds = se or {}, bounds or {}
+        se, bounds, units, floors = se or {}, bounds or {}, units or {}, floors or {}
         cells: dict[str, Any] = {}
         for c in self.columns:
             value = measured.get(c)
             half = Z95 * se[c] if se.get(c) is not None and bounds.get(c) is None else None
             if isinstance(value, int | float) and not isinstance(value, bool):
-                number = MeasuredValue(label, float(value), ns.get(c), half, c, budget, bounds.get(c), flag)
+                number = MeasuredValue(label, float(value), ns.get(c), half, c, budget, bounds.get(c), flag,
+                                       units.get(c), floors.get(c), ignores_input)
                 self.numbers.append((row_id, c, number))
                 self.aliases += [(alias, c, number) for alias in also]
             cells[c] = NOT_RUN if value is None else measured_cell(value, ns.get(c), half, bounds.get(c), flag)
         self.rows.append((label, cells, {c: NOT_IN_PAPER if pub[c] is None else pub[c] for c in self.columns}))
 
     def notes(self) -> list[str]:
-        """The table's notes: per reason a system was flagged uninformative, the rows it flags."""
+        """The table's notes: per reason a system was flagged uninformative, the rows it flags; per
+        column, what its intervals resample and its competence floor; the systems that ignore their input."""
         rows: dict[str, dict[str, None]] = {}
-        for _, _, v in self.numbers:
+        units: dict[str, dict[str, None]] = {}
+        floors: dict[str, dict[str, None]] = {}
+        ignoring: dict[str, str] = {}
+        for _, c, v in self.numbers:
             if v.flag:
                 rows.setdefault(v.flag, {})[v.label] = None
-        return [f"{FLAG_MARK} {', '.join(labels)}: {reason}" for reason, labels in rows.items()]
+            if v.unit:
+                units.setdefault(c, {})[v.unit] = None
+            if v.floor is not None:
+                floors.setdefault(c, {})[v.floor.describe()] = None
+            if v.ignores_input:
+                ignoring[v.label] = v.ignores_input
+        return ([f"{FLAG_MARK} {', '.join(labels)}: {reason}" for reason, labels in rows.items()]
+                + [f"{c}: intervals and comparisons resample {' / '.join(u + 's' for u in kinds)}"
+                   for c, kinds in units.items()]
+                + [f"{c}: competence floor {'; '.join(f)}: a system not beyond it does not do the task"
+                   for c, f in floors.items()]
+                + [f"{label} {reason}: below every floor" for label, reason in ignoring.items()])
 
     def headers(self) -> list[str]:
         return ["system"] + [f"{c} {kind}" for c in self.columns for kind in ("measured", "published")]
@@ -319,19 +359,23 @@ def metric_n(row: TableRow, key: str) -> int | None:
 
 
 def add_eval_row(t: ReportTable, label: str, row: TableRow, columns: dict[str, str], row_id: str | None,
-                 unmeasurable: dict[str, str] | None = None) -> None:
+                 unmeasurable: dict[str, str] | None = None, floors: dict[str, Floor] | None = None) -> None:
     """``row`` of an evaluation's `EvalTable` as a row of ``t``: ``columns`` maps each report
     column to the evaluation's metric key; a row with no number and a note says why it did not
     run in every cell; ``unmeasurable`` (column -> why) are cells this setup cannot measure,
     shown as such whatever the row holds; a metric "n_<key>" is the n of <key> where it
-    differs from the row's."""
+    differs from the row's; ``floors`` the evaluation's competence floors by metric key
+    (`EvalTable.floors`)."""
     measured: dict[str, Any] = {c: row.metrics.get(key) for c, key in columns.items()}
     if all(v is None for v in measured.values()) and row.note:
         measured = dict.fromkeys(columns, row.note if row.note.startswith(NOT_RUN) else f"not run: {row.note}")
     measured |= unmeasurable or {}
     t.add(label, measured, row_id, n={c: metric_n(row, key) for c, key in columns.items()},
           se={c: row.stderr[key] for c, key in columns.items() if key in row.stderr},
-          bounds={c: row.interval[key] for c, key in columns.items() if key in row.interval}, flag=row.flag)
+          bounds={c: row.interval[key] for c, key in columns.items() if key in row.interval}, flag=row.flag,
+          units={c: row.units[key] for c, key in columns.items() if key in row.units},
+          floors={c: (floors or {})[key] for c, key in columns.items() if key in (floors or {})},
+          ignores_input=row.ignores_input)
 
 
 def eval_table(table_id: str, title: str, stored: StoredEvalTable | None, columns: dict[str, str],
@@ -361,7 +405,7 @@ def eval_table(table_id: str, title: str, stored: StoredEvalTable | None, column
             budget = budget_of(row.paper_row) if budget_of else None
             measured_at |= {budget} if budget else set()
             label = row.system if row_id or not budget else f"{row.system} (the paper has no row at {budget})"
-            add_eval_row(t, label, row, columns, row_id)
+            add_eval_row(t, label, row, columns, row_id, floors=table.floors)
     published_at = {b for r in PUBLISHED[table_id] if budget_of and (b := budget_of(r))}
     if budget_of:
         shared = sorted(measured_at & published_at, key=_natural)
