@@ -139,9 +139,10 @@ class Difference:
     n: int  # units behind it: the shared units (paired), else the smaller sample's
     unit: str
     paired: bool
+    method: str = ""  # how the interval was computed, where not by `difference`'s bootstrap
 
     def describe(self, fmt: str = "{:+.2f}") -> str:
-        how = "paired bootstrap" if self.paired else "independent bootstrap"
+        how = self.method or ("paired bootstrap" if self.paired else "independent bootstrap")
         return (f"difference {fmt.format(self.value)} [{fmt.format(self.low)}, {fmt.format(self.high)}] "
                 f"({how} over {self.n} {self.unit}s)")
 

@@ -1,184 +1,55 @@
-"""The papers' findings, checked against this run's numbers: shown / not shown / not measurable.
+"""The papers' findings this run checks, each written as a test on the report's cells.
 
-Each finding is a claim the papers make about their tables, written as a comparison
-between two measured cells of a report table (`Comparison`: "Nugget2D's perplexity is
-lower than Compressive's at the same budget"), as a level one cell reaches (`Level`:
-"Nugget AE reconstructs at BLEU > 99 from r = 0.1", the paper's own bound), or as a cell that
-does not fall below another (`NoLoss`: "restoration training does not sacrifice downstream
-accuracy", RE appendix E). Cells are addressed
-by the published row they reproduce (``row_id``, `stages.report.published`) and a column, so a
-verdict always stands on the same cells as the tables above it; a claim on no published cell
-addresses rows by another id their table gives them (`ReportTable.aliases`: fig. 4's AE models at
-the lowest and the highest ratio of a training budget). Where a published row has
-several measured systems (e.g. the sweep's model and train_baselines' ``nugget_mt``), a
-comparison takes the first pair, in table order, of systems trained with the same budget
-(`MeasuredValue.budget`, `stages.report.budgets`). The verdict is computed, never written by
-hand:
-
-- ``not measurable``: a cell the finding needs was not measured in this run, or its two cells
-  were measured only on systems of different training budgets;
-- ``shown``: the measured numbers point the way the paper's do and their 95% intervals
-  do not overlap (a `Level`: every value reaches the level);
-- ``not shown``: they point the other way, the difference is within the intervals, or a
-  cell has no interval: a point estimate cannot tell a difference from noise, so the
-  report does not claim it (the evidence says when the direction matched);
-- for a `NoLoss`: ``shown`` when the cell's 95% interval reaches the reference's (no loss beyond
-  the intervals: at a small n a weak claim, which the evidence's intervals show), ``not shown``
-  when it lies wholly below it or a cell has no interval;
-- ``not shown (degenerate model)``: a cell it stands on was measured on a system its
-  evaluation flagged uninformative (`stages.common.degenerate`: constant outputs, repetition
-  loops or empty generations, perplexity above a unigram model, 0 of n beside a baseline at
-  0), whatever the numbers: they measure no method. The evidence names the flag.
-
-A proportion's interval is Wilson's (`stages.common.intervals`), so an extreme (0 of n, n
-of n) never has a zero-width interval that makes a difference look certain; a corpus BLEU's and a
-perplexity's is the 95% bootstrap interval over the documents / segments they pool (none from one).
+Each finding is a claim the papers make about their tables (`stages.report.verdicts` has the
+three kinds of test and the rules of every verdict): a `Comparison` of two measured cells
+("Nugget2D's perplexity is lower than Compressive's at the same budget"), a `Level` one cell
+reaches ("Nugget AE reconstructs at BLEU > 99 from r = 0.1", the paper's own bound), or a
+`NoLoss` (non-inferiority with a stated margin: "restoration training does not sacrifice
+downstream accuracy", RE appendix E). Cells are addressed by the published row they reproduce
+(``row_id``, `stages.report.published`) and a column, so a verdict always stands on the same
+cells as the tables above it; a claim on no published cell addresses rows by another id their
+table gives them (`ReportTable.aliases`: fig. 4's AE models at the lowest and the highest ratio
+of a training budget). Where a published row has several measured systems (e.g. the sweep's
+model and train_baselines' ``nugget_mt``), a comparison takes the first pair, in table order, of
+systems trained with the same budget (`MeasuredValue.budget`, `stages.report.budgets`). The
+verdict is computed, never written by hand.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from stages.common.degenerate import LABEL
 from stages.report.published import RE_TASKS
 from stages.report.re_tables import TABLE9, TABLE10, restoration_table_id
-from stages.report.tables import HIGHEST_RATIO_AE, LOWEST_RATIO_AE, MeasuredValue, ReportTable
+from stages.report.tables import HIGHEST_RATIO_AE, LOWEST_RATIO_AE, ReportTable
+from stages.report.verdicts import (
+    DEGENERATE,
+    NO_TASK,
+    NOT_MEASURABLE,
+    NOT_SHOWN,
+    RULES,
+    SHOWN,
+    TOO_FEW,
+    VERDICTS,
+    Cell,
+    Comparison,
+    Finding,
+    Level,
+    NoLoss,
+    Verdict,
+    counts,
+)
 
-SHOWN, NOT_SHOWN, NOT_MEASURABLE = "shown", "not shown", "not measurable"
-DEGENERATE = "not shown (degenerate model)"
+__all__ = ["DEGENERATE", "FINDINGS", "NO_TASK", "NOT_MEASURABLE", "NOT_SHOWN", "RE_FINDINGS", "RULES", "SHOWN",
+           "TOO_FEW", "VERDICTS", "Cell", "Comparison", "Finding", "Level", "NoLoss", "Verdict", "counts", "judge"]
 
-
-@dataclass(frozen=True)
-class Cell:
-    """One measured cell: table id, published row id, column."""
-
-    table: str
-    row: str
-    column: str
-
-    def find(self, tables: dict[str, ReportTable]) -> list[MeasuredValue]:
-        table = tables.get(self.table)
-        return table.values(self.row, self.column) if table else []
-
-
-@dataclass(frozen=True)
-class Verdict:
-    finding: str  # id
-    claim: str
-    source: str
-    verdict: str  # SHOWN / NOT_SHOWN / NOT_MEASURABLE
-    evidence: str
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """``lower`` is expected below ``higher`` (the paper's direction)."""
-
-    id: str
-    claim: str
-    source: str
-    lower: Cell
-    higher: Cell
-
-    @property
-    def cells(self) -> tuple[Cell, ...]:
-        """The cells the finding stands on."""
-        return self.lower, self.higher
-
-    def judge(self, tables: dict[str, ReportTable]) -> Verdict:
-        low, high = self.lower.find(tables), self.higher.find(tables)
-        if not low or not high:
-            missing = [c for c, v in ((self.lower, low), (self.higher, high)) if not v]
-            return Verdict(self.id, self.claim, self.source, NOT_MEASURABLE,
-                           "absent from this run: " + "; ".join(f"{c.table} {c.row} {c.column}" for c in missing))
-        pairs = [(a, b) for a in low for b in high if a.budget == b.budget]
-        if not pairs:
-            budgets = "; ".join(f"{v.label}: {v.budget or 'not trained here'}" for v in (*low, *high))
-            return Verdict(self.id, self.claim, self.source, NOT_MEASURABLE,
-                           f"no pair of systems trained with the same budget ({budgets})")
-        a, b = pairs[0]  # the first same-budget pair the table lists for the two published rows
-        both = a.label == b.label  # two columns of one row: the columns tell the sides apart
-        evidence = f"{a.describe(both)} vs {b.describe(both)}"
-        if a.flag or b.flag:
-            return Verdict(self.id, self.claim, self.source, DEGENERATE, evidence + _flags(a, b))
-        if a.value >= b.value:
-            return Verdict(self.id, self.claim, self.source, NOT_SHOWN, evidence)
-        if a.high is None or b.low is None:
-            return Verdict(self.id, self.claim, self.source, NOT_SHOWN,
-                           evidence + " (the paper's direction, but without an interval: not told from noise)")
-        if a.high >= b.low:
-            return Verdict(self.id, self.claim, self.source, NOT_SHOWN, evidence + " (difference within the 95% intervals)")
-        return Verdict(self.id, self.claim, self.source, SHOWN, evidence)
-
-
-@dataclass(frozen=True)
-class Level:
-    """Every measured value of ``cell`` is at least ``at_least`` (``strict``: above it)."""
-
-    id: str
-    claim: str
-    source: str
-    cell: Cell
-    at_least: float
-    strict: bool = False
-
-    @property
-    def cells(self) -> tuple[Cell, ...]:
-        return (self.cell,)
-
-    def judge(self, tables: dict[str, ReportTable]) -> Verdict:
-        values = self.cell.find(tables)
-        if not values:
-            return Verdict(self.id, self.claim, self.source, NOT_MEASURABLE,
-                           f"absent from this run: {self.cell.table} {self.cell.row} {self.cell.column}")
-        lowest = min(values, key=lambda v: v.value)
-        reached = lowest.value > self.at_least if self.strict else lowest.value >= self.at_least
-        evidence = f"lowest of {len(values)}: {lowest.describe()}; needs {'>' if self.strict else '>='} {self.at_least:g}"
-        if any(v.flag for v in values):
-            return Verdict(self.id, self.claim, self.source, DEGENERATE, evidence + _flags(*values))
-        return Verdict(self.id, self.claim, self.source, SHOWN if reached else NOT_SHOWN, evidence)
-
-
-@dataclass(frozen=True)
-class NoLoss:
-    """``kept`` does not fall below ``reference``: its 95% interval reaches the reference's."""
-
-    id: str
-    claim: str
-    source: str
-    reference: Cell
-    kept: Cell
-
-    @property
-    def cells(self) -> tuple[Cell, ...]:
-        return self.reference, self.kept
-
-    def judge(self, tables: dict[str, ReportTable]) -> Verdict:
-        ref, kept = self.reference.find(tables), self.kept.find(tables)
-        if not ref or not kept:
-            missing = [c for c, v in ((self.reference, ref), (self.kept, kept)) if not v]
-            return Verdict(self.id, self.claim, self.source, NOT_MEASURABLE,
-                           "absent from this run: " + "; ".join(f"{c.table} {c.row} {c.column}" for c in missing))
-        a, b = ref[0], kept[0]
-        evidence = f"{b.describe()} vs {a.describe()}"
-        if a.flag or b.flag:
-            return Verdict(self.id, self.claim, self.source, DEGENERATE, evidence + _flags(a, b))
-        if a.low is None or b.high is None:
-            return Verdict(self.id, self.claim, self.source, NOT_SHOWN, evidence + " (without an interval)")
-        if b.high < a.low:
-            return Verdict(self.id, self.claim, self.source, NOT_SHOWN, evidence + " (below, beyond the 95% intervals)")
-        return Verdict(self.id, self.claim, self.source, SHOWN,
-                       evidence + (" (within the 95% intervals)" if b.value < a.value else " (not below)"))
-
-
-def _flags(*values: MeasuredValue) -> str:
-    """What the evidence of a finding on uninformative systems adds: each flag."""
-    flagged = {v.label: v.flag for v in values if v.flag}
-    return " (" + "; ".join(f"{label} is {LABEL}: {flag}" for label, flag in flagged.items()) + ")"
-
-
-Finding = Comparison | Level | NoLoss
+# RE table 10's no-loss margin (accuracy points): the largest drop below its untrained encoder that the paper itself
+# reads as "maintains performance" (§1 contribution 2, appendix E) among its frozen-encoder rows, which its text
+# presents as keeping accuracy: TREC fine, 1 sentence, 3 new layers, 89.48 vs 92.46 (-2.98); the other frozen rows
+# sit within 2 points (e.g. 83.93 vs 85.91). A loss of 3 points or more is one the paper would not call "no loss".
+RE_NO_LOSS_MARGIN = 3.0
+RE_NO_LOSS_WHY = ("3 accuracy points: the largest drop below the untrained encoder among RE table 10's frozen rows "
+                  "(TREC fine 89.48 vs 92.46), which the paper reads as maintained performance")
 
 
 def _re_restoration_findings() -> tuple[Comparison, ...]:
@@ -214,8 +85,10 @@ def _re_downstream_findings() -> tuple[NoLoss, ...]:
     for task in RE_TASKS:
         for config, row, reference in (("a", "grad|1|0", "pretrained|0"), ("d", "freeze|1|3", "pretrained|3")):
             out.append(NoLoss(f"re_keeps_{task}_{config}", f"RE ({config}): restoration training (1 sentence) keeps "
-                              f"{task} accuracy: not below the untrained encoder's beyond the 95% intervals",
-                              "RE §1, appendix E (table 10)", Cell(TABLE10, reference, task), Cell(TABLE10, row, task)))
+                              f"{task} accuracy: no more than {RE_NO_LOSS_MARGIN:g} points below the untrained "
+                              "encoder's (non-inferiority)", "RE §1, appendix E (table 10)",
+                              Cell(TABLE10, reference, task), Cell(TABLE10, row, task),
+                              RE_NO_LOSS_MARGIN, RE_NO_LOSS_WHY))
     return tuple(out)
 
 
@@ -273,12 +146,3 @@ FINDINGS: tuple[Finding, ...] = (
 def judge(tables: Sequence[ReportTable], findings: Sequence[Finding] = FINDINGS) -> list[Verdict]:
     by_id = {t.id: t for t in tables}
     return [f.judge(by_id) for f in findings]
-
-
-def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
-    """``{"findings_shown": ..., "findings_not_shown": ..., "findings_not_measurable": ...,
-    "findings_degenerate": ...}``: ``findings_not_shown`` counts the degenerate ones too."""
-    out = {f"findings_{v.replace(' ', '_')}": sum(x.verdict == v for x in verdicts)
-           for v in (SHOWN, NOT_SHOWN, NOT_MEASURABLE)}
-    degenerate = sum(x.verdict == DEGENERATE for x in verdicts)
-    return {**out, "findings_not_shown": out["findings_not_shown"] + degenerate, "findings_degenerate": degenerate}

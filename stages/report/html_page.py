@@ -18,8 +18,8 @@ from typing import Any
 
 from stages.artifacts.evaluate import NOT_RUN
 from stages.common.render import fmt, markdown
-from stages.report.findings import DEGENERATE, NOT_MEASURABLE, NOT_SHOWN, SHOWN
 from stages.report.tables import FLAG_MARK
+from stages.report.verdicts import DEGENERATE, NO_TASK, NOT_MEASURABLE, NOT_SHOWN, SHOWN, TOO_FEW
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; color: #1f2328;
@@ -38,6 +38,7 @@ td.unrun { color: #8c959f; }
 .v-not-shown { background: #fff1e5; color: #953800; }
 .v-degenerate { background: #ffebe9; color: #a40e26; }
 .v-not-measurable { background: #eaeef2; color: #57606a; }
+.v-too-few { background: #fff8c5; color: #7d4e00; }
 .flag { color: #a40e26; font-weight: 600; }
 .meta, .context { color: #57606a; font-size: 13.5px; }
 .header { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: .6em 1em; }
@@ -52,7 +53,7 @@ figcaption { color: #57606a; font-size: 13.5px; }
 
 # a verdict (`stages.report.findings`) -> its CSS class
 VERDICT_CLASSES = {SHOWN: "v-shown", NOT_SHOWN: "v-not-shown", DEGENERATE: "v-degenerate",
-                   NOT_MEASURABLE: "v-not-measurable"}
+                   NOT_MEASURABLE: "v-not-measurable", NO_TASK: "v-not-measurable", TOO_FEW: "v-too-few"}
 # a measured cell as `stages.report.tables.measured_cell` writes it: a number first
 _NUMBER = re.compile(r"^-?\d[\d.,]*(e[+-]?\d+)?\b|^-?(inf|nan)\b")
 

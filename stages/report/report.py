@@ -64,7 +64,7 @@ from stages.report.figures import (
     threshold_figure,
     training_curves,
 )
-from stages.report.findings import DEGENERATE, Verdict, counts, judge
+from stages.report.findings import Verdict, counts, judge
 from stages.report.header import RunHeader
 from stages.report.html_page import Page
 from stages.report.re_tables import re_tables
@@ -86,6 +86,7 @@ from stages.report.training import CAPTION as TRAINING_CAPTION
 from stages.report.training import HEADERS as TRAINING_HEADERS
 from stages.report.training import INTRO as TRAINING_INTRO
 from stages.report.training import TRAINING_STAGES, log_worse, training_rows, training_summaries
+from stages.report.verdicts import RULE_ORDER, RULES
 
 
 def headline_metrics(tables: Sequence[ReportTable]) -> dict[str, float]:
@@ -234,8 +235,11 @@ def _figures(page: Page, figures: Sequence[Figure], bundle: Bundle) -> None:
 LEGEND = ("Measured values come from this pipeline run's artifacts; published values are the "
           "papers' (source under each title). Each measured number carries the n it stands on (examples, queries, "
           "documents or tokens) and, where the evaluation gave one, its 95% interval: ± 1.96 se for a mean over "
-          "examples, [low, high] for a proportion (Wilson) and for a corpus BLEU or a perplexity (bootstrap over "
-          "documents / segments); a title names the data that stood in for the paper's. "
+          "independent examples, [low, high] for a proportion of independent examples (Wilson) and for a corpus "
+          "statistic (a BLEU, a perplexity, a share of tokens): the percentile bootstrap over the independent units "
+          "each table's notes name (documents, articles, questions, sentences, ranking tasks; none from fewer than "
+          "15 units); a table's notes also give each column's competence floor (what a trivial reference reaches on "
+          "the same examples). A title names the data that stood in for the paper's. "
           f"'{NOT_RUN}': no stage of this run measured the cell (the HTML page names such rows in one line per table). "
           f"'{FLAG_MARK}': the system is uninformative (constant or looping outputs, perplexity above a unigram "
           "model, 0 of n beside a baseline at 0; the table's notes say why): its number is no result. Every "
@@ -258,11 +262,11 @@ def render(title: str, tables: list[ReportTable], corpus: tuple[str, list[tuple[
     page.intro([LEGEND], f"<p class='meta'>{html.escape(LEGEND)}</p>")
     if verdicts:
         page.section("Findings at this scale")
-        page.text("Each paper finding checked against this run's cells below (stages.report.findings): 'shown' when "
-                  "the measured numbers point the paper's way and their 95% intervals do not overlap; 'not shown' "
-                  "otherwise, also when a number has no interval (a point estimate is not told from noise); "
-                  f"'{DEGENERATE}' when a cell it stands on is flagged {FLAG_MARK}; "
-                  "'not measurable' when a cell it needs was not measured.")
+        page.text("Each paper finding checked against this run's cells below (stages.report.findings, "
+                  "stages.report.verdicts). The rules, applied in this order:")
+        page.raw([*[f"- '{verdict}': {RULES[verdict]}." for verdict in RULE_ORDER], ""],
+                 "<ul>" + "".join(f"<li><b>{html.escape(verdict)}</b>: {html.escape(RULES[verdict])}.</li>"
+                                  for verdict in RULE_ORDER) + "</ul>")
         page.table(["finding", "paper", "verdict", "evidence (this run)"],
                    [(v.claim, v.source, v.verdict, v.evidence) for v in verdicts])
     if training:

@@ -112,7 +112,12 @@ class MeasuredValue:
     def describe(self, with_column: bool = False) -> str:
         """The value with its system's label (and its column: two cells of one row)."""
         label = f"{self.label} [{self.column}]" if with_column else self.label
-        return f"{label} {measured_cell(self.value, self.n, self.half_width, self.bounds, self.flag)}"
+        text = f"{label} {measured_cell(self.value, self.n, self.half_width, self.bounds, self.flag)}"
+        if self.units is None:
+            return text
+        if self.n == self.units.n:  # the n is the units resampled: say what they are
+            return text.replace(f"(n={self.n})", f"(n={self.n} {self.units.unit}s)", 1)
+        return f"{text} ({self.units.n} {self.units.unit}s resampled)"
 
 
 @dataclass

@@ -26,8 +26,8 @@ from stages.evaluation.publish import publish
 from stages.nugget2d.lm.qa import qa_flag
 from stages.report.findings import (
     DEGENERATE,
-    NOT_SHOWN,
     SHOWN,
+    TOO_FEW,
     Cell,
     Comparison,
     Level,
@@ -122,8 +122,14 @@ def test_extremes_are_not_easier_to_show():
     t.add("nodoc", {"acc": 0.0}, "a", n=4, bounds={"acc": share_interval(0.0, 4)})
     t.add("nugget2d", {"acc": 75.0}, "b", n=4, bounds={"acc": share_interval(75.0, 4)})
     verdict = judge([t], [Comparison("f", "a below b", "p", Cell("t", "a", "acc"), Cell("t", "b", "acc"))])[0]
-    assert verdict.verdict == NOT_SHOWN and "difference within the 95% intervals" in verdict.evidence
+    assert verdict.verdict == TOO_FEW and "fewer than the 15 independent units an interval needs" in verdict.evidence
     assert verdict.evidence.startswith("nodoc 0.00 [0.00, 48.99] (n=4) vs nugget2d 75.00 [30.06, 95.44] (n=4)")
+    # 0 of 20 vs 15 of 20: Wilson's intervals on both sides, the difference's interval clears 0
+    t = ReportTable("t", "T", "", ["acc"])
+    t.add("nodoc", {"acc": 0.0}, "a", n=20, bounds={"acc": share_interval(0.0, 20)})
+    t.add("nugget2d", {"acc": 75.0}, "b", n=20, bounds={"acc": share_interval(75.0, 20)})
+    assert judge([t], [Comparison("f", "a below b", "p", Cell("t", "a", "acc"), Cell("t", "b", "acc"))])[0].verdict \
+        == SHOWN
 
 
 def _constant_row(outputs: list[str]) -> TableRow:
@@ -163,11 +169,12 @@ def test_constant_output_system_is_flagged_and_its_finding_not_shown(tmp_path, c
     assert [v.verdict for v in verdicts] == [DEGENERATE, DEGENERATE] == ["not shown (degenerate model)"] * 2
     assert verdicts[0].evidence.endswith(f"(nugget2d r0.1 is uninformative: {reason})")
     assert counts(verdicts) == {"findings_shown": 0, "findings_not_shown": 2, "findings_not_measurable": 0,
+                                "findings_not_measurable_at_this_scale": 0, "findings_too_few": 0,
                                 "findings_degenerate": 2}
     # the same numbers without the flag: shown
     clean = ReportTable("nugget2d_autoencoding", "AE", "", ["bleu"])
-    clean.add("icae", {"bleu": 10.0}, "icae_0.1", n=8, se={"bleu": 1.0})
-    clean.add("nugget2d", {"bleu": 90.0}, "nugget2d_0.1", n=8, se={"bleu": 1.0})
+    clean.add("icae", {"bleu": 10.0}, "icae_0.1", n=20, se={"bleu": 1.0})
+    clean.add("nugget2d", {"bleu": 90.0}, "nugget2d_0.1", n=20, se={"bleu": 1.0})
     assert judge([clean], [finding])[0].verdict == SHOWN and not clean.notes()
 
 

@@ -13,7 +13,7 @@ from stages.common.intervals import share_interval
 from stages.corpora.artifacts import CorpusStatistics
 from stages.framework.stage import Artifact
 from stages.nugget.artifacts.results import SimilarityResults
-from stages.report.findings import FINDINGS, NOT_SHOWN, SHOWN
+from stages.report.findings import FINDINGS, SHOWN, TOO_FEW, VERDICTS
 from stages.report.published import PUBLISHED
 from stages.report.report import Report
 from stages.report.tables import NOT_IN_PAPER
@@ -96,8 +96,7 @@ def test_report_renders_from_fixture_artifacts(evaluated, tmp_path):
     assert (ctx.output_dir / "samples" / "eval_similarity" / ranks.name).read_text() == ranks.read_text()
     # findings: computed from the cells, each with its verdict
     findings = {row[0]: row[2] for row in _cells(md, "Findings at this scale")[1:]}
-    assert set(findings.values()) <= {"shown", "not shown", "not shown (degenerate model)", "not measurable"} \
-        and len(findings) == len(FINDINGS)
+    assert set(findings.values()) <= set(VERDICTS) and len(findings) == len(FINDINGS)
     assert findings["Nugget2D reconstructs better than ICAE at the same ratio (r = 0.1, BLEU)"] == "not measurable"
     assert ctx.logger.metrics["findings_not_measurable"] == sum(v == "not measurable" for v in findings.values())
     assert ctx.logger.metrics["nugget.table2.nugget_mt_0.1.pi"] == pytest.approx(pi)
@@ -246,9 +245,9 @@ def _eval_tables(root):
                              paper_row="nodoc")],
         "eval_summarization": [TableRow("nugget2d r=0.1", {"rouge1": 20.0, "rouge2": 5.0, "rougeL": 15.0}, n=8,
                                         paper_row="nugget2d_10x")],
-        "eval_nugget2d_ae": [TableRow("nugget2d r=0.1", {"bleu": 40.0}, n=8, stderr={"bleu": 2.0},
+        "eval_nugget2d_ae": [TableRow("nugget2d r=0.1", {"bleu": 40.0}, n=20, stderr={"bleu": 2.0},
                                       paper_row="nugget2d_0.1"),
-                             TableRow("icae r=0.1", {"bleu": 20.0}, n=8, stderr={"bleu": 2.0}, paper_row="icae_0.1"),
+                             TableRow("icae r=0.1", {"bleu": 20.0}, n=20, stderr={"bleu": 2.0}, paper_row="icae_0.1"),
                              TableRow("tokens: punctuation", {"share_nuggets": 30.0, "share_text": 10.0}, n=100,
                                       paper_row="punctuation")],
         "eval_nugget_lm": [TableRow("nugget_r0.1", {"ppl_h1": 40.0, "ppl_h8": 35.0}, n=1042, paper_row="nugget_0.1"),
@@ -293,11 +292,11 @@ def test_every_stand_in_cell_carries_its_label_and_n(evaluated, tmp_path):
     # the fixture's numbers decide the findings they reach
     verdicts = {row[0]: row[2] for row in _cells(md, "Findings at this scale")[1:]}
     assert verdicts["Nugget2D reconstructs better than ICAE at the same ratio (r = 0.1, BLEU)"] == SHOWN
-    # perplexities without an interval: the paper's direction, but not claimed
+    # perplexities without an interval or per-unit statistics: no interval of the difference, not claimed
     assert verdicts["a Nugget LM reading 8 segments of history through nuggets has lower perplexity than the "
-                    "Transformer LM without history"] == NOT_SHOWN
-    # 50 [15.0, 85.0] vs 0 [0, 49.0] (Wilson; Wald's would be 0 ± 0): the difference is within the intervals
-    assert verdicts["Nugget2D (10x) answers more questions than the LM without the document"] == NOT_SHOWN
+                    "Transformer LM without history"] == TOO_FEW
+    # 50 [15.0, 85.0] vs 0 [0, 49.0] on 4 questions: fewer than an interval of the difference needs
+    assert verdicts["Nugget2D (10x) answers more questions than the LM without the document"] == TOO_FEW
 
 
 def test_report_refuses_a_number_without_its_n(evaluated, tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from stages.artifacts.evaluate import NOT_RUN, Column, EvalTable, TableRow
 from stages.common.intervals import share_interval
-from stages.report.findings import DEGENERATE, NOT_MEASURABLE, NOT_SHOWN, SHOWN, judge
+from stages.report.findings import DEGENERATE, NOT_MEASURABLE, NOT_SHOWN, judge
 from stages.report.published import PUBLISHED, SOURCES, UNREADABLE
 from stages.report.re_tables import downstream_table
 from tests.evaluation.fixtures import stored_table
@@ -62,7 +62,7 @@ def test_table10_measured_beside_published(tmp_path):
 
 
 def test_the_keeps_accuracy_finding(tmp_path):
-    from stages.report.findings import RE_FINDINGS
+    from stages.report.findings import RE_FINDINGS, TOO_FEW
 
     rows = [_row("pretrained|0", {"trec_coarse": (180, 200), "trec_fine": (120, 200)}),
             _row("grad|1|0", {"trec_coarse": (176, 200), "trec_fine": (60, 200)}),  # coarse within, fine far below
@@ -71,8 +71,9 @@ def test_the_keeps_accuracy_finding(tmp_path):
     table = downstream_table(stored_table("eval_re_downstream", _stage(tmp_path, rows)["eval_re_downstream"].path),
                              "ctx")
     verdicts = {v.finding: v for v in judge([table], RE_FINDINGS)}
-    assert verdicts["re_keeps_trec_coarse_a"].verdict == SHOWN
-    assert "within the 95% intervals" in verdicts["re_keeps_trec_coarse_a"].evidence
+    # 2 points below on 200 sentences: the difference's interval straddles the 3-point margin, so it cannot tell
+    assert verdicts["re_keeps_trec_coarse_a"].verdict == TOO_FEW
+    assert "(straddles -3)" in verdicts["re_keeps_trec_coarse_a"].evidence
     assert verdicts["re_keeps_trec_fine_a"].verdict == NOT_SHOWN
     assert verdicts["re_keeps_trec_fine_d"].verdict == DEGENERATE  # a constant probe measures nothing
     assert verdicts["re_keeps_sst2_a"].verdict == NOT_MEASURABLE
