@@ -78,14 +78,16 @@ def bootstrap_interval(stats: Sequence[Sequence[float]], statistic: Callable[[np
 
     Returns:
         (low, high), widened where needed to hold the statistic of the whole corpus (a skewed
-        bootstrap distribution of few units can leave it outside); None below two units: one
-        unit's resamples are all that unit, a zero-width interval that would make any difference
-        look certain.
+        bootstrap distribution of few units can leave it outside); None below
+        `stages.common.resampling.MIN_UNITS` units, where the percentile interval covers the truth
+        far less often than 95% of the time (benchmarks/bootstrap_coverage.py).
     """
+    from stages.common.resampling import MIN_UNITS
+
     units = np.asarray(stats, dtype=np.float64)
     if units.ndim != 2:
         raise ValueError(f"bootstrap_interval: stats must be [units, statistics], got shape {units.shape}")
-    if len(units) < 2:
+    if len(units) < MIN_UNITS:
         return None
     rng = np.random.default_rng(seed)
     values = np.array([statistic(units[rng.integers(0, len(units), len(units))].sum(axis=0))
