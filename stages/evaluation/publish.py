@@ -4,6 +4,7 @@ an evaluation found uninformative (`stages.common.degenerate`) as log lines and 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,9 +35,13 @@ def publish(ctx: StageContext, table: EvalTable, examples: Sequence[dict[str, An
     `stages.evaluation.samples`), log them as artifacts and as MLflow tables
     (``tables/results.json``, ``tables/examples.json``: `log_samples`), every
     number as a metric ``<system>/<metric>``, with the row's n (examples / segments behind
-    every metric of the row) as ``<system>/n``, and the rows flagged uninformative (`log_flags`)."""
+    every metric of the row) as ``<system>/n`` and the independent units its interval resamples
+    as ``<system>/<metric>_units``, each competence floor as ``floor/<metric>``, and the rows
+    flagged uninformative (`log_flags`)."""
     files = table.write(ctx.output_dir)
-    ctx.log_metrics({**table.flat_metrics(), **{metric_name(f"{r.system}/n"): r.n for r in table.rows if r.n is not None}})
+    ctx.log_metrics({**table.flat_metrics(), **{metric_name(f"{r.system}/n"): r.n for r in table.rows if r.n is not None},
+                     **{metric_name(f"{r.system}/{k}_units"): u.n for r in table.rows for k, u in r.units.items()},
+                     **{metric_name(f"floor/{k}"): f.value for k, f in table.floors.items() if math.isfinite(f.value)}})
     log_flags(ctx, {r.system: r.flag for r in table.rows if r.flag})
     for path in files:
         ctx.log_artifact(path)

@@ -13,6 +13,12 @@ sentence count (24 rows each); table 9 as one.
 
 A recall@k whose k is at least the candidates a query ranks is 100 by construction: the
 evaluation does not write it, and the report says why the cell is empty ("not measurable: ...").
+
+Every measured cell carries what the findings judge it by: the per-unit statistics behind it
+(documents for restoration, queries for retrieval, test sentences for table 10; the same ids for
+every system scored on the same units, so two systems' difference is a paired one), the metric's
+competence floor on the same examples (restoration: that sentence count's, `restoration_floor_key`)
+and, where the system's model ignores its input, why.
 """
 
 from __future__ import annotations
@@ -20,8 +26,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from stages.artifacts.evaluate import EvalTable, StoredEvalTable, TableRow
+from stages.common.floors import Floor
 from stages.report.published import PUBLISHED, RE_COLUMNS, RE_RECALL, RE_TASKS
 from stages.report.tables import ReportTable, add_eval_row, examples, measured_by, seq2seq_base
+from stages.restorable.artifacts import restoration_floor_key
 
 if TYPE_CHECKING:
     from stages.report.contract import ReportConfig
@@ -80,19 +88,22 @@ def _retrieval_label(system: str, paper_row: str, stage: str = RETRIEVAL_STAGE) 
 
 
 def _fill(t: ReportTable, published_rows: list[str], rows: list[TableRow], columns: dict[str, str],
-          label: dict[str, str], unmeasurable: dict[str, dict[str, str]] | None = None) -> None:
+          label: dict[str, str], floors: dict[str, Floor], unmeasurable: dict[str, dict[str, str]] | None = None
+          ) -> None:
     """Each published row in the paper's order, with the systems that reproduce it (``label``:
-    paper row -> its description), or `NOT_RUN` where none did; then the systems of no published row."""
+    paper row -> its description), or `NOT_RUN` where none did; then the systems of no published row.
+    ``floors``: the competence floor of each metric key on these rows' examples (`EvalTable.floors`)."""
     for row_id in published_rows:
         systems = [r for r in rows if r.paper_row == row_id]
         for r in systems:
-            add_eval_row(t, f"{label[row_id]} [{r.system}]", r, columns, row_id, (unmeasurable or {}).get(r.system))
+            add_eval_row(t, f"{label[row_id]} [{r.system}]", r, columns, row_id, (unmeasurable or {}).get(r.system),
+                         floors)
         if not systems:
             t.add(label[row_id], {}, row_id)
     for r in rows:
         if r.paper_row not in published_rows:
             add_eval_row(t, f"{label[r.paper_row]} [{r.system}]", r, columns, None,
-                         (unmeasurable or {}).get(r.system))
+                         (unmeasurable or {}).get(r.system), floors)
 
 
 def _restoration_title(sentences: int) -> str:
@@ -120,8 +131,11 @@ def restoration_tables(stored: StoredEvalTable | None, context: str) -> list[Rep
         t = ReportTable(restoration_table_id(sentences), _restoration_title(sentences),
                         measured_by(context, where, RESTORATION_STAGE), list(RESTORATION_COLUMNS),
                         stand_in=table.stand_in if table else "", published_as=TABLE8)
+        # the floors of this sentence count's texts (each count has its own)
+        floors = {m: f for m in RESTORATION_COLUMNS
+                  if table and (f := table.floors.get(restoration_floor_key(sentences, m))) is not None}
         _fill(t, [p for p in published if p.startswith(f"{sentences}|")],
-              [r for r in rows if keys[r.system][0] == sentences], columns, label)
+              [r for r in rows if keys[r.system][0] == sentences], columns, label, floors)
         t.examples = examples(where, EvalTable.EXAMPLES)
         out.append(t)
     return out
@@ -154,7 +168,8 @@ def retrieval_table(stored: StoredEvalTable | None, context: str) -> ReportTable
     t = ReportTable(TABLE9, "RE table 9 (its R@20 / R@100 columns are RE table 4): passage retrieval, recall@k and "
                     "MRR x 100", measured_by(context, where, RETRIEVAL_STAGE), list(RETRIEVAL_COLUMNS),
                     stand_in=table.stand_in if table else "")
-    _fill(t, published, rows, {c: c for c in RETRIEVAL_COLUMNS}, label, {r.system: not_measurable(r) for r in rows})
+    _fill(t, published, rows, {c: c for c in RETRIEVAL_COLUMNS}, label, table.floors if table else {},
+          {r.system: not_measurable(r) for r in rows})
     t.examples = examples(where, EvalTable.EXAMPLES)
     return t
 
@@ -172,7 +187,7 @@ def downstream_table(stored: StoredEvalTable | None, context: str) -> ReportTabl
                     "embeddings, accuracy x 100 (linear probe; the paper states no protocol)",
                     measured_by(context, where, DOWNSTREAM_STAGE), list(RE_TASKS),
                     stand_in=table.stand_in if table else "")
-    _fill(t, published, rows, {c: c for c in RE_TASKS}, label)
+    _fill(t, published, rows, {c: c for c in RE_TASKS}, label, table.floors if table else {})
     t.examples = examples(where, EvalTable.EXAMPLES)
     return t
 

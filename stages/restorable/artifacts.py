@@ -190,7 +190,8 @@ class RetrievalData:
 class DownstreamTasks:
     """``build_re_downstream``: RE table 10's sentence-classification tasks. Per task
     ``tasks/<task>/{train,test}.jsonl`` (and ``dev.jsonl`` where a dev split picks the probe's
-    regularisation), one ``{"id", "text", "label"}`` per line (labels as names); ``stats.json``:
+    regularisation), one ``{"id", "text", "label"}`` per line (labels as names; ids unique within
+    the task: what pairs encoders over the same test sentences); ``stats.json``:
     ``source``, ``stand_in`` ("" for the published data) and per task ``labels``, ``selection``
     (``dev`` | ``cv``: cross-validation on train), ``origin`` and ``counts`` per split."""
 
@@ -239,11 +240,24 @@ class DownstreamTasks:
         labels = set(self.tasks[task]["labels"])
         out = []
         for n, row in enumerate(where.jsonl(name), 1):
-            if not isinstance(row.get("text"), str) or row.get("label") not in labels:
-                raise where.error(name, f"line {n} lacks a text or has a label outside the task's "
+            if not isinstance(row.get("id"), str) or not isinstance(row.get("text"), str) or row.get("label") not in labels:
+                raise where.error(name, f"line {n} lacks an id or a text, or has a label outside the task's "
                                   f"({row.get('label')!r})")
             out.append(row)
         return out
+
+
+def restoration_floor_key(sentences: int, metric: str) -> str:
+    """``eval_re_restoration``'s `EvalTable.floors` key of ``metric``'s floor on the texts of
+    ``sentences`` sentences (each sentence count has its own texts, so its own floors)."""
+    return f"n{sentences}/{metric}"
+
+
+def ignored_inputs(trained: SystemsOutput) -> dict[str, str]:
+    """Per system of ``trained`` whose model ignores its input (its trainer state's `InputUse`,
+    `stages.artifacts.trainer_state`), why; a system that uses it, or was not measured, is absent."""
+    return {r["system"]: reason for r, s in zip(trained.systems, trained.training(), strict=True)
+            if s.input_use is not None and (reason := s.input_use.reason())}
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,12 @@ configuration is in ``configs`` (paper row ``freeze|grad|<sentences>|<layers>``)
 
 Outputs: the `EvalTable` (one row per encoder: accuracy x 100 per task with its Wilson 95%
 interval and its n, ``n_<task>`` (the row's n where every task has the same), and the L2
-picked, ``l2_<task>``; flagged uninformative
-when a probe predicts one label for every test sentence) and ``examples.jsonl`` (per
+picked, ``l2_<task>``; per task its per-test-sentence statistics (``units``, keyed by the
+sentence's id: every encoder is scored on the same test sentences, so the report pairs a
+restoration-trained encoder with the untrained one over them); flagged uninformative
+when a probe predicts one label for every test sentence; ``ignores_input`` where its train_re
+model's decoder ignores the embedding (`restoration_unused`); the table's ``floors``: per task
+the accuracy of the probe's train split's majority label on the test sentences) and ``examples.jsonl`` (per
 encoder, task and test sentence: the text, gold and predicted label, whether correct).
 """
 
@@ -26,21 +30,22 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
+from stages.common.floors import majority_floor
 from stages.common.intervals import hits_interval
+from stages.common.resampling import UnitSample
 from stages.evaluation.probe import choose_l2, fit_probe
 from stages.evaluation.publish import publish
 from stages.evaluation.samples import Sample
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget.artifacts.models import TrainedNugget
-from stages.restorable.artifacts import DownstreamTasks, TrainedRestorable
+from stages.restorable.artifacts import DownstreamTasks, TrainedRestorable, ignored_inputs
 from stages.restorable.embedding import embed
 from stages.restorable.restoration_task import restorable_base
 
@@ -89,6 +94,8 @@ class TaskResult:
     scores: dict[float, float]  # selection accuracy (0-1) per L2
     predicted: list[str]
     flag: str  # "" or why the probe is uninformative
+    # per test sentence (its id: the same for every encoder, what pairs them), [correct x 100, 1]
+    units: UnitSample
 
 
 def probe_task(vectors: torch.Tensor, index: dict[str, int], splits: dict[str, list[dict[str, Any]]],
@@ -108,8 +115,9 @@ def probe_task(vectors: torch.Tensor, index: dict[str, int], splits: dict[str, l
     hits = [p == g for p, g in zip(predicted, test[1].tolist(), strict=True)]
     names = [labels[p] for p in predicted]
     flag = f"predicts {names[0]!r} for all {len(names)} test sentences" if len(set(names)) == 1 else ""
+    units = UnitSample.of("sentence", "ratio", [r["id"] for r in splits["test"]], [[100.0 * h, 1.0] for h in hits])
     return TaskResult(100.0 * sum(hits) / len(hits), len(hits), hits_interval(hits), choice.l2, choice.scores,
-                      names, flag)
+                      names, flag, units)
 
 
 @dataclass(frozen=True)
@@ -144,6 +152,7 @@ class EvalREDownstream(Stage[DownstreamConfig, DownstreamInputs, EvalTable]):
                        key=len)
         index = {text: i for i, text in enumerate(texts)}
         base = restorable_base(config.model, inputs.nugget)
+        ignoring = ignored_inputs(trained)
         rows, examples = [], []
         for n, s in enumerate(systems, 1):
             tick = time.time()
@@ -151,10 +160,11 @@ class EvalREDownstream(Stage[DownstreamConfig, DownstreamInputs, EvalTable]):
             vectors = embed(encoder, tokenizer, texts, min(cfg.max_tokens, limit), cfg.batch_size, ctx.device).cpu()
             del encoder
             metrics: dict[str, float | None] = {}
-            intervals, flags = {}, []
+            intervals, flags, units = {}, [], {}
             for task, parts in splits.items():
                 result = probe_task(vectors, index, parts, data.tasks[task]["labels"], cfg, config.seed)
                 metrics |= {task: result.accuracy, f"n_{task}": result.n, f"l2_{task}": result.l2}
+                units[task] = result.units
                 if result.interval is not None:
                     intervals[task] = result.interval
                 flags += [f"{task}: {result.flag}"] if result.flag else []
@@ -165,20 +175,26 @@ class EvalREDownstream(Stage[DownstreamConfig, DownstreamInputs, EvalTable]):
                              for r, p in zip(parts["test"], result.predicted, strict=True)]
             counts = {len(parts["test"]) for parts in splits.values()}
             rows.append(TableRow(system=s["system"], metrics=metrics, paper_row=s["paper_row"], interval=intervals,
-                                 n=counts.pop() if len(counts) == 1 else None, flag="; ".join(flags)))
+                                 n=counts.pop() if len(counts) == 1 else None, flag="; ".join(flags), units=units,
+                                 ignores_input=restoration_unused(s, ignoring)))
             shown = ", ".join(f"{t} {metrics[t]:.1f} (l2 {metrics[f'l2_{t}']:g})" for t in splits)
             print(f"[eval_re_downstream] {n}/{len(systems)} {s['system']}: {shown} ({len(texts)} texts embedded, "
                   f"{time.time() - tick:.1f}s)", flush=True)
         notes = [f"{t} ({data.tasks[t]['origin']}): {len(p['train'])} train / {len(p['test'])} test sentences, "
                  f"{len(data.tasks[t]['labels'])} labels; L2 picked "
                  + ("on its dev split" if "dev" in p else f"by {cfg.cv_folds}-fold cross-validation on train")
-                 + f"; majority label of train: {majority(p):.2f}% of test" for t, p in splits.items()]
+                 for t, p in splits.items()]
+        # the chance level of each task: the probe's own train split's majority label, on the same test sentences
+        floors = {t: majority_floor([r["label"] for r in p["train"]], [r["label"] for r in p["test"]])
+                  for t, p in splits.items()}
         table = EvalTable(
             title="RE table 10: sentence-level tasks on the frozen RE embeddings, accuracy x 100 (linear probe)",
             columns=[Column(t, TASK_HEADERS.get(t, t)) for t in splits], rows=rows, stand_in=data.stand_in,
+            floors=floors,
             notes=[f"SentEval-style probe: logistic regression, L2 from {cfg.l2_grid}, L-BFGS "
                    f"({cfg.max_iter} iterations), embeddings {'standardised' if cfg.standardize else 'as they are'}; "
-                   "the paper does not state its protocol", *notes])
+                   "the paper does not state its protocol; intervals: Wilson's over the test sentences, every "
+                   "encoder scored on the same ones (units: per test sentence)", *notes])
         publish(ctx, table, examples)
 
     @staticmethod
@@ -201,7 +217,10 @@ class EvalREDownstream(Stage[DownstreamConfig, DownstreamInputs, EvalTable]):
         return place_model(model, device, config.dtype).encoder, tokenizer, tokenizer.model_max_length
 
 
-def majority(parts: dict[str, list[dict[str, Any]]]) -> float:
-    """Accuracy (x 100) on test of always answering train's most frequent label (the chance level)."""
-    top = Counter(r["label"] for r in parts["train"]).most_common(1)[0][0]
-    return 100.0 * sum(r["label"] == top for r in parts["test"]) / len(parts["test"])
+def restoration_unused(system: dict[str, Any], ignoring: dict[str, str]) -> str:
+    """Why an encoder's restoration training did not train it through its embedding: its train_re
+    model's decoder ignores the embedding (`ignored_inputs`), so "restoration training keeps
+    accuracy" says nothing of restoration; "" for an untrained encoder or one whose decoder uses it."""
+    record = system["record"]
+    reason = ignoring.get(record["system"], "") if record is not None else ""
+    return f"restoration training did not use the embedding: train_re/{record['system']} {reason}" if reason else ""

@@ -8,10 +8,13 @@ running top-k (k = the largest of ``eval.re.recall_at``). A retrieved passage is
 when it is one of the query's positive passages (``match: id``, the stand-in) or when it
 contains one of its answer strings (``match: answer``: DPR's rule on Natural Questions,
 `has_answer`: the passage's text, not its title, tokenised as DPR does, punctuation kept). Recall@k (x 100) for each k of ``eval.re.recall_at`` (below the
-collection's size) and MRR@k_max (x 100), each with its standard error over queries.
+collection's size) and MRR@k_max (x 100), each with its per-query statistics (``units``: the
+query is the independent unit; its id is the same for every bi-encoder, so the report pairs
+them) and its 95% interval (`retrieval_row`). Floors (`random_ranking_floors`): what a uniformly
+random ranking of the collection reaches on the same queries.
 
 Outputs: the `EvalTable` (one row per bi-encoder, ``paper_row`` its RE table 9 row;
-metric ``passages``: the collection's size) and ``examples.jsonl`` (per system and query: the
+metric ``passages``: the collection's size; ``ignores_input`` from its trainer state) and ``examples.jsonl`` (per system and query: the
 query, the first `TOP_TEXTS` passages retrieved with their text and whether each is a hit, every
 retrieved id, the answers or positive ids, the rank of the first hit (0 = none in the top k), the
 reciprocal rank and hit@k; `retrieval_samples`).
@@ -22,8 +25,8 @@ from __future__ import annotations
 import time
 import unicodedata
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import dataclass, replace
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 import regex
@@ -31,12 +34,14 @@ import torch
 
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.common.degenerate import constant_outputs
-from stages.common.intervals import hits_interval, means_and_errors
+from stages.common.floors import Floor
+from stages.common.intervals import hits_interval
+from stages.common.resampling import UnitSample
 from stages.evaluation.publish import publish
 from stages.evaluation.samples import Sample
 from stages.framework.contract import section
 from stages.framework.stage import Stage, StageContext
-from stages.restorable.artifacts import Passage, RetrievalData, TrainedRetrieval
+from stages.restorable.artifacts import Passage, RetrievalData, TrainedRetrieval, ignored_inputs
 from stages.restorable.embedding import embed
 
 if TYPE_CHECKING:
@@ -146,20 +151,62 @@ def retrieval_samples(record: dict[str, Any], tests: list[dict[str, Any]], top: 
     return rows
 
 
-def retrieval_row(record: dict[str, Any], ranks: list[int], passages: int, ks: list[int],
+def retrieval_row(record: dict[str, Any], ranks: list[int], passages: int, ks: list[int], queries: list[str],
                   top1: list[int] | None = None) -> TableRow:
-    """One bi-encoder's row: R@k (a share of queries: Wilson 95% interval) of each k below the
-    passages, MRR (a mean of reciprocal ranks: standard error); flagged uninformative when its
-    first-ranked passage (``top1``, per query) is (nearly) constant (`stages.common.degenerate`)."""
-    hits = {f"r@{k}": [0 < r <= k for r in ranks] for k in ks if k < passages}  # k >= all: 100
-    means, errors = means_and_errors({"mrr": [100.0 / r if r else 0.0 for r in ranks]})
-    metrics: dict[str, float | None] = {**{k: 100.0 * sum(h) / len(h) for k, h in hits.items()}, **means,
-                                        "passages": passages}
-    intervals = {k: ci for k, h in hits.items() if (ci := hits_interval(h)) is not None}
+    """One bi-encoder's row from the rank of each query's first hit (``ranks``; ``queries`` their
+    ids, the same for every bi-encoder): R@k of each k below the passages and MRR (x 100), each
+    with its per-query statistics (``units``: [hits or reciprocal ranks, queries] per query id, so
+    the report pairs bi-encoders over the same queries). R@k's 95% interval: Wilson's for a share
+    of independent queries (one test row each), else the bootstrap over queries; MRR's: the
+    bootstrap over queries (`stages.common.resampling`; none below 15). Flagged uninformative when
+    its first-ranked passage (``top1``, per query) is (nearly) constant (`stages.common.degenerate`)."""
+    # x 100 per query: a hit in the top k (k >= the passages: 100 by construction, not measured), 100 / rank
+    per_query = {f"r@{k}": [100.0 * (0 < r <= k) for r in ranks] for k in ks if k < passages}
+    per_query["mrr"] = [100.0 / r if r else 0.0 for r in ranks]
+    units = {m: UnitSample.of("query", "ratio", queries, [[x, 1.0] for x in values])
+             for m, values in per_query.items()}
+    metrics: dict[str, float | None] = {**{m: u.value() for m, u in units.items()}, "passages": passages}
+    intervals = {}
+    for m, u in units.items():
+        independent_share = m != "mrr" and u.n == len(ranks)  # no query id twice among the test rows
+        ci = hits_interval([x > 0 for x in per_query[m]]) if independent_share else u.interval()
+        if ci is not None:
+            intervals[m] = ci
     flag = constant_outputs(top1) if top1 is not None else None
     return TableRow(system=record["system"], metrics=metrics, n=len(ranks), paper_row=record["paper_row"],
-                    stderr=errors, interval=intervals,
-                    flag=f"first-ranked passage: {flag}" if flag else "")
+                    interval=intervals, units=units, flag=f"first-ranked passage: {flag}" if flag else "")
+
+
+@lru_cache(maxsize=256)
+def first_hit_chances(passages: int, positives: int, k_max: int) -> tuple[float, ...]:
+    """Under a uniformly random ranking of ``passages`` of which ``positives`` are hits, the
+    probability that the first hit is at rank r, for r = 1 .. min(k_max, passages):
+    P(none of the first r - 1) * positives / (passages - r + 1)."""
+    if passages < 1 or not 0 <= positives <= passages:
+        raise ValueError(f"first_hit_chances: {positives} positives among {passages} passages")
+    out, none_yet = [], 1.0
+    for r in range(1, min(k_max, passages) + 1):
+        left = passages - r + 1  # passages not yet ranked
+        out.append(none_yet * positives / left)
+        none_yet *= (left - positives) / left
+    return tuple(out)
+
+
+def random_ranking_floors(passages: int, positives: list[int], ks: list[int], k_max: int, match: str
+                          ) -> dict[str, Floor]:
+    """The competence floors of R@k (k below ``passages``) and MRR@``k_max``: their expectation
+    (x 100, averaged over the test queries, ``positives`` the hits each has in the collection)
+    under a uniformly random ranking of the whole collection, which every query ranks. With one
+    positive, R@k = 100 k / passages and MRR = `stages.common.floors.random_mrr` (k_max >= passages)."""
+    chances = [first_hit_chances(passages, min(m, passages), k_max) for m in positives]
+    what = f"a uniformly random ranking of the {passages} passages"
+    if match == "answer":  # DPR's rule finds every passage holding the answer string: counting them is a scan of 21M
+        what += (", one answer passage per query assumed (DPR's answer match may count more, which raises the "
+                 "random ranking's expectation)")
+    floors = {f"r@{k}": Floor(100.0 * sum(sum(c[:k]) for c in chances) / len(chances), True, what)
+              for k in ks if k < passages}
+    mrr = 100.0 * sum(sum(p / r for r, p in enumerate(c, 1)) for c in chances) / len(chances)
+    return floors | {"mrr": Floor(mrr, True, what)}
 
 
 @dataclass(frozen=True)
@@ -185,6 +232,7 @@ class EvalRERetrieval(Stage[RetrievalConfig, RetrievalInputs, EvalTable]):
         if not tests:
             raise ValueError(f"eval_re_retrieval: {data.path}/test.jsonl has no queries")
         k_max = max(cfg.recall_at)
+        ignoring = ignored_inputs(trained)
         rows, examples, passages = [], [], 0
         for n, record in enumerate(trained.systems, 1):
             tick = time.time()
@@ -197,20 +245,24 @@ class EvalRERetrieval(Stage[RetrievalConfig, RetrievalInputs, EvalTable]):
             top, passages = search(queries, data.passage_lines(), encode, k_max)
             found = top_passages(top, data)
             ranks = first_hits(top, tests, data, found)
-            row = retrieval_row(record, ranks, passages, list(cfg.recall_at), top[:, 0].tolist())
-            rows.append(row)
+            row = retrieval_row(record, ranks, passages, list(cfg.recall_at), [t["id"] for t in tests],
+                                top[:, 0].tolist())
+            rows.append(replace(row, ignores_input=ignoring.get(record["system"], "")))
             examples += retrieval_samples(record, tests, top, found, ranks, sorted(cfg.recall_at), data)
             shown = ", ".join(f"{m} {v:.1f}" for m, v in row.metrics.items() if m != "passages")
             print(f"[eval_re_retrieval] {n}/{len(trained.systems)} {record['system']}: {shown} ({len(tests)} queries, "
                   f"{passages} passages, {time.time() - tick:.1f}s)", flush=True)
         ks = [k for k in sorted(cfg.recall_at) if k < passages]
+        positives = [len(set(t["positive_ids"])) if data.match == "id" else 1 for t in tests]
         table = EvalTable(
             title="RE tables 4, 9: passage retrieval with bi-encoders from the RE encoders",
             columns=[Column(f"r@{k}", f"R@{k}") for k in ks] + [Column("mrr", f"MRR@{k_max}"),
                                                                Column("passages", "passages", "{:.0f}")],
             rows=rows, stand_in=data.stand_in,
+            floors=random_ranking_floors(passages, positives, ks, k_max, data.match),
             notes=[f"{len(tests)} test queries; exact inner-product search over all {passages} passages; a hit is "
                    + ("a positive passage of the query" if data.match == "id" else "a passage containing an answer "
-                      "string (DPR)")],
+                      "string (DPR)") + "; intervals: R@k Wilson's (a share of independent queries), MRR the "
+                   "percentile bootstrap over queries"],
         )
         publish(ctx, table, examples)

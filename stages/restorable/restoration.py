@@ -6,6 +6,7 @@ its per-text sample rows (`restoration_samples`)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -13,9 +14,9 @@ import torch
 from stages.artifacts.evaluate import TableRow
 from stages.common.degenerate import generation_flags
 from stages.common.device import to_device
-from stages.common.intervals import means_and_errors
 from stages.common.padding import pad
 from stages.common.records import batches
+from stages.common.resampling import UnitSample
 from stages.evaluation.rouge import ROUGE_TYPES
 from stages.evaluation.samples import Sample
 
@@ -25,11 +26,16 @@ if TYPE_CHECKING:
     from nugget_core.restorable import RestorableModel
 
 
+def target_ids(tokenizer: PreTrainedTokenizerBase, texts: list[str], limit: int) -> list[list[int]]:
+    """The target ids of ``texts`` (what the decoder restores and the perplexity scores), truncated
+    as in training."""
+    return tokenizer(text_target=texts, truncation=True, max_length=limit)["input_ids"]
+
+
 def encode(tokenizer: PreTrainedTokenizerBase, texts: list[str], limit: int) -> tuple[list[list[int]], list[list[int]]]:
     """Encoder ids and target ids of ``texts`` (the text is both, eq. 6), truncated as in training."""
     sources = tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
-    targets = tokenizer(text_target=texts, truncation=True, max_length=limit)["input_ids"]
-    return sources, targets
+    return sources, target_ids(tokenizer, texts, limit)
 
 
 @torch.no_grad()
@@ -56,18 +62,35 @@ def restore(model: RestorableModel, tokenizer: PreTrainedTokenizerBase, texts: l
     return nll, counts, [" ".join(t.split()) for t in restored]
 
 
+def restoration_units(nll: list[float], counts: list[int], rouge: list[dict[str, float]],
+                      documents: Sequence[str] | None = None) -> dict[str, UnitSample]:
+    """Per metric, its per-unit statistics (`stages.common.resampling`): the texts of one document
+    (``documents[i]``: the document text i was cut from, `restoration_texts.document_of`) are one
+    unit, since windows of one article are not independent; without ``documents`` each text is one.
+    ``ppl``: [target NLL, target tokens] (a perplexity of the summed NLL); ROUGE: [F1, texts]
+    (the mean over texts, whichever unit holds them)."""
+    unit, ids = ("document", list(documents)) if documents is not None else ("text", [str(i) for i in range(len(nll))])
+    if not len(ids) == len(nll) == len(counts) == len(rouge):
+        raise ValueError(f"restoration_units: {len(ids)} unit ids for {len(nll)} NLLs, {len(counts)} token counts "
+                         f"and {len(rouge)} ROUGE scores")
+    return {"ppl": UnitSample.of(unit, "exp_ratio", ids, [[x, n] for x, n in zip(nll, counts, strict=True)]),
+            **{t: UnitSample.of(unit, "ratio", ids, [[r[t], 1.0] for r in rouge]) for t in ROUGE_TYPES}}
+
+
 def system_row(record: dict[str, Any], nll: list[float], counts: list[int], rouge: list[dict[str, float]],
-               restored: list[str]) -> TableRow:
-    """The table row of one system from its per-text results. ``distinct``: how many
-    different texts it restored (not in the paper): a decoder that ignores the vector
-    restores every text to the same one, and is flagged uninformative
-    (`stages.common.degenerate.generation_flags`: constant, looping or empty restorations)."""
-    tokens = sum(counts)
-    means, errors = means_and_errors({t: [r[t] for r in rouge] for t in ROUGE_TYPES})
-    metrics: dict[str, float | None] = {"ppl": math.exp(sum(nll) / tokens), "n_ppl": tokens, **means,
-                                        "distinct": len(set(restored))}
+               restored: list[str], documents: Sequence[str] | None = None) -> TableRow:
+    """The table row of one system from its per-text results: PPL and ROUGE with their per-unit
+    statistics (`restoration_units`) and the 95% bootstrap interval over those units (none below
+    `stages.common.resampling.MIN_UNITS`); n = texts. ``distinct``: how many different texts it
+    restored (not in the paper): a decoder that ignores the vector restores every text to the same
+    one, and is flagged uninformative (`stages.common.degenerate.generation_flags`: constant,
+    looping or empty restorations)."""
+    units = restoration_units(nll, counts, rouge, documents)
+    metrics: dict[str, float | None] = {"ppl": math.exp(sum(nll) / sum(counts)), "n_ppl": sum(counts),
+                                        **{t: units[t].value() for t in ROUGE_TYPES}, "distinct": len(set(restored))}
+    intervals = {m: ci for m, u in units.items() if (ci := u.interval()) is not None}
     return TableRow(system=record["system"], metrics=metrics, n=len(rouge), paper_row=record["paper_row"],
-                    stderr=errors, flag=generation_flags(restored) or "")
+                    interval=intervals, flag=generation_flags(restored) or "", units=units)
 
 
 SETTINGS = ("sentences", "config", "pooling", "decoder", "extra_layers", "max_tokens", "paper_row")  # of a system

@@ -39,6 +39,15 @@ def example(doc: str, start: int, window: Sequence[str]) -> Example:
     return {"id": f"{doc}:{start}", "text": " ".join(window), "sentences": list(window)}
 
 
+def document_of(example_id: str) -> str:
+    """The document an example was cut from (its id is ``<document>:<first sentence>``,
+    `example`): the independent unit of the texts of one document, which are windows of it."""
+    document, sep, start = example_id.rpartition(":")
+    if not sep or not document or not start.isdigit():
+        raise ValueError(f"restoration example id {example_id!r} is not '<document>:<first sentence>'")
+    return document
+
+
 def word_count(text: str) -> int:
     """Whitespace words: the unit of ``max_words`` and of the reported mean length."""
     return len(text.split())

@@ -161,17 +161,18 @@ def test_reconstruction_without_pipeline_data_names_the_stage(nugget, root, caps
 
 
 def test_restoration_of_a_re_checkpoint(re_model, tmp_path, capsys):
-    """train_re's record gives the system's name and truncation; PPL with its bootstrap
-    interval over the texts, ROUGE with ± 1.96 standard errors."""
-    texts = ["the river delta was born.", "a city of the north.", "the delta of a river in the north."]
+    """train_re's record gives the system's name and truncation; PPL and ROUGE with their
+    bootstrap intervals over the texts (each its own unit: the recipe's, none below 15 units)."""
+    texts = [f"{t} {i}" for i in range(6) for t in ("the river delta was born.", "a city of the north.",
+                                                    "the delta of a river in the north.")][:16]
     out = tmp_path / "out"
     assert main(["eval", str(re_model), "--data", _jsonl(tmp_path / "t.jsonl", [{"text": t} for t in texts]),
-                 "--output", str(out), "--limit", "3", "eval.re.beam_size=1", "eval.re.extra_tokens=1"]) == 0
+                 "--output", str(out), "--limit", "16", "eval.re.beam_size=1", "eval.re.extra_tokens=1"]) == 0
     captured = capsys.readouterr()
     assert "RE system n1_cross" in captured.out and "truncated at 32 tokens" in captured.out
     for metric in ("ppl", "rouge1", "rougeL"):
         line = next(x for x in captured.out.splitlines() if x.strip().startswith(f"{metric} = "))
-        assert "± " in line and line.endswith("(n = 3)")
+        assert "± " in line and line.endswith("(n = 16)")
     rows = [json.loads(x) for x in (out / "examples.jsonl").read_text().splitlines()]
     assert [r["target"] for r in rows] == texts and all("output" in r and "rouge1" in r and "encoded" in r for r in rows)
     summary = json.loads((out / "summary.json").read_text())

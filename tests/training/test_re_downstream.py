@@ -4,12 +4,15 @@ eval_re_downstream probes the frozen embeddings of train_re's encoders and of th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 import torch
 
+from stages.common.floors import majority_floor
+from stages.common.resampling import difference
 from stages.restorable.artifacts import DownstreamTasks, TrainedRestorable
 from stages.restorable.downstream_data import (
     read_sst2,
@@ -120,6 +123,8 @@ def _train_re(root: Path) -> dict:
         folder = TrainedRestorable.system_dir(root / "train_re", name) / "model"
         model.save_pretrained(folder)
         tok.save_pretrained(folder)
+        (folder.parent / "trainer_state.json").write_text(json.dumps({  # what the training loop leaves beside it
+            "step": 0, "initial_dev_loss": 1.0, "exported_dev_loss": 1.0, "dev_loss_n": 8, "tokens_seen": 0}))
         records.append({"system": name, "sentences": 1, "config": config, "pooling": "mean", "decoder": "gating",
                         "freeze_pretrained": frozen, "extra_layers": layers, "paper_row": f"1|{config}|mean|gating",
                         "base": "fixture", "max_tokens": 32, "model_dir": f"systems/{name}/model", "dev_loss": 1.0})
@@ -127,15 +132,23 @@ def _train_re(root: Path) -> dict:
     return {"train_nugget": artifact("train_nugget", nugget), "train_re": artifact("train_re", root / "train_re")}
 
 
-def test_eval_re_downstream_probes_every_encoder(layouts, tmp_path):
+def test_eval_re_downstream_probes_every_encoder(layouts, tmp_path, monkeypatch):
     from stages.artifacts.evaluate import EvalTable
-    from stages.restorable.eval_re_downstream import EvalREDownstream
+    from stages.artifacts.trainer_state import InputUse
+    from stages.config import load_config
+    from stages.restorable.eval_re_downstream import EvalREDownstream, sample_rows
 
     root, overrides = layouts
     build(root, tmp_path / "data", ["profile=paper", *overrides])
     inputs = {**_train_re(tmp_path), "build_re_downstream": artifact("build_re_downstream", tmp_path / "data")}
     settings = ["eval.re_downstream.l2_grid=[0.0001,0.01]", "eval.re_downstream.cv_folds=3",
                 "eval.re_downstream.max_iter=30", "eval.re_downstream.max_train=40"]
+    # the (d) model's decoder ignores the embedding (its trainer state's check, as the loop would record it)
+    read = TrainedRestorable.training
+    ignoring = InputUse(own=2.0, other=2.001, low=-0.004, high=0.006, n=40)
+    monkeypatch.setattr(TrainedRestorable, "training", lambda self: [
+        dataclasses.replace(s, input_use=ignoring if s.model.endswith("n1_d_mean_gating") else None)
+        for s in read(self)])
     ctx = context(EvalREDownstream, inputs, tmp_path / "eval", settings)
     EvalREDownstream().run(ctx)
     table = EvalTable.read(tmp_path / "eval", "eval_re_downstream")
@@ -159,7 +172,29 @@ def test_eval_re_downstream_probes_every_encoder(layouts, tmp_path):
         mine = [s for s in samples if s["system"] == row.system and s["task"] == "trec_fine"]
         assert row.metrics["trec_fine"] == pytest.approx(100 * sum(s["correct"] for s in mine) / len(mine))
     assert ctx.logger.metrics["n1_a_mean_gating/n_sst5"] == 20
-    assert any("majority label" in note for note in table.notes)
+    # every encoder is scored on the same test sentences, one unit each, under the same ids: the restoration-
+    # trained encoder and the untrained one pair over them (table 10's "keeps accuracy" is a paired difference)
+    data = DownstreamTasks.read(tmp_path / "data")
+    for task, n in tests.items():
+        ids = [r["id"] for r in data.rows(task, "test")]
+        for row in table.rows:
+            unit = row.units[task]
+            assert (unit.unit, unit.statistic, list(unit.ids), unit.n) == ("sentence", "ratio", ids, n)
+            assert unit.value() == pytest.approx(row.metrics[task])
+        kept, reference = table.row("n1_a_mean_gating").units[task], table.row("pretrained_0").units[task]
+        diff = difference(kept, reference)
+        assert diff is not None and diff.paired and diff.n == n
+        assert diff.value == pytest.approx(table.row("n1_a_mean_gating").metrics[task]
+                                           - table.row("pretrained_0").metrics[task])
+        # the floor: the majority label of the probe's own train split (max_train=40: its seeded sample)
+        train = sample_rows(data.rows(task, "train"), 40, load_config(settings).run.seed, f"{task}:train")
+        assert table.floors[task] == majority_floor([r["label"] for r in train],
+                                                    [r["label"] for r in data.rows(task, "test")])
+        assert ctx.logger.metrics[f"floor/{task}"] == table.floors[task].value
+        assert ctx.logger.metrics[f"n1_a_mean_gating/{task}_units"] == n
+    # the (d) model's restoration training ignored the embedding: its row says so, no other does
+    assert {r.system for r in table.rows if r.ignores_input} == {"n1_d_mean_gating"}
+    assert "train_re/n1_d_mean_gating ignores its input" in table.row("n1_d_mean_gating").ignores_input
 
 
 def test_test_rows_never_reach_the_choice_of_the_penalty():
@@ -171,7 +206,7 @@ def test_test_rows_never_reach_the_choice_of_the_penalty():
     vectors = torch.randn(90, 6, generator=g, device="cpu")
     texts = [f"t{i}" for i in range(90)]
     label = ["x" if v[0] > 0 else "y" for v in vectors]
-    rows = [{"text": t, "label": lab} for t, lab in zip(texts, label, strict=True)]
+    rows = [{"id": f"x:{i}", "text": t, "label": lab} for i, (t, lab) in enumerate(zip(texts, label, strict=True))]
     index = {t: i for i, t in enumerate(texts)}
     splits = {"train": rows[:50], "dev": rows[50:70], "test": rows[70:]}
     flipped = {**splits, "test": [{**r, "label": "y" if r["label"] == "x" else "x"} for r in rows[70:]]}

@@ -124,7 +124,14 @@ def test_eval_re_restoration_scores_every_system(trained_re, tmp_path):
     for row in table.rows:
         assert row.n == 3 and row.metrics["ppl"] > 1 and row.metrics["n_ppl"] > 3 and 1 <= row.metrics["distinct"] <= 3
         assert all(0 <= row.metrics[m] <= 100 for m in ("rouge1", "rouge2", "rougeL"))
-        assert set(row.stderr) == {"rouge1", "rouge2", "rougeL"}
+        # the unit is the document a text was cut from, the same ids for every system; 3 are too few for an interval
+        assert {m: (u.unit, u.ids) for m, u in row.units.items()} == {
+            m: ("document", ("dev0", "dev1", "dev2")) for m in ("ppl", "rouge1", "rouge2", "rougeL")}
+        assert row.stderr == {} and row.interval == {} and row.ignores_input == ""
+        assert row.units["ppl"].value() == pytest.approx(row.metrics["ppl"])
+    # the floors of the 1-sentence texts: the best constant restoration's ROUGE, a trigram LM's PPL
+    assert set(table.floors) == {"n1/ppl", "n1/rouge1", "n1/rouge2", "n1/rougeL"}
+    assert "16 train texts" in table.floors["n1/ppl"].what and ctx.logger.metrics["floor/n1/ppl"] > 1
     assert "stand-in for C4" in table.stand_in
     lines = (tmp_path / "eval" / "examples.jsonl").read_text().splitlines()
     assert len(lines) == 9 and {"encoded", "target", "output", "rougeL", "ppl", "loss", "tokens", "sentences",
@@ -184,7 +191,12 @@ def test_retrieval_stages_train_bi_encoders_and_search_all_passages(trained_re, 
         assert row.metrics["passages"] == 24
         assert set(row.metrics) == {"r@1", "r@5", "mrr", "passages"}  # R@100 > 24 passages: not measured
         assert row.metrics["r@1"] <= row.metrics["r@5"] and 0 <= row.metrics["mrr"] <= 100
-        assert set(row.stderr) == {"mrr"} and set(row.interval) == {"r@1", "r@5"}  # recall: a share (Wilson)
+        assert row.stderr == {} and {"r@1", "r@5"} <= set(row.interval)  # recall: a share of queries (Wilson)
+        tests = [t["id"] for t in RetrievalData.read(tmp_path / "data").rows("test")]
+        assert {m: (u.unit, u.ids) for m, u in row.units.items()} == {
+            m: ("query", tuple(tests)) for m in ("r@1", "r@5", "mrr")}  # every bi-encoder's: paired over queries
+    # a random ranking of the 24 passages: R@k = k / 24
+    assert table.floors["r@5"].value == pytest.approx(500 / 24) and "24 passages" in table.floors["mrr"].what
     samples = [json.loads(x) for x in (tmp_path / "eval" / "examples.jsonl").read_text().splitlines()]
     queries = len(samples) // len(table.rows)
     assert queries > 0 and [s["system"] for s in samples] == [r.system for r in table.rows for _ in range(queries)]
@@ -230,14 +242,15 @@ def test_dpr_hit_rule_matches_answer_words():
 
     assert has_answer("The Eiffel Tower, in Paris (France).", ["paris"])
     assert has_answer("born in 1889 in Paris", ["Paris", "Lyon"]) and not has_answer("Parisian life", ["Paris"])
-    row = retrieval_row({"system": "s", "paper_row": "grad|1|0"}, [1, 2, 0, 4], 50, [1, 5, 100])
+    queries = ["q0", "q1", "q2", "q3"]
+    row = retrieval_row({"system": "s", "paper_row": "grad|1|0"}, [1, 2, 0, 4], 50, [1, 5, 100], queries)
     assert row.metrics == {"r@1": 25.0, "r@5": 75.0, "mrr": 43.75, "passages": 50}
-    # recall@k is a share of queries: its Wilson interval (never ± 0 at 0 or n of n); MRR a mean: its standard error
-    assert row.interval["r@1"] == pytest.approx(share_interval(25.0, 4)) and set(row.stderr) == {"mrr"}
-    assert retrieval_row({"system": "s", "paper_row": "p"}, [0, 0, 0], 50, [1]).interval["r@1"][1] > 0
+    # recall@k is a share of queries: its Wilson interval (never ± 0 at 0 or n of n); MRR: none from 4 queries
+    assert row.interval["r@1"] == pytest.approx(share_interval(25.0, 4)) and "mrr" not in row.interval
+    assert retrieval_row({"system": "s", "paper_row": "p"}, [0, 0, 0], 50, [1], queries[:3]).interval["r@1"][1] > 0
     assert row.flag == ""
     # the same first-ranked passage for most queries: uninformative
-    same = retrieval_row({"system": "s", "paper_row": "p"}, [1, 0, 0, 0], 50, [1], top1=[7, 7, 7, 3])
+    same = retrieval_row({"system": "s", "paper_row": "p"}, [1, 0, 0, 0], 50, [1], queries, top1=[7, 7, 7, 3])
     assert same.flag == "first-ranked passage: constant output: 7 for 3 of 4 inputs"
 
 
