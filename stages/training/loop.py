@@ -34,7 +34,9 @@ of the exported weights (``exported_dev_loss``) and the tokens seen it tells whe
 fit learned (the report's training section, `stages.artifacts.trainer_state`). Rank 0
 logs it as a line (``... dev loss before training 7.12 (n = 512 tokens)``) and, at the
 end, ``... dev loss 7.12 -> 3.40 after 200 steps``, with a warning when the end is above
-the start.
+the start. Before the final checkpoint rank 0 checks whether the exported weights read their
+compressed input (`stages.training.input_use`: ``input_use`` / ``input_use_note`` in the trainer
+state, ``eval/input_use_*`` at the last step, a line and a warning where the model ignores it).
 
 The ``train/`` and ``eval/`` prefixes group the charts in MLflow's UI. Rank 0 also logs a
 progress line through the ``nugget.train`` logger every few seconds and at the last step
@@ -90,6 +92,7 @@ from stages.common.progress import (
 from stages.framework import quiet, sigterm
 from stages.training.batches import BatchSchedule
 from stages.training.engine import Engine, make_engine
+from stages.training.input_use import check_input_use
 from stages.training.storage import clear_storage, copy_tree
 from stages.training.task import example_length_of
 
@@ -120,6 +123,8 @@ class TrainerState:
     initial_dev_loss: float | None = None  # at step 0, before any update (None until evaluated)
     exported_dev_loss: float | None = None  # of the weights of exported_step (set at the end)
     tokens_seen: int = 0  # tokens (task.n_tokens) of every step so far, all ranks
+    input_use: dict[str, float] | None = None  # own / other / low / high / n of the exported weights (input_use)
+    input_use_note: str = ""  # why input_use is None
 
 
 def lr_at(step: int, job: TrainJob) -> float:
@@ -384,6 +389,10 @@ def _train(task: TrainingTask, config: dict[str, Any], checkpoint: Any, on_final
                 state.exported_step, state.exported_dev_loss = state.best_step, state.best_dev_loss
                 if rank == 0:
                     _restore_best(engine.module, best_weights_uri(config, state.best_step))
+            if final and progress is not None:  # rank 0, on the weights it exports
+                state.input_use, state.input_use_note = check_input_use(
+                    task, engine.module, dev, job.batch_size, device, engine.autocast, progress.label, progress.log,
+                    metrics_out, state.step)
             with tempfile.TemporaryDirectory() as tmp:
                 _save(engine, task, state, rank, Path(tmp), probe)
                 (Path(tmp) / TAG_FILE).write_text(tag)
