@@ -91,9 +91,10 @@ from stages.common.progress import (
 )
 from stages.framework import quiet, sigterm
 from stages.training.batches import BatchSchedule
+from stages.training.best_weights import best_weights_uri, restore_best, save_best
 from stages.training.engine import Engine, make_engine
 from stages.training.input_use import check_input_use
-from stages.training.storage import clear_storage, copy_tree
+from stages.training.storage import clear_storage
 from stages.training.task import example_length_of
 
 if TYPE_CHECKING:
@@ -102,7 +103,6 @@ if TYPE_CHECKING:
     from stages.training.task import Batch, TrainingTask
 
 STATE_FILE = TRAINER_STATE
-BEST_FILE = "trainable.pt"  # the trainable parameters of a best-dev evaluation
 PROBE_FILE = "probe_logits.pt"
 TAG_FILE = "tag.txt"  # which model of a multi-model fit a checkpoint belongs to
 
@@ -152,37 +152,6 @@ def record_dev_loss(state: TrainerState, dev_loss: float, patience: int) -> bool
         state.evals_without_improvement += 1
     state.stopped_early = bool(patience) and state.evals_without_improvement >= patience
     return improved
-
-
-def best_weights_uri(config: dict[str, Any], step: int) -> str:
-    """Where a ``best_dev`` fit keeps the trainable parameters of its evaluation at ``step``."""
-    if not config.get("best_uri"):
-        raise ValueError("export_model=best_dev: the loop config has no best_uri (the fit's storage for "
-                         "the best evaluation's weights)")
-    return f"{config['best_uri']}/step-{step}"
-
-
-def _trainable_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
-    # frozen parameters never change: the trainable ones are the difference between steps
-    return {n: p.detach().to("cpu", copy=True) for n, p in module.named_parameters() if p.requires_grad}
-
-
-def _keep_best(module: torch.nn.Module, uri: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="nugget-best-") as tmp:
-        torch.save(_trainable_state(module), Path(tmp) / BEST_FILE)
-        copy_tree(tmp, uri)
-
-
-def _restore_best(module: torch.nn.Module, uri: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="nugget-best-") as tmp:
-        copy_tree(uri, tmp)
-        best = torch.load(Path(tmp) / BEST_FILE, map_location="cpu", weights_only=True)
-    if best.keys() != _trainable_state(module).keys():
-        raise RuntimeError(f"{uri}: its parameters are not the model's trainable ones")
-    with torch.no_grad():
-        for name, param in module.named_parameters():
-            if name in best:
-                param.copy_(best[name])
 
 
 def _all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
@@ -370,7 +339,7 @@ def _train(task: TrainingTask, config: dict[str, Any], checkpoint: Any, on_final
         if state.step % job.eval_every == 0 or last:
             dev_loss, state.dev_loss_n = evaluate(engine, task, dev, rank, world, job)
             if record_dev_loss(state, dev_loss, job.early_stopping_patience) and keep_best and rank == 0:
-                _keep_best(engine.module, best_weights_uri(config, state.step))
+                save_best(engine.module, best_weights_uri(config, state.step))
                 written.append(state.step)
             metrics["dev_loss"] = dev_loss
             if metrics_out is not None:
@@ -388,7 +357,7 @@ def _train(task: TrainingTask, config: dict[str, Any], checkpoint: Any, on_final
                     raise RuntimeError(f"export_model=best_dev: no dev loss was finite ({state.dev_losses})")
                 state.exported_step, state.exported_dev_loss = state.best_step, state.best_dev_loss
                 if rank == 0:
-                    _restore_best(engine.module, best_weights_uri(config, state.best_step))
+                    restore_best(engine.module, best_weights_uri(config, state.best_step))
             if final and progress is not None:  # rank 0, on the weights it exports
                 state.input_use, state.input_use_note = check_input_use(
                     task, engine.module, dev, job.batch_size, device, engine.autocast, progress.label, progress.log,
