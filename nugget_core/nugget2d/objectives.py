@@ -49,26 +49,35 @@ CHUNKS = ("doc", "prompt", "answer")
 
 
 def autoencoding_loss(
-    model: Nugget2DModel, doc_ids: torch.Tensor, doc_mask: torch.Tensor
+    model: Nugget2DModel, doc_ids: torch.Tensor, doc_mask: torch.Tensor,
+    target_ids: torch.Tensor | None = None, target_mask: torch.Tensor | None = None,
 ) -> Nugget2DOutput:
-    """Reconstruct the document ``doc_ids [batch, n]`` from its nuggets after the soft
-    prompt."""
-    return model(doc_ids, doc_mask, None, None, doc_ids, doc_mask, soft_prompt=True)
+    """Reconstruct ``target_ids [batch, m]`` (default: the document ``doc_ids [batch, n]``
+    itself) from the document's nuggets after the soft prompt. A target other than the
+    document asks how much the nuggets say about it: another document's nuggets, say, tell
+    whether the model reads them at all."""
+    if (target_ids is None) != (target_mask is None):
+        raise ValueError("autoencoding_loss: give both target_ids and target_mask, or neither")
+    if target_ids is None or target_mask is None:
+        target_ids, target_mask = doc_ids, doc_mask
+    return model(doc_ids, doc_mask, None, None, target_ids, target_mask, soft_prompt=True)
 
 
 def objective_loss(
     model: Nugget2DModel, objective: Objective | str, batch: dict[str, torch.Tensor]
 ) -> Nugget2DOutput:
     """The loss of ``objective`` on a batch of right-padded ``doc_ids`` / ``doc_mask``
-    ``[batch, n_doc]`` and, except for autoencoding, ``prompt_*`` / ``answer_*``.
+    ``[batch, n_doc]`` and, except for autoencoding, ``prompt_*`` / ``answer_*``
+    (autoencoding: optionally ``target_*``, what to reconstruct, `autoencoding_loss`).
 
     continuation: three consecutive chunks serve as document, prompt and answer, after
     the soft prompt; finetune (QA, summarisation): answer the prompt from the nuggets,
     no soft prompt. Returns `Nugget2DOutput` (``loss``: mean NLL of the answer tokens).
     """
     objective = Objective(objective)
-    if objective is Objective.AUTOENCODING:
-        return autoencoding_loss(model, batch["doc_ids"], batch["doc_mask"])
+    if objective is Objective.AUTOENCODING:  # the batch's ``target_*`` where it has them, else the document
+        return autoencoding_loss(model, batch["doc_ids"], batch["doc_mask"], batch.get("target_ids"),
+                                 batch.get("target_mask"))
     chunks = [batch[f"{chunk}_{part}"] for chunk in CHUNKS for part in ("ids", "mask")]
     return model(*chunks, soft_prompt=objective is Objective.CONTINUATION)
 

@@ -7,7 +7,9 @@ exported (``exported_dev_loss``: the last step's, or with ``export_model=best_de
 best evaluation's), the steps taken (``step``), the dev target tokens each dev loss
 averages over (``dev_loss_n``) and the tokens its steps processed (``tokens_seen``,
 inputs + targets, every rank). A sweep trial records the same fields in its result
-record (``steps`` for ``step``). The training contracts (`stages.nugget.artifacts.models`,
+record (``steps`` for ``step``); both record whether the exported weights read their
+compressed input (``input_use``: own, other, low, high, n; ``input_use_note``: why not
+measured; `stages.training.input_use`). The training contracts (`stages.nugget.artifacts.models`,
 `stages.nugget2d.artifacts`,
 `stages.restorable.artifacts`) read them into a `TrainingSummary` per trained model;
 the report's training section shows them.
@@ -71,6 +73,7 @@ class TrainingSummary:
     # the exported weights' use of their compressed input (the trainer state's ``input_use``: own, other, low,
     # high, n); None where the task has no compressed input or the dev split too few examples to tell
     input_use: InputUse | None = None
+    input_use_note: str = ""  # why input_use is None (the trainer state's ``input_use_note``; "" in older records)
 
     @property
     def got_worse(self) -> bool:
@@ -90,7 +93,20 @@ def summary_of(where: Location, name: str, record: Any, model: str, steps_key: s
         dev_loss_n=field(where, name, record, "dev_loss_n", int),
         tokens_seen=field(where, name, record, "tokens_seen", int),
         dev_losses=tuple(float(x) for x in field(where, name, record, "dev_losses", list, default=[])),
+        input_use=input_use_of(where, name, record),
+        input_use_note=field(where, name, record, "input_use_note", str, default=""),
     )
+
+
+def input_use_of(where: Location, name: str, record: Any) -> InputUse | None:
+    """The `InputUse` of ``record``'s ``input_use`` (absent or null: None, as in records written
+    before the training loop measured it); a `ContractError` naming the field when malformed."""
+    raw = field(where, name, record, "input_use", (dict, type(None)), default=None)
+    if raw is None:
+        return None
+    flat = {f"input_use.{k}": v for k, v in raw.items()}  # errors name the nested field
+    values = {key: field(where, name, flat, f"input_use.{key}", float) for key in ("own", "other", "low", "high")}
+    return InputUse(**values, n=field(where, name, flat, "input_use.n", int))
 
 
 def read_summary(where: Location, name: str, model: str) -> TrainingSummary:

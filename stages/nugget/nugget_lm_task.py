@@ -27,6 +27,7 @@ from stages.nugget.artifacts.data import NuggetLMCorpus, TokenDocuments
 from stages.training.task import Batch
 from stages.training.task_steps import (
     checkpointing_unsupported,
+    derange,
     export_pretrained,
     keep_dev,
     labelled_tokens,
@@ -128,6 +129,12 @@ class NuggetLMTask:
     def n_tokens(batch: Batch) -> int:
         history = int(batch["history_mask"].sum()) if "history_mask" in batch else 0
         return labelled_tokens(batch) + history
+
+    @staticmethod
+    def mismatch(batch: Batch) -> Batch | None:
+        """Each window reads another window's history segments through its memory (None without
+        memory: the Transformer baseline reads no history)."""
+        return derange(batch, ("history_ids", "history_mask")) if "history_ids" in batch else None
 
     parameter_counts = staticmethod(trainable_and_frozen)
 

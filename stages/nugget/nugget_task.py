@@ -42,6 +42,7 @@ from stages.training.task_steps import (
     export_pretrained,
     labelled_tokens,
     load_tokenizer,
+    mismatch_encoder_input,
     model_logits,
     model_loss,
     seq2seq_tokens,
@@ -282,6 +283,7 @@ class NuggetTask(NuggetTaskFields):
     logits = staticmethod(model_logits)
     n_target_tokens = staticmethod(labelled_tokens)
     n_tokens = staticmethod(seq2seq_tokens)
+    mismatch = staticmethod(mismatch_encoder_input)  # the encoder input: what the nuggets / embedding compress
     parameter_counts = staticmethod(trainable_and_frozen)
 
     def export(self, model: nn.Module, directory: Path) -> None:

@@ -33,6 +33,11 @@ TRIAL_METRICS = ("dev_loss", "final_train_loss", "steps", "initial_dev_loss", "e
                  "tokens_seen")
 
 
+# and whether its exported weights read their input (the trainer state's, `stages.training.input_use`):
+# not numbers (an object, or None with its note), so in the record only, not in the trial's MLflow metrics
+TRIAL_INPUT_USE = ("input_use", "input_use_note")
+
+
 def trial_metrics(state: dict[str, Any]) -> dict[str, float]:
     """A finished trial's `TRIAL_METRICS` from its trainer state (``dev_loss``: the best)."""
     return {"dev_loss": state["best_dev_loss"], "final_train_loss": state["losses"][-1], "steps": state["step"],
@@ -40,8 +45,8 @@ def trial_metrics(state: dict[str, Any]) -> dict[str, float]:
             "dev_loss_n": state["dev_loss_n"], "tokens_seen": state["tokens_seen"]}
 
 
-def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
-    """Train one grid point; returns its metrics (also reported to Tune)."""
+def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """Train one grid point; returns its record (metrics and input use; also reported to Tune)."""
     from ray import tune
 
     # Tune stops the trial's actor with SIGTERM once it has reported; landing in a
@@ -70,8 +75,9 @@ def run_trial(config: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
     if logger is not None:
         logger.log_metrics({**metrics, "final_train_loss_n": state.get("train_loss_n", 0)})
         logger.end()
-    tune.report(metrics)
-    return metrics
+    record = {**metrics, **{k: state.get(k) for k in TRIAL_INPUT_USE}}
+    tune.report(record)
+    return record
 
 
 def run_sweep(task: NuggetTask, job: NuggetTrainJob, grid: SweepSection, storage: str, seed: int,
@@ -108,6 +114,6 @@ def run_sweep(task: NuggetTask, job: NuggetTrainJob, grid: SweepSection, storage
         rows.append({
             "trial": trial_name(c["objective"], c["ratio"], c["scorer_layer"]),
             "objective": c["objective"], "ratio": c["ratio"], "scorer_layer": c["scorer_layer"],
-            **{k: metrics[k] for k in TRIAL_METRICS},
+            **{k: metrics[k] for k in TRIAL_METRICS}, **{k: metrics.get(k) for k in TRIAL_INPUT_USE},
         })
     return sorted(rows, key=lambda r: (r["objective"], r["ratio"], r["scorer_layer"]))

@@ -38,6 +38,7 @@ from stages.nugget2d.nugget2d_steps import (
 )
 from stages.training.task import Batch
 from stages.training.task_steps import (
+    derange,
     load_tokenizer,
     model_logits,
     model_loss,
@@ -128,6 +129,11 @@ class AutoencodingTask(Nugget2DTaskFields):
         doc_ids, doc_mask = pad(docs, pad_id(self.tokenizer()))
         target_ids, target_mask = pad([d + [eos] for d in docs], pad_id(self.tokenizer()))
         return {"doc_ids": doc_ids, "doc_mask": doc_mask, "target_ids": target_ids, "target_mask": target_mask}
+
+    @staticmethod
+    def mismatch(batch: Batch) -> Batch:
+        """Each document reconstructed from another document's nuggets (ICAE: memory slots)."""
+        return derange(batch, ("doc_ids", "doc_mask"))
 
     loss = staticmethod(model_loss)
     logits = staticmethod(model_logits)

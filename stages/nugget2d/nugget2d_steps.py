@@ -23,7 +23,7 @@ from torch import nn
 from stages.common.padding import pad
 from stages.nugget2d.artifacts import LMRecords
 from stages.training.task import Batch
-from stages.training.task_steps import keep_dev
+from stages.training.task_steps import derange, keep_dev
 
 if TYPE_CHECKING:
     from nugget_core.nugget2d import ICAEModel, Nugget2DConfig, Nugget2DModel, Nugget2DUsage
@@ -148,3 +148,13 @@ def segment_target_tokens(batch: Batch) -> int:
 def segment_tokens(batch: Batch) -> int:
     """Tokens of a `collate_segments` batch: every position of ``input_ids``."""
     return batch["input_ids"].numel()
+
+
+def mismatch_distant(batch: Batch) -> Batch:
+    """A `collate_segments` batch whose segments each read another segment's distant tokens (all
+    but the last ``predict_last``: what the autoregressive model compresses into nuggets and its
+    baselines read whole or pooled) before their own recent tokens, the predicted ones unchanged."""
+    ids = batch["input_ids"]
+    cut = ids.shape[1] - int(batch["predict_last"][0])
+    distant = derange({"input_ids": ids[:, :cut]}, ("input_ids",))["input_ids"]
+    return {**batch, "input_ids": torch.cat([distant, ids[:, cut:]], dim=1)}

@@ -44,6 +44,7 @@ from stages.nugget2d.nugget2d_steps import (
     collate_segments,
     export_nugget2d,
     fresh_nugget2d,
+    mismatch_distant,
     nugget2d_of,
     parquet_rows,
     saved_or_fresh,
@@ -54,6 +55,7 @@ from stages.nugget2d.nugget2d_steps import (
 )
 from stages.training.task import Batch
 from stages.training.task_steps import (
+    derange,
     load_tokenizer,
     model_logits,
     model_loss,
@@ -72,12 +74,16 @@ class CompressorObjective:
 
     name: str  # a nugget_core.nugget2d.Objective value
     chunks: tuple[str, ...]  # the batch holds <chunk>_ids / <chunk>_mask [B, T_chunk] for each
-    target: str  # the chunk the loss predicts (its mask counts the target tokens)
+    target: str  # what the loss predicts: <target>_ids / <target>_mask (its mask counts the target tokens)
     task_records: bool  # rows from build_lm's <finetune_task>.jsonl; else continuation.parquet
+    # the target is the document, held apart as target_ids / target_mask (the same tensors as doc_*):
+    # a mismatched batch (`mismatch`) gives the document another's nuggets and keeps its target
+    reconstructs: bool = False
 
 
 COMPRESSOR_OBJECTIVES: dict[str, CompressorObjective] = {
-    "autoencoding": CompressorObjective("autoencoding", ("doc",), target="doc", task_records=False),
+    "autoencoding": CompressorObjective("autoencoding", ("doc",), target="target", task_records=False,
+                                        reconstructs=True),
     "continuation": CompressorObjective("continuation", CHUNKS, target="answer", task_records=False),
     "finetune": CompressorObjective("finetune", CHUNKS, target="answer", task_records=True),
 }
@@ -176,12 +182,21 @@ class Nugget2DCompressorTask(Nugget2DTaskFields):
         nugget2d_of(model).enable_activation_checkpointing()  # the routing-aware one (Nugget2DModel)
 
     def collate(self, rows: list[dict[str, Any]], step: int, rank: int, train: bool) -> Batch:
-        """``<chunk>_ids`` / ``<chunk>_mask`` ``[B, T_chunk]`` (right-padded) per chunk."""
+        """``<chunk>_ids`` / ``<chunk>_mask`` ``[B, T_chunk]`` (right-padded) per chunk; autoencoding
+        also ``target_ids`` / ``target_mask``, the document to reconstruct."""
         batch = {}
         for chunk in self.spec.chunks:
             ids, mask = pad([r[chunk] for r in rows], pad_id(self.tokenizer()))
             batch[f"{chunk}_ids"], batch[f"{chunk}_mask"] = ids, mask
+        if self.spec.reconstructs:
+            batch["target_ids"], batch["target_mask"] = batch["doc_ids"], batch["doc_mask"]
         return batch
+
+    @staticmethod
+    def mismatch(batch: Batch) -> Batch:
+        """Each example's nuggets from another example's document; prompt and answer (or the
+        reconstruction target) its own."""
+        return derange(batch, ("doc_ids", "doc_mask"))
 
     loss = staticmethod(model_loss)
     logits = staticmethod(model_logits)
@@ -248,6 +263,7 @@ class Nugget2DARTask(Nugget2DTaskFields):
     logits = staticmethod(model_logits)
     n_target_tokens = staticmethod(segment_target_tokens)
     n_tokens = staticmethod(segment_tokens)
+    mismatch = staticmethod(mismatch_distant)
     parameter_counts = staticmethod(trainable_and_frozen)
 
     def export(self, model: nn.Module, directory: Path) -> None:
@@ -324,6 +340,7 @@ class LMBaselineTask(Nugget2DTaskFields):
     logits = staticmethod(model_logits)
     n_target_tokens = staticmethod(segment_target_tokens)
     n_tokens = staticmethod(segment_tokens)
+    mismatch = staticmethod(mismatch_distant)
     parameter_counts = staticmethod(trainable_and_frozen)
 
     def export(self, model: nn.Module, directory: Path) -> None:

@@ -1,11 +1,14 @@
-"""The report's training section: did each trained model learn?
+"""The report's training section: did each trained model learn, and does it read its input?
 
 Per model of every training stage in the run: its dev loss before any update (step 0)
 and of the weights its fit ended with, the steps and tokens it trained on, read through
 the training contracts (`stages.artifacts.trainer_state.TrainingSummary`). A model whose
 dev loss ended above its untrained start is flagged in the section and in the log (one
 line each): every number measured on it downstream comes from a model that training made
-worse.
+worse. Beside it, the model's input use (`stages.training.input_use`): its dev loss with each
+example's own compressed input and with another's, the rise's paired 95% interval over dev
+examples, or why it was not measured; a model whose rise does not clear
+`stages.artifacts.trainer_state.INPUT_USE_MARGIN` is flagged as ignoring its input.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
-from stages.artifacts.trainer_state import TrainingSummary
+from stages.artifacts.trainer_state import INPUT_USE_MARGIN, TrainingSummary
 from stages.common.progress import progress_logger
 from stages.nugget.artifacts.models import (
     NuggetSweep,
@@ -27,13 +30,20 @@ from stages.restorable.artifacts import TrainedRestorable, TrainedRetrieval
 log = progress_logger("nugget.report")
 
 WORSE = "worse: dev loss ended above its start"
+IGNORES = "ignores its input"
 CAPTION = "Training: dev loss before -> after"
-HEADERS = ["model", "steps", "tokens seen", "dev loss before (step 0)", "dev loss after", "dev tokens (n)", "flag"]
+HEADERS = ["model", "steps", "tokens seen", "dev loss before (step 0)", "dev loss after", "dev tokens (n)",
+           "input use: dev loss own / another's input, rise [95% CI] (n)", "flag"]
 INTRO = ("Each trained model's dev loss (mean negative log-likelihood per dev target token, over the n tokens "
          "shown) before its first update (step 0) and of the weights its fit ended with (the last step's, or the "
          "best evaluation's with export_model=best_dev), the optimiser steps and the tokens (inputs + targets, every "
          f"worker) it trained on. '{WORSE}': training made the model worse than untrained, so what the tables "
-         "measure on it is no sign of the method.")
+         "measure on it is no sign of the method. Input use: the exported weights' dev loss with each dev example's "
+         "own compressed input (encoder input, history, document) and with another dev example's, over the same "
+         "targets, and the rise (another's - own) with its paired 95% bootstrap interval over the n dev examples; "
+         f"'{IGNORES}': the interval's lower end is not above {INPUT_USE_MARGIN:g} nats per token, so what the "
+         "model outputs does not depend on its input and it is below every floor. Models without a compressed "
+         "input, or with fewer dev examples than an interval needs, say why it was not measured.")
 
 
 # every training stage, in DAG order: the report reads the output of each one in the run
@@ -59,10 +69,25 @@ def training_summaries(outputs: Mapping[str, Trained | None]) -> list[TrainingSu
             for s in summaries_of(stage, output)]
 
 
+def input_use_cell(s: TrainingSummary) -> str:
+    """``own / other, rise [low, high] (n = ...)``, or why the model's input use was not measured."""
+    use = s.input_use
+    if use is None:
+        return f"not measured: {s.input_use_note or 'not in its trainer state'}"
+    return (f"{use.own:.3f} / {use.other:.3f}, {use.other - use.own:+.3f} [{use.low:+.3f}, {use.high:+.3f}] "
+            f"(n = {use.n})")
+
+
+def flags(s: TrainingSummary) -> str:
+    """The model's flags: made worse by training; ignores its input."""
+    ignores = s.input_use is not None and s.input_use.ignores
+    return "; ".join(flag for flag, on in ((WORSE, s.got_worse), (IGNORES, ignores)) if on)
+
+
 def training_rows(summaries: Sequence[TrainingSummary]) -> list[tuple[str, ...]]:
     """The section's rows (`HEADERS`), one per model."""
     return [(s.model, str(s.steps), f"{s.tokens_seen:,}", f"{s.dev_loss_before:.3f}", f"{s.dev_loss_after:.3f}",
-             str(s.dev_loss_n), WORSE if s.got_worse else "") for s in summaries]
+             str(s.dev_loss_n), input_use_cell(s), flags(s)) for s in summaries]
 
 
 def log_worse(summaries: Sequence[TrainingSummary]) -> list[str]:

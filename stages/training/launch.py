@@ -23,8 +23,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from stages.artifacts.trainer_state import InputUse
 from stages.framework import quiet
 from stages.framework.resources import cluster_capacity, shortfall, worker_demand
+from stages.training.input_use import input_use_metrics
 from stages.training.loop import PROBE_FILE, STATE_FILE, train_loop_per_worker
 from stages.training.model_card import document_models
 from stages.training.ray_trainer import torch_trainer
@@ -189,7 +191,9 @@ def final_metrics(state: dict[str, Any], prefix: str = "") -> dict[str, float]:
     ``final_train_loss`` (+ ``_n``: sequences in that step), ``best_dev_loss`` (+ ``_n``:
     dev target tokens), ``initial_dev_loss`` (step 0, before any update) and
     ``exported_dev_loss`` (the weights the fit ended with; each + ``_n``), ``steps``,
-    ``tokens_seen`` and ``stopped_early`` (0 / 1)."""
+    ``tokens_seen`` and ``stopped_early`` (0 / 1); where the fit measured its input use
+    (`stages.training.input_use`), ``input_use_own`` / ``_other`` / ``_rise`` / ``_rise_low`` /
+    ``_rise_high`` with ``input_use_n`` (dev examples)."""
     n_dev = state.get("dev_loss_n", 0)
     metrics = {
         "final_train_loss": state["losses"][-1],
@@ -204,4 +208,7 @@ def final_metrics(state: dict[str, Any], prefix: str = "") -> dict[str, float]:
         "tokens_seen": state["tokens_seen"],
         "stopped_early": float(state["stopped_early"]),
     }
+    use = state.get("input_use")
+    if use is not None:
+        metrics.update(input_use_metrics(InputUse(**use)))
     return {f"{prefix}.{k}" if prefix else k: v for k, v in metrics.items()}

@@ -34,7 +34,9 @@ of the exported weights (``exported_dev_loss``) and the tokens seen it tells whe
 fit learned (the report's training section, `stages.artifacts.trainer_state`). Rank 0
 logs it as a line (``... dev loss before training 7.12 (n = 512 tokens)``) and, at the
 end, ``... dev loss 7.12 -> 3.40 after 200 steps``, with a warning when the end is above
-the start.
+the start. Before the final checkpoint rank 0 checks whether the exported weights read their
+compressed input (`stages.training.input_use`: ``input_use`` / ``input_use_note`` in the trainer
+state, ``eval/input_use_*`` at the last step, a line and a warning where the model ignores it).
 
 The ``train/`` and ``eval/`` prefixes group the charts in MLflow's UI. Rank 0 also logs a
 progress line through the ``nugget.train`` logger every few seconds and at the last step
@@ -89,8 +91,10 @@ from stages.common.progress import (
 )
 from stages.framework import quiet, sigterm
 from stages.training.batches import BatchSchedule
+from stages.training.best_weights import best_weights_uri, restore_best, save_best
 from stages.training.engine import Engine, make_engine
-from stages.training.storage import clear_storage, copy_tree
+from stages.training.input_use import check_input_use
+from stages.training.storage import clear_storage
 from stages.training.task import example_length_of
 
 if TYPE_CHECKING:
@@ -99,7 +103,6 @@ if TYPE_CHECKING:
     from stages.training.task import Batch, TrainingTask
 
 STATE_FILE = TRAINER_STATE
-BEST_FILE = "trainable.pt"  # the trainable parameters of a best-dev evaluation
 PROBE_FILE = "probe_logits.pt"
 TAG_FILE = "tag.txt"  # which model of a multi-model fit a checkpoint belongs to
 
@@ -120,6 +123,8 @@ class TrainerState:
     initial_dev_loss: float | None = None  # at step 0, before any update (None until evaluated)
     exported_dev_loss: float | None = None  # of the weights of exported_step (set at the end)
     tokens_seen: int = 0  # tokens (task.n_tokens) of every step so far, all ranks
+    input_use: dict[str, float] | None = None  # own / other / low / high / n of the exported weights (input_use)
+    input_use_note: str = ""  # why input_use is None
 
 
 def lr_at(step: int, job: TrainJob) -> float:
@@ -147,37 +152,6 @@ def record_dev_loss(state: TrainerState, dev_loss: float, patience: int) -> bool
         state.evals_without_improvement += 1
     state.stopped_early = bool(patience) and state.evals_without_improvement >= patience
     return improved
-
-
-def best_weights_uri(config: dict[str, Any], step: int) -> str:
-    """Where a ``best_dev`` fit keeps the trainable parameters of its evaluation at ``step``."""
-    if not config.get("best_uri"):
-        raise ValueError("export_model=best_dev: the loop config has no best_uri (the fit's storage for "
-                         "the best evaluation's weights)")
-    return f"{config['best_uri']}/step-{step}"
-
-
-def _trainable_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
-    # frozen parameters never change: the trainable ones are the difference between steps
-    return {n: p.detach().to("cpu", copy=True) for n, p in module.named_parameters() if p.requires_grad}
-
-
-def _keep_best(module: torch.nn.Module, uri: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="nugget-best-") as tmp:
-        torch.save(_trainable_state(module), Path(tmp) / BEST_FILE)
-        copy_tree(tmp, uri)
-
-
-def _restore_best(module: torch.nn.Module, uri: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="nugget-best-") as tmp:
-        copy_tree(uri, tmp)
-        best = torch.load(Path(tmp) / BEST_FILE, map_location="cpu", weights_only=True)
-    if best.keys() != _trainable_state(module).keys():
-        raise RuntimeError(f"{uri}: its parameters are not the model's trainable ones")
-    with torch.no_grad():
-        for name, param in module.named_parameters():
-            if name in best:
-                param.copy_(best[name])
 
 
 def _all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
@@ -365,7 +339,7 @@ def _train(task: TrainingTask, config: dict[str, Any], checkpoint: Any, on_final
         if state.step % job.eval_every == 0 or last:
             dev_loss, state.dev_loss_n = evaluate(engine, task, dev, rank, world, job)
             if record_dev_loss(state, dev_loss, job.early_stopping_patience) and keep_best and rank == 0:
-                _keep_best(engine.module, best_weights_uri(config, state.step))
+                save_best(engine.module, best_weights_uri(config, state.step))
                 written.append(state.step)
             metrics["dev_loss"] = dev_loss
             if metrics_out is not None:
@@ -383,7 +357,11 @@ def _train(task: TrainingTask, config: dict[str, Any], checkpoint: Any, on_final
                     raise RuntimeError(f"export_model=best_dev: no dev loss was finite ({state.dev_losses})")
                 state.exported_step, state.exported_dev_loss = state.best_step, state.best_dev_loss
                 if rank == 0:
-                    _restore_best(engine.module, best_weights_uri(config, state.best_step))
+                    restore_best(engine.module, best_weights_uri(config, state.best_step))
+            if final and progress is not None:  # rank 0, on the weights it exports
+                state.input_use, state.input_use_note = check_input_use(
+                    task, engine.module, dev, job.batch_size, device, engine.autocast, progress.label, progress.log,
+                    metrics_out, state.step)
             with tempfile.TemporaryDirectory() as tmp:
                 _save(engine, task, state, rank, Path(tmp), probe)
                 (Path(tmp) / TAG_FILE).write_text(tag)

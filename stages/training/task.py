@@ -27,7 +27,10 @@ protocol with :func:`protocol_mismatches`, and that it inherits no method.
 
 Optional: ``example_length(row) -> int`` (`LengthTask`: the loop sorts batches by it when
 the job sets ``group_by_length``; `stages.training.launch.check_task` refuses the job before
-the fit starts when the task does not define it, with `example_length_of`'s error).
+the fit starts when the task does not define it, with `example_length_of`'s error), and
+``mismatch(batch) -> Batch | None`` (`CompressedInputTask`, a task whose model reads a
+compressed input: the loop's end-of-fit check of whether the model reads it,
+`stages.training.input_use`).
 
 Shapes: ``B`` = sequences in a batch, ``T`` = padded length, ``V`` = vocabulary.
 """
@@ -134,6 +137,20 @@ def example_length_of(task: TrainingTask) -> Callable[[Any], int]:
         raise ValueError(f"group_by_length: {type(task).__name__} defines no example_length (its rows have no "
                          "length to group by); set train.<job>.group_by_length=false for this stage")
     return task.example_length
+
+
+@runtime_checkable
+class CompressedInputTask(Protocol):
+    """The optional member of a task whose model reads a compressed input (the encoder input of
+    a Nugget / bottleneck / RE model, the history of a Nugget LM, the document of a Nugget2D
+    compressor): ``batch`` (a ``collate`` output of at least two examples) with each example's
+    compressed input taken from another example of the batch (a derangement) and everything
+    else, its targets first, unchanged; None where the task's batches carry none (a Nugget LM
+    without memory). A task without a compressed input (a plain LM, full fine-tuning, a
+    bi-encoder ranking the batch's passages) does not define it."""
+
+    def mismatch(self, batch: Batch) -> Batch | None:
+        ...
 
 
 @runtime_checkable

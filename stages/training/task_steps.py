@@ -2,8 +2,9 @@
 `stages.training.task.TrainingTask` members (no task inherits them: a task class reads top
 to bottom, and binds a shared step by name, ``loss = staticmethod(model_loss)``): the loss
 and logits of a model whose forward returns them, tokenizer loading, the dev cut, parameter
-counts, the refusal of activation checkpointing, seq2seq token counts and the
-``save_pretrained`` export.
+counts, the refusal of activation checkpointing, seq2seq token counts, the
+``save_pretrained`` export and the derangement of a batch's compressed inputs
+(`stages.training.task.CompressedInputTask`).
 
 Shapes: ``B`` = sequences in a batch, ``T`` = padded length.
 """
@@ -75,3 +76,28 @@ def export_pretrained(model: nn.Module, directory: str | Path, tokenizer: Callab
     outside Ray (a module that is not a pretrained model fails before the tokenizer loads)."""
     as_pretrained(model).save_pretrained(directory)
     tokenizer().save_pretrained(directory)
+
+
+ENCODER_INPUT = ("input_ids", "attention_mask", "boundary_mask")  # an encoder-decoder batch's encoder side
+
+
+def derange(batch: Batch, keys: tuple[str, ...]) -> Batch:
+    """``batch`` with the tensors ``keys`` (those it has; each ``[B, ...]``) of example ``b``
+    taken from example ``(b - B // 2) mod B``, every other tensor the same object: each example
+    gets another's, half the batch away (collated neighbours can be neighbouring windows of one
+    document, sharing text). A ``ValueError`` for a batch of fewer than two examples or without
+    any of ``keys``."""
+    present = [k for k in keys if k in batch]
+    if not present:
+        raise ValueError(f"derange: the batch has none of {keys} (it has {sorted(batch)})")
+    size = batch[present[0]].shape[0]
+    if size < 2:
+        raise ValueError(f"derange: a batch of {size} example(s) has no other example to take an input from")
+    return {k: v.roll(size // 2, dims=0) if k in present else v for k, v in batch.items()}
+
+
+def mismatch_encoder_input(batch: Batch) -> Batch:
+    """An encoder-decoder batch (``input_ids`` / ``attention_mask`` / ``boundary_mask`` ``[B, T]``,
+    ``labels``) whose examples each read another example's encoder input: the
+    `CompressedInputTask.mismatch` of every task whose model compresses what its encoder reads."""
+    return derange(batch, ENCODER_INPUT)

@@ -13,7 +13,8 @@ import torch
 from torch import nn
 
 from stages.config.job import TrainJob
-from stages.training.loop import BEST_FILE, STATE_FILE, train_task
+from stages.training.best_weights import BEST_FILE
+from stages.training.loop import STATE_FILE, train_task
 from tests.training.fixtures import ScalarRowsTask
 
 

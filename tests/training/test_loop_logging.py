@@ -128,7 +128,9 @@ def test_rank0_prints_progress_lines_named_after_the_run(fake_ray_train, caplog,
     caplog.set_level(logging.INFO, logger="nugget.train")
     _run(RecordingRunLogger(), metric_prefix="tsdae_ae")
     lines = [r.getMessage() for r in caplog.records if r.name == "nugget.train"]
-    assert len(lines) == 3
+    assert len(lines) == 4
     assert lines[0].startswith("toy_stage r=0.1 tsdae_ae dev loss before training ")  # step 0
     assert lines[1].startswith("toy_stage r=0.1 tsdae_ae step 12/12 loss ") and " tok/s eta 0s" in lines[1]
-    assert lines[2].startswith("toy_stage r=0.1 tsdae_ae dev loss ") and " after 12 steps (48 tokens seen)" in lines[2]
+    # the end-of-fit input-use check (stages.training.input_use): the toy task names no compressed input
+    assert lines[2] == "toy_stage r=0.1 tsdae_ae input use: not measured, no compressed input (ToyTask defines no mismatch)"
+    assert lines[3].startswith("toy_stage r=0.1 tsdae_ae dev loss ") and " after 12 steps (48 tokens seen)" in lines[3]

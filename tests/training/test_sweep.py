@@ -70,6 +70,9 @@ def test_sweep_two_by_two(ray_local, tmp_path):
     assert [s.model for s in learned] == [f"sweep_nugget/{r['trial']}" for r in rows]
     assert all(s.steps == 6 and s.tokens_seen > 0 and s.dev_loss_n > 0 for s in learned)
     assert all(t.data.metrics["initial_dev_loss"] > 0 for t in trials)
+    # and whether its exported weights read their input, over the 16 dev documents (stages.training.input_use)
+    assert all(s.input_use is not None and s.input_use.n == 16 for s in learned)
+    assert all("eval/input_use_own" in t.data.metrics and t.data.params["eval/input_use_n"] == "16" for t in trials)
     best = json.loads((out / "best.json").read_text())["ae"]  # the file the stage publishes
     assert best == sweep.best()["ae"]
     assert best["dev_loss"] == min(r["dev_loss"] for r in rows)

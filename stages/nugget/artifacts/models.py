@@ -60,15 +60,16 @@ class TrainedNugget:
 
 
 SWEEP_FIELDS = ("trial", "objective", "ratio", "scorer_layer", "dev_loss", "final_train_loss", "steps",
-                "initial_dev_loss", "exported_dev_loss", "dev_loss_n", "tokens_seen", "model_dir")
+                "initial_dev_loss", "exported_dev_loss", "dev_loss_n", "tokens_seen", "input_use", "input_use_note",
+                "model_dir")
 
 
 @dataclass(frozen=True)
 class NuggetSweep:
     """``sweep_nugget``: ``results.json`` / ``results.csv`` (one record per trial, fields
     `SWEEP_FIELDS`, ``model_dir`` relative to the output; ``initial_dev_loss``,
-    ``exported_dev_loss``, ``dev_loss_n`` and ``tokens_seen`` as in its fit's trainer
-    state, read by `training`), ``best.json`` (lowest dev loss per objective) and
+    ``exported_dev_loss``, ``dev_loss_n``, ``tokens_seen``, ``input_use`` and
+    ``input_use_note`` as in its fit's trainer state, read by `training`), ``best.json`` (lowest dev loss per objective) and
     ``trials/<trial>/model/``."""
 
     STAGE: ClassVar[str] = "sweep_nugget"
