@@ -17,6 +17,7 @@ from stages.artifacts.evaluate import TableRow
 from stages.common.degenerate import LABEL, combine, constant_outputs, generation_flags
 from stages.common.intervals import Z95
 from stages.common.records import write_jsonl
+from stages.common.resampling import MIN_UNITS
 
 EXAMPLES_FILE = "examples.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -41,7 +42,11 @@ def metric_line(row: TableRow, metric: str) -> str:
     if value is None or not math.isfinite(value):  # e.g. a word perplexity with no whole word scored
         return f"{metric} = undefined (n = {row.n})"
     if bounds is None:
-        why = "below 2 examples" if (row.n or 0) < 2 else "undefined on these examples"
+        units = row.units.get(metric)  # resampled by unit: none below MIN_UNITS of them
+        if units is not None:
+            why = (f"below {MIN_UNITS} {units.unit}s" if units.n < MIN_UNITS else "undefined on these examples")
+        else:
+            why = "below 2 examples" if (row.n or 0) < 2 else "undefined on these examples"
         return f"{metric} = {value:.2f} (no interval: {why}) (n = {row.n})"
     low, high = bounds
     return f"{metric} = {value:.2f} ± {(high - low) / 2:.2f} [{low:.2f}, {high:.2f}] (n = {row.n})"

@@ -121,9 +121,11 @@ def run_reconstruction(ckpt: Checkpoint, records: list[dict], cfg: PipelineConfi
     loaded = _loaded(str(ckpt.path), lambda: load_system(system, device=args.device, precision=ev.dtype))
     sources = [r["source"] for r in records]
     refs = sources if objective == "ae" else [r["target"] for r in records]
-    result = reconstruct(loaded, sources, refs, ev.batch_size, ev.beam_size, ev.reconstruction_extra_tokens)
-    row = TableRow("nugget", {"bleu": result.bleu}, n=len(records),
-                   interval={"bleu": result.interval} if result.interval else {})
+    result = reconstruct(loaded, sources, refs, [r["id"] for r in records], ev.batch_size, ev.beam_size,
+                         ev.reconstruction_extra_tokens)
+    bounds = result.units.interval()  # the bootstrap over the documents, as eval_reconstruction's
+    row = TableRow("nugget", {"bleu": result.units.value()}, n=result.units.n,
+                   interval={"bleu": bounds} if bounds else {}, units={"bleu": result.units})
     examples = [{**row, "id": r["id"]} for r, row in
                 zip(records, decoded_samples(system, sources, refs, result.decoded, result.tokenize), strict=True)]
     ratio = ckpt.record(NUGGET_CONFIG).get("ratio")
@@ -175,9 +177,13 @@ def run_similarity(ckpt: Checkpoint, task: str, data: Data, cfg: PipelineConfig,
     """``pi`` / ``rr``: eval_similarity's recipe on the Nugget model: its nuggets of every
     query and candidate (`stages.nugget.similarity.task_vectors`), candidates ranked by
     mean-MaxSim, the answer's reciprocal rank x 100 per task (their mean: MRR)."""
-    from stages.common.intervals import stderr
     from stages.nugget.encoders import load_system
-    from stages.nugget.similarity import ranking_samples, task_reciprocal_ranks, task_vectors
+    from stages.nugget.similarity import (
+        query_units,
+        ranking_samples,
+        task_reciprocal_ranks,
+        task_vectors,
+    )
     from stages.nugget.systems import System
 
     ev = cfg.eval  # the settings eval_similarity reads (its SimilarityConfig)
@@ -186,9 +192,10 @@ def run_similarity(ckpt: Checkpoint, task: str, data: Data, cfg: PipelineConfig,
     ranked = [r["task"] for r in data.records]
     per_task, rankings = task_reciprocal_ranks(task_vectors(loaded, ranked, data.docs, ev.batch_size), ranked,
                                                multi=True)
-    se = stderr(per_task)
-    row = TableRow("nugget", {"mrr": sum(per_task) / len(per_task)}, n=len(per_task),
-                   stderr={"mrr": se} if se is not None else {})
+    units = query_units(ranked, per_task)  # the bootstrap over the queries, as eval_similarity's
+    bounds = units.interval()
+    row = TableRow("nugget", {"mrr": units.value()}, n=units.n, interval={"mrr": bounds} if bounds else {},
+                   units={"mrr": units})
     settings = {"ratio": ckpt.record(NUGGET_CONFIG).get("ratio")}
     samples = ranking_samples("nugget", settings, ranked, data.docs, per_task, rankings)
     examples = [{**row, "id": r["id"]} for r, row in zip(data.records, samples, strict=True)]

@@ -13,7 +13,12 @@ Output: `stages.nugget.artifacts.results.NuggetAnalysis`:
 - ``token_frequency.png`` / ``token_frequency.json`` (fig. 5): the 6 most frequent nugget
   tokens, their share among nuggets (AE, MT) vs in text, and the punctuation share; per
   model ``uninformative``: why its selection ignores the document (the same nugget positions
-  in most documents, `selection_flag`), "" when it does not;
+  in most documents, `selection_flag`), "" when it does not; ``ignores_input``: its model's
+  input-use check (`stages.nugget.systems.ignoring_input`); every share with its per-document
+  counts (``units``, unit ids the documents' ``doc_id``: the nugget tokens of one document are not
+  independent, the documents are) and, from 15 documents, its 95% bootstrap interval over the
+  documents (``intervals``; MLflow ``<share>.<objective>`` with ``_n`` documents and ``_low`` /
+  ``_high``);
 - ``nuggets.html`` (fig. 6): sample documents, text shaded by score, nuggets in green;
 - ``probability_gain.png`` (fig. 7: gain vs token index for the paper's 3rd, 6th and 9th
   nuggets), ``nugget_positions.png`` (fig. 7's other curve: where in the document those
@@ -39,7 +44,7 @@ import torch
 from stages.common.degenerate import LABEL, constant_outputs
 from stages.common.languages import check_writes_its_input
 from stages.common.tokens import display_token, token_text
-from stages.evaluation.analysis import TokenStats, is_punctuation, probability_gain
+from stages.evaluation.analysis import TokenStats, is_punctuation, probability_gain, spells
 from stages.evaluation.publish import log_flags
 from stages.evaluation.samples import Sample, log_samples
 from stages.framework.contract import optional, section
@@ -49,9 +54,10 @@ from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, Traine
 from stages.nugget.artifacts.results import NuggetAnalysis
 from stages.nugget.encoders import LoadedSystem, batches, load_system
 from stages.nugget.highlight import highlight_document, highlight_page
+from stages.nugget.measured import sample_metrics
 from stages.nugget.plots import probability_gain as plot_gain
 from stages.nugget.plots import token_frequencies
-from stages.nugget.systems import System, collect_systems
+from stages.nugget.systems import System, collect_systems, ignoring_input, training_summaries
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -145,6 +151,18 @@ def selection_samples(system: System, texts: list[str], documents: list[tuple[li
     return rows
 
 
+def share_units(stats: TokenStats, top: list[str], ids: list[str]) -> dict[str, Any]:
+    """Per share of a model's record (`NuggetAnalysis.SHARE_KEYS`, then ``top/<i>/share_nuggets`` /
+    ``top/<i>/share_text`` of its i-th top nugget token ``top[i]``) the sample of documents behind it
+    (`TokenStats.share_sample`, unit ids ``ids``)."""
+    counted = {"the": spells("the"), "punctuation": is_punctuation}
+    samples = {f"{what}_share_{side}": stats.share_sample(side, counts, ids)
+               for what, counts in counted.items() for side in ("nuggets", "text")}
+    for i, token in enumerate(top):
+        samples |= {f"top/{i}/share_{side}": stats.share_sample(side, token.__eq__, ids) for side in ("nuggets", "text")}
+    return samples
+
+
 def pick(systems: list[System], objective: str, layer: int) -> System | None:
     """The learned-selector model of ``objective`` fig. 5 describes: r = 0.1 (or the nearest), at the
     default scorer layer ``layer`` (``nugget.scorer_layer``; the paper's l = 3) where one is trained, so
@@ -180,7 +198,7 @@ class AnalyzeNuggets(Stage[AnalysisConfig, AnalysisInputs, NuggetAnalysis]):
 
     def compute(self, ctx: StageContext, config: AnalysisConfig, inputs: AnalysisInputs) -> None:
         split = inputs.docs.split(config.split)
-        sides = pq.read_table(split, columns=["source", "target"]).to_pydict()
+        sides = pq.read_table(split, columns=["doc_id", "source", "target"]).to_pydict()
         texts, n_docs = sides["source"], config.analysis_docs
         systems = collect_systems(inputs)
         layer = config.scorer_layer
@@ -193,7 +211,10 @@ class AnalyzeNuggets(Stage[AnalysisConfig, AnalysisInputs, NuggetAnalysis]):
         other = [s for s in collect_systems(inputs, encoder_side="target") if s.kind == "nugget"]
         stats |= {s.name: self._token_stats(ctx, config, s, sides["target"][:n_docs], samples) for s in other}
         log_samples(ctx, ctx.output_dir / NuggetAnalysis.SAMPLES, samples)
-        frequency = self._frequency_outputs(ctx, stats, {s.name: s for s in (ae, mt, *other) if s})
+        analysed = [s for s in (ae, mt, *other) if s]
+        ids = sides["doc_id"][: len(texts[:n_docs])]  # build_mt_docs' id of each counted document: its unit
+        frequency = self._frequency_outputs(ctx, stats, {s.name: s for s in analysed}, ids,
+                                            ignoring_input(analysed, training_summaries(inputs)))
         highlighted = texts[: config.highlight_docs]
         self._highlight(ctx, config, ae, highlighted)
         gain = self._probe(ctx, config, ae, texts, config.probe_docs)
@@ -220,32 +241,39 @@ class AnalyzeNuggets(Stage[AnalysisConfig, AnalysisInputs, NuggetAnalysis]):
         samples += selection_samples(system, texts, documents)
         return stats
 
-    def _frequency_outputs(self, ctx: StageContext, stats: dict[str, TokenStats], systems: dict[str, System]) -> dict:
+    def _frequency_outputs(self, ctx: StageContext, stats: dict[str, TokenStats], systems: dict[str, System],
+                           ids: list[str], ignoring: dict[str, str]) -> dict:
         first = next(iter(stats.values()))
         top = [t for t, _ in first.nuggets.most_common(TOP_TOKENS)]
         series = {f"nuggets {systems[n].objective.upper()} r={systems[n].ratio:g}": [s.share(s.nuggets, t) for t in top]
                   for n, s in stats.items() if systems[n].encoder_side == "source"}  # fig. 5: English tokens
         series["text"] = [first.share(first.text, t) for t in top]
         flags = {n: selection_flag(s) for n, s in stats.items()}
-        report = {n: {"top": [[t, s.share(s.nuggets, t), s.share(s.text, t)] for t, _ in s.nuggets.most_common(TOP_TOKENS)],
-                      "punctuation_share_nuggets": s.punctuation_share(s.nuggets),
-                      "punctuation_share_text": s.punctuation_share(s.text),
-                      "the_share_nuggets": s.word_share(s.nuggets, "the"), "the_share_text": s.word_share(s.text, "the"),
-                      "objective": systems[n].objective, "ratio": systems[n].ratio,
-                      "scorer_layer": systems[n].scorer_layer, "label": systems[n].describe(),
-                      "encoder_side": systems[n].encoder_side,
-                      "n_nuggets": sum(s.nuggets.values()), "n_tokens": sum(s.text.values()),
-                      LABEL: flags[n]}
-                  for n, s in stats.items()}
+        report: dict[str, dict[str, Any]] = {}
+        metrics: dict[str, float] = {}
+        for n, s in stats.items():
+            own_top = [t for t, _ in s.nuggets.most_common(TOP_TOKENS)]
+            units = share_units(s, own_top, ids)
+            bounds = {k: u.interval() for k, u in units.items()}
+            report[n] = {"top": [[t, s.share(s.nuggets, t), s.share(s.text, t)] for t in own_top],
+                         "punctuation_share_nuggets": s.punctuation_share(s.nuggets),
+                         "punctuation_share_text": s.punctuation_share(s.text),
+                         "the_share_nuggets": s.word_share(s.nuggets, "the"), "the_share_text": s.word_share(s.text, "the"),
+                         "objective": systems[n].objective, "ratio": systems[n].ratio,
+                         "scorer_layer": systems[n].scorer_layer, "label": systems[n].describe(),
+                         "encoder_side": systems[n].encoder_side,
+                         "n_nuggets": sum(s.nuggets.values()), "n_tokens": sum(s.text.values()), "n_docs": len(ids),
+                         "units": {k: u.to_json() for k, u in units.items()},
+                         "intervals": {k: list(b) for k, b in bounds.items() if b is not None},
+                         "ignores_input": ignoring[n], LABEL: flags[n]}
+            # the report's shares of 'the' and of punctuation, each with its n (documents) and interval ends
+            obj = systems[n].objective + ("" if systems[n].encoder_side == "source" else "_tgtlang")
+            for key in NuggetAnalysis.SHARE_KEYS:
+                metrics |= sample_metrics(f"{key.replace('punctuation', 'punct')}.{obj}", units[key], bounds[key])
         log_flags(ctx, {n: flag for n, flag in flags.items() if flag})
         token_frequencies(top, series, ctx.output_dir / "token_frequency.png")
         ctx.log_artifact(ctx.output_dir / "token_frequency.png")
-        for n, s in stats.items():  # the report's punctuation shares, each with its n
-            obj = systems[n].objective + ("" if systems[n].encoder_side == "source" else "_tgtlang")
-            ctx.log_metrics({f"punct_share_nuggets.{obj}": s.punctuation_share(s.nuggets),
-                             f"punct_share_nuggets.{obj}_n": sum(s.nuggets.values()),
-                             f"punct_share_text.{obj}": s.punctuation_share(s.text),
-                             f"punct_share_text.{obj}_n": sum(s.text.values())})
+        ctx.log_metrics(metrics)
         return report
 
     def _highlight(self, ctx: StageContext, config: AnalysisConfig, system: System, texts: list[str]) -> None:

@@ -7,10 +7,17 @@ the first ``eval.max_examples`` documents of ``build_mt_docs``'s ``eval.nugget_s
 paper; up to the longest reference + ``eval.reconstruction_extra_tokens`` new tokens, so whole
 documents can be written) and score micro-averaged corpus BLEU (sacrebleu) against the
 objective's target: the input document for AE, the translation for MT (sacrebleu's "zh"
-tokenizer for Chinese), with its 95% bootstrap interval over the documents (``bleu_low`` /
-``bleu_high``, `corpus_bleu_interval`); the recipe per system is
-`stages.nugget.reconstruction.reconstruct` (also ``nugget eval``'s). The Nugget ablations of
-``train_baselines`` are similarity systems only (table 4) and are skipped here.
+tokenizer for Chinese). Each system's record keeps every document's BLEU statistics (``units``,
+`stages.common.resampling.UnitSample`, unit ids the documents' ``doc_id``: the same in every
+system's sample, so the report compares two systems paired) and, from 15 documents, the 95%
+bootstrap interval over the documents (``bleu_low`` / ``bleu_high``); the recipe per system is
+`stages.nugget.reconstruction.reconstruct`. The Nugget ablations of ``train_baselines`` are
+similarity systems only (table 4) and are skipped here.
+
+Competence floor (``floors``, per objective): `stages.evaluation.task_floors.reconstruction_floor`
+of the objective's references, the same documents: the larger of BLEU 10 and the BLEU of the best
+constant output; a system not above it does not reconstruct. Each system's ``ignores_input`` is its
+model's input-use check from its own training summary (`stages.nugget.systems.ignoring_input`).
 
 Output: `stages.nugget.artifacts.results.ReconstructionResults` (``reconstruction.json`` /
 ``.csv`` / ``.md``, ``bleu_vs_ratio.png``: fig. 4, baselines at r = 0, its caption
@@ -18,6 +25,8 @@ in ``figures.json``; per system ``uninformative``: why its decoded texts are con
 empty, `stages.common.degenerate`, "" when they are not) and ``examples.jsonl`` (every decoded
 document of every system: the source read, the reference, the decoded text, its sentence BLEU and
 chrF and flags, `stages.nugget.reconstruction.decoded_samples`; also the MLflow table ``tables/examples.json``).
+MLflow metrics: ``bleu.<system>`` with ``_n`` (documents) and ``_low`` / ``_high``; ``bleu_floor.<objective>``
+with ``_n``.
 """
 
 from __future__ import annotations
@@ -28,18 +37,28 @@ from dataclasses import dataclass
 import pyarrow.parquet as pq
 
 from stages.common.degenerate import LABEL, generation_flags
+from stages.common.floors import Floor
+from stages.evaluation.metrics import bleu_tokenizer
 from stages.evaluation.publish import log_flags
 from stages.evaluation.samples import log_samples
+from stages.evaluation.task_floors import reconstruction_floor
 from stages.framework.contract import optional, section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget.artifacts.data import MtDocuments
 from stages.nugget.artifacts.models import NuggetSweep, TrainedBaselines, TrainedNugget
-from stages.nugget.artifacts.results import ReconstructionResults
+from stages.nugget.artifacts.results import ReconstructionResults, interval_fields
 from stages.nugget.encoders import load_system
+from stages.nugget.measured import floor_metrics, sample_metrics
 from stages.nugget.plots import bleu_vs_ratio
 from stages.nugget.reconstruction import decoded_samples, reconstruct
 from stages.nugget.similarity import metric_name
-from stages.nugget.systems import System, collect_systems, to_record
+from stages.nugget.systems import (
+    System,
+    collect_systems,
+    ignoring_input,
+    to_record,
+    training_summaries,
+)
 
 
 def reconstruction_systems(systems: list[System]) -> list[System]:
@@ -71,33 +90,43 @@ class EvalReconstruction(Stage[ReconstructionConfig, ReconstructionInputs, Recon
 
     def compute(self, ctx: StageContext, config: ReconstructionConfig, inputs: ReconstructionInputs) -> None:
         split = config.split
-        table = pq.read_table(inputs.docs.split(split), columns=["source", "target"]).to_pydict()
+        table = pq.read_table(inputs.docs.split(split), columns=["doc_id", "source", "target"]).to_pydict()
         cap = config.max_examples
         docs = {k: (v[:cap] if cap else v) for k, v in table.items()}
         if not docs["source"]:
             raise ValueError(f"build_mt_docs split {split!r} (eval.nugget_split) is empty: nothing to reconstruct")
         systems = reconstruction_systems(collect_systems(inputs))
-        rows, samples, metrics = [], [], {}
+        ignoring = ignoring_input(systems, training_summaries(inputs))
+        ids = docs["doc_id"]  # build_mt_docs' id of each document: its unit, the same in every system's sample
+        references = {"ae": docs["source"], "mt": docs["target"]}
+        rows, samples = [], []
+        metrics: dict[str, float] = {}
         flags: dict[str, str] = {}  # system -> why it is uninformative
+        floors: dict[str, Floor] = {}  # per objective: what a system that does not reconstruct reaches on its references
+        for objective in sorted({s.objective for s in systems}):
+            refs = references[objective]
+            floors[objective] = reconstruction_floor(refs, bleu_tokenizer(refs))
+            metrics |= floor_metrics(metric_name("bleu_floor", objective), floors[objective], len(refs))
         for n, system in enumerate(systems, 1):
             tick = time.time()
             loaded = load_system(system, device=ctx.device, precision=config.dtype)
-            refs = docs["source"] if system.objective == "ae" else docs["target"]
-            hyps, bleu, bounds, tokenize = reconstruct(loaded, docs["source"], refs, config.batch_size,
-                                                       config.beam_size, config.extra_tokens)
-            ends = dict(zip(("bleu_low", "bleu_high"), bounds, strict=True)) if bounds else {}
+            refs = references[system.objective]
+            hyps, units, tokenize = reconstruct(loaded, docs["source"], refs, ids, config.batch_size,
+                                                config.beam_size, config.extra_tokens)
+            bleu, bounds = units.value(), units.interval()
+            ends = interval_fields("bleu", bounds)
             flag = generation_flags(hyps) or ""
-            rows.append({**to_record(system), "bleu": bleu, **ends, "n_docs": len(refs), "bleu_tokenize": tokenize,
-                         "label": system.describe(), LABEL: flag})
+            rows.append({**to_record(system), "bleu": bleu, **ends, "n_docs": units.n, "bleu_tokenize": tokenize,
+                         "label": system.describe(), "units": {"bleu": units.to_json()},
+                         "ignores_input": ignoring[system.name], LABEL: flag})
             flags |= {system.name: flag} if flag else {}
             samples += decoded_samples(system, docs["source"], refs, hyps, tokenize)
-            metrics[metric_name("bleu", system.name)] = bleu
-            metrics[metric_name("bleu", system.name) + "_n"] = len(refs)  # corpus BLEU over n documents
-            metrics |= {metric_name("bleu", system.name) + end[4:]: x for end, x in ends.items()}  # its 95% interval
+            metrics |= sample_metrics(metric_name("bleu", system.name), units, bounds)  # corpus BLEU over n documents
             interval = f" [{bounds[0]:.2f}, {bounds[1]:.2f}]" if bounds else ""
             print(f"[eval_reconstruction] {n}/{len(systems)} {system.name}: BLEU {bleu:.2f}{interval} "
-                  f"({len(refs)} docs, beam {config.beam_size}, {time.time() - tick:.1f}s)", flush=True)
-        written = ReconstructionResults(rows, split, config.beam_size).write(ctx.output_dir)
+                  f"({units.n} docs, floor {floors[system.objective].value:.2f}, beam {config.beam_size}, "
+                  f"{time.time() - tick:.1f}s)", flush=True)
+        written = ReconstructionResults(rows, split, config.beam_size, floors=floors).write(ctx.output_dir)
         log_samples(ctx, ctx.output_dir / ReconstructionResults.EXAMPLES, samples)
         for path in written[1:]:
             ctx.log_artifact(path)

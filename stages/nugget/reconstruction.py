@@ -1,12 +1,15 @@
 """The reconstruction recipe of ``eval_reconstruction`` (Nugget §5.1) for one loaded system,
 callable outside the stage (``nugget eval --task reconstruction``): decode each document from
-its encoding with beam search and score corpus BLEU with its 95% bootstrap interval."""
+its encoding with beam search and score corpus BLEU, keeping each document's BLEU statistics
+(`stages.common.resampling.UnitSample`: its 95% interval resamples the documents)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from stages.evaluation.metrics import bleu_tokenizer, corpus_bleu_interval, sentence_scores
+from stages.common.resampling import UnitSample
+from stages.evaluation.metrics import bleu_statistics, bleu_tokenizer, sentence_scores
 from stages.evaluation.samples import Sample
 from stages.nugget.systems import System, to_record
 
@@ -17,12 +20,12 @@ if TYPE_CHECKING:
 
 
 class Reconstruction(NamedTuple):
-    """What `reconstruct` returns: the decoded texts, their corpus BLEU, its 95% bootstrap
-    interval over the documents (None below two) and sacrebleu's tokenizer."""
+    """What `reconstruct` returns: the decoded texts, the BLEU statistics of each document
+    (``units``: its ``value()`` is the corpus BLEU, its ``interval()`` the 95% bootstrap interval over
+    the documents) and sacrebleu's tokenizer."""
 
     decoded: list[str]
-    bleu: float
-    interval: tuple[float, float] | None
+    units: UnitSample
     tokenize: str
 
 
@@ -31,14 +34,15 @@ def decode_limit(tokenizer: PreTrainedTokenizerBase, references: list[str], extr
     return max(len(ids) for ids in tokenizer(references)["input_ids"]) + extra
 
 
-def reconstruct(loaded: LoadedSystem, sources: list[str], references: list[str], batch_size: int,
-                beam_size: int, extra_tokens: int) -> Reconstruction:
+def reconstruct(loaded: LoadedSystem, sources: list[str], references: list[str], ids: Sequence[str],
+                batch_size: int, beam_size: int, extra_tokens: int) -> Reconstruction:
     """Decode ``sources`` from their encodings (beam ``beam_size``, up to the longest reference
-    + ``extra_tokens`` new tokens) and score corpus BLEU against ``references``."""
+    + ``extra_tokens`` new tokens) and score BLEU against ``references``, per document (``ids``:
+    each document's unit id, the same in every system's sample)."""
     hyps = loaded.decode(sources, batch_size, beam_size, decode_limit(loaded.tokenizer, references, extra_tokens))
     tokenize = bleu_tokenizer(references)
-    bleu, bounds = corpus_bleu_interval(hyps, references, tokenize=tokenize)
-    return Reconstruction(hyps, bleu, bounds, tokenize)
+    return Reconstruction(hyps, UnitSample.of("document", "bleu", ids, bleu_statistics(hyps, references, tokenize)),
+                          tokenize)
 
 
 def decoded_samples(system: System, sources: list[str], references: list[str], decoded: list[str], tokenize: str

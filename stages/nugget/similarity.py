@@ -1,7 +1,8 @@
 """PI / RR document similarity (Nugget §6.1): rank each task's candidates for its query.
 
 Multi-vector systems score a (query, candidate) pair with mean-MaxSim (eq. 10);
-single-vector systems with cosine. The result is MRR x 100 over the tasks.
+single-vector systems with cosine. The result is MRR x 100 over the tasks, resampled by query
+(`query_units`), beside a random ranking's (`mrr_floor`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from stages.common.floors import Floor, random_mrr
+from stages.common.resampling import UnitSample
 from stages.corpora.nugget_data import Task, read_docs, read_tasks
 from stages.evaluation.metrics import cosine, mean_maxsim, reciprocal_rank
 from stages.evaluation.samples import Sample
@@ -64,6 +67,23 @@ def task_reciprocal_ranks(vectors: dict[str, torch.Tensor], tasks: list[Task], m
     rankings are (nearly) all the same ignores its input (`stages.common.degenerate`)."""
     scored = score_tasks(vectors, tasks, multi)
     return [100.0 * reciprocal_rank(s, a) for s, a in scored], [ranking(s) for s, _ in scored]
+
+
+def mrr_floor(tasks: list[Task]) -> Floor:
+    """The MRR (x 100) of a random ranking of each task's candidates: `random_mrr` of each task's
+    candidate count, their mean over the tasks (tasks may rank different numbers of candidates)."""
+    sizes = [len(t.candidates) for t in tasks]
+    what = f"{sizes[0]}" if len(set(sizes)) == 1 else f"{min(sizes)}-{max(sizes)}"
+    return Floor(sum(map(random_mrr, sizes)) / len(sizes), True,
+                 f"a random ranking of each query's {what} candidates (expected MRR)")
+
+
+QUERY = "query document"  # the MRR's unit: a task's query (PI: a document; RR: an article's lead section)
+
+
+def query_units(tasks: list[Task], reciprocal_ranks: list[float]) -> UnitSample:
+    """The MRR's sample: per query (unit id: the query's document id) its reciprocal rank x 100."""
+    return UnitSample.of(QUERY, "ratio", [t.query for t in tasks], [[rr, 1.0] for rr in reciprocal_ranks])
 
 
 def ranking(scores: list[float]) -> tuple[int, ...]:

@@ -67,20 +67,18 @@ from stages.report.figures import (
 from stages.report.findings import Verdict, counts, judge
 from stages.report.header import RunHeader
 from stages.report.html_page import Page
+from stages.report.nugget_tables import bleu_table, multilingual_token_table, token_table
 from stages.report.re_tables import re_tables
 from stages.report.results_json import RESULTS, cell_records, headline_name, write_results
 from stages.report.similarity_tables import table2, table4
 from stages.report.tables import (
     FLAG_MARK,
     ReportTable,
-    bleu_table,
     eval_table,
     examples,
     kv_states,
     measured_by,
-    multilingual_token_table,
     seq2seq_base,
-    token_table,
 )
 from stages.report.training import CAPTION as TRAINING_CAPTION
 from stages.report.training import HEADERS as TRAINING_HEADERS
@@ -176,10 +174,10 @@ def _tables(cfg: ReportConfig, inputs: ReportInputs) -> list[ReportTable]:
     analysis_at = _where(inputs.analyze_nuggets)
     return [
         bleu_table(rec, _context(cfg, "eval_reconstruction", rec_at, data_rec), mt_stand_in, layer, budgets),
-        token_table(analysis, _context(cfg, "analyze_nuggets", analysis_at, analysed), mt_stand_in, layer),
+        token_table(analysis, _context(cfg, "analyze_nuggets", analysis_at, analysed), mt_stand_in, layer, rec),
         multilingual_token_table(analysis,
                                  _context(cfg, "analyze_nuggets", analysis_at, f"{analysed}, each language's side"),
-                                 languages, mt_stand_in),
+                                 languages, mt_stand_in, rec),
         table2(sim, _context(cfg, "eval_similarity", sim_at, data_sim or "PI / RR"), budgets, layer),
         eval_table("nugget_table3", "Nugget table 3: Nugget LM word-level perplexity with h history segments",
                    inputs.eval_nugget_lm,

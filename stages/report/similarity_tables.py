@@ -5,7 +5,11 @@ and ratio at the run's default scorer layer (``nugget.scorer_layer``, as the pap
 table 4 is two comparisons of equal budget (the scorer-layer ablation over the sweep /
 train_nugget models, and train_baselines' ablations beside their reference ``nugget_mt``).
 A system's values carry the training budget of the stage that trained it
-(`stages.report.budgets`), so a finding compares systems of one budget only.
+(`stages.report.budgets`), so a finding compares systems of one budget only. Each MRR carries its
+per-query reciprocal ranks (``units``: the queries are the unit its interval resamples, the same
+queries for every system, so a finding pairs two systems), its 95% bootstrap interval over the
+queries where the evaluation gave one (from 15 queries), the random ranking's MRR as its floor and
+why the system's model ignores its input (``ignores_input``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stages.common.degenerate import LABEL
-from stages.nugget.artifacts.results import SimilarityResults
+from stages.common.floors import Floor
+from stages.nugget.artifacts.results import SimilarityResults, units_of
 from stages.report.published import PUBLISHED
 from stages.report.tables import PAPER_SCORER_LAYER, ReportTable, same_ratio
 
@@ -65,17 +70,24 @@ def _nugget_label(r: dict[str, Any]) -> str:
 @dataclass
 class _SimilarityTable(ReportTable):
     """PI / RR tables: every MRR stands on its task's queries; a system's values carry the
-    training budget of the stage that trained it (``budgets``: stage -> `stages.report.budgets`)."""
+    training budget of the stage that trained it (``budgets``: stage -> `stages.report.budgets`)
+    and each task's floor (``floors``: `SimilarityResults.floors`)."""
 
     task_n: dict[str, int] = field(default_factory=dict)
     budgets: dict[str, str] = field(default_factory=dict)
+    floors: dict[str, Floor] = field(default_factory=dict)
 
     def add_system(self, label: str, system: list[dict[str, Any]], row_id: str | None = None) -> None:
-        """One system's MRR per task (``system``: its rows; none: not run), with standard errors."""
+        """One system's MRR per task (``system``: its rows; none: not run), with its 95% intervals
+        over the queries, its per-query samples, the tasks' floors and its input-use check."""
         source = system[0].get("source", "") if system and system[0]["mode"] != "colbart" else ""
         self.add(label, {r["task"]: r["mrr"] for r in system}, row_id, dict(self.task_n),
-                 {r["task"]: r["mrr_se"] for r in system if r.get("mrr_se") is not None}, self.budgets.get(source, ""),
-                 flag="; ".join(f"{r['task'].upper()}: {r[LABEL]}" for r in system if r.get(LABEL)))
+                 budget=self.budgets.get(source, ""),
+                 bounds={r["task"]: (r["mrr_low"], r["mrr_high"]) for r in system if "mrr_low" in r and "mrr_high" in r},
+                 flag="; ".join(f"{r['task'].upper()}: {r[LABEL]}" for r in system if r.get(LABEL)),
+                 units={r["task"]: u for r in system if (u := units_of(r).get("mrr")) is not None},
+                 floors={task: f for task, f in self.floors.items() if any(r["task"] == task for r in system)},
+                 ignores_input=next((r["ignores_input"] for r in system if r.get("ignores_input")), ""))
 
     def state_budgets(self, rows: list[dict[str, Any]]) -> None:
         """The context names the budget of each training stage behind the table's systems."""
@@ -89,7 +101,7 @@ def _similarity_table(table_id: str, title: str, sim: SimilarityResults | None, 
                       budgets: dict[str, str]) -> tuple[_SimilarityTable, list[dict[str, Any]]]:
     rows = sim.rows if sim else []
     t = _SimilarityTable(table_id, title, context, ["pi", "rr"], stand_in=similarity_stand_in(rows),
-                         task_n=_tasks_n(rows), budgets=budgets)
+                         task_n=_tasks_n(rows), budgets=budgets, floors=sim.floors if sim else {})
     t.state_budgets(rows)
     return t, rows
 

@@ -25,10 +25,8 @@ from stages.artifacts.base import Location
 from stages.artifacts.evaluate import NOT_RUN, EvalTable, StoredEvalTable, TableRow
 from stages.common.degenerate import LABEL
 from stages.common.floors import Floor
-from stages.common.intervals import Z95, share_interval
+from stages.common.intervals import Z95
 from stages.common.resampling import UnitSample
-from stages.common.tokens import display_token
-from stages.nugget.artifacts.results import NuggetAnalysis, ReconstructionResults
 from stages.report.published import PUBLISHED, SOURCES, published
 
 if TYPE_CHECKING:
@@ -79,13 +77,20 @@ class MeasuredValue:
     units: UnitSample | None = None
     floor: Floor | None = None  # the metric's competence floor on the same examples (`stages.common.floors`)
     ignores_input: str = ""  # why the system ignores its input ("" = it does not, or it has none)
+    # why the system does not do the task it was trained for, judged on another number than this value
+    # ("" = it does, or that is unknown): Nugget fig. 5's shares of a model whose reconstruction BLEU is
+    # not beyond its floor (what a model selects as nuggets says nothing where it does not reconstruct)
+    task_floor: str = ""
 
     @property
     def below_floor(self) -> str:
         """Why the system does not do the task ("" = it does, or no floor is known): it ignores its
-        input, or its value is not beyond the floor."""
+        input, it does not do the task it was trained for (`task_floor`), or its value is not beyond
+        the floor."""
         if self.ignores_input:
             return self.ignores_input
+        if self.task_floor:
+            return self.task_floor
         if self.floor is not None and not self.floor.reached_by(self.value):
             return f"{self.value:.4g} not beyond the floor {self.floor.describe()}"
         return ""
@@ -159,7 +164,7 @@ class ReportTable:
             n: dict[str, int | None] | int | None = None, se: dict[str, float] | None = None,
             budget: str = "", bounds: dict[str, tuple[float, float] | None] | None = None, flag: str = "",
             also: tuple[str, ...] = (), units: dict[str, UnitSample] | None = None,
-            floors: dict[str, Floor] | None = None, ignores_input: str = "") -> None:
+            floors: dict[str, Floor] | None = None, ignores_input: str = "", task_floor: str = "") -> None:
         """A row: ``measured`` per column (None: not run), ``n`` (per column, or one for
         the row) the examples / tasks / tokens behind each number, ``se`` standard errors
         (shown as the 95% interval, 1.96 se), ``bounds`` asymmetric 95% intervals (a proportion's
@@ -168,7 +173,9 @@ class ReportTable:
         uninformative ("": it is not; shown beside its numbers and in the table's notes), ``also`` further
         ids the findings address the row by (`aliases`), ``units`` per column the per-unit statistics behind
         the value (what a finding's paired comparison resamples), ``floors`` per column the competence floor
-        on the same examples, ``ignores_input`` why the system ignores its input ("" = it does not)."""
+        on the same examples, ``ignores_input`` why the system ignores its input ("" = it does not),
+        ``task_floor`` why it does not do the task it was trained for, judged on another number
+        (`MeasuredValue.task_floor`; "" = it does)."""
         pub = {c: published(self.paper_table, row_id, c) if row_id else None for c in self.columns}
         ns = n if isinstance(n, dict) else dict.fromkeys(self.columns, n)
         se, bounds, units, floors = se or {}, bounds or {}, units or {}, floors or {}
@@ -178,7 +185,7 @@ class ReportTable:
             half = Z95 * se[c] if se.get(c) is not None and bounds.get(c) is None else None
             if isinstance(value, int | float) and not isinstance(value, bool):
                 number = MeasuredValue(label, float(value), ns.get(c), half, c, budget, bounds.get(c), flag,
-                                       units.get(c), floors.get(c), ignores_input)
+                                       units.get(c), floors.get(c), ignores_input, task_floor)
                 self.numbers.append((row_id, c, number))
                 self.aliases += [(alias, c, number) for alias in also]
             cells[c] = NOT_RUN if value is None else measured_cell(value, ns.get(c), half, bounds.get(c), flag)
@@ -191,6 +198,7 @@ class ReportTable:
         units: dict[str, dict[str, None]] = {}
         floors: dict[str, dict[str, None]] = {}
         ignoring: dict[str, str] = {}
+        failing: dict[str, str] = {}
         for _, c, v in self.numbers:
             if v.flag:
                 rows.setdefault(v.flag, {})[v.label] = None
@@ -200,12 +208,15 @@ class ReportTable:
                 floors.setdefault(c, {})[v.floor.describe()] = None
             if v.ignores_input:
                 ignoring[v.label] = v.ignores_input
+            if v.task_floor:
+                failing[v.label] = v.task_floor
         return ([f"{FLAG_MARK} {', '.join(labels)}: {reason}" for reason, labels in rows.items()]
                 + [f"{c}: intervals and comparisons resample {' / '.join(u + 's' for u in kinds)}"
                    for c, kinds in units.items()]
                 + [f"{c}: competence floor {'; '.join(f)}: a system not beyond it does not do the task"
                    for c, f in floors.items()]
-                + [f"{label} {reason}: below every floor" for label, reason in ignoring.items()])
+                + [f"{label} {reason}: below every floor" for label, reason in ignoring.items()]
+                + [f"{label}: {reason}: below its task's floor" for label, reason in failing.items()])
 
     def headers(self) -> list[str]:
         return ["system"] + [f"{c} {kind}" for c in self.columns for kind in ("measured", "published")]
@@ -239,108 +250,8 @@ def same_ratio(a: float | None, b: float) -> bool:
 
 
 # fig. 4's trend (BLEU rises with r): per training budget, the AE models of its lowest and of its highest ratio
+# (the Nugget figures' tables: `stages.report.nugget_tables`)
 LOWEST_RATIO_AE, HIGHEST_RATIO_AE = "ae_lowest_r", "ae_highest_r"
-
-
-def _ratio_ends(rows: list[dict[str, Any]], layer: int, budgets: dict[str, str]) -> dict[int, str]:
-    """{index of a row: `LOWEST_RATIO_AE` / `HIGHEST_RATIO_AE`}: among the AE Nugget models (learned selector,
-    with feedback) at the default scorer layer ``layer`` (fig. 4's lines), per training budget
-    (``budgets``: training stage -> budget) with two ratios or more, those of its lowest and of its highest ratio, so a finding compares two models of
-    one budget (the sweep's trials, train_nugget's model where its budget is theirs)."""
-    groups: dict[str, list[int]] = {}
-    for i, r in enumerate(rows):
-        if (r["kind"] == "nugget" and r["objective"] == "ae" and r.get("scorer_layer") == layer
-                and r.get("selector", "topk") == "topk" and r.get("feedback", True)):
-            groups.setdefault(budgets.get(r.get("source", ""), ""), []).append(i)
-    ends: dict[int, str] = {}
-    for members in groups.values():
-        ratios = [rows[i]["ratio"] for i in members]
-        if max(ratios) > min(ratios):
-            ends |= {i: LOWEST_RATIO_AE for i in members if rows[i]["ratio"] == min(ratios)}
-            ends |= {i: HIGHEST_RATIO_AE for i in members if rows[i]["ratio"] == max(ratios)}
-    return ends
-
-
-def bleu_table(rec: ReconstructionResults | None, context: str, stand_in: str = "",
-               layer: int = PAPER_SCORER_LAYER, budgets: dict[str, str] | None = None) -> ReportTable:
-    """Nugget figure 4's claim: the AE models of r >= 0.1 at the default scorer layer ``layer`` (the paper's
-    l = 3) beside "> 99"; every other model without a published row. Each BLEU with its 95% bootstrap
-    interval where the evaluation gave one; each model with the training budget of its stage (``budgets``:
-    stage -> `stages.report.budgets`), and the AE models at the lowest / highest ratio of a budget also
-    addressed as `LOWEST_RATIO_AE` / `HIGHEST_RATIO_AE` (`_ratio_ends`: the finding that BLEU rises with r)."""
-    t = ReportTable("nugget_fig4", "Nugget figure 4: BLEU of texts decoded from nuggets vs ratio r", context, ["bleu"],
-                    stand_in=stand_in)
-    budgets = budgets or {}
-    rows = sorted(rec.rows if rec else [], key=lambda r: (r["kind"], r["objective"], r.get("scorer_layer") or 0, r.get("ratio") or 0))
-    ends = _ratio_ends(rows, layer, budgets)
-    for i, r in enumerate(rows):
-        claimed = (r["kind"] == "nugget" and r["objective"] == "ae" and r["ratio"] >= 0.1
-                   and r.get("scorer_layer") == layer)
-        bounds = (r["bleu_low"], r["bleu_high"]) if "bleu_low" in r and "bleu_high" in r else None
-        t.add(r["label"], {"bleu": r["bleu"]}, "ae_r>=0.1" if claimed else None, n=r.get("n_docs"),
-              budget=budgets.get(r.get("source", ""), ""), bounds={"bleu": bounds}, flag=r.get(LABEL) or "",
-              also=(ends[i],) if i in ends else ())
-    if not rows:
-        t.add(f"Nugget AE r >= 0.1 (l = {layer})", {}, "ae_r>=0.1")
-    return t
-
-
-def _share_row(t: ReportTable, label: str, shares: dict[str, float], n: dict[str, int | None],
-               row_id: str | None = None, flag: str = "") -> None:
-    """A row of token shares (%) with their n and Wilson 95% intervals."""
-    t.add(label, shares, row_id, n=n, bounds={c: share_interval(v, n.get(c)) for c, v in shares.items()
-                                              if math.isfinite(v)}, flag=flag)
-
-
-def token_table(analysis: NuggetAnalysis | None, context: str, stand_in: str = "",
-                layer: int = PAPER_SCORER_LAYER) -> ReportTable:
-    """Nugget fig. 5 in numbers: shares (%) of 'the' and of punctuation among nuggets vs in
-    text (n: the nuggets / the tokens counted), then each model's top nugget tokens. The
-    paper's 'the' cells describe AE at r = 0.1 (its default l = 3: here ``layer``)."""
-    t = ReportTable("nugget_fig5", "Nugget figure 5: what becomes a nugget (% of tokens)", context,
-                    ["share_nuggets", "share_text"], stand_in=stand_in)
-    freq = analysis.token_frequency if analysis else {}
-    for stats in freq.values():
-        if stats.get("encoder_side", "source") != "source":
-            continue  # another language: `multilingual_token_table`
-        n = {"share_nuggets": stats.get("n_nuggets"), "share_text": stats.get("n_tokens")}
-        described = stats["objective"] == "ae" and same_ratio(stats.get("ratio"), 0.1) and stats.get("scorer_layer") == layer
-        flag = stats.get(LABEL) or ""
-        _share_row(t, f"'the' ({stats['label']})", {"share_nuggets": stats["the_share_nuggets"],
-                                                    "share_text": stats["the_share_text"]}, n,
-                   "the_ae" if described else None, flag)
-        _share_row(t, f"punctuation ({stats['label']})", {"share_nuggets": stats["punctuation_share_nuggets"],
-                                                          "share_text": stats["punctuation_share_text"]}, n, flag=flag)
-        # 'the' has its row above (the same word, so the same shares): not a second time as a top token
-        top = [(token, nug, text) for token, nug, text in stats["top"] if display_token(token) != "the"]
-        for token, nug, text in top[:3]:
-            _share_row(t, f"{display_token(token)!r} ({stats['label']}, top nugget token)",
-                       {"share_nuggets": nug, "share_text": text}, n, flag=flag)
-    if not freq:
-        t.add("'the' (AE)", {}, "the_ae")
-    return t
-
-
-def multilingual_token_table(analysis: NuggetAnalysis | None, context: str, languages: dict[str, str],
-                             stand_in: str = "") -> ReportTable:
-    """Nugget appendix D (fig. 12) in numbers: per language of the corpus (``languages``:
-    encoder side -> name) and objective, the punctuation share and the top nugget tokens
-    among nuggets vs in text. The paper gives no numbers for it."""
-    t = ReportTable("nugget_appD", "Nugget appendix D: nugget tokens by language (% of tokens)", context,
-                    ["share_nuggets", "share_text"], stand_in=stand_in)
-    freq = analysis.token_frequency if analysis else {}
-    for stats in sorted(freq.values(), key=lambda x: (x.get("encoder_side", "source"), x["objective"])):
-        language = languages[stats.get("encoder_side", "source")]
-        n = {"share_nuggets": stats.get("n_nuggets"), "share_text": stats.get("n_tokens")}
-        what = f"{language}, {stats['objective'].upper()} r={stats['ratio']:g}"
-        _share_row(t, f"punctuation ({what})", {"share_nuggets": stats["punctuation_share_nuggets"],
-                                                 "share_text": stats["punctuation_share_text"]}, n)
-        for token, nug, text in stats["top"][:3]:
-            _share_row(t, f"{display_token(token)!r} ({what}, top nugget token)",
-                       {"share_nuggets": nug, "share_text": text}, n)
-    if not any(s.get("encoder_side") == "target" for s in freq.values()):
-        t.add(f"{languages['target']} (train_baselines: nugget_ae_tgtlang / nugget_mt_tgtlang)", {})
-    return t
 
 
 def measured_by(context: str, where: Location | None, stage: str = "") -> str:

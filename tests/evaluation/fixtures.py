@@ -111,6 +111,21 @@ def context(stage_cls: type, inputs: dict[str, Artifact], out: Path, overrides: 
                         RecordingLogger(), out, str(out / "work"))
 
 
+def write_trainer_state(folder: Path, dev_loss: float) -> dict[str, Any]:
+    """A trainer state as the training loop writes it beside a model (what its training contract's
+    ``training()`` reads), for a fit of 10 steps from dev loss 7.0 to ``dev_loss``; its fields."""
+    import json
+    from dataclasses import asdict
+
+    from stages.training.loop import STATE_FILE, TrainerState
+
+    state = asdict(TrainerState(step=10, initial_dev_loss=7.0, exported_dev_loss=dev_loss, dev_loss_n=64,
+                                tokens_seen=2560, exported_step=10, dev_losses=[dev_loss]))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / STATE_FILE).write_text(json.dumps(state))
+    return state
+
+
 def _nugget(tok, ratio: float, layer: int, seed: int, target: Path) -> None:
     from nugget_core import NuggetConfig, TinyBartSpec, build_tiny_bart, get_nugget_model
 
@@ -135,17 +150,21 @@ def make_eval_inputs(root: Path) -> dict[str, Artifact]:
         trial = f"{obj}-r{ratio}-l{layer}"
         _nugget(tok, ratio, layer, i, sweep / "trials" / trial / "model")
         results.append({"trial": trial, "objective": obj, "ratio": ratio, "scorer_layer": layer,
-                        "dev_loss": 5.0 - i, "model_dir": f"trials/{trial}/model"})
+                        "dev_loss": 5.0 - i, "model_dir": f"trials/{trial}/model", "steps": 10,
+                        "initial_dev_loss": 7.0, "exported_dev_loss": 5.0 - i, "dev_loss_n": 64, "tokens_seen": 2560})
     NuggetSweep(sweep, results).write(sweep)
     train = root / "train_nugget"
     _nugget(tok, 0.1, 1, 9, train / "model")
     TrainedNugget(train / "model", "ae", 0.1, 1, "topk", True, dev_loss=3.0).write(train)
+    write_trainer_state(train, 3.0)
     base = root / "baselines"
     model = get_bottleneck_model(build_tiny_bart(tok, TinyBartSpec(d_model=32, layers=2, ffn_dim=64)), decoder="gating")
     model.save_pretrained(base / "systems" / "re_gating" / "model")
     tok.save_pretrained(base / "systems" / "re_gating" / "model")
     # a Nugget AE encoding the corpus's other side (appendix D): analyze_nuggets only
     _nugget(tok, 0.1, 1, 11, base / "systems" / "nugget_ae_tgtlang" / "model")
+    write_trainer_state(base / "systems" / "re_gating", 4.0)
+    write_trainer_state(base / "systems" / "nugget_ae_tgtlang", 4.5)
     TrainedBaselines(base, [
         {"system": "re_gating", "kind": "bottleneck", "decoder": "gating", "objective": "ae",
          "deletion_noise": 0.0, "model_dir": "systems/re_gating/model", "dev_loss": 4.0},

@@ -3,7 +3,15 @@
 
 from __future__ import annotations
 
-from stages.nugget.artifacts.results import NuggetAnalysis, ReconstructionResults, SimilarityResults
+import pytest
+
+from stages.common.floors import random_mrr
+from stages.nugget.artifacts.results import (
+    NuggetAnalysis,
+    ReconstructionResults,
+    SimilarityResults,
+    units_of,
+)
 from stages.nugget.eval_reconstruction import EvalReconstruction
 from tests.evaluation.fixtures import context, make_eval_inputs
 
@@ -33,6 +41,16 @@ def test_similarity_covers_every_system(evaluated):
     flagged = {(r["label"], r["task"]) for r in out.rows if r["uninformative"]}
     assert ctx.logger.metrics["uninformative_systems"] == len(flagged)
     assert all(r["uninformative"].startswith("candidate ranking: ") for r in out.rows if r["uninformative"])
+    # the unit is the query: per query its reciprocal rank, the same query ids for every system (what pairs two
+    # systems); 6 queries are too few for an interval (stages.common.resampling.MIN_UNITS)
+    for r in out.rows:
+        (units,) = units_of(r).values()
+        assert units.unit == "query document" and units.ids == tuple(f"L{i}" for i in range(6))
+        assert units.n == r["n_tasks"] == 6 and units.value() == pytest.approx(r["mrr"])
+        assert "mrr_low" not in r and f"mrr.{r['task']}.{r['label'].replace(':', '_')}_low" not in ctx.logger.metrics
+    # the floor: a random ranking of the 4 candidates of each query, on the same queries, logged with its n
+    assert {t: f.value for t, f in out.floors.items()} == pytest.approx({t: random_mrr(4) for t in ("pi", "rr")})
+    assert ctx.logger.metrics["mrr_floor.pi"] == pytest.approx(random_mrr(4)) and ctx.logger.metrics["mrr_floor.pi_n"] == 6
 
 
 def test_reconstruction_bleu_and_figure(evaluated):
@@ -42,12 +60,18 @@ def test_reconstruction_bleu_and_figure(evaluated):
         "sweep:ae-r0.1-l1", "sweep:ae-r0.25-l1", "sweep:mt-r0.1-l1", "sweep:mt-r0.1-l0", "train_nugget",
         "baseline:re_gating"}
     assert all(0 <= r["bleu"] <= 100 and r["n_docs"] == 4 for r in out.rows)
-    # each corpus BLEU with its 95% bootstrap interval over the 4 documents, logged beside it with its n
-    assert all(0 <= r["bleu_low"] <= r["bleu"] <= r["bleu_high"] <= 100 for r in out.rows)
+    # each corpus BLEU with its documents' statistics (the same document ids in every system's sample), logged
+    # with its n; 4 documents are too few for an interval (test_nugget_units: 16 are enough)
     for r in out.rows:
+        units = units_of(r)["bleu"]
+        assert units.unit == "document" and units.ids == ("d2-0", "d2-1", "d2-2", "d2-3")  # build_mt_docs' doc_id
+        assert units.value() == pytest.approx(r["bleu"]) and "bleu_low" not in r
         name = f"bleu.{r['name'].replace(':', '_')}"
-        logged = [ctx.logger.metrics[name + end] for end in ("_low", "", "_high", "_n")]
-        assert logged == [r["bleu_low"], r["bleu"], r["bleu_high"], 4]
+        assert [ctx.logger.metrics[name + end] for end in ("", "_n")] == [r["bleu"], 4]
+        assert name + "_low" not in ctx.logger.metrics
+    # the floors of the AE and the MT references, on the same 4 documents
+    assert set(out.floors) == {"ae", "mt"} and all(f.value >= 10 and f.higher_is_better for f in out.floors.values())
+    assert ctx.logger.metrics["bleu_floor.ae"] == out.floors["ae"].value and ctx.logger.metrics["bleu_floor.ae_n"] == 4
     assert out.beam_size == 5
     (png,) = out.figures()
     assert png.read_bytes()[:4] == b"\x89PNG"
@@ -70,7 +94,7 @@ def test_analyze_nuggets_on_fixture(evaluated):
     assert all(t == t.strip() and "Ġ" not in t for t, _, _ in other["top"])  # tokens as text
     assert "punct_share_nuggets.ae_tgtlang" in ctx.logger.metrics and "punct_share_nuggets.ae" in ctx.logger.metrics
     # the report: English in fig. 5, both languages in appendix D, each number with its n
-    from stages.report.tables import multilingual_token_table, token_table
+    from stages.report.nugget_tables import multilingual_token_table, token_table
 
     assert not any("target language" in r[0] for r in token_table(analysis, "ctx").rows)
     langs = {"source": "English (en_XX)", "target": "Chinese (zh_CN)"}
@@ -84,6 +108,20 @@ def test_analyze_nuggets_on_fixture(evaluated):
 
     ae = freq["sweep:ae-r0.1-l1"]
     assert sum(c for _, c, _ in ae["top"]) <= 100 + 1e-9  # percentages; float rounding
+    # every share stands on the 6 documents counted (its unit), not on the tokens: per document its counts
+    for stats in freq.values():
+        units = units_of(stats)
+        assert set(units) == {*NuggetAnalysis.SHARE_KEYS, *(f"top/{i}/share_{side}" for i in range(len(stats["top"]))
+                                                            for side in ("nuggets", "text"))}
+        for sample in units.values():
+            assert sample.unit == "document" and sample.ids == tuple(f"d2-{i}" for i in range(6))
+        for key in NuggetAnalysis.SHARE_KEYS:
+            assert units[key].value() == pytest.approx(stats[key])
+        assert units["the_share_nuggets"].stats[:, 1].sum() == stats["n_nuggets"] and stats["n_docs"] == 6
+        assert stats["intervals"] == {} and stats["ignores_input"] == ""  # 6 documents: no interval
+    assert ctx.logger.metrics["punct_share_nuggets.ae_n"] == 6  # documents
+    fig5 = token_table(analysis, "ctx")
+    assert {v.n for _, _, v in fig5.numbers} == {6} and {v.unit for _, _, v in fig5.numbers} == {"document"}
     assert ae["n_nuggets"] < ae["n_tokens"]
     page = (ctx.output_dir / "nuggets.html").read_text()
     assert page.count("background: #b6f2b6") >= 2  # at least one nugget per document

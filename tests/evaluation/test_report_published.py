@@ -51,11 +51,18 @@ def bounded_se(mean: float, n: int, lo: float = 0.0, hi: float = 100.0) -> float
     return math.sqrt(max((hi - mean) * (mean - lo), 0.0) / n)
 
 
+def widest(mean: float, n: int, lo: float = 0.0, hi: float = 100.0) -> dict[str, float]:
+    """The widest 95% interval of a mean of ``n`` independent units' values in [lo, hi] (`bounded_se`)."""
+    half = 1.96 * bounded_se(mean, n, lo, hi)
+    return {"low": mean - half, "high": mean + half}
+
+
 def _mrr_rows(label: str, values: dict[str, float], **system) -> list[dict]:
-    """eval_similarity's records of one system; a reciprocal rank x 100 lies in [5, 100] (20 candidates)."""
+    """eval_similarity's records of one system; a reciprocal rank x 100 lies in [5, 100] (20 candidates): the
+    widest interval over the queries (the paper prints no per-query ranks to resample)."""
     data = {"pi": "parabank (paper)", "rr": "wikitext103 (paper)"}
-    return [{"label": label, "task": task, "mrr": mrr, "mrr_se": bounded_se(mrr, QUERIES, 5.0), "n_tasks": QUERIES,
-             "data": data[task], "selector": "topk", "feedback": True, "baseline": None, **system}
+    return [{"label": label, "task": task, "mrr": mrr, **{f"mrr_{end}": x for end, x in widest(mrr, QUERIES, 5.0).items()},
+             "n_tasks": QUERIES, "data": data[task], "selector": "topk", "feedback": True, "baseline": None, **system}
             for task, mrr in values.items()]
 
 
@@ -108,7 +115,9 @@ def evaluation_outputs(root) -> dict[str, Artifact]:
     (root / "rec").mkdir()
     ReconstructionResults([], "dev", 5).write(root / "rec")
     out["eval_reconstruction"] = Artifact("eval_reconstruction", "k-rec", "", root / "rec", {})
-    # fig. 5: 'the' 0.7% of nuggets vs 5.2% of tokens; the paper prints no punctuation share (NaN: no number)
+    # fig. 5: 'the' 0.7% of nuggets vs 5.2% of tokens over 128 documents, each share with the widest interval
+    # over its documents (the unit: the nugget tokens of one document are not independent); the paper prints no
+    # punctuation share (NaN: no number)
     tokens = FIG5_DOCS * FIG5_LENGTH
     fig5 = PUBLISHED["nugget_fig5"]["the_ae"]
     (root / "ana").mkdir()
@@ -117,7 +126,8 @@ def evaluation_outputs(root) -> dict[str, Artifact]:
         "encoder_side": "source", "the_share_nuggets": fig5["share_nuggets"], "the_share_text": fig5["share_text"],
         "punctuation_share_nuggets": math.nan, "punctuation_share_text": math.nan,
         "top": [["the", fig5["share_nuggets"], fig5["share_text"]]],
-        "n_nuggets": round(0.1 * tokens), "n_tokens": tokens}}, {}).write(root / "ana")
+        "intervals": {f"the_{c}": list(widest(fig5[c], FIG5_DOCS).values()) for c in ("share_nuggets", "share_text")},
+        "n_nuggets": round(0.1 * tokens), "n_tokens": tokens, "n_docs": FIG5_DOCS}}, {}).write(root / "ana")
     out["analyze_nuggets"] = Artifact("analyze_nuggets", "k-ana", "", root / "ana", {})
     # Nugget table 3: word PPL of WikiText-103 test (no interval: a perplexity is unbounded)
     out["eval_nugget_lm"] = _eval_table(root, "eval_nugget_lm", [

@@ -30,13 +30,13 @@ SMALL = ["train.nugget_lm.segment_tokens=8", "train.nugget_lm.histories=[1,2]", 
          "eval.nugget_lm.max_doc_tokens=40"]
 
 
-def write_corpus(out: Path, tok_dir: Path) -> NuggetLMCorpus:
+def write_corpus(out: Path, tok_dir: Path, test_articles: int = 3) -> NuggetLMCorpus:
     """A `NuggetLMCorpus` of synthetic articles (each ~4 sentences-worth documents joined)."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(tok_dir)
     out.mkdir(parents=True)
-    for split, (n, seed) in {"train": (12, 1), "dev": (3, 2), "test": (3, 3)}.items():
+    for split, (n, seed) in {"train": (12, 1), "dev": (3, 2), "test": (test_articles, 3)}.items():
         texts = [" ".join(r["source"] for r in make_docs(6, seed * 100 + i)) for i in range(n)]
         rows = []
         for text in texts:

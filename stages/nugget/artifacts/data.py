@@ -140,6 +140,18 @@ class NuggetLMCorpus:
         for batch in pq.ParquetFile(path).iter_batches(columns=["ids"]):
             yield batch.column(0).flatten().to_numpy(zero_copy_only=False)
 
+    def articles(self, split: str) -> Iterator[Any]:
+        """The token ids of each article of ``split`` (a NumPy array each), read a stored batch at a
+        time: what an n-gram model counts (no n-gram spans two articles, `stages.common.ngram`)."""
+        import pyarrow.parquet as pq
+
+        path = Location(self.STAGE, self.path).file(f"{split}.parquet")
+        for batch in pq.ParquetFile(path).iter_batches(columns=["ids"]):
+            column = batch.column(0)
+            offsets, values = column.offsets.to_numpy(), column.values.to_numpy(zero_copy_only=False)
+            for start, end in zip(offsets[:-1], offsets[1:], strict=True):
+                yield values[start:end]
+
     def documents(self, split: str, limit: int = 0) -> TokenDocuments:
         """The first ``limit`` (0 = all) documents of ``split``."""
         import numpy as np
