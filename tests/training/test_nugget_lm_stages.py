@@ -124,7 +124,7 @@ def test_train_nugget_lm_trains_every_system_from_its_autoencoder(trained_lm):
 
 def test_eval_nugget_lm_fills_table_3_and_the_report(trained_lm, tmp_path):
     from stages.artifacts.evaluate import EvalTable
-    from stages.nugget.eval_nugget_lm import EvalNuggetLM
+    from stages.nugget.eval_nugget_lm import FLOOR_ROW, EvalNuggetLM
     from stages.report.tables import eval_table
 
     root, inputs, _ = trained_lm
@@ -133,29 +133,33 @@ def test_eval_nugget_lm_fills_table_3_and_the_report(trained_lm, tmp_path):
                   tmp_path / "eval", SMALL)
     EvalNuggetLM().run(ctx)
     table = EvalTable.read(tmp_path / "eval", "eval_nugget_lm")
-    rows = {r.paper_row: r for r in table.rows}
+    systems = [r for r in table.rows if r.system != FLOOR_ROW]  # and the Kneser-Ney floor's row (its own test)
+    assert [r.system for r in table.rows if r.system == FLOOR_ROW] == [FLOOR_ROW]
+    rows = {r.paper_row: r for r in systems}
     assert set(rows) == {"nugget_0.05", "nugget_0.1", "tsdae", "compressive", "transformer"}
     assert set(rows["transformer"].metrics) >= {"ppl_h0", "subword_ppl_h0", "n_ppl_h0"}
     assert "ppl_h1" not in rows["transformer"].metrics and "ppl_h0" not in rows["tsdae"].metrics
-    for row in table.rows:
+    for row in systems:
         assert all(math.isfinite(v) and v > 1 for k, v in row.metrics.items() if "ppl" in k and not k.startswith("n_"))
         assert row.n > 0
-        # each perplexity with its 95% bootstrap interval over the articles
-        assert set(row.interval) == {k for k in row.metrics if k.startswith(("ppl_h", "subword_ppl_h"))}
-        assert all(low <= row.metrics[k] <= high for k, (low, high) in row.interval.items())
+        # each perplexity with its sums per article (the unit); 3 articles are too few for an interval (MIN_UNITS;
+        # tests/training/test_eval_nugget_lm_units.py: 16 articles)
+        assert set(row.units) == {k for k in row.metrics if k.startswith(("ppl_h", "subword_ppl_h"))}
+        assert all(u.unit == "article" and u.n == 3 for u in row.units.values()) and row.interval == {}
     assert ctx.logger.metrics["nugget_r0.1/ppl_h2"] == rows["nugget_0.1"].metrics["ppl_h2"]
-    assert ctx.logger.metrics["nugget_r0.1/ppl_h2_low"] == rows["nugget_0.1"].interval["ppl_h2"][0]
+    assert "nugget_r0.1/ppl_h2_low" not in ctx.logger.metrics
     assert ctx.logger.metrics["nugget_r0.1/n"] == rows["nugget_0.1"].n
     report = eval_table("nugget_table3", "T3", stored_table("eval_nugget_lm", tmp_path / "eval"),
                         {f"h={h}": f"ppl_h{h}" for h in (0, 1, 2, 4, 8)}, "ctx")
     cells = {row[0]: row for row in report.cells()}
     # a system above the unigram model of the train split (the fixture's barely trained LMs) is flagged
-    for row in table.rows:
+    for row in systems:
         above = any(v > row.metrics["unigram_ppl"] for k, v in row.metrics.items() if k.startswith("ppl_h"))
         assert bool(row.flag) == above, (row.system, row.metrics, row.flag)
         measured = [c for c in cells[row.system][1::2] if c != "not run in this profile"]
         assert measured and all(c.endswith(" [uninformative]") == above for c in measured)
-    assert len({r.metrics["unigram_ppl"] for r in table.rows}) == 1  # one reference for one tokenizer
+    assert len({r.metrics["unigram_ppl"] for r in systems}) == 1  # one reference for one tokenizer
+    assert FLOOR_ROW in cells and set(table.floors) >= {"ppl_h0", "ppl_h1", "ppl_h2"}
     assert cells["transformer"][1].removesuffix(" [uninformative]").endswith(f"(n={rows['transformer'].n})")
     assert cells["transformer"][2] == 31.46
     assert cells["nugget_r0.05"][3] != "not run in this profile" and cells["nugget_r0.05"][7] == "not run in this profile"
@@ -163,7 +167,7 @@ def test_eval_nugget_lm_fills_table_3_and_the_report(trained_lm, tmp_path):
     assert "synthetic test articles" in report.heading
     # every article as each system read it at each h: the text scored and its perplexity
     samples = [json.loads(x) for x in (tmp_path / "eval" / "examples.jsonl").read_text().splitlines()]
-    runs = sum(1 if r.paper_row == "transformer" else 2 for r in table.rows)  # h = 0, or h = 1 and 2
+    runs = sum(1 if r.paper_row == "transformer" else 2 for r in systems)  # h = 0, or h = 1 and 2
     assert len(samples) == runs * 3 and len(ctx.logger.tables["tables/examples.json"]["target"]) == len(samples)
     assert all(s["target"] and s["output"] is None and s["word_ppl"] > 1 and s["tokens"] > 0 for s in samples)
 
