@@ -225,7 +225,10 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
         ]
         if cfg.whole_context:
             notes.append(f"{WHOLE_CONTEXT}: Full at r = 1, the base LM reading the whole context: the reference a "
-                         "budgeted system is compared to (with nodoc, the other end: no context).")
+                         "budgeted system is compared to (with nodoc, the other end: no context)"
+                         + (f"; on {', '.join(rolling)} the whole document, as lm_eval's hf model scores it (every "
+                            "earlier token in view up to the base LM's max length, that model's windows past it)"
+                            if rolling else "") + ".")
         if rolling:
             notes.append(f"{', '.join(rolling)}: loglikelihood_rolling, each system's stream as eval_lm's; nugget2d: "
                          f"{AR_STAGE}'s model with Lambda = {calibrated.threshold:.4f} from calibrate_threshold "

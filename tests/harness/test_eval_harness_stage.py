@@ -118,6 +118,28 @@ def test_samples_tasks_and_harness_results_are_written_and_logged(harness_run):
     assert "full_context.json" in ctx.logger.artifacts and "tables/examples.json" in ctx.logger.tables
 
 
+def test_full_whole_scores_a_rolling_document_as_the_hf_model(harness_run):
+    """The full_whole row (Full at r = 1) reads each rolling document whole: its log-likelihood is
+    lm_eval's hf model's on the base LM, not that of a window of 2 x eval.harness.recent_tokens
+    (8 tokens here, far shorter than the documents)."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    root, ctx = harness_run
+    rows = [json.loads(x) for x in (ctx.output_dir / "examples.jsonl").read_text().splitlines()]
+    whole = sorted((r for r in rows if r["task"] == "nugget_lm_wiki" and r["system"] == "full_whole"),
+                   key=lambda r: r["doc_id"])
+    windowed = sorted((r for r in rows if r["task"] == "nugget_lm_wiki" and r["system"] == "full"),
+                      key=lambda r: r["doc_id"])
+    hf = HFLM(pretrained=str(BaseLM.read(root / "prepare_lm", "lm").path), device="cpu", dtype="float32",
+              batch_size=1)
+    assert all(len(hf.tok_encode(r["prompt"])) > 8 for r in whole)
+    expected = hf.loglikelihood_rolling([Instance("loglikelihood_rolling", {}, (r["prompt"],), i)
+                                         for i, r in enumerate(whole)])
+    assert [r["loglikelihood"] for r in whole] == pytest.approx(expected, abs=1e-3)
+    assert all(abs(a["loglikelihood"] - b["loglikelihood"]) > 1e-3 for a, b in zip(whole, windowed, strict=True))
+
+
 def test_the_report_shows_the_table_as_a_collected_evaluation(harness_run):
     root, ctx = harness_run
     inputs = report_required(root / "evaluated")
