@@ -14,6 +14,7 @@ pytestmark = pytest.mark.slow  # ~25 s on 2 cores: the stage runs twice on six s
 
 from nugget_core.nugget2d import save_nugget2d  # noqa: E402
 from stages.artifacts.evaluate import EvalTable  # noqa: E402
+from stages.common.intervals import wilson  # noqa: E402
 from stages.nugget2d.artifacts import BaseLM, CalibratedThreshold, LMRecords, TrainedNugget2D  # noqa: E402
 from stages.nugget2d.eval_harness import EvalHarness  # noqa: E402
 from stages.report.report import Report  # noqa: E402
@@ -76,13 +77,16 @@ def test_table_has_every_task_and_system_with_n_and_the_harness_interval(harness
         expected = {"nugget_qa": {"exact_match"}, "nugget_cloze": {"acc", "acc_norm"},
                     "nugget_lm_wiki": {"word_perplexity", "byte_perplexity", "bits_per_byte"}}[task]
         assert set(row.metrics) == expected, name
-        if task == "nugget_cloze":  # acc's interval: value ± 1.96 the harness's stderr
-            for key in ("acc", "acc_norm"):
-                low, high = row.interval[key]
-                assert (low + high) / 2 == pytest.approx(row.metrics[key]) and high >= low
-        if task == "nugget_lm_wiki":
+        if task in ("nugget_cloze", "nugget_qa"):  # a proportion's interval: Wilson's, of value x n in n
+            for key in expected:
+                assert row.interval[key] == pytest.approx(wilson(row.metrics[key] * row.n, row.n)), (name, key)
+        if task == "nugget_lm_wiki":  # the bootstrap over the 2 documents, around the corpus value
             assert row.metrics["word_perplexity"] > 1 and row.metrics["bits_per_byte"] > 0
-    assert table.notes[0].startswith("In this table x [a, b] is the harness's value and value ± 1.96")
+            for key in expected:
+                low, high = row.interval[key]
+                assert low <= row.metrics[key] * (1 + 1e-9) and row.metrics[key] <= high * (1 + 1e-9), (name, key)
+    assert table.notes[0].startswith("In this table x [a, b] is the harness's value and its 95% interval: for acc, "
+                                     "acc_norm and exact_match (the share of the row's n examples) the Wilson score")
     assert "Lambda = 0.0000 from calibrate_threshold" in " ".join(table.notes)
     assert any(n.startswith("full_whole: Full at r = 1") for n in table.notes)
     assert table.stand_in.startswith("SQuAD-style QA: cloze question cut from a real sentence")  # build_lm's labels
