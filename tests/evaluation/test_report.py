@@ -244,7 +244,8 @@ def _eval_tables(root):
                              paper_row="nugget2d_10x"),
                     TableRow("nodoc", {"accuracy": 0.0}, n=4, interval={"accuracy": share_interval(0.0, 4)},
                              paper_row="nodoc")],
-        "eval_summarization": [TableRow("nugget2d r=0.1", {"rouge1": 20.0, "rouge2": 5.0, "rougeL": 15.0}, n=8,
+        "eval_summarization": [TableRow("nugget2d r=0.1", {"rouge1": 20.0, "rouge2": 5.0, "rougeL": 15.0,
+                                                           "rougeLsum": 17.0}, n=8,
                                         paper_row="nugget2d_10x")],
         "eval_nugget2d_ae": [TableRow("nugget2d r=0.1", {"bleu": 40.0}, n=8, stderr={"bleu": 2.0},
                                       paper_row="nugget2d_0.1"),
@@ -290,6 +291,11 @@ def test_every_stand_in_cell_carries_its_label_and_n(evaluated, tmp_path):
         assert all(re.fullmatch(MEASURED, c) for c in numbers), (heading, numbers)
         assert "*Per-example outputs:* [" in section, heading
     assert measured_tables >= 8
+    # Nugget2D table 4's RL column reads ROUGE-Lsum (CNN/DailyMail's ROUGE-L), not the whole-text ROUGE-L
+    table4 = next(s for s in sections if s.startswith("Nugget2D table 4"))
+    (row,) = [line for line in table4.splitlines() if line.startswith("| nugget2d r=0.1")]
+    assert "17.00" in row and "15.00" not in row, row
+    assert "the rougeL column is ROUGE-Lsum" in table4
     # the fixture's numbers decide the findings they reach
     verdicts = {row[0]: row[2] for row in _cells(md, "Findings at this scale")[1:]}
     assert verdicts["Nugget2D reconstructs better than ICAE at the same ratio (r = 0.1, BLEU)"] == SHOWN
