@@ -62,9 +62,10 @@ class Data:
 
 def lm_data(cfg: PipelineConfig, limit: int | None) -> Data:
     """``lm``: per corpus of ``eval.lm.corpora`` the first ``limit`` (else ``eval.lm.max_segments``,
-    0 = all) segments of ``eval.lm.split`` in build_lm's segments files."""
+    0 = all, and for the Pile ``eval.lm.pile_tokens``' cap, as eval_lm) segments of ``eval.lm.split``
+    in build_lm's segments files."""
     from stages.nugget2d.artifacts import LMRecords
-    from stages.nugget2d.lm.segments import read_segments
+    from stages.nugget2d.lm.segments import first_scored, read_segments
 
     section = cfg.eval.lm
     built = LMRecords.read(stage_output(cfg, "build_lm"))
@@ -75,6 +76,8 @@ def lm_data(cfg: PipelineConfig, limit: int | None) -> Data:
             segments = read_segments(path, section.split, limit or section.max_segments)
         except ValueError as exc:
             raise CommandError(EXIT_CONFIG, f"{path}: {exc}") from None
+        if corpus == "pile" and not limit:
+            segments = first_scored(segments, section.pile_tokens)
         records += [{"id": f"{corpus}-{i}", "corpus": corpus, "segment": s} for i, s in enumerate(segments)]
     return Data(records, f"{built.path} (corpora {', '.join(files)}, split {section.split!r})",
                 segment_files=files)

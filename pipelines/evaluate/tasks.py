@@ -83,7 +83,7 @@ def run_nugget2d(ckpt: Checkpoint, task: str, records: list[dict], cfg: Pipeline
     ``--ratio`` (default: the checkpoint's), with the prompt format it was trained with."""
     from nugget_core.nugget2d.prompts import PromptFormat
     from stages.common.progress import progress_logger
-    from stages.evaluation.rouge import ROUGE_TYPES
+    from stages.evaluation.rouge import SUMMARY_ROUGE_TYPES
     from stages.nugget2d.lm import qa, summarization
     from stages.nugget2d.lm.scoring import QA_QUALITY
 
@@ -100,7 +100,7 @@ def run_nugget2d(ckpt: Checkpoint, task: str, records: list[dict], cfg: Pipeline
         summary = replace(cfg.eval.summarization, systems=["nugget2d_ft"], nugget_ratio=ratio)
         result = summarization.evaluate_summarization(model, tokenizer, records, summary, prompt_format=fmt,
                                                       soft_prompt=soft, log=log)
-        metrics = ROUGE_TYPES
+        metrics = SUMMARY_ROUGE_TYPES
     (row,) = result.table.rows
     return Scored(row, metrics, result.examples, f"Nugget2D at r = {ratio:g}, prompts {layout}",
                   {"ratio": ratio, "prompt_format": layout, "soft_prompt": soft}, result.table.stand_in)

@@ -11,6 +11,12 @@ follows it and its probability is a factor of that word's. Whitespace after the 
 word of the text belongs to that last word, so every token of a text with a word is in
 one. A token that is no part of the text (a control token: BOS, EOS, padding) is in
 none.
+
+Where a scored region starts inside a text (``eval_lm``'s recent tokens after their history,
+`stages.evaluation.perplexity.segment_counts`), a word counts as a whole word of the region
+when none of its characters lies before it: a word whose only earlier piece is whitespace
+(the ``" \n"`` ending the previous line) counts, as lm-evaluation-harness counts every word
+of a document; a word with letters in the context (truly cut by the window) does not.
 """
 
 from __future__ import annotations

@@ -10,9 +10,13 @@ BPE's ``Ġ`` into the leading space; decoding a token alone would drop SentenceP
 which made a whole segment one "word") with the convention of `stages.common.words`: a
 word is a maximal run of non-whitespace characters, a token of whitespace only belongs
 to the word that follows it, and control tokens (BOS, EOS: `word_texts`) to none.
-Only whole words in the evaluated region count: a word whose first subword lies before
-``start`` (its beginning was context, not predicted) is left out of the word count and
-of the word NLL, so a sequence's first word counts only when a BOS precedes it. Words
+Only whole words in the evaluated region count: a word with a character before ``start``
+(its beginning was context, not predicted: a word truly cut by the window) is left out of
+the word count and of the word NLL, so a sequence's first word counts only when a BOS
+precedes it. A word whose only context-side piece is whitespace (the ``" \n"`` that ends
+the previous line, SmolLM2's lone space before a number: tokens that belong to the word
+after them) has every character predicted and counts, as lm-evaluation-harness counts every
+word of the text it scores (``len(re.split(r"\s+", text))``). Words
 equal to the corpus's out-of-vocabulary marker (WikiText's ``<unk>``), with the
 whitespace before them, are excluded from both perplexities (Merity et al., 2016
 convention).
@@ -30,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stages.common.intervals import perplexity_interval
-from stages.common.words import NO_WORD, token_words
+from stages.common.words import NO_WORD, token_words, word_spans
 from stages.evaluation.decoding import decode_ids
 
 if TYPE_CHECKING:
@@ -126,12 +130,17 @@ def segment_counts(
         token_texts: surface text of every token of the segment (context included; None
             for a control token, `word_texts`). A predicted token in no word counts as a
             subword only.
-        start: index of the first predicted token (>= 1).
+        start: index of the first predicted token (>= 1). A word counts (words, word NLL)
+            when none of its characters lies before it (whitespace before the word may).
         oov_token: the corpus's OOV marker ("" = the corpus marks none).
     """
     if start < 1 or start + len(nll) > len(token_texts):
         raise ValueError(f"nll of {len(nll)} tokens from {start} does not fit {len(token_texts)} tokens")
     words = word_ids(token_texts)
+    text = "".join(t for t in token_texts if t is not None)
+    # the first character of the predicted region; a word beginning at or after it is whole
+    first_char = sum(len(t or "") for t in token_texts[:start])
+    word_starts = [a for a, _ in word_spans(text)]
     spans: dict[int, list[int]] = {}
     for i, w in enumerate(words):
         spans.setdefault(w, []).append(i)
@@ -147,7 +156,7 @@ def segment_counts(
         total = sum(float(nll[i - start]) for i in predicted)
         counts.subword_nll += total
         counts.subwords += len(predicted)
-        if w != NO_WORD and span[0] >= start:  # a whole word, beginning included
+        if w != NO_WORD and word_starts[w] >= first_char:  # a whole word: no character of it is context
             counts.word_nll += total
             counts.words += 1
     return counts

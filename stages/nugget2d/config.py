@@ -200,6 +200,10 @@ class LMEval:
     corpora: list[str] = spec(["wiki", "pile"], help="WikiText-style / Pile-style segments.", choices=LM_CORPORA, nonempty=True)
     split: str = spec("test", help="Split of build_lm's segments.", choices=SPLITS)
     max_segments: int = spec(0, help="Segments per corpus (0 = all).", ge=0)
+    pile_tokens: int = spec(
+        0, help="pile: score only the first segments of the split (after max_segments) whose recent, scored tokens "
+        "reach this many (0 = every segment); Nugget2D §5.2 scores 'a held-out subset of the Pile ... of 100k tokens'.",
+        ge=0)
     contexts: list[LMContextSetting] = spec(
         [LMContextSetting(128, 640, 64), LMContextSetting(64, 320, 32)],
         help="Context configurations (paper table 1: 128/640/64 and 64/320/32).",

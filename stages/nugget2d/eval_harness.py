@@ -18,7 +18,9 @@ NoDoc), its base LM; for loglikelihood_rolling the ``train_nugget2d_ar`` model w
 type gets a row saying so, with the reason. Each model is loaded once.
 
 Outputs: the `stages.artifacts.evaluate.EvalTable` (a row per task and system: every metric of
-the harness with n and the interval value ± 1.96 · the harness's stderr; the report collects it),
+the harness with n and its 95% interval: Wilson for a proportion, a bootstrap over the documents for
+a perplexity, else ± 1.96 · the harness's stderr, `stages.nugget2d.harness.results`; the report
+collects it),
 ``examples.jsonl`` (one row per example and system: the request as the model read it, the
 target, the output, the per-sample metrics; MLflow table ``tables/examples.json``), the harness's
 own results JSON per system (``harness/``), the local tasks (``tasks/``), and the stderrs as
@@ -43,6 +45,7 @@ from stages.framework.stage import Stage, StageContext
 from stages.nugget2d.artifacts import CalibratedThreshold, LMRecords, PreparedLM, TrainedNugget2D
 from stages.nugget2d.config import LOCAL_HARNESS_TASKS, WHOLE_CONTEXT, HarnessEval, PressSection
 from stages.nugget2d.harness.results import (
+    INTERVAL_NOTE,
     columns,
     flags,
     not_applicable_row,
@@ -213,11 +216,7 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
               tasks: list[LocalTask]) -> list[str]:
         """What the table's numbers are: the interval, the budget, the models, the stand-ins."""
         notes = [
-            "In this table x [a, b] is the harness's value and value ± 1.96 × the harness's own standard error "
-            "(lm-eval's stderr: of the mean for acc / exact_match, bootstrapped for other aggregations), a normal "
-            "approximation, not the Wilson or bootstrap interval of the pipeline's own tables: at small n it can leave "
-            "[0, 1], and it has width 0 where every example scores alike; no interval where the harness gives no "
-            "stderr (its corpus-level perplexities).",
+            INTERVAL_NOTE,
             f"Every system at the KV budget of r = {cfg.ratio:g}: ceil(r n) positions for the n tokens it compresses; "
             + ("the context is compressed but its last token" if cfg.context == "whole" else
                f"the context is compressed but its last {cfg.recent_tokens} tokens, read as plain tokens")
@@ -225,7 +224,10 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
         ]
         if cfg.whole_context:
             notes.append(f"{WHOLE_CONTEXT}: Full at r = 1, the base LM reading the whole context: the reference a "
-                         "budgeted system is compared to (with nodoc, the other end: no context).")
+                         "budgeted system is compared to (with nodoc, the other end: no context)"
+                         + (f"; on {', '.join(rolling)} the whole document, as lm_eval's hf model scores it (every "
+                            "earlier token in view up to the base LM's max length, that model's windows past it)"
+                            if rolling else "") + ".")
         if rolling:
             notes.append(f"{', '.join(rolling)}: loglikelihood_rolling, each system's stream as eval_lm's; nugget2d: "
                          f"{AR_STAGE}'s model with Lambda = {calibrated.threshold:.4f} from calibrate_threshold "

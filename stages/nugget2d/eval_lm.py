@@ -50,7 +50,7 @@ from stages.nugget2d.artifacts import (
 )
 from stages.nugget2d.config import LMEval, PressSection
 from stages.nugget2d.lm.language_modelling import BASELINES, LOG, evaluate_lm
-from stages.nugget2d.lm.segments import read_segments, unigram_models
+from stages.nugget2d.lm.segments import first_scored, read_segments, unigram_models
 
 AR_STAGE = "train_nugget2d_ar"
 
@@ -95,6 +95,8 @@ class EvalLM(Stage[LMConfig, LMInputs, EvalTable]):
         threshold, ratio = calibrated.threshold, calibrated.ratio
         records = inputs.records
         data = {c: read_segments(records.segments(c), cfg.split, cfg.max_segments) for c in cfg.corpora}
+        if "pile" in data:  # Nugget2D §5.2: a held-out Pile subset of 100k tokens (eval.lm.pile_tokens)
+            data["pile"] = first_scored(data["pile"], cfg.pile_tokens)
         trained = inputs.trained
         model, base = trained.load_from(inputs.prepared.path, ctx.device, config.dtype)
         tokenizer = base.tokenizer()
@@ -112,6 +114,10 @@ class EvalLM(Stage[LMConfig, LMInputs, EvalTable]):
                 "trained": f"their own LoRA theta, trained by {AR_STAGE} with its data and job (§5.1)"}[
                 cfg.baseline_adapter] + "; Full attends to the last `total states` tokens (sliding window).",
         ]
+        if "pile" in data and cfg.pile_tokens:
+            provenance.append(f"pile: the first {len(data['pile'])} {cfg.split} segments, "
+                              f"{sum(len(recent) for _, recent in data['pile'])} scored tokens (eval.lm.pile_tokens = "
+                              f"{cfg.pile_tokens}: Nugget2D §5.2's held-out Pile subset of 100k tokens).")
         stand_ins = records.stand_ins()
         result = evaluate_lm(model, tokenizer, data, cfg, threshold=threshold, ratio=ratio, unigrams=unigrams,
                              presses=config.presses, baselines=baselines, provenance=provenance,

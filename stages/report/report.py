@@ -191,7 +191,10 @@ def _tables(cfg: ReportConfig, inputs: ReportInputs) -> list[ReportTable]:
         eval_table("nugget2d_table3", "Nugget2D table 3: QA accuracy", inputs.eval_qa,
                        {"accuracy": "accuracy"}, lm_ctx),
         eval_table("nugget2d_table4", "Nugget2D table 4: summarisation ROUGE", inputs.eval_summarization,
-                       {"rouge1": "rouge1", "rouge2": "rouge2", "rougeL": "rougeL"}, lm_ctx),
+                       # the paper's RL read as ROUGE-Lsum, CNN/DailyMail's convention (stages/evaluation/rouge.py)
+                       {"rouge1": "rouge1", "rouge2": "rouge2", "rougeL": "rougeLsum"},
+                       f"{lm_ctx}; the rougeL column is ROUGE-Lsum (summary-level LCS over newline-split sentences, "
+                       "CNN/DailyMail's ROUGE-L); eval_summarization's table also has ROUGE-L of the texts taken whole"),
         eval_table("nugget2d_autoencoding", "Nugget2D §4 (fig. 5): reconstruction BLEU by document length, "
                        "Nugget2D vs ICAE", inputs.eval_nugget2d_ae,
                        {"bleu": "bleu", **{f"L={n}": f"bleu_L{n}" for n in lengths},
@@ -334,7 +337,7 @@ def report_figures(inputs: ReportInputs, training: Sequence[TrainingSummary], fo
         figures.append(quality_by_compression(inputs.eval_qa.output, "eval_qa", "accuracy", "QA accuracy (%)",
                                               folder / "nugget2d_qa_by_compression.png"))
     if inputs.eval_summarization is not None:
-        figures.append(quality_by_compression(inputs.eval_summarization.output, "eval_summarization", "rougeL", "summary ROUGE-L",
+        figures.append(quality_by_compression(inputs.eval_summarization.output, "eval_summarization", "rougeLsum", "summary ROUGE-Lsum",
                                               folder / "nugget2d_summaries_by_compression.png"))
     if training:
         figures.append(training_curves(training, folder / "training_curves.png"))

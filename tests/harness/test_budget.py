@@ -10,7 +10,13 @@ import pytest
 import torch
 
 from stages.nugget2d.harness import scoring
-from stages.nugget2d.harness.settings import HarnessSettings, rolling_setting, split_context
+from stages.nugget2d.harness.settings import (
+    HarnessSettings,
+    rolling_setting,
+    rolling_windows,
+    split_context,
+    whole_document,
+)
 from tests.lm_eval.fixtures import make_base_lm, make_nugget2d
 
 VOCAB = 90
@@ -49,6 +55,7 @@ def test_split_context_holds_out_the_plain_part():
     ("batch_size", 0, "batch_size: value 0"),
     ("compressed_tokens", 0, "compressed_tokens: value 0"),
     ("threshold", float("nan"), "threshold: value nan"),
+    ("max_length", 0, "max_length: value 0"),
 ])
 def test_bad_arguments_are_named(field, value, match):
     args = {"system": "full", "ratio": 0.5, field: value}
@@ -143,3 +150,44 @@ def test_rolling_streams_run_at_the_budget(model, system):
             expected = sum(float(torch.log_softmax(model.lm(input_ids=torch.tensor([c], device="cpu")).logits[0, -1]
                                                    .float(), -1)[ids[i + 1]]) for i, c in enumerate(cut))
         assert value == pytest.approx(expected, abs=1e-3)
+
+
+def _plain_logprob(model, ids) -> float:
+    """The base LM's log-probability of ``ids[1:]`` in one teacher-forced pass."""
+    with model.merged_adapter(None):
+        logits = model.lm(input_ids=torch.tensor([ids], device="cpu")).logits[0].float()
+    return float(torch.log_softmax(logits[:-1], -1).gather(-1, torch.tensor(ids[1:])[:, None]).sum())
+
+
+@pytest.mark.parametrize("recent_tokens", [4, 32])
+def test_full_at_ratio_1_reads_the_whole_rolling_document(model, recent_tokens):
+    """eval_harness's full_whole row (Full at r = 1, eval.harness.recent_tokens, no
+    compressed_tokens) scores a rolling document with every earlier token in view: the plain
+    LM's log-likelihood of the whole document, not a window of recent_tokens + ceil(recent_tokens)
+    tokens (64 at the default 32, the size of Full's window at r = 0.1)."""
+    ids = requests(lengths=(150,))[0][0]
+    settings = HarnessSettings("full", 1.0, recent_tokens=recent_tokens)
+    assert whole_document(settings)
+    value = scoring.rolling_logprob(model, settings, ids)
+    assert value == pytest.approx(_plain_logprob(model, ids), abs=1e-3)
+    # a window of 2 x recent_tokens reads less: the check can fail
+    windowed = scoring.rolling_logprob(model, HarnessSettings("full", 1.0, recent_tokens=recent_tokens,
+                                                              compressed_tokens=recent_tokens), ids)
+    assert abs(windowed - value) > 1e-2
+    # the other systems at r = 1 keep their streams (their budget is a KV budget per step)
+    assert not whole_document(HarnessSettings("nodoc", 1.0)) and not whole_document(HarnessSettings("full", 0.5))
+
+
+def test_full_at_ratio_1_past_max_length_scores_lm_eval_s_windows(model):
+    """Past the LM's max_length, lm_eval's hf model scores the rest of a document in windows of
+    max_length tokens, each read from one token of context (the last window reads a full
+    max_length); Full at r = 1 does the same."""
+    assert rolling_windows(41, 16) == [(0, 1, 17), (16, 17, 33), (24, 33, 41)]
+    assert rolling_windows(10, 16) == [(0, 1, 10)] and rolling_windows(1, 16) == []
+    ids = requests(lengths=(41,))[0][0]
+    value = scoring.rolling_logprob(model, HarnessSettings("full", 1.0, max_length=16), ids)
+    # the windows by hand: ids[1:17] after ids[0]; ids[17:33] after ids[16]; ids[33:41] after ids[24:33]
+    expected = (_plain_logprob(model, ids[0:17]) + _plain_logprob(model, ids[16:33])
+                + _plain_logprob(model, ids[24:41]) - _plain_logprob(model, ids[24:33]))
+    assert value == pytest.approx(expected, abs=1e-3)
+    assert abs(value - _plain_logprob(model, ids)) > 1e-2  # less context than one pass

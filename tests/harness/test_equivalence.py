@@ -13,9 +13,11 @@ pytest.importorskip("lm_eval")
 from tests.harness.fixtures import make_folders  # noqa: E402
 
 TASKS = ["tiny_cloze", "tiny_rolling"]
-# the rolling stream must see the whole document (hf scores it in one window): ratio 1 keeps
-# every token of compressed_tokens, so recent + 500 tokens cover every document here
-ROLLING = "compressed_tokens=500"
+# Full at ratio 1 reads a rolling document whole by itself (hf scores it in one window, and
+# the documents here hold 79-99 tokens: more than a window of 2 x recent_tokens = 80); Nugget2D's
+# autoregressive stream needs its window: ratio 1 keeps every token of compressed_tokens, so
+# recent + 500 tokens cover every document here
+ROLLING = {"full": "", "nugget2d": ",compressed_tokens=500"}
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +52,7 @@ def test_every_token_kept_equals_the_hf_model(folders, hf, system, context):
                   else f"checkpoint={folders.nugget2d},base_model={folders.hf},threshold=-1e9")
     # recent_tokens=40: the cloze contexts (31-116 tokens) are compressed in part, the shortest not at all
     ours = responses(folders, "nugget2d",
-                     f"{checkpoint},system={system},ratio=1,context={context},recent_tokens=40,{ROLLING}")
+                     f"{checkpoint},system={system},ratio=1,context={context},recent_tokens=40{ROLLING[system]}")
     cloze_hf, cloze = hf["tiny_cloze"], ours["tiny_cloze"]
     assert len(cloze) == len(cloze_hf) == 6
     for doc_hf, doc in zip(cloze_hf, cloze, strict=True):
@@ -62,6 +64,28 @@ def test_every_token_kept_equals_the_hf_model(folders, hf, system, context):
     assert len(rolling) == len(rolling_hf) == 6
     for (value_hf,), (value,) in zip(rolling_hf, rolling, strict=True):
         # a sum of ~100 token log-probabilities, each read token by token instead of in one pass
+        assert value == pytest.approx(value_hf, rel=1e-6, abs=1e-3)
+
+
+def test_full_at_ratio_1_past_max_length_equals_the_hf_model(folders):
+    """Past the LM's max_length lm_eval's hf model scores a rolling document in windows; Full at
+    r = 1 (eval_harness's full_whole row) scores the same windows, hence the same numbers."""
+    from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
+
+    from stages.nugget2d.harness.settings import rolling_windows
+
+    for n in (1, 2, 5, 16, 17, 31, 32, 33, 50, 97):
+        for length in (1, 4, 16):
+            ids = [0, *range(100, 100 + n)]  # the prefix token, then the document
+            ours = [(ids[start : end - 1], ids[first:end]) for start, first, end in rolling_windows(len(ids), length)]
+            theirs = []
+            for context, continuation in map(make_disjoint_window, get_rolling_token_windows(ids[1:], 0, length, 1)):
+                whole = (context + continuation)[-(length + 1):]  # HFLM._loglikelihood_tokens' input
+                theirs.append((whole[:-1], continuation))
+            assert ours == theirs, (n, length)
+    hf = responses(folders, "hf", f"pretrained={folders.hf},dtype=float32,max_length=24")
+    ours = responses(folders, "nugget2d", f"checkpoint={folders.hf},system=full,ratio=1,max_length=24")
+    for (value_hf,), (value,) in zip(hf["tiny_rolling"], ours["tiny_rolling"], strict=True):
         assert value == pytest.approx(value_hf, rel=1e-6, abs=1e-3)
 
 
@@ -87,6 +111,7 @@ def test_from_model_answers_as_lm_eval_s_hf_model_including_generation(folders):
     model, tokenizer, trained = load_model_folder(folders.hf, None, "cpu")
     assert not trained
     ours = Nugget2DHarnessLM.from_model(model, tokenizer, system="full", ratio=1.0, context="whole", batch_size=3)
+    assert ours.settings.max_length == hf.max_length  # full_whole's rolling window, resolved as hf resolves it
     pairs = [(c, choice) for c in contexts()[:3] for choice in CHOICES[:2]] + [("", CHOICES[0])]
     ll = [Instance("loglikelihood", {}, pair, i) for i, pair in enumerate(pairs)]
     for ours_answer, hf_answer in zip(ours.loglikelihood(ll), hf.loglikelihood(ll), strict=True):

@@ -3,11 +3,15 @@ layout `simple_evaluate` returns; `stages.nugget2d.harness.results`)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from stages.artifacts.evaluate import EvalTable
+from stages.common.intervals import perplexity_interval, wilson
 from stages.nugget2d.harness.results import (
     columns,
+    metric_interval,
     not_applicable_row,
     sample_rows,
     stderr_metrics,
@@ -28,16 +32,49 @@ RESULTS = {
 }
 
 
-def test_rows_carry_n_and_the_interval_from_the_harness_stderr():
+def test_a_proportion_s_interval_is_wilson_s():
+    """acc / acc_norm / exact_match are shares of n examples: Wilson's interval, inside [0, 1] and of
+    non-zero width at 0 or n of n, never the harness's value ± 1.96 stderr (the tiny report's
+    [-0.48, 1.48] and [1, 1])."""
     rows = {r.system: r for r in system_rows("full", RESULTS)}
     cloze = rows["nugget_cloze full"]
     assert cloze.n == 4 and cloze.metrics == {"acc": 0.5, "acc_norm": 0.75}
-    assert cloze.interval["acc"] == pytest.approx((0.5 - 1.96 * 0.25, 0.5 + 1.96 * 0.25))
-    assert cloze.interval["acc_norm"] == pytest.approx((0.75 - 1.96 * 0.2, 0.75 + 1.96 * 0.2))
+    assert cloze.interval["acc"] == pytest.approx(wilson(2, 4))
+    assert cloze.interval["acc_norm"] == pytest.approx(wilson(3, 4))
+    assert cloze.interval["acc"] != pytest.approx((0.5 - 1.96 * 0.25, 0.5 + 1.96 * 0.25))
     assert not cloze.stderr  # shown as the interval only
-    ppl = rows["nugget_lm_wiki full"]
-    assert ppl.n == 3 and ppl.metrics["word_perplexity"] == 120.0 and not ppl.interval  # "N/A": no interval
     assert rows["gsm full"].metrics == {"exact_match:strict-match": 0.1}  # a filter other than none is named
+    assert rows["gsm full"].interval["exact_match:strict-match"] == pytest.approx(wilson(0.2, 2))
+    # the tiny report's rows: acc_norm 0.5 of 2 (stderr 0.5), exact_match 0 of 2 and 1 of 1 (stderr 0)
+    extremes = {"results": {"t": {"acc_norm,none": 0.5, "acc_norm_stderr,none": 0.5, "exact_match,none": 0.0,
+                                  "exact_match_stderr,none": 0.0},
+                            "u": {"acc,none": 1.0, "acc_stderr,none": 0.0}},
+                "n-samples": {"t": {"effective": 2}, "u": {"effective": 1}}}
+    got = {r.system: r.interval for r in system_rows("x", extremes)}
+    assert got["t x"]["acc_norm"] == pytest.approx(wilson(1, 2)) and 0 < got["t x"]["acc_norm"][0] < 0.5
+    assert got["t x"]["exact_match"][0] == 0.0 and got["t x"]["exact_match"][1] == pytest.approx(1.96 ** 2 / (2 + 1.96 ** 2))
+    assert got["u x"]["acc"][1] == 1.0 and got["u x"]["acc"][0] == pytest.approx(1 / (1 + 1.96 ** 2))
+    # no n, no Wilson interval: the harness's normal one
+    assert metric_interval("acc", 0.5, 0.1, None) == pytest.approx((0.5 - 0.196, 0.5 + 0.196))
+
+
+def test_a_perplexity_s_interval_is_the_bootstrap_over_documents():
+    """The corpus-level perplexities and bits per byte (the harness gives them no stderr): the
+    pipeline's percentile bootstrap over the logged documents' (log-likelihood, words / bytes)."""
+    docs = [(-10.0, 4, 20), (-30.0, 5, 30), (-8.0, 3, 12)]  # log-likelihood, words, bytes
+    samples = [{"doc_id": i, "filter": "none", "word_perplexity": (ll, w), "byte_perplexity": (ll, b),
+                "bits_per_byte": (ll, b)} for i, (ll, w, b) in enumerate(docs)]
+    results = {"results": {"nugget_lm_wiki": RESULTS["results"]["nugget_lm_wiki"]},
+               "n-samples": {"nugget_lm_wiki": {"effective": 3}}, "samples": {"nugget_lm_wiki": samples}}
+    (row,) = system_rows("full", results)
+    assert row.interval["word_perplexity"] == pytest.approx(
+        perplexity_interval([10.0, 30.0, 8.0], [4, 5, 3]))
+    low, high = row.interval["bits_per_byte"]
+    byte_low, byte_high = perplexity_interval([10.0, 30.0, 8.0], [20, 30, 12])
+    assert (low, high) == pytest.approx((math.log2(byte_low), math.log2(byte_high)), rel=1e-6)
+    # without samples (or below two documents) no interval: the harness's "N/A" stderr gives none
+    (bare,) = system_rows("full", {**results, "samples": {}})
+    assert not bare.interval
     assert stderr_metrics("full", RESULTS) == {"nugget_cloze full/acc_stderr": 0.25,
                                                "nugget_cloze full/acc_norm_stderr": 0.2,
                                                "gsm full/exact_match:strict-match_stderr": 0.05}
@@ -62,9 +99,9 @@ def test_table_renders_values_with_intervals_and_not_applicable_rows(tmp_path):
     table = EvalTable("t", cols, rows)
     table.write(tmp_path)
     text = (tmp_path / "table.md").read_text()
-    assert "| nugget_cloze nugget2d | 4 | 0.500 [0.010, 0.990] | 0.750 [0.358, 1.142] |" in text
+    assert "| nugget_cloze nugget2d | 4 | 0.500 [0.150, 0.850] | 0.750 [0.301, 0.954] |" in text
     assert "| nugget_lm_wiki snapkv |  |" in text and "not applicable: no rolling form" in text
-    assert EvalTable.read(tmp_path).row("nugget_cloze nugget2d").interval["acc"][0] == pytest.approx(0.01)
+    assert EvalTable.read(tmp_path).row("nugget_cloze nugget2d").interval["acc"][0] == pytest.approx(wilson(2, 4)[0])
 
 
 def test_sample_rows_hold_what_the_model_read_and_answered():

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.slow  # ~25 s on 2 cores: the stage runs twice on six s
 
 from nugget_core.nugget2d import save_nugget2d  # noqa: E402
 from stages.artifacts.evaluate import EvalTable  # noqa: E402
+from stages.common.intervals import wilson  # noqa: E402
 from stages.nugget2d.artifacts import BaseLM, CalibratedThreshold, LMRecords, TrainedNugget2D  # noqa: E402
 from stages.nugget2d.eval_harness import EvalHarness  # noqa: E402
 from stages.report.report import Report  # noqa: E402
@@ -76,13 +77,16 @@ def test_table_has_every_task_and_system_with_n_and_the_harness_interval(harness
         expected = {"nugget_qa": {"exact_match"}, "nugget_cloze": {"acc", "acc_norm"},
                     "nugget_lm_wiki": {"word_perplexity", "byte_perplexity", "bits_per_byte"}}[task]
         assert set(row.metrics) == expected, name
-        if task == "nugget_cloze":  # acc's interval: value ± 1.96 the harness's stderr
-            for key in ("acc", "acc_norm"):
-                low, high = row.interval[key]
-                assert (low + high) / 2 == pytest.approx(row.metrics[key]) and high >= low
-        if task == "nugget_lm_wiki":
+        if task in ("nugget_cloze", "nugget_qa"):  # a proportion's interval: Wilson's, of value x n in n
+            for key in expected:
+                assert row.interval[key] == pytest.approx(wilson(row.metrics[key] * row.n, row.n)), (name, key)
+        if task == "nugget_lm_wiki":  # the bootstrap over the 2 documents, around the corpus value
             assert row.metrics["word_perplexity"] > 1 and row.metrics["bits_per_byte"] > 0
-    assert table.notes[0].startswith("In this table x [a, b] is the harness's value and value ± 1.96")
+            for key in expected:
+                low, high = row.interval[key]
+                assert low <= row.metrics[key] * (1 + 1e-9) and row.metrics[key] <= high * (1 + 1e-9), (name, key)
+    assert table.notes[0].startswith("In this table x [a, b] is the harness's value and its 95% interval: for acc, "
+                                     "acc_norm and exact_match (the share of the row's n examples) the Wilson score")
     assert "Lambda = 0.0000 from calibrate_threshold" in " ".join(table.notes)
     assert any(n.startswith("full_whole: Full at r = 1") for n in table.notes)
     assert table.stand_in.startswith("SQuAD-style QA: cloze question cut from a real sentence")  # build_lm's labels
@@ -116,6 +120,28 @@ def test_samples_tasks_and_harness_results_are_written_and_logged(harness_run):
     assert logged["nugget_cloze full/n"] == 2 and "nugget_cloze full/acc_stderr" in logged
     assert "nugget_cloze full/acc_low" in logged and "nugget_lm_wiki nugget2d/word_perplexity" in logged
     assert "full_context.json" in ctx.logger.artifacts and "tables/examples.json" in ctx.logger.tables
+
+
+def test_full_whole_scores_a_rolling_document_as_the_hf_model(harness_run):
+    """The full_whole row (Full at r = 1) reads each rolling document whole: its log-likelihood is
+    lm_eval's hf model's on the base LM, not that of a window of 2 x eval.harness.recent_tokens
+    (8 tokens here, far shorter than the documents)."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    root, ctx = harness_run
+    rows = [json.loads(x) for x in (ctx.output_dir / "examples.jsonl").read_text().splitlines()]
+    whole = sorted((r for r in rows if r["task"] == "nugget_lm_wiki" and r["system"] == "full_whole"),
+                   key=lambda r: r["doc_id"])
+    windowed = sorted((r for r in rows if r["task"] == "nugget_lm_wiki" and r["system"] == "full"),
+                      key=lambda r: r["doc_id"])
+    hf = HFLM(pretrained=str(BaseLM.read(root / "prepare_lm", "lm").path), device="cpu", dtype="float32",
+              batch_size=1)
+    assert all(len(hf.tok_encode(r["prompt"])) > 8 for r in whole)
+    expected = hf.loglikelihood_rolling([Instance("loglikelihood_rolling", {}, (r["prompt"],), i)
+                                         for i, r in enumerate(whole)])
+    assert [r["loglikelihood"] for r in whole] == pytest.approx(expected, abs=1e-3)
+    assert all(abs(a["loglikelihood"] - b["loglikelihood"]) > 1e-3 for a, b in zip(whole, windowed, strict=True))
 
 
 def test_the_report_shows_the_table_as_a_collected_evaluation(harness_run):

@@ -63,6 +63,29 @@ def test_oov_words_and_words_begun_in_the_context_are_left_out():
     assert kept.oov_words == 0 and kept.words == 2
 
 
+def test_a_word_after_a_whitespace_token_of_the_context_is_a_whole_word():
+    """The ``" \n"`` ending the previous line (or the lone space before a number) belongs to the
+    word after it; when it is the context's last token, every character of that word is
+    predicted, so the word counts, as lm-evaluation-harness counts every word of what it scores."""
+    nll = [1.0, 2.0, 0.5]  # " The" after the newline, " c", "at"
+    c = segment_counts(nll, [" end", " .", " \n", " The", " c", "at"], start=3)
+    assert (c.subwords, c.words) == (3, 2)  # "The" and "cat"
+    assert c.word_nll == pytest.approx(3.5) and c.word_ppl == pytest.approx(math.exp(3.5 / 2))
+    number = segment_counts([0.5, 0.5, 0.5, 0.5], [" in", " ", "1", "9", "2", "8"], start=2)
+    assert (number.subwords, number.words) == (4, 1)  # "1928", its space the context's
+
+
+def test_a_word_truly_cut_by_the_window_is_still_left_out():
+    """A word with letters in the context is no whole word of the scored region: its predicted
+    pieces count as subwords only."""
+    c = segment_counts([1.0, 2.0, 0.5], [" end", " .", " \n The", " c", "at", " sat"], start=3)
+    assert (c.subwords, c.words) == (3, 2)  # "cat", "sat"; nothing of "The" is predicted
+    cut = segment_counts([1.0, 2.0], [" end", " .", " c", "at", " sat"], start=3)
+    assert (cut.subwords, cut.words) == (2, 1) and cut.word_nll == pytest.approx(2.0)  # "at": part of a cut word
+    spaced = segment_counts([1.0, 2.0], [" end", " \n", " ca", "t", " sat"], start=3)
+    assert (spaced.subwords, spaced.words) == (2, 1)  # " ca" was context: "cat" is cut whatever precedes it
+
+
 def test_counts_add_up_over_segments():
     a = segment_counts([1.0], ["x", " y"], start=1)
     b = segment_counts([3.0], ["x", " z"], start=1)
@@ -166,6 +189,24 @@ def test_word_ppl_counts_every_word_after_a_bos_but_unk(tokenizer):
     assert c.word_ppl == pytest.approx(math.exp(c.subwords / (n_words - 1)))
     without_bos = segment_counts([1.0] * (len(ids) - 2), texts[1:], start=1, oov_token="<unk>")
     assert without_bos.words == n_words - 2  # the first word's first piece is context: left out
+
+
+def test_a_region_from_a_word_boundary_counts_every_word_of_its_text(tokenizer):
+    """Scored from just after a whitespace-only token (a region starting at a line break or
+    before a number): the word count is that of the region's text as lm-evaluation-harness
+    counts a document (its whitespace-separated words); from inside a word, one fewer."""
+    ids = [tokenizer.bos_token_id, *tokenizer(WIKI, add_special_tokens=False)["input_ids"]]
+    texts = word_texts(tokenizer, ids)
+    words = word_ids(texts)
+    after_space = [i + 1 for i in range(1, len(texts) - 1)
+                   if texts[i] is not None and not texts[i].strip() and texts[i + 1].strip()]
+    inside = [i for i in range(2, len(texts)) if words[i] == words[i - 1] and (texts[i - 1] or "").strip()
+              and texts[i].strip()]
+    assert after_space and inside
+    for start, cut in [(i, 0) for i in after_space] + [(i, 1) for i in inside]:
+        region = "".join(t or "" for t in texts[start:])
+        c = segment_counts([1.0] * (len(ids) - start), texts, start=start)
+        assert c.words == len(region.split()) - cut, (start, region)
 
 
 def test_nugget_lm_word_flags_follow_the_same_words(tokenizer):

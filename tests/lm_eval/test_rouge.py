@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 from rouge_score import rouge_scorer
 
-from stages.evaluation.rouge import rouge_mean, rouge_per_example
+from stages.evaluation.rouge import (
+    SUMMARY_ROUGE_TYPES,
+    rouge_mean,
+    rouge_per_example,
+    sentence_lines,
+)
 
 PREDICTIONS = ["The cats were sitting on the mat.", "Police arrested two men in Sydney on Monday", ""]
 REFERENCES = ["A cat sat on the mat", "Two men were arrested by police in Sydney", "Fires burn near Goulburn"]
@@ -36,3 +41,22 @@ def test_hand_counted_values():
 def test_length_mismatch_is_an_error():
     with pytest.raises(ValueError, match="predictions"):
         rouge_per_example(["a"], [])
+
+
+def test_summaries_also_get_rouge_lsum_over_newline_split_sentences():
+    """CNN/DailyMail's ROUGE-L is summary-level (ROUGE-Lsum): each reference sentence's LCS with the
+    prediction's sentences, one sentence per line; ROUGE-L of the whole texts is lower where the
+    prediction orders the content differently."""
+    prediction = "The cats were sitting on the mat. Then a dog came."
+    reference = "A dog came.\nA cat sat on the mat"
+    assert sentence_lines(prediction) == "The cats were sitting on the mat.\nThen a dog came."
+    assert sentence_lines(reference) == "A dog came.\nA cat sat on the mat"
+    (ours,) = rouge_per_example([prediction], [reference], SUMMARY_ROUGE_TYPES)
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True)
+    theirs = scorer.score(sentence_lines(reference), sentence_lines(prediction))
+    assert ours == pytest.approx({t: 100 * theirs[t].fmeasure for t in SUMMARY_ROUGE_TYPES})
+    assert ours["rougeLsum"] == pytest.approx(70.0) and ours["rougeL"] == pytest.approx(40.0)
+    # the other types are those of the texts as given (rouge-score's tokens ignore line breaks)
+    (plain,) = rouge_per_example([prediction], [reference])
+    assert set(plain) == {"rouge1", "rouge2", "rougeL"} and all(plain[t] == pytest.approx(ours[t]) for t in plain)
+    assert rouge_mean([ours, ours]) == pytest.approx(ours)

@@ -63,8 +63,9 @@ def test_summarization_rouge_by_hand():
     # x: 3 of 3 predicted unigrams in 6 -> F 2/3; bigrams 2 of 2 in 5 -> F 4/7; LCS 3 -> as ROUGE-1
     # y: stemmed "dog run" both sides -> 100; z: nothing shared -> 0
     r1, r2 = [200 / 3, 100.0, 0.0], [400 / 7, 100.0, 0.0]
-    assert s.quality == ("rouge1", "rouge2", "rougeL") and s.n == 3
+    assert s.quality == ("rouge1", "rouge2", "rougeL", "rougeLsum") and s.n == 3
     assert s.metrics["rouge1"] == pytest.approx(sum(r1) / 3) and s.metrics["rougeL"] == pytest.approx(sum(r1) / 3)
+    assert s.metrics["rougeLsum"] == pytest.approx(sum(r1) / 3)  # one sentence each: as ROUGE-L
     assert s.metrics["rouge2"] == pytest.approx(sum(r2) / 3)
     assert s.metrics["context_ratio"] == pytest.approx(0.5)
     mean = sum(r1) / 3

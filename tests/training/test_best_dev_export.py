@@ -107,3 +107,60 @@ def test_best_dev_without_a_storage_fails_before_training(checkpoints):
     with pytest.raises(ValueError, match="export_model=best_dev: the loop config has no best_uri"):
         train_task(LineTask(), {"job": job, "logger": None, "seed": 0}, None)
     assert checkpoints == []
+
+
+DEEPSPEED_FIT = r"""
+import json, os, sys
+from pathlib import Path
+from types import SimpleNamespace
+
+os.environ.update(DS_ACCELERATOR="cpu", RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1")
+import ray.train
+import torch.distributed as dist
+
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[2]}", rank=0, world_size=1)
+kept = []
+ray.train.get_context = lambda: SimpleNamespace(get_world_rank=lambda: 0, get_world_size=lambda: 1)
+ray.train.get_checkpoint = lambda: None
+def report(metrics, checkpoint=None):
+    import shutil
+    if checkpoint is not None:
+        kept.append(shutil.copytree(checkpoint.path, Path(sys.argv[1]) / f"ckpt{len(kept)}"))
+ray.train.report = report
+
+from stages.config.job import TrainJob
+from stages.training.loop import train_task
+from tests.training.test_best_dev_export import LineTask, dev_loss_of
+
+job = TrainJob(backend="deepspeed", max_steps=200, batch_size=4, lr=0.02, eval_every=4, checkpoint_every=4,
+               early_stopping_patience=2, export_model="best_dev")
+state = train_task(LineTask(), {"job": job, "logger": None, "seed": 0, "best_uri": str(Path(sys.argv[1]) / "best")},
+                   None)
+print(json.dumps({"dev_losses": state.dev_losses, "best": state.best_dev_loss, "best_step": state.best_step,
+                  "exported_step": state.exported_step, "step": state.step,
+                  "exported_dev_loss": dev_loss_of(Path(kept[-1]) / "model")}))
+"""
+
+
+@pytest.mark.slow
+def test_a_deepspeed_fit_exports_the_best_evaluation_too(tmp_path):
+    """profile=paper's Nugget2D jobs run on DeepSpeed ZeRO-2 with export_model=best_dev: the best
+    evaluation's trainable parameters, restored into rank 0's module, are what the fit exports."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(repo), "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run([sys.executable, "-c", DEEPSPEED_FIT, str(tmp_path), str(port)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["step"] < 200 and out["best_step"] < out["step"]  # stopped early, after the best evaluation
+    assert out["exported_step"] == out["best_step"]
+    assert out["exported_dev_loss"] == pytest.approx(out["best"], rel=1e-5)
+    assert out["exported_dev_loss"] < out["dev_losses"][-1]  # not the last step's weights

@@ -22,7 +22,12 @@ from lm_eval.models.utils import handle_stop_sequences, postprocess_generated_te
 
 from nugget_core.nugget2d.presses import PressConfig
 from stages.nugget2d.harness import scoring
-from stages.nugget2d.harness.settings import BASE_LM_SYSTEMS, RECENT_TOKENS, HarnessSettings
+from stages.nugget2d.harness.settings import (
+    BASE_LM_SYSTEMS,
+    RECENT_TOKENS,
+    HarnessSettings,
+    model_max_length,
+)
 from stages.nugget2d.lm.prompted import eos_and_pad
 
 LOG = logging.getLogger("nugget.harness")
@@ -54,6 +59,7 @@ class Nugget2DHarnessLM(TemplateLM):
         snapkv_window: int = PressConfig.window,
         snapkv_kernel: int = PressConfig.kernel,
         max_batch_size: int | None = None,
+        max_length: int | None = None,
     ) -> None:
         from stages.nugget2d.loading import load_model_folder
 
@@ -65,7 +71,7 @@ class Nugget2DHarnessLM(TemplateLM):
         # every argument checked before the model loads (the ratio again once it is known)
         HarnessSettings(system=system, ratio=1.0 if ratio is None else ratio, context=context,
                         recent_tokens=recent_tokens, threshold=threshold, compressed_tokens=compressed_tokens,
-                        batch_size=batch, max_gen_toks=max_gen_toks, press=press)
+                        batch_size=batch, max_gen_toks=max_gen_toks, press=press, max_length=max_length)
         model, tokenizer, trained = load_model_folder(Path(checkpoint), base_model, device, base_within, dtype)
         if not trained and system not in BASE_LM_SYSTEMS:
             raise ValueError(f"system {system!r} needs a Nugget2D model folder; {checkpoint} is a plain HF "
@@ -74,7 +80,7 @@ class Nugget2DHarnessLM(TemplateLM):
             raise ValueError(f"ratio: {checkpoint} is a plain HF folder, which records no ratio; pass ratio=")
         self._bind(model, tokenizer, system=system, ratio=ratio, context=context, recent_tokens=recent_tokens,
                    threshold=threshold, batch_size=batch, max_gen_toks=max_gen_toks, soft_prompt=soft_prompt,
-                   compressed_tokens=compressed_tokens, press=press)
+                   compressed_tokens=compressed_tokens, press=press, max_length=max_length)
 
     @classmethod
     def from_model(
@@ -82,21 +88,23 @@ class Nugget2DHarnessLM(TemplateLM):
         context: str = "recent", recent_tokens: int = RECENT_TOKENS, threshold: float | None = None,
         batch_size: int = 1, max_gen_toks: int = 256, soft_prompt: bool | None = None,
         compressed_tokens: int | None = None, press: PressConfig | None = None, progress: bool = True,
+        max_length: int | None = None,
     ) -> Nugget2DHarnessLM:
         """The harness model over an already loaded `Nugget2DModel` (in eval mode, on its
         device) and its tokenizer; ``ratio`` / ``threshold`` / ``soft_prompt`` None: the
-        model's configured ratio, calibrated Lambda and recorded usage. ``progress=False``:
+        model's configured ratio, calibrated Lambda and recorded usage; ``max_length`` None:
+        the base LM's context length as lm_eval's ``hf`` model resolves it. ``progress=False``:
         no progress bars of lm_eval's and its settings line at DEBUG (a pipeline stage's quiet log)."""
         lm = cls.__new__(cls)
         TemplateLM.__init__(lm)
         lm.progress = progress
         lm._bind(model, tokenizer, system=system, ratio=ratio, context=context, recent_tokens=recent_tokens,
                  threshold=threshold, batch_size=batch_size, max_gen_toks=max_gen_toks, soft_prompt=soft_prompt,
-                 compressed_tokens=compressed_tokens, press=press or PressConfig())
+                 compressed_tokens=compressed_tokens, press=press or PressConfig(), max_length=max_length)
         return lm
 
     def _bind(self, model: Any, tokenizer: Any, *, ratio: float | None, threshold: float | None,
-              soft_prompt: bool | None, **settings: Any) -> None:
+              soft_prompt: bool | None, max_length: int | None, **settings: Any) -> None:
         self.model = model
         self.tokenizer = tokenizer
         usage = getattr(model, "usage", None)
@@ -104,7 +112,7 @@ class Nugget2DHarnessLM(TemplateLM):
             ratio=model.config.ratio if ratio is None else ratio,
             threshold=model.config.threshold if threshold is None else threshold,
             soft_prompt=bool(usage.soft_prompt) if soft_prompt is None and usage is not None else bool(soft_prompt),
-            **settings)
+            max_length=max_length or model_max_length(model.lm.config, tokenizer), **settings)
         self._pad_id = eos_and_pad(tokenizer)[1]
         LOG.log(logging.INFO if self.progress else logging.DEBUG, "nugget2d harness model: %s", self.settings)
 

@@ -1,10 +1,23 @@
 """What ``eval_harness`` makes of lm-evaluation-harness's output: the table rows (one per task and
-system, every metric with the row's n and the interval value ± 1.96 · the harness's stderr) and the
-per-sample rows (`stages.evaluation.samples`). Plain dicts in, nothing from lm_eval imported.
+system, every metric with the row's n and its 95% interval, `metric_interval`) and the per-sample
+rows (`stages.evaluation.samples`). Plain dicts in, nothing from lm_eval imported.
 
 The harness reports a metric as ``"<metric>,<filter>"`` with its standard error as
 ``"<metric>_stderr,<filter>"`` (a number, or ``"N/A"`` where it has none: its corpus-level
-perplexities); ``n-samples`` holds each task's ``effective`` count (after ``--limit``).
+perplexities); ``n-samples`` holds each task's ``effective`` count (after ``--limit``); each logged
+sample holds its per-document metric (a perplexity's ``(log-likelihood, words / bytes)``).
+
+The intervals are the pipeline's (`stages.common.intervals`), not the harness's normal ones:
+
+- a proportion (`PROPORTIONS`: acc, acc_norm, exact_match, the share of n examples): the Wilson
+  score interval of value x n successes in n (Wald's value ± 1.96 stderr leaves [0, 1] at small n
+  and has width 0 at 0 or n of n);
+- a corpus-level perplexity (word_perplexity, byte_perplexity: exp(-sum log-likelihood / sum
+  words or bytes)) and bits_per_byte (-sum log-likelihood / sum bytes / ln 2): the 95% percentile
+  bootstrap over the documents, from the logged samples (none below two documents; the harness
+  gives them no stderr);
+- any other metric (a registered task's): value ± 1.96 x the harness's stderr, a normal
+  approximation, where the harness gives one; none where it gives none.
 """
 
 from __future__ import annotations
@@ -15,15 +28,27 @@ from typing import Any
 
 from stages.artifacts.evaluate import Column, TableRow
 from stages.common.degenerate import constant_outputs, generation_flags
+from stages.common.intervals import Z95, bootstrap_interval, perplexity_interval, wilson
 from stages.evaluation.samples import Sample
 
-Z95 = 1.96  # a normal 95% interval from a standard error
 NOT_APPLICABLE = "not applicable"
 # the keys of a task's results that are no metric
 _INFO = {"name", "alias", "sample_len", "samples", " "}
 # metrics shown in this order (the local tasks'); any other (a registered task's) after them
 KNOWN = ("exact_match", "acc", "acc_norm", "word_perplexity", "byte_perplexity", "bits_per_byte")
 LOWER_BETTER = ("perplexity", "bits_per_byte")
+#: metrics that are the share of the n examples scoring 1 (each example 0 or 1): Wilson's interval
+PROPORTIONS = ("acc", "acc_norm", "exact_match")
+#: corpus-level metrics of summed per-document (log-likelihood, units): bootstrap over documents
+PERPLEXITIES = ("word_perplexity", "byte_perplexity")
+BITS_PER_BYTE = "bits_per_byte"
+#: the table's note on its intervals (eval_harness), what `metric_interval` applies
+INTERVAL_NOTE = (
+    "In this table x [a, b] is the harness's value and its 95% interval: for acc, acc_norm and exact_match "
+    "(the share of the row's n examples) the Wilson score interval; for word_perplexity, byte_perplexity and "
+    "bits_per_byte (corpus-level: the summed log-likelihood over the summed words / bytes) the percentile "
+    "bootstrap over the documents (1000 resamples, none below two documents); for any other metric value ± 1.96 "
+    "× the harness's own standard error (a normal approximation), none where the harness gives none.")
 
 
 def metric_key(name: str) -> tuple[str, str] | None:
@@ -54,12 +79,47 @@ def task_metrics(values: Mapping[str, Any]) -> list[tuple[str, float | None, flo
     return out
 
 
-def task_row(task: str, system: str, values: Mapping[str, Any], n: int | None, note: str = "") -> TableRow:
-    """The table row of ``system`` on ``task`` (`task_metrics`): every metric and, where the
-    harness gives a stderr, the interval value ± 1.96 stderr. The stderr itself stays out of the
-    row (the table would show it as ± beside the interval); `stderr_metrics` logs it."""
+def _units(samples: Sequence[Mapping[str, Any]], metric: str, flt: str) -> list[tuple[float, float]]:
+    """Per logged document ``(-log-likelihood, units)`` of a perplexity-type ``metric`` under filter
+    ``flt``; [] where a sample lacks it (the interval then falls back to the harness's stderr)."""
+    out = []
+    for s in samples:
+        value = s.get(metric)
+        if s.get("filter", "none") != flt:
+            continue
+        if not (isinstance(value, list | tuple) and len(value) == 2):
+            return []
+        out.append((-float(value[0]), float(value[1])))
+    return out
+
+
+def metric_interval(key: str, value: float, se: float | None, n: int | None,
+                    samples: Sequence[Mapping[str, Any]] = ()) -> tuple[float, float] | None:
+    """The 95% interval of one metric of a row (module docstring): Wilson for a proportion, the
+    bootstrap over ``samples`` (the task's logged documents) for a perplexity or bits per byte,
+    else value ± 1.96 ``se`` (None without one)."""
+    metric, _, flt = key.partition(":")
+    flt = flt or "none"
+    if metric in PROPORTIONS and n and 0.0 <= value <= 1.0:
+        return wilson(value * n, n)
+    if metric in PERPLEXITIES or metric == BITS_PER_BYTE:
+        units = _units(samples, metric, flt)
+        if units:
+            if metric == BITS_PER_BYTE:
+                return bootstrap_interval(units, lambda sums: sums[0] / sums[1] / math.log(2) if sums[1] else math.nan)
+            return perplexity_interval([u for u, _ in units], [int(c) for _, c in units])
+    return (value - Z95 * se, value + Z95 * se) if se is not None else None
+
+
+def task_row(task: str, system: str, values: Mapping[str, Any], n: int | None, note: str = "",
+             samples: Sequence[Mapping[str, Any]] = ()) -> TableRow:
+    """The table row of ``system`` on ``task`` (`task_metrics`): every metric and its 95% interval
+    (`metric_interval`; ``samples``: the task's logged samples, for the perplexities'). The
+    harness's stderr itself stays out of the row (the table would show it as ± beside the
+    interval); `stderr_metrics` logs it."""
     measured = task_metrics(values)
-    interval = {k: (v - Z95 * se, v + Z95 * se) for k, v, se in measured if v is not None and se is not None}
+    interval = {k: bounds for k, v, se in measured if v is not None
+                and (bounds := metric_interval(k, v, se, n, samples)) is not None}
     return TableRow(system=f"{task} {system}", metrics={k: v for k, v, _ in measured}, n=n, interval=interval,
                     note=note)
 
@@ -83,8 +143,11 @@ def columns(rows: Sequence[TableRow]) -> list[Column]:
 
 
 def system_rows(system: str, results: Mapping[str, Any]) -> list[TableRow]:
-    """One row per task (and group) of one ``simple_evaluate`` result."""
-    return [task_row(task, system, values, count(results, task)) for task, values in results["results"].items()]
+    """One row per task (and group) of one ``simple_evaluate`` result (its logged samples, where
+    it has them, give the perplexities' intervals)."""
+    samples = results.get("samples") or {}
+    return [task_row(task, system, values, count(results, task), samples=samples.get(task, ()))
+            for task, values in results["results"].items()]
 
 
 def count(results: Mapping[str, Any], task: str) -> int | None:

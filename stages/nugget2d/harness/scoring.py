@@ -8,7 +8,9 @@
 - `generate` (``generate_until``): the same context, then greedy decoding from the plain part
   (`generate_from_context`);
 - `rolling_logprob` (``loglikelihood_rolling``): the system's token-by-token stream of
-  eval_lm (`stages.nugget2d.lm.streams.make_stream`) over the whole document.
+  eval_lm (`stages.nugget2d.lm.streams.make_stream`) over the whole document; Full keeping
+  every token (``ratio=1``) instead reads it as lm_eval's ``hf`` model does (`whole_logprob`):
+  the whole document up to the LM's ``max_length``, that model's windows past it.
 
 Rows with nothing to compress (a context no longer than the plain part) read an empty
 context, in batches of their own, so that no system is asked to keep positions of no tokens.
@@ -37,8 +39,11 @@ from stages.common.padding import pad
 from stages.nugget2d.harness.settings import (
     HarnessSettings,
     check_rolling,
+    model_max_length,
     rolling_setting,
+    rolling_windows,
     split_context,
+    whole_document,
 )
 
 if TYPE_CHECKING:
@@ -142,8 +147,27 @@ def rolling_logprob(model: Nugget2DModel, settings: HarnessSettings, ids: Sequen
                          "threshold), so pass threshold=<Lambda> (calibrate_threshold's) in model_args")
     if len(ids) < 2:
         return 0.0
+    if whole_document(settings):
+        return whole_logprob(model, ids, settings.max_length or model_max_length(model.lm.config))
     setting = rolling_setting(settings)
     with windows(model, setting, settings.threshold):
         stream = make_stream(settings.system, model, setting, settings.ratio, None, settings.press.sink_tokens)
         run = run_segment(stream, list(ids), 1)
     return -sum(run.nll)
+
+
+@torch.no_grad()
+def whole_logprob(model: Nugget2DModel, ids: Sequence[int], max_length: int) -> float:
+    """Log-probability of ``ids[1:]`` under the plain base LM (every adapter off), read as lm_eval's
+    ``hf`` model reads a rolling request: one teacher-forced pass per window of `rolling_windows`
+    (one window, the whole document, up to ``max_length`` tokens)."""
+    from nugget_core.typed_access import logits_of
+
+    total = 0.0
+    for start, first, end in rolling_windows(len(ids), max_length):
+        inputs = torch.tensor([list(ids[start : end - 1])], dtype=torch.long, device=model.device)
+        logprobs = torch.log_softmax(logits_of(model.lm_forward(None, input_ids=inputs))[0].float(), dim=-1)
+        targets = torch.tensor(list(ids[first:end]), dtype=torch.long, device=model.device)
+        # the logits at position t (of ids[start + t]) predict ids[start + t + 1]
+        total += float(logprobs[first - 1 - start : end - 1 - start].gather(-1, targets[:, None]).sum())
+    return total

@@ -1,7 +1,8 @@
 """The arguments of the ``nugget2d`` harness model, checked before any model runs, and the
-two rules they fix: how a request's context is split into a compressed part and a plain
-part (`split_context`), and the context configuration of the autoregressive stream that
-scores a whole document (`rolling_setting`).
+rules they fix: how a request's context is split into a compressed part and a plain part
+(`split_context`), the context configuration of the autoregressive stream that scores a
+whole document (`rolling_setting`), and, for Full keeping every token (``ratio=1``), lm_eval's
+``hf`` model's windows over the document instead (`whole_document`, `rolling_windows`).
 
 A context of ``n`` tokens (the tokens before the continuation) is split as::
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nugget_core.nugget2d.presses import PressConfig
 from nugget_core.nugget2d.systems import SYSTEMS, check_system
@@ -37,6 +38,11 @@ RECENT_TOKENS = 32
 ROLLING_SYSTEMS = ("nugget2d", "full", "nodoc", "streaming_llm", "key_norm")
 #: systems whose decoder is the plain base LM: an HF folder with no Nugget2D parts serves them
 BASE_LM_SYSTEMS = tuple(s for s in SYSTEMS if s != "nugget2d")
+#: lm_eval's HFLM: the config attributes naming a context length, in its order, its default
+#: without one, and the ``model_max_length`` a tokenizer without a limit reports
+_LENGTH_ATTRS = ("n_positions", "max_position_embeddings", "n_ctx")
+DEFAULT_MAX_LENGTH = 2048
+_TOKENIZER_INFINITY = 1000000000000000019884624838656
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,7 @@ class HarnessSettings:
     max_gen_toks: int = 256
     soft_prompt: bool = False
     press: PressConfig = PressConfig()
+    max_length: int | None = None  # Full at r = 1 on rolling requests: lm_eval's window (None: the LM's)
 
     def __post_init__(self) -> None:
         check_system(self.system)
@@ -68,6 +75,9 @@ class HarnessSettings:
                 isinstance(self.compressed_tokens, bool) or not isinstance(self.compressed_tokens, int)
                 or self.compressed_tokens < 1):
             raise ValueError(f"compressed_tokens: value {self.compressed_tokens!r} must be an int >= 1 or None")
+        if self.max_length is not None and (
+                isinstance(self.max_length, bool) or not isinstance(self.max_length, int) or self.max_length < 1):
+            raise ValueError(f"max_length: value {self.max_length!r} must be an int >= 1 or None")
         if self.threshold is not None and not math.isfinite(float(self.threshold)):
             raise ValueError(f"threshold: value {self.threshold!r} must be a finite number")
 
@@ -86,11 +96,57 @@ def split_context(ids: Sequence[int], plain_tokens: int) -> tuple[list[int], lis
     return list(ids[:cut]), list(ids[cut:])
 
 
+def whole_document(settings: HarnessSettings) -> bool:
+    """Whether ``loglikelihood_rolling`` reads the whole document as lm_eval's ``hf`` model does
+    (`rolling_windows`) rather than through a stream at a budget (`rolling_setting`): Full
+    keeping every token (``ratio=1``, eval_harness's ``full_whole`` row), unless
+    ``compressed_tokens`` asks for a window explicitly."""
+    return settings.system == "full" and settings.ratio == 1.0 and settings.compressed_tokens is None
+
+
+def model_max_length(config: Any, tokenizer: Any = None, default: int = DEFAULT_MAX_LENGTH) -> int:
+    """The LM's context length as lm_eval's HFLM resolves it (``max_length`` unset): the first of
+    `_LENGTH_ATTRS` on the config (its ``text_config`` first), else the tokenizer's
+    ``model_max_length`` unless unlimited, else ``default``."""
+    cfg = getattr(config, "text_config", None) or config
+    for attr in _LENGTH_ATTRS:
+        value = getattr(cfg, attr, None)
+        if value is not None:
+            return int(value)
+    length = getattr(tokenizer, "model_max_length", None)
+    return int(length) if length is not None and length != _TOKENIZER_INFINITY else default
+
+
+def rolling_windows(n: int, max_length: int) -> list[tuple[int, int, int]]:
+    """lm_eval's ``hf`` windows over ``n`` token ids, the prefix token first
+    (``get_rolling_token_windows(context_len=1)`` + ``make_disjoint_window``, as
+    ``HFLM.loglikelihood_rolling`` feeds them to one forward pass each), as
+    ``(start, first, end)``: the LM reads ``ids[start:end - 1]`` and scores ``ids[first:end]``.
+
+    Up to ``max_length`` document tokens this is one window, every token reading all the tokens
+    before it. Past it the document is scored in further windows of ``max_length`` tokens,
+    each read from its start with one token of context (the token before it), the last
+    window reading a full ``max_length`` tokens and scoring only the ones not scored yet."""
+    tokens = n - 1
+    if tokens <= 0:
+        return []
+    first = min(max_length, tokens)
+    out = [(0, 1, first + 1)]
+    predicted = first
+    while predicted < tokens:
+        scored = min(tokens - predicted, max_length)
+        end = predicted + scored
+        out.append((end - max_length, end - scored + 1, end + 1))
+        predicted = end
+    return out
+
+
 def rolling_setting(settings: HarnessSettings) -> ContextSetting:
     """The context configuration of ``loglikelihood_rolling``'s streams, as eval_lm's: the
     last ``recent_tokens`` tokens are attended directly, and ``ceil(r C)`` states stand for
     the ``C = compressed_tokens`` tokens before them (default ``C = ceil(recent_tokens / r)``,
-    Nugget2D table 1's 640 = 64 / 0.1); Full keeps a window of the same total."""
+    Nugget2D table 1's 640 = 64 / 0.1); Full keeps a window of the same total. Full at
+    ``ratio=1`` without ``compressed_tokens`` uses no stream (`whole_document`)."""
     import torch
 
     from nugget_core.nuggets import nugget_counts

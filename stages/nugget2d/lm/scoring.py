@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stages.common.intervals import hits_interval, stderr
-from stages.evaluation.rouge import ROUGE_TYPES, rouge_mean, rouge_per_example
+from stages.evaluation.rouge import SUMMARY_ROUGE_TYPES, rouge_mean, rouge_per_example
 from stages.nugget2d.config import QAEval
 from stages.nugget2d.lm.cost import mean_cost
 from stages.nugget2d.lm.normalize import contains_answer, gold_answers
@@ -32,7 +32,7 @@ class Scores:
     """One system's scores on ``n`` records."""
 
     metrics: dict[str, float]  # quality metrics first, then context_ratio and the decoding cost
-    quality: tuple[str, ...]  # the task's own metrics among ``metrics`` (accuracy; ROUGE-1/2/L)
+    quality: tuple[str, ...]  # the task's own metrics among ``metrics`` (accuracy; ROUGE-1/2/L/Lsum)
     n: int
     interval: dict[str, tuple[float, float]] = field(default_factory=dict)  # a proportion's Wilson 95%
     stderr: dict[str, float] = field(default_factory=dict)  # a mean's standard error
@@ -76,13 +76,13 @@ def score_qa(gens: Sequence[Generation], records: Sequence[dict[str, Any]], doc_
 
 def score_summarization(gens: Sequence[Generation], records: Sequence[dict[str, Any]],
                         doc_tokens: Sequence[int]) -> Scores:
-    """ROUGE-1/2/L F1 x 100 with stemming against each record's ``answer``
+    """ROUGE-1/2/L and ROUGE-Lsum F1 x 100 with stemming against each record's ``answer``
     (`stages.evaluation.rouge`), averaged over records, with standard errors."""
     _check(gens, records, doc_tokens)
-    per = rouge_per_example([g.text for g in gens], [r["answer"] for r in records])
+    per = rouge_per_example([g.text for g in gens], [r["answer"] for r in records], SUMMARY_ROUGE_TYPES)
     metrics = {**rouge_mean(per), "context_ratio": _context_ratio(gens, doc_tokens), **mean_cost([g.cost for g in gens])}
-    errors = {t: se for t in ROUGE_TYPES if (se := stderr([s[t] for s in per])) is not None}
+    errors = {t: se for t in SUMMARY_ROUGE_TYPES if (se := stderr([s[t] for s in per])) is not None}
     examples = [{"id": r["id"], "output": g.text, "reference": r["answer"], **scores,
                  "context_states": g.context_states, **g.cost.as_dict()}
                 for g, r, scores in zip(gens, records, per, strict=True)]
-    return Scores(metrics, ROUGE_TYPES, len(records), stderr=errors, examples=examples)
+    return Scores(metrics, SUMMARY_ROUGE_TYPES, len(records), stderr=errors, examples=examples)

@@ -1,6 +1,7 @@
 """What the language-modelling evaluation reads from ``build_lm``'s segments files
 (``lm_<corpus>.parquet``: ``split``, ``distant`` and ``recent`` token ids per segment): the
-segments of a split (`read_segments`) and each corpus's unigram reference (`unigram_models`),
+segments of a split (`read_segments`, capped by scored tokens with `first_scored`) and each
+corpus's unigram reference (`unigram_models`),
 for ``eval_lm`` and ``nugget eval --task lm``."""
 
 from __future__ import annotations
@@ -25,6 +26,20 @@ def read_segments(path: Path, split: str, limit: int) -> list[Segment]:
         raise ValueError(f"{path.name} has no segments in split {split!r}")
     rows = rows[:limit] if limit else rows
     return [(r["distant"], r["recent"]) for r in rows]
+
+
+def first_scored(segments: list[Segment], tokens: int) -> list[Segment]:
+    """The first of ``segments`` whose recent (scored) tokens reach ``tokens`` (0 = all of them):
+    ``eval.lm.pile_tokens``, Nugget2D §5.2's held-out Pile subset "of 100k tokens"."""
+    if not tokens:
+        return list(segments)
+    out, scored = [], 0
+    for segment in segments:
+        if scored >= tokens:
+            break
+        out.append(segment)
+        scored += len(segment[1])
+    return out
 
 
 def train_tokens(path: Path) -> Iterator[Any]:

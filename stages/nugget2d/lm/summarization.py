@@ -25,7 +25,7 @@ from stages.common.degenerate import generation_flags
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import stand_in_label
-from stages.evaluation.rouge import ROUGE_TYPES
+from stages.evaluation.rouge import SUMMARY_ROUGE_TYPES
 from stages.evaluation.samples import Sample
 from stages.nugget2d.config import PRESS_SYSTEMS, PressSection, SummarizationEval
 from stages.nugget2d.lm.evaluation import Evaluation
@@ -42,12 +42,16 @@ if TYPE_CHECKING:
 LOG = progress_logger("nugget.eval_summarization")
 TITLE = "CNN/DailyMail-style summarisation ROUGE (Nugget2D table 4)"
 COLUMNS = [
-    Column("rouge1", "R1"), Column("rouge2", "R2"), Column("rougeL", "RL"),
+    Column("rouge1", "R1"), Column("rouge2", "R2"), Column("rougeLsum", "RLsum"), Column("rougeL", "RL (no split)"),
     Column("context_ratio", "context ratio", "{:.3f}"),
     Column("attended_states", "attended states/token", "{:.1f}"), Column("kv_bytes", "KV bytes", "{:.0f}"),
     Column("ms_per_token", "ms/step (incl. prompt pass)", "{:.1f}"), Column("encode_ms", "ms before decoding", "{:.0f}"),
     Column("generated_tokens", "tokens/summary", "{:.1f}"),
 ]
+ROUGE_NOTE = ("ROUGE F1 x 100 (rouge-score, stemmed), mean over examples ± standard error. RLsum: ROUGE-Lsum, the "
+              "summary-level LCS over the sentences (one per line: CNN/DailyMail's highlights, the output split by "
+              "sentence), what CNN/DailyMail papers report as ROUGE-L and what table 4's RL is compared with; RL (no "
+              "split): ROUGE-L of the texts taken whole.")
 MODELS_NOTE = ("full_zs: the base LM of the given Nugget2D model; nugget2d_ft: that model; "
                "full_ft: the fine-tuned LM given.")
 
@@ -77,7 +81,7 @@ def evaluate_summarization(
       `PressSection()`): the base LM's document KV at Nugget2D's budget.
 
     ``models_note``: the table note saying where the models come from. Returns the `EvalTable`
-    (ROUGE-1/2/L with standard errors, n, context ratio and decoding cost per row; uninformative
+    (ROUGE-1/2, ROUGE-Lsum and ROUGE-L with standard errors, n, context ratio and decoding cost per row; uninformative
     rows flagged) and one example row per record and system.
     """
     if not records:
@@ -112,11 +116,12 @@ def evaluate_summarization(
                    r["answer"], e["output"], {k: v for k, v in e.items() if k not in ("id", "output", "reference")},
                    {"ratio": ratio}).row()
             for i, (r, e) in enumerate(zip(records, scored.examples, strict=True)))
-        log.info("eval_summarization: %s %s", system, {t: round(scored.metrics[t], 2) for t in ROUGE_TYPES})
+        log.info("eval_summarization: %s %s", system, {t: round(scored.metrics[t], 2) for t in SUMMARY_ROUGE_TYPES})
     label = stand_in_label(list(records))
     notes = [f"{len(records)} examples of split {section.split!r}" + (f"; stand-in: {label}" if label else "")
              + f"; prompts laid out as {fmt.name} (appendix-C text)",
              models_note,
+             ROUGE_NOTE,
              *press_notes(presses, section.systems, f"ceil(r n) of n document tokens, r = {section.nugget_ratio:g}"),
              f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {section.batch_size}; "
              "KV bytes at the end of decoding; attended states: mean over generated tokens."]
