@@ -134,7 +134,7 @@ FINDINGS: tuple[Finding, ...] = (
                "Nugget2D table 3", Cell("nugget2d_table3", "nodoc", "accuracy"),
                Cell("nugget2d_table3", "nugget2d_10x", "accuracy")),
     Comparison("nugget2d_summaries_beat_zero_shot", "fine-tuned Nugget2D (10x) summarises better than the zero-shot "
-               "full LM (ROUGE-L)", "Nugget2D table 4", Cell("nugget2d_table4", "full_zs", "rougeL"),
+               "full LM (ROUGE-Lsum: table 4's RL column)", "Nugget2D table 4", Cell("nugget2d_table4", "full_zs", "rougeL"),
                Cell("nugget2d_table4", "nugget2d_10x", "rougeL")),
     Comparison("nugget2d_beats_icae", "Nugget2D reconstructs better than ICAE at the same ratio (r = 0.1, BLEU)",
                "Nugget2D §4", Cell("nugget2d_autoencoding", "icae_0.1", "bleu"),
