@@ -61,20 +61,23 @@ def test_a_proportion_s_interval_is_wilson_s():
 def test_a_perplexity_s_interval_is_the_bootstrap_over_documents():
     """The corpus-level perplexities and bits per byte (the harness gives them no stderr): the
     pipeline's percentile bootstrap over the logged documents' (log-likelihood, words / bytes)."""
-    docs = [(-10.0, 4, 20), (-30.0, 5, 30), (-8.0, 3, 12)]  # log-likelihood, words, bytes
+    docs = [(-10.0 - i, 4 + i % 3, 20 + i) for i in range(16)]  # log-likelihood, words, bytes
     samples = [{"doc_id": i, "filter": "none", "word_perplexity": (ll, w), "byte_perplexity": (ll, b),
                 "bits_per_byte": (ll, b)} for i, (ll, w, b) in enumerate(docs)]
     results = {"results": {"nugget_lm_wiki": RESULTS["results"]["nugget_lm_wiki"]},
-               "n-samples": {"nugget_lm_wiki": {"effective": 3}}, "samples": {"nugget_lm_wiki": samples}}
+               "n-samples": {"nugget_lm_wiki": {"effective": len(docs)}}, "samples": {"nugget_lm_wiki": samples}}
     (row,) = system_rows("full", results)
-    assert row.interval["word_perplexity"] == pytest.approx(
-        perplexity_interval([10.0, 30.0, 8.0], [4, 5, 3]))
+    nll, words, chars = [-d[0] for d in docs], [d[1] for d in docs], [d[2] for d in docs]
+    assert row.interval["word_perplexity"] == pytest.approx(perplexity_interval(nll, words))
     low, high = row.interval["bits_per_byte"]
-    byte_low, byte_high = perplexity_interval([10.0, 30.0, 8.0], [20, 30, 12])
+    byte_low, byte_high = perplexity_interval(nll, chars)
     assert (low, high) == pytest.approx((math.log2(byte_low), math.log2(byte_high)), rel=1e-6)
-    # without samples (or below two documents) no interval: the harness's "N/A" stderr gives none
+    # without samples, or below the 15 documents a bootstrap interval needs, no interval: the harness's "N/A"
+    # stderr gives none
     (bare,) = system_rows("full", {**results, "samples": {}})
     assert not bare.interval
+    (few,) = system_rows("full", {**results, "samples": {"nugget_lm_wiki": samples[:14]}})
+    assert not few.interval
     assert stderr_metrics("full", RESULTS) == {"nugget_cloze full/acc_stderr": 0.25,
                                                "nugget_cloze full/acc_norm_stderr": 0.2,
                                                "gsm full/exact_match:strict-match_stderr": 0.05}

@@ -80,11 +80,9 @@ def test_table_has_every_task_and_system_with_n_and_the_harness_interval(harness
         if task in ("nugget_cloze", "nugget_qa"):  # a proportion's interval: Wilson's, of value x n in n
             for key in expected:
                 assert row.interval[key] == pytest.approx(wilson(row.metrics[key] * row.n, row.n)), (name, key)
-        if task == "nugget_lm_wiki":  # the bootstrap over the 2 documents, around the corpus value
+        if task == "nugget_lm_wiki":  # 2 documents: fewer than a bootstrap interval needs (15), so none
             assert row.metrics["word_perplexity"] > 1 and row.metrics["bits_per_byte"] > 0
-            for key in expected:
-                low, high = row.interval[key]
-                assert low <= row.metrics[key] * (1 + 1e-9) and row.metrics[key] <= high * (1 + 1e-9), (name, key)
+            assert not set(expected) & set(row.interval), name
     assert table.notes[0].startswith("In this table x [a, b] is the harness's value and its 95% interval: for acc, "
                                      "acc_norm and exact_match (the share of the row's n examples) the Wilson score")
     assert "Lambda = 0.0000 from calibrate_threshold" in " ".join(table.notes)
