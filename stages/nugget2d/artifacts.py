@@ -96,11 +96,14 @@ class PreparedLM:
 
 @dataclass(frozen=True)
 class LMRecords:
-    """``build_lm``: ``lm_<corpus>.parquet`` segments (``split``, ``distant``, ``recent``),
-    ``continuation.parquet`` triples and ``<task>.jsonl`` records (``qa``,
-    ``summarization``: ``id``, ``split``, ``document``, ``instruction``, ``answer``)."""
+    """``build_lm``: ``lm_<corpus>.parquet`` segments (``split``, ``document_id``, ``distant``,
+    ``recent``), ``continuation.parquet`` triples (``split``, ``document_id``, ``doc``, ``prompt``,
+    ``answer``) and ``<task>.jsonl`` records (``qa``, ``summarization``: ``id``, ``split``,
+    ``document``, ``instruction``, ``answer``). ``document_id`` names the source document a
+    segment or window was cut from: what the evaluations resample."""
 
     STAGE: ClassVar[str] = "build_lm"
+    DOCUMENT: ClassVar[str] = "document_id"
     path: Path
 
     @staticmethod
@@ -140,16 +143,32 @@ class LMRecords:
     def continuation(self) -> Path:
         return self._where().file(self.continuation_file(Path()).name)
 
-    def continuation_windows(self, split: str) -> list[list[int]]:
-        """The continuation triples of ``split`` as whole windows, ``doc + prompt + answer``
-        (the documents of the autoencoding study, Nugget2D §4)."""
+    def _continuation_rows(self, split: str, *needed: str) -> list[dict[str, Any]]:
+        """The rows of ``continuation.parquet`` in ``split``; a `ContractError` naming a ``needed``
+        column the file lacks, a `ValueError` where the split has none."""
         import pyarrow.parquet as pq
 
         path = self.continuation()
+        names = pq.read_schema(path).names
+        if missing := [c for c in needed if c not in names]:
+            raise self._where().error(path.name, f"has no column {missing} (columns {names}): written by an older "
+                                      "build_lm; rerun build_lm")
         rows = [r for r in pq.read_table(path).to_pylist() if r["split"] == split]
         if not rows:
             raise ValueError(f"{path}: no continuation windows in split {split!r}")
-        return [r["doc"] + r["prompt"] + r["answer"] for r in rows]
+        return rows
+
+    def continuation_windows(self, split: str) -> list[list[int]]:
+        """The continuation triples of ``split`` as whole windows, ``doc + prompt + answer``
+        (the training documents of the autoencoding study, Nugget2D §4)."""
+        return [r["doc"] + r["prompt"] + r["answer"] for r in self._continuation_rows(split)]
+
+    def continuation_documents(self, split: str) -> list[tuple[str, list[int]]]:
+        """`continuation_windows` of ``split`` with the id of the document each was cut from
+        (``document_id``), in file order (a document's windows in text order): the autoencoding
+        study's evaluation documents and their unit."""
+        return [(str(r[self.DOCUMENT]), r["doc"] + r["prompt"] + r["answer"])
+                for r in self._continuation_rows(split, self.DOCUMENT)]
 
     def records(self, task: str) -> Path:
         return self._where().file(self.records_file(Path(), task).name)
@@ -232,6 +251,11 @@ class TrainedNugget2D:
         return [read_summary(where, TRAINER_STATE, stage), *(
             read_summary(where, (Path(r["dir"]).parent / TRAINER_STATE).as_posix(), f"{stage}/{name}")
             for name, r in self.variants.items())]
+
+    def summary(self, stage: str = STAGE) -> TrainingSummary:
+        """This model's own `TrainingSummary`: its fit's trainer state beside its folder (the main
+        model's or a variant's; ``stage`` labels it)."""
+        return read_summary(Location(stage, self.path.parent), TRAINER_STATE, stage)
 
     def at_ratio(self, ratio: float) -> TrainedNugget2D | None:
         """The model trained at ``ratio`` (this one, or a variant), or None."""
@@ -317,6 +341,13 @@ class FullFinetunedLM:
             p.requires_grad_(False)
         log.info("loaded the fine-tuned full LM from %s (%s, %s)", self.path, device, precision)
         return model
+
+
+def ignores_input(summary: TrainingSummary) -> str:
+    """Why the model ``summary`` describes ignores its compressed input (`InputUse.reason`; "" where
+    it reads it, or where its fit did not measure it): an evaluation row of that model carries it
+    (`TableRow.ignores_input`)."""
+    return summary.input_use.reason() if summary.input_use is not None else ""
 
 
 def scorer_fingerprint(model: Any) -> str:

@@ -4,9 +4,11 @@ Outputs (token ids use the base LM's tokenizer from ``prepare_lm``; splits by wh
 document: as published where the source publishes them, else with ``data.seed``):
 
 - ``lm_wiki.parquet`` / ``lm_pile.parquet``: autoregressive LM segments
-  (``split``, ``distant``, ``recent``: ``data.lm.distant_tokens`` + ``recent_tokens``);
-- ``continuation.parquet``: text-continuation triples (``split``, ``doc``, ``prompt``,
+  (``split``, ``document_id``, ``distant``, ``recent``: ``data.lm.distant_tokens`` + ``recent_tokens``);
+- ``continuation.parquet``: text-continuation triples (``split``, ``document_id``, ``doc``, ``prompt``,
   ``answer``: up to ``doc_tokens`` / ``prompt_tokens`` / ``answer_tokens``);
+- ``document_id`` (``<corpus>-<index>``): the source document (article) a segment or window was
+  cut from, the unit the evaluations resample (``eval_lm``, ``eval_nugget2d_ae``);
 - ``qa.jsonl`` and ``summarization.jsonl``: records with the appendix-C prompts
   (``document``, ``prompt``, ``full_prompt``, ``answer``, ``stand_in``, ``split``).
 
@@ -148,8 +150,15 @@ def _write_rows(path: Path, rows: list[dict]) -> None:
     pq.write_table(pa.Table.from_pylist(rows), path)
 
 
-def _by_split(ids: Sequence[list[int]], splits: Sequence[str]) -> dict[str, list[list[int]]]:
-    return {s: [x for x, t in zip(ids, splits, strict=True) if t == s] for s in ("train", "dev", "test")}
+def _by_split(docs: Sequence[tuple[str, list[int]]], splits: Sequence[str]) -> dict[str, list[tuple[str, list[int]]]]:
+    """Per split, its (document id, token ids) in corpus order."""
+    return {s: [x for x, t in zip(docs, splits, strict=True) if t == s] for s in ("train", "dev", "test")}
+
+
+def _named(corpus: str, docs: Sequence[list[int]]) -> list[tuple[str, list[int]]]:
+    """Each document of ``corpus`` with its id ``<corpus>-<index>``: the independent unit the
+    evaluations resample (the segments and windows cut from one document are not independent)."""
+    return [(f"{corpus}-{i}", ids) for i, ids in enumerate(docs)]
 
 
 @dataclass(frozen=True)
@@ -187,15 +196,16 @@ class BuildLM(Stage[BuildLMConfig, BuildLMInputs, LMRecords]):
         # one document split per corpus for its LM segments and its continuation windows: the
         # compressor (the AR model's frozen scorer) never trains on a document eval_lm scores
         splits = {name: _labels(raw[name].labels, cfg, seed) for name in ("wiki", "pile")}
+        named = {name: _named(name, ids[name]) for name in ("wiki", "pile")}
         for name in ("wiki", "pile"):
-            docs = _by_split(ids[name], splits[name])
-            rows = [{"split": s, **seg} for s, d in docs.items()
-                    for seg in lm_segments(d, cfg.distant_tokens, cfg.recent_tokens)]
+            docs = _by_split(named[name], splits[name])
+            rows = [{"split": s, LMRecords.DOCUMENT: doc_id, **seg} for s, d in docs.items() for doc_id, doc in d
+                    for seg in lm_segments([doc], cfg.distant_tokens, cfg.recent_tokens)]
             _write_rows(LMRecords.segments_file(ctx.output_dir, name), rows)
             metrics.update({f"lm_{name}/segments": len(rows)})
-        both = _by_split(ids["wiki"] + ids["pile"], splits["wiki"] + splits["pile"])
-        triples = [{"split": s, **t} for s, d in both.items()
-                   for t in continuation_triples(d, cfg.doc_tokens, cfg.prompt_tokens, cfg.answer_tokens)]
+        both = _by_split(named["wiki"] + named["pile"], splits["wiki"] + splits["pile"])
+        triples = [{"split": s, LMRecords.DOCUMENT: doc_id, **t} for s, d in both.items() for doc_id, doc in d
+                   for t in continuation_triples([doc], cfg.doc_tokens, cfg.prompt_tokens, cfg.answer_tokens)]
         _write_rows(LMRecords.continuation_file(ctx.output_dir), triples)
         metrics.update({"continuation/triples": len(triples),
                         **length_stats("continuation/answer_tokens", [len(t["answer"]) for t in triples])})

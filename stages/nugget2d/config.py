@@ -199,7 +199,8 @@ class LMEval:
 
     corpora: list[str] = spec(["wiki", "pile"], help="WikiText-style / Pile-style segments.", choices=LM_CORPORA, nonempty=True)
     split: str = spec("test", help="Split of build_lm's segments.", choices=SPLITS)
-    max_segments: int = spec(0, help="Segments per corpus (0 = all).", ge=0)
+    max_segments: int = spec(0, help="Segments per corpus (0 = all), taken across articles: every article's "
+                             "first segment, then every one's second, ...", ge=0)
     pile_tokens: int = spec(
         0, help="pile: score only the first segments of the split (after max_segments) whose recent, scored tokens "
         "reach this many (0 = every segment); Nugget2D §5.2 scores 'a held-out subset of the Pile ... of 100k tokens'.",
@@ -275,7 +276,8 @@ class AutoencodingEval:
     lengths: list[int] = spec(
         [64, 128, 256, 512], help="Document lengths (tokens): the first L tokens of each window holding L.",
         nonempty=True, unique=True, ge=1)
-    max_docs: int = spec(0, help="Documents per length (0 = all that hold it).", ge=0)
+    max_docs: int = spec(0, help="Windows per length (0 = all that hold it), taken across documents: every "
+                         "document's first window, then every one's second, ...", ge=0)
     batch_size: int = spec(8, help="Documents decoded together.", ge=1)
     extra_tokens: int = spec(16, help="Greedy decoding writes up to L + this many tokens (stops at EOS).", ge=0)
     analysis_docs: int = spec(128, help="Documents of the nugget-token statistics (§4.3: 128).", ge=1)

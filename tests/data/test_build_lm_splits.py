@@ -114,3 +114,22 @@ def test_paper_wikitext_is_scored_as_released_and_holds_no_train_split(tmp_path,
     wiki = _docs_by_split(out / "lm_wiki.parquet", "distant")
     assert sorted(wiki) == sorted(lm_corpus_splits(lm)["wiki"]) == ["dev", "test"]
     assert sorted(_docs_by_split(out / "lm_pile.parquet", "distant")) == ["dev", "test", "train"]
+
+
+def test_segments_and_windows_name_the_document_they_were_cut_from(tmp_path, monkeypatch):
+    """``document_id`` (``<corpus>-<index>``) names each segment's and window's source document:
+    the unit eval_lm and eval_nugget2d_ae resample (a document's 2 segments and 2 windows share it)."""
+    from collections import Counter
+
+    n_wiki = 40
+    out, _ = _run(tmp_path, monkeypatch, ["data.lm.dev_fraction=0.1"], _offline_pools(n_wiki=n_wiki))
+
+    def named(token: int) -> str:  # the stand-in tokenizer numbers the wiki texts first, then the pile's
+        doc = token // 1000
+        return f"wiki-{doc}" if doc < n_wiki else f"pile-{doc - n_wiki}"
+
+    for path, part in ((out / "lm_wiki.parquet", "distant"), (out / "lm_pile.parquet", "distant"),
+                       (out / "continuation.parquet", "doc")):
+        rows = pq.read_table(path).to_pylist()
+        assert all(r["document_id"] == named(r[part][0]) for r in rows), path.name
+        assert set(Counter(r["document_id"] for r in rows).values()) == {2}, path.name  # WORDS: 2 per document
