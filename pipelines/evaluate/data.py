@@ -63,9 +63,9 @@ class Data:
 def lm_data(cfg: PipelineConfig, limit: int | None) -> Data:
     """``lm``: per corpus of ``eval.lm.corpora`` the first ``limit`` (else ``eval.lm.max_segments``,
     0 = all, and for the Pile ``eval.lm.pile_tokens``' cap, as eval_lm) segments of ``eval.lm.split``
-    in build_lm's segments files."""
+    in build_lm's segments files, each with its document (the unit its perplexity's interval resamples)."""
     from stages.nugget2d.artifacts import LMRecords
-    from stages.nugget2d.lm.segments import first_scored, read_segments
+    from stages.nugget2d.lm.segments import first_scored, read_documents
 
     section = cfg.eval.lm
     built = LMRecords.read(stage_output(cfg, "build_lm"))
@@ -73,12 +73,14 @@ def lm_data(cfg: PipelineConfig, limit: int | None) -> Data:
     records = []
     for corpus, path in files.items():
         try:
-            segments = read_segments(path, section.split, limit or section.max_segments)
+            segments, documents = read_documents(path, section.split, limit or section.max_segments)
         except ValueError as exc:
             raise CommandError(EXIT_CONFIG, f"{path}: {exc}") from None
         if corpus == "pile" and not limit:
             segments = first_scored(segments, section.pile_tokens)
-        records += [{"id": f"{corpus}-{i}", "corpus": corpus, "segment": s} for i, s in enumerate(segments)]
+            documents = documents[: len(segments)]  # first_scored keeps a prefix
+        records += [{"id": f"{corpus}-{i}", "corpus": corpus, "segment": s, "document": d}
+                    for i, (s, d) in enumerate(zip(segments, documents, strict=True))]
     return Data(records, f"{built.path} (corpora {', '.join(files)}, split {section.split!r})",
                 segment_files=files)
 

@@ -80,7 +80,8 @@ def _nugget2d(ckpt: Checkpoint, cfg: PipelineConfig, args: argparse.Namespace) -
 def run_nugget2d(ckpt: Checkpoint, task: str, records: list[dict], cfg: PipelineConfig,
                  args: argparse.Namespace) -> Scored:
     """``qa`` / ``summarization``: the stage's recipe with the Nugget2D system only, at
-    ``--ratio`` (default: the checkpoint's), with the prompt format it was trained with."""
+    ``--ratio`` (default: the checkpoint's), with the prompt format it was trained with; a
+    summarisation result also shows the lead-3 floor's row on the same records."""
     from nugget_core.nugget2d.prompts import PromptFormat
     from stages.common.progress import progress_logger
     from stages.evaluation.rouge import SUMMARY_ROUGE_TYPES
@@ -101,9 +102,9 @@ def run_nugget2d(ckpt: Checkpoint, task: str, records: list[dict], cfg: Pipeline
         result = summarization.evaluate_summarization(model, tokenizer, records, summary, prompt_format=fmt,
                                                       soft_prompt=soft, log=log)
         metrics = SUMMARY_ROUGE_TYPES
-    (row,) = result.table.rows
+    row, *floor = result.table.rows  # summarisation: the lead-3 summary's row on the same records follows
     return Scored(row, metrics, result.examples, f"Nugget2D at r = {ratio:g}, prompts {layout}",
-                  {"ratio": ratio, "prompt_format": layout, "soft_prompt": soft}, result.table.stand_in)
+                  {"ratio": ratio, "prompt_format": layout, "soft_prompt": soft}, result.table.stand_in, floor)
 
 
 def run_reconstruction(ckpt: Checkpoint, records: list[dict], cfg: PipelineConfig,
@@ -207,7 +208,8 @@ def run_lm(ckpt: Checkpoint, data: Data, cfg: PipelineConfig, args: argparse.Nam
     """``lm``: eval_lm's recipe (`stages.nugget2d.lm.language_modelling.evaluate_lm`) with the
     Nugget2D system only, selecting with calibrate_threshold's Lambda for this config, under
     every context configuration of ``eval.lm.contexts`` (one row each), each perplexity with
-    its bootstrap interval over the segments and flagged above the corpus's unigram reference."""
+    its bootstrap interval over the segments' documents and flagged above the corpus's unigram
+    reference (no trigram floor: that fit is eval_lm's)."""
     from stages.nugget2d.artifacts import CalibratedThreshold
     from stages.nugget2d.lm.language_modelling import evaluate_lm
     from stages.nugget2d.lm.segments import unigram_models
@@ -216,11 +218,13 @@ def run_lm(ckpt: Checkpoint, data: Data, cfg: PipelineConfig, args: argparse.Nam
     model, tokenizer = _nugget2d(ckpt, cfg, args)
     section = replace(cfg.eval.lm, systems=["nugget2d"])
     segments: dict[str, list[Any]] = {c: [] for c in section.corpora}
+    documents: dict[str, list[str]] = {c: [] for c in section.corpora}
     for r in data.records:
         segments[r["corpus"]].append(r["segment"])
+        documents[r["corpus"]].append(r["document"])
     unigrams, notes = _loaded("the unigram references", lambda: unigram_models(data.segment_files, len(tokenizer)))
     result = evaluate_lm(model, tokenizer, segments, section, threshold=calibrated.threshold, ratio=calibrated.ratio,
-                         unigrams=unigrams, presses=cfg.eval.presses, unigram_notes=notes)
+                         unigrams=unigrams, documents=documents, presses=cfg.eval.presses, unigram_notes=notes)
     first, *more = result.table.rows
     metrics = tuple(f"{c}_{kind}_ppl" for c in section.corpora for kind in ("subword", "word"))
     return Scored(first, metrics, result.examples,

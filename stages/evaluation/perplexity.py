@@ -22,7 +22,8 @@ whitespace before them, are excluded from both perplexities (Merity et al., 2016
 convention).
 
 A corpus perplexity is no mean of per-segment values: its 95% interval is the bootstrap one over
-the units summed (segments, articles; `perplexity_intervals`, `stages.common.intervals`).
+the independent units summed (articles, not the segments cut from them: `perplexity_units`,
+`stages.common.resampling`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stages.common.intervals import perplexity_interval
+from stages.common.resampling import UnitSample
 from stages.common.words import NO_WORD, token_words, word_spans
 from stages.evaluation.decoding import decode_ids
 
@@ -160,3 +162,16 @@ def segment_counts(
             counts.word_nll += total
             counts.words += 1
     return counts
+
+
+def perplexity_units(units: Sequence[PerplexityCounts], ids: Sequence[str], unit: str
+                     ) -> dict[str, UnitSample]:
+    """The subword (``subword_ppl``) and word (``word_ppl``) perplexity of ``units`` as
+    `UnitSample` s (``[NLL sum, count]`` per unit, statistic ``exp_ratio``): ``ids[i]`` names the
+    independent unit (``unit``: "document", "article") ``units[i]`` belongs to, and counts of one id
+    are summed into one unit (the segments of one article are one unit), so the intervals and a
+    paired comparison of two systems resample what is independent."""
+    if len(units) != len(ids):
+        raise ValueError(f"perplexity_units: {len(units)} counts for {len(ids)} unit ids")
+    return {"subword_ppl": UnitSample.of(unit, "exp_ratio", ids, [[u.subword_nll, u.subwords] for u in units]),
+            "word_ppl": UnitSample.of(unit, "exp_ratio", ids, [[u.word_nll, u.words] for u in units])}

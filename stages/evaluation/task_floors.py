@@ -41,7 +41,7 @@ def lead_floor(documents: Sequence[str], references: Sequence[str], sentences: i
 
     if len(documents) != len(references) or not documents:
         raise ValueError(f"lead_floor: {len(documents)} documents for {len(references)} references")
-    scores = rouge_per_example([lead(d, sentences) for d in documents], list(references))
+    scores = rouge_per_example([lead(d, sentences) for d in documents], list(references), (metric,))  # rougeLsum too
     return Floor(sum(s[metric] for s in scores) / len(scores), True, f"lead-{sentences} summary")
 
 

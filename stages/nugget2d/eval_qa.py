@@ -17,9 +17,13 @@ calls it too); this stage reads its inputs, calls it and publishes the result.
 Accuracy: the appendix-D normalised output contains the normalised answer
 (`stages.nugget2d.lm.normalize`), scored by `stages.nugget2d.lm.scoring`. Decoding cost per system: attended states per generated
 token, KV bytes, ms per decoding step, time before decoding. Outputs: the
-`stages.artifacts.evaluate.EvalTable` (accuracy with its Wilson 95% interval, n per row; each
-system's id and the table-3 row it reproduces; a system whose answers are constant, loops or
-empty, or that answers 0 of n where NoDoc also does, flagged uninformative: `qa_flag`) and
+`stages.artifacts.evaluate.EvalTable` (accuracy with its 95% interval (Wilson's over independent
+questions; over their documents where several questions share one: `stages.nugget2d.lm.scoring`)
+and its per-document statistics (``units``: the same documents for every system, so two pair),
+n per row; each system's id and the table-3 row it reproduces; a system whose answers are
+constant, loops or empty, or that answers 0 of n where NoDoc also does, flagged uninformative:
+`qa_flag`; a Nugget2D row whose model's fit found it ignores its input carries why; the accuracy's
+competence floor: NoDoc's accuracy on the same questions) and
 ``examples.jsonl`` (also the MLflow table ``tables/examples.json``): per question and system, the
 document, the question, the ``context`` and ``prompt`` text decoded from the ids fed, the answer
 (``target``, and every gold answer), the output, correct, the decoding cost, the ratio and the
@@ -28,7 +32,9 @@ flags (`stages.evaluation.samples`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from nugget_core.nugget2d.prompts import PromptFormat
 from stages.artifacts.evaluate import EvalTable
@@ -37,7 +43,7 @@ from stages.config.schema import PromptSection
 from stages.evaluation.publish import publish
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
-from stages.nugget2d.artifacts import LMRecords, PreparedLM, TrainedNugget2D
+from stages.nugget2d.artifacts import LMRecords, PreparedLM, TrainedNugget2D, ignores_input
 from stages.nugget2d.config import PressSection, QAEval
 from stages.nugget2d.lm.qa import RatioModel, evaluate_qa
 
@@ -63,6 +69,19 @@ class EvalQA(Stage[QAConfig, QAInputs, EvalTable]):
     name = "eval_qa"
     uses_device = True
 
+    @staticmethod
+    def ratio_model(compressor: TrainedNugget2D, ratio: float, main: Any,
+                    load: Callable[[TrainedNugget2D], Any]) -> RatioModel:
+        """The model train_nugget2d trained at ``ratio`` (its main one, ``main`` loaded, or a variant,
+        ``load``-ed), else its main one, with why that very model ignores its input (its own fit's
+        summary, `ignores_input`)."""
+        trained = compressor.at_ratio(ratio)
+        if trained is None:
+            return RatioModel(main, compressor.ratio, ignores_input(compressor.summary(COMPRESSOR_STAGE)))
+        own = trained.path != compressor.path
+        return RatioModel(load(trained) if own else main, trained.ratio,
+                          ignores_input(trained.summary(COMPRESSOR_STAGE)))
+
     def compute(self, ctx: StageContext, config: QAConfig, inputs: QAInputs) -> None:
         cfg = config.qa
         records = read_records(inputs.records.records("qa"), cfg.split, cfg.max_examples)
@@ -72,13 +91,8 @@ class EvalQA(Stage[QAConfig, QAInputs, EvalTable]):
         tokenizer = base.tokenizer()
 
         def at_ratio(ratio: float) -> RatioModel:
-            """The model train_nugget2d trained at ``ratio`` (its main one or a variant), else its main one."""
-            trained = compressor.at_ratio(ratio)
-            if trained is None:
-                return RatioModel(model, compressor.ratio)
-            own = trained.path != compressor.path
-            return RatioModel(trained.load_from(inputs.prepared.path, *placement)[0] if own else model,
-                              trained.ratio)
+            return self.ratio_model(compressor, ratio, model,
+                                    lambda trained: trained.load_from(inputs.prepared.path, *placement)[0])
 
         result = evaluate_qa(model, tokenizer, records, cfg, prompt_format=PromptFormat(config.prompts.format, tokenizer),
                              presses=config.presses, soft_prompt=compressor.soft_prompt, at_ratio=at_ratio,

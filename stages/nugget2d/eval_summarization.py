@@ -16,8 +16,12 @@ The two fine-tuning stages tokenise the records as this stage does
 `stages.nugget2d.lm.summarization.evaluate_summarization` (``nugget eval --task
 summarization`` calls it too); this stage reads its inputs, calls it and publishes the result.
 ROUGE-1/2/L F1 x 100 with stemming and the decoding cost per system, scored by
-`stages.nugget2d.lm.scoring`.
-Outputs: the `stages.artifacts.evaluate.EvalTable` (ROUGE with standard errors, n per
+`stages.nugget2d.lm.scoring`, each ROUGE with its per-article statistics (``units``: every system
+is scored on the same articles, so two pair) and its 95% bootstrap interval over articles; the
+lead-3 summary on the same references is each ROUGE's competence floor (``floors``) and a row; a
+row of a trained model (``nugget2d_ft``: train_nugget2d_ft's, ``full_ft``: train_full_ft's) whose
+fit found it ignores its input carries why (``ignores_input``).
+Outputs: the `stages.artifacts.evaluate.EvalTable` (ROUGE with its interval, n per
 row, each system's table-4 row; a system whose summaries are constant, loops or empty flagged
 uninformative, `stages.common.degenerate`) and ``examples.jsonl`` (also the MLflow table
 ``tables/examples.json``): per document and system, the document, the instruction, the
@@ -38,7 +42,13 @@ from stages.config.schema import PromptSection
 from stages.evaluation.publish import publish
 from stages.framework.contract import produced_by, reading, section
 from stages.framework.stage import Stage, StageContext
-from stages.nugget2d.artifacts import BaseLM, FullFinetunedLM, LMRecords, TrainedNugget2D
+from stages.nugget2d.artifacts import (
+    BaseLM,
+    FullFinetunedLM,
+    LMRecords,
+    TrainedNugget2D,
+    ignores_input,
+)
 from stages.nugget2d.config import PressSection, SummarizationEval
 from stages.nugget2d.lm.summarization import evaluate_summarization
 
@@ -67,6 +77,15 @@ class EvalSummarization(Stage[SummarizationConfig, SummarizationInputs, EvalTabl
     name = "eval_summarization"
     uses_device = True
 
+    @staticmethod
+    def input_use(systems: list[str], inputs: SummarizationInputs) -> dict[str, str]:
+        """Per trained system, why its model ignores its input (`ignores_input` of its fit's
+        summary): ``nugget2d_ft`` is train_nugget2d_ft's model, ``full_ft`` train_full_ft's adapter;
+        the others decode with the base LM."""
+        summaries = {"nugget2d_ft": lambda: inputs.nugget2d.summary("train_nugget2d_ft"),
+                     "full_ft": lambda: inputs.full_ft.training()[0]}
+        return {s: reason for s, summary in summaries.items() if s in systems and (reason := ignores_input(summary()))}
+
     def compute(self, ctx: StageContext, config: SummarizationConfig, inputs: SummarizationInputs) -> None:
         cfg = config.summarization
         records = read_records(inputs.records.records("summarization"), cfg.split, cfg.max_examples)
@@ -77,6 +96,7 @@ class EvalSummarization(Stage[SummarizationConfig, SummarizationInputs, EvalTabl
         result = evaluate_summarization(
             nugget2d, tokenizer, records, cfg, prompt_format=PromptFormat(config.prompts.format, tokenizer),
             presses=config.presses, models_note=MODELS_NOTE,
-            full_ft=lambda: inputs.full_ft.load(base, nugget2d.config, *placement))
+            full_ft=lambda: inputs.full_ft.load(base, nugget2d.config, *placement),
+            ignores_input=self.input_use(cfg.systems, inputs))
         ctx.set_tags({"stand_in": result.table.stand_in or "none"})
         publish(ctx, result.table, result.examples)

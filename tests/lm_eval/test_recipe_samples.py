@@ -65,13 +65,15 @@ def test_lm_rows_hold_history_scored_text_and_loss(model, tokenizer):
     section = LMEval(corpora=["wiki"], systems=["full", "nugget2d"], baseline_adapter="none",
                      contexts=[LMContextSetting(total_states=6, compressed_tokens=10, context_tokens=3)])
     result = evaluate_lm(model, tokenizer, segments, section, threshold=0.0, ratio=0.5,
-                         unigrams={"wiki": UnigramModel.fit([np.array(ids[40:])], len(tokenizer))})
+                         unigrams={"wiki": UnigramModel.fit([np.array(ids[40:])], len(tokenizer))},
+                         documents={"wiki": ["wiki-0", "wiki-1"]})
     assert [(e["system"], e["id"]) for e in result.examples] == [
         ("full", "wiki-0"), ("nugget2d", "wiki-0"), ("full", "wiki-1"), ("nugget2d", "wiki-1")]
     for e in result.examples:
         distant, recent = segments["wiki"][e["segment"]]
         assert e["history"] == tokenizer.decode(distant) and e["target"] == tokenizer.decode(recent)
         assert e["output"] is None and e["tokens"] == 6 and e["context"] == "6/10/3"
+        assert e["document"] == f"wiki-{e['segment']}"
         assert math.exp(e["loss"]) == e["subword_ppl"] or abs(math.exp(e["loss"]) / e["subword_ppl"] - 1) < 1e-9
         assert e["unigram_ppl"] > 1
 

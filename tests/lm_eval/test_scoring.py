@@ -5,9 +5,11 @@ evaluation recipes (which the stages and ``nugget eval`` call) score with it."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
+from stages.common.intervals import hits_interval
 from stages.nugget2d.config import QAEval
 from stages.nugget2d.lm import scoring
 from stages.nugget2d.lm.cost import DecodeCost
@@ -21,10 +23,10 @@ def _gen(text: str, context_states: int, generated_tokens: int, ms: float) -> Ge
     return Generation(text, list(range(generated_tokens)), context_states, cost)
 
 
-QA_RECORDS = [
-    {"id": "a", "answer": "Paris", "answers": ["Paris"]},
-    {"id": "b", "answer": "two"},  # an older build: ``answer`` only; "two" normalises to "2"
-    {"id": "c", "answer": "Berlin", "answers": ["Berlin", "Munich"]},
+QA_RECORDS: list[dict[str, Any]] = [
+    {"id": "a", "document": "A.", "answer": "Paris", "answers": ["Paris"]},
+    {"id": "b", "document": "B.", "answer": "two"},  # an older build: ``answer`` only; "two" normalises to "2"
+    {"id": "c", "document": "C.", "answer": "Berlin", "answers": ["Berlin", "Munich"]},
 ]
 # right; right only under substring matching ("2" inside "12"); wrong
 QA_GENS = [_gen("It is Paris.", 5, 1, 2.0), _gen("12 apples", 10, 2, 4.0), _gen("London", 0, 1, 6.0)]
@@ -48,6 +50,34 @@ def test_qa_accuracy_context_ratio_and_cost_by_hand():
     assert [(e["id"], e["correct"], e["doc_tokens"]) for e in s.examples] == [("a", True, 10), ("b", True, 10),
                                                                              ("c", False, 5)]
     assert s.examples[1]["output"] == "12 apples" and s.examples[1]["answer"] == "two"
+    # one question per document: the unit is the question, every record its own
+    units = s.units["accuracy"]
+    assert (units.unit, units.ids, units.stats.tolist()) == ("document", ("a", "b", "c"),
+                                                              [[100.0, 1.0], [100.0, 1.0], [0.0, 1.0]])
+    assert units.value() == pytest.approx(s.metrics["accuracy"])
+
+
+def test_qa_questions_on_one_document_are_one_unit():
+    """SQuAD asks ~5 questions about each paragraph: they share the system's one reading of it, so
+    the unit is the document, and the interval is no longer Wilson's over questions (which treats
+    them as independent) but the bootstrap one over documents: none from 2 documents."""
+    records = [dict(r, document="one paragraph") if r["id"] != "c" else r for r in QA_RECORDS]
+    s = score_qa(QA_GENS, records, DOC_TOKENS, QAEval(match="substring"))
+    units = s.units["accuracy"]
+    assert s.n == 3 and units.n == 2 and units.ids == ("a", "c")
+    assert units.stats.tolist() == [[200.0, 2.0], [0.0, 1.0]] and units.value() == pytest.approx(200 / 3)
+    assert "accuracy" not in s.interval
+    # 20 documents of 3 questions: the bootstrap interval over documents, wider than Wilson's over 60 questions
+    many = [{"id": f"q{i}", "document": f"doc {i // 3}", "answer": "Paris"} for i in range(60)]
+    gens = [_gen("Paris" if (i // 3) % 2 else "no", 1, 1, 1.0) for i in range(60)]
+    s = score_qa(gens, many, [1] * 60, QAEval())
+    low, high = s.interval["accuracy"]
+    wilson = hits_interval([(i // 3) % 2 == 1 for i in range(60)])
+    assert wilson is not None
+    wilson_low, wilson_high = wilson
+    assert s.units["accuracy"].n == 20 and high - low > wilson_high - wilson_low
+    with pytest.raises(ValueError, match=r"QA records \['a'\] have no field 'document'"):
+        score_qa(QA_GENS[:1], [{"id": "a", "answer": "x"}], [1], QAEval())
 
 
 def test_qa_match_comes_from_the_section():
@@ -68,8 +98,11 @@ def test_summarization_rouge_by_hand():
     assert s.metrics["rougeLsum"] == pytest.approx(sum(r1) / 3)  # one sentence each: as ROUGE-L
     assert s.metrics["rouge2"] == pytest.approx(sum(r2) / 3)
     assert s.metrics["context_ratio"] == pytest.approx(0.5)
-    mean = sum(r1) / 3
-    assert s.stderr["rouge1"] == pytest.approx(math.sqrt(sum((v - mean) ** 2 for v in r1) / 2) / math.sqrt(3))
+    # per article its score: the units the report resamples and pairs; no interval from 3 articles
+    assert {t: u.unit for t, u in s.units.items()} == dict.fromkeys(("rouge1", "rouge2", "rougeL", "rougeLsum"), "article")
+    assert s.units["rouge1"].ids == ("x", "y", "z")
+    assert s.units["rouge2"].stats[:, 0].tolist() == pytest.approx(r2) and s.units["rouge2"].stats[:, 1].tolist() == [1] * 3
+    assert s.units["rouge1"].value() == pytest.approx(s.metrics["rouge1"])
     assert [round(e["rouge2"], 3) for e in s.examples] == [round(400 / 7, 3), 100.0, 0.0]
     assert s.examples[0]["reference"] == "the cat sat on the mat" and not s.interval
     with pytest.raises(ValueError, match="only QA scores"):

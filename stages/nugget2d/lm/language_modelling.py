@@ -11,8 +11,12 @@ no MLflow), e.g. from a notebook::
 Steps: every system reads each segment token by token under each context configuration
 (`stages.nugget2d.lm.streams`) and is scored on the segment's recent tokens
 (`stages.evaluation.perplexity`); per system and configuration the subword / word perplexity per
-corpus with its bootstrap interval, the unigram reference's, the realised nugget ratio and the
-decoding cost make a row, flagged uninformative above the unigram reference (`unigram_flag`).
+corpus with its bootstrap interval over the corpus's articles (the documents the segments were cut
+from: a `UnitSample` per perplexity, so two systems pair on the same articles), the unigram
+reference's, the realised nugget ratio and the decoding cost make a row, flagged uninformative
+above the unigram reference (`unigram_flag`). The Kneser-Ney trigram model of the train segments,
+scored on the same tokens, is the competence floor of every perplexity (`EvalTable.floors`) and a
+row of its own (`FLOOR_ROW`), so the perplexities read on one scale.
 """
 
 from __future__ import annotations
@@ -28,11 +32,14 @@ from typing import TYPE_CHECKING, Any
 from nugget_core.nugget2d.config import DECODER
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.common.degenerate import UnigramModel, above_unigram, combine
+from stages.common.floors import Floor
+from stages.common.ngram import KneserNeyTrigram
 from stages.common.progress import progress_logger
+from stages.common.resampling import UnitSample
 from stages.evaluation.decoding import decode_ids
 from stages.evaluation.perplexity import (
     PerplexityCounts,
-    perplexity_intervals,
+    perplexity_units,
     segment_counts,
     word_texts,
 )
@@ -58,6 +65,9 @@ TITLE = "Autoregressive LM perplexity (Nugget2D table 1)"
 COST = ("attended_states", "kv_bytes", "ms_per_token", "nugget_ratio")
 BASELINES = ("full", "compressive")  # the systems ``baselines`` may give their own trained model
 Segment = tuple[list[int], list[int]]  # a segment's distant (history) and recent (scored) token ids
+UNIT = "article"  # what a perplexity's interval resamples: the source document (article) of the segments
+FLOOR_ROW = "Kneser-Ney trigram (floor)"
+PERPLEXITIES = ("subword_ppl", "word_ppl")
 
 
 def unigram_flag(metrics: Mapping[str, float | None], corpora: Sequence[str]) -> str | None:
@@ -86,6 +96,20 @@ def baseline_adapter(section: LMEval) -> str | None:
     return None if section.baseline_adapter == "none" else DECODER
 
 
+def corpus_cells(corpus: str, per_segment: Sequence[PerplexityCounts], documents: Sequence[str]
+                 ) -> tuple[dict[str, float | None], dict[str, UnitSample], dict[str, tuple[float, float]]]:
+    """One corpus's cells of a row from its segments' counts (``documents[i]``: the article segment
+    ``i`` was cut from): the subword / word perplexity and their n (articles), the token / word / OOV
+    counts; each perplexity's `UnitSample` over articles; and its 95% interval where it has one."""
+    c = PerplexityCounts.total(per_segment)
+    units = {f"{corpus}_{k}": u for k, u in perplexity_units(per_segment, documents, UNIT).items()}
+    metrics: dict[str, float | None] = {
+        f"{corpus}_subword_ppl": c.subword_ppl, f"{corpus}_word_ppl": c.word_ppl,
+        **{f"n_{k}": u.n for k, u in units.items()},
+        f"{corpus}_tokens": c.subwords, f"{corpus}_words": c.words, f"{corpus}_oov_words": c.oov_words}
+    return metrics, units, {k: bounds for k, u in units.items() if (bounds := u.interval()) is not None}
+
+
 def evaluate_lm(
     model: Nugget2DModel,
     tokenizer: PreTrainedTokenizerBase,
@@ -95,8 +119,11 @@ def evaluate_lm(
     threshold: float,
     ratio: float,
     unigrams: Mapping[str, UnigramModel],
+    documents: Mapping[str, Sequence[str]],
+    trigrams: Mapping[str, KneserNeyTrigram] | None = None,
     presses: PressSection | None = None,
     baselines: Mapping[str, Nugget2DModel] | None = None,
+    ignores_input: Mapping[str, str] | None = None,
     provenance: Sequence[str] = (),
     unigram_notes: Sequence[str] = (),
     stand_in: str = "",
@@ -111,11 +138,16 @@ def evaluate_lm(
     - ``streaming_llm`` / ``key_norm``: the base LM's KV pressed to the same budget (``presses``,
       default `PressSection()`).
 
-    ``unigrams``: per corpus the context-free reference a perplexity must beat. ``provenance``:
-    notes on where the model, Lambda and the baselines come from (first in the table's notes);
-    ``unigram_notes`` follow the unigram note. Returns the `EvalTable` (n = segments per row,
-    each perplexity with its 95% bootstrap interval) and one example row per segment, system and
-    configuration.
+    ``unigrams``: per corpus the context-free reference a perplexity must beat. ``documents``: per
+    corpus, the id of the document (article) each segment was cut from: the unit every perplexity's
+    interval resamples. ``trigrams``: per corpus the Kneser-Ney trigram model of the train split, the
+    competence floor (`EvalTable.floors`, and the row `FLOOR_ROW`; None: no floor).
+    ``ignores_input``: per system, why its model ignores its compressed input
+    (`stages.nugget2d.artifacts.ignores_input`; its rows carry it). ``provenance``: notes on where
+    the model, Lambda and the baselines come from (first in the table's notes); ``unigram_notes``
+    follow the unigram note. Returns the `EvalTable` (n = articles per row, each perplexity with its
+    `UnitSample` and 95% bootstrap interval over articles) and one example row per segment, system
+    and configuration.
     """
     presses = presses if presses is not None else PressSection()
     own = dict(baselines or {})
@@ -123,15 +155,20 @@ def evaluate_lm(
         raise ValueError(f"evaluate_lm: corpora {missing} have no segments or no unigram reference")
     if not all(segments[c] for c in section.corpora):
         raise ValueError(f"evaluate_lm: a corpus of {list(section.corpora)} has no segments")
+    if bad := [c for c in section.corpora if len(documents.get(c, ())) != len(segments[c])]:
+        raise ValueError(f"evaluate_lm: documents: corpora {bad} do not name one document per segment")
+    if trigrams is not None and (missing := [c for c in section.corpora if c not in trigrams]):
+        raise ValueError(f"evaluate_lm: trigrams: no Kneser-Ney trigram model for corpora {missing}")
     if section.baseline_adapter == "trained" and (
             missing := [s for s in section.systems if s in BASELINES and s not in own]):
         raise ValueError(f"evaluate_lm: baseline_adapter=trained, but no trained model for {missing}")
     data = {c: segments[c] for c in section.corpora}
     adapter = baseline_adapter(section)
     settings = [ContextSetting(s.total_states, s.compressed_tokens, s.context_tokens) for s in section.contexts]
-    # per segment: the intervals resample them
+    # per segment: summed into articles for the intervals
     counts: dict[tuple[str, ContextSetting, str], list[PerplexityCounts]] = defaultdict(list)
     unigram_counts: dict[str, list[PerplexityCounts]] = defaultdict(list)
+    trigram_counts: dict[str, list[PerplexityCounts]] = defaultdict(list)
     costs: dict[tuple[str, ContextSetting], list[dict[str, float]]] = defaultdict(list)
     examples: list[dict[str, Any]] = []
     n_segments = sum(len(v) for v in data.values())
@@ -143,6 +180,9 @@ def evaluate_lm(
             ids = distant + recent
             texts = word_texts(tokenizer, ids)
             unigram_counts[corpus].append(segment_counts(unigrams[corpus].token_nll(recent), texts, len(distant), oov))
+            if trigrams is not None:  # the recent tokens with the segment's tokens before them as context
+                trigram_counts[corpus].append(
+                    segment_counts(trigrams[corpus].token_nll(ids)[len(distant):].tolist(), texts, len(distant), oov))
             # what every system reads (the history) and is scored on (the recent tokens), as text
             inputs = {"corpus": corpus, "history": decode_ids(tokenizer, distant)}
             target, unigram_ppl = decode_ids(tokenizer, recent), unigram_counts[corpus][-1].subword_ppl
@@ -159,9 +199,10 @@ def evaluate_lm(
                         costs[system, setting].append({k: getattr(run, k) for k in COST})
                         examples.append(Sample(
                             f"{corpus}-{seg_id}", system, inputs, target, None,
-                            {"segment": seg_id, "subword_ppl": seg.subword_ppl, "word_ppl": seg.word_ppl,
-                             "loss": seg.subword_nll / max(seg.subwords, 1), "tokens": seg.subwords, "words": seg.words,
-                             "oov_words": seg.oov_words, "unigram_ppl": unigram_ppl, **costs[system, setting][-1]},
+                            {"segment": seg_id, "document": documents[corpus][seg_id], "subword_ppl": seg.subword_ppl,
+                             "word_ppl": seg.word_ppl, "loss": seg.subword_nll / max(seg.subwords, 1),
+                             "tokens": seg.subwords, "words": seg.words, "oov_words": seg.oov_words,
+                             "unigram_ppl": unigram_ppl, **costs[system, setting][-1]},
                             {"context": setting.label, "total_states": setting.total_states,
                              "compressed_tokens": setting.compressed_tokens, "context_tokens": setting.context_tokens,
                              "threshold": threshold if system == "nugget2d" else None,
@@ -170,6 +211,7 @@ def evaluate_lm(
             log.info("eval_lm: %d/%d segment runs (%.2f/s), %s segment %d", done, total,
                      done / (time.perf_counter() - start), corpus, seg_id)
 
+    n_documents = sum(len(set(documents[c])) for c in section.corpora)
     rows = []
     for setting in settings:
         for system in section.systems:
@@ -177,36 +219,63 @@ def evaluate_lm(
                 "total_states": setting.total_states,
                 "compressed_tokens": 0 if system == "full" else setting.compressed_tokens,
                 "context_tokens": setting.total_states if system == "full" else setting.context_tokens}
+            units: dict[str, UnitSample] = {}
             interval: dict[str, tuple[float, float]] = {}
             for corpus in section.corpora:
-                per_segment = counts[system, setting, corpus]
-                c = PerplexityCounts.total(per_segment)
-                interval |= {f"{corpus}_{k}": v for k, v in perplexity_intervals(per_segment).items()}
-                metrics |= {f"{corpus}_subword_ppl": c.subword_ppl, f"{corpus}_word_ppl": c.word_ppl,
-                            f"{corpus}_tokens": c.subwords, f"{corpus}_words": c.words,
-                            f"{corpus}_oov_words": c.oov_words,
-                            f"{corpus}_unigram_ppl": PerplexityCounts.total(unigram_counts[corpus]).subword_ppl}
+                cells, corpus_units, bounds = corpus_cells(corpus, counts[system, setting, corpus], documents[corpus])
+                metrics |= cells | {
+                    f"{corpus}_unigram_ppl": PerplexityCounts.total(unigram_counts[corpus]).subword_ppl}
+                units |= corpus_units
+                interval |= bounds
             runs = costs[system, setting]
             for k in COST:
                 values = [r[k] for r in runs if not math.isnan(r[k])]
                 if values:
                     metrics[k] = sum(values) / len(values)
             # Nugget2D table 1 rows are a system at a number of total states (e.g. nugget2d_128)
-            rows.append(TableRow(f"{system} {setting.label}", metrics, n=n_segments,
+            rows.append(TableRow(f"{system} {setting.label}", metrics, n=n_documents,
                                  paper_row=f"{system}_{setting.total_states}", interval=interval,
-                                 flag=unigram_flag(metrics, section.corpora) or ""))
+                                 flag=unigram_flag(metrics, section.corpora) or "", units=units,
+                                 ignores_input=(ignores_input or {}).get(system, "")))
+    floors: dict[str, Floor] = {}
+    if trigrams is not None:
+        rows.append(floor_row(trigram_counts, documents, section.corpora, n_documents))
+        floors = {k: Floor(float(v), False, "a Kneser-Ney trigram model of the train segments on the same tokens")
+                  for k, v in rows[-1].metrics.items()
+                  if k.endswith(PERPLEXITIES) and not k.startswith("n_") and v is not None and math.isfinite(v)}
     notes = [
         *provenance,
         *press_notes(presses, section.systems,
                      "total - context states among every token before the context window (no compressed-token "
                      "limit: StreamingLLM's sinks are the segment's first tokens)"),
-        f"{n_segments} segments ({', '.join(f'{k}: {len(v)}' for k, v in data.items())}), "
-        "scored on their recent tokens; costs are means over segments; a perplexity's [low, high]: its 95% "
-        "bootstrap interval over the corpus's segments.",
+        f"{n_segments} segments ({', '.join(f'{k}: {len(v)}' for k, v in data.items())}) cut from {n_documents} "
+        f"articles ({', '.join(f'{c}: {len(set(documents[c]))}' for c in section.corpora)}), scored on their "
+        "recent tokens; n = articles; costs are means over segments; a perplexity's [low, high]: its 95% "
+        "percentile bootstrap interval over the corpus's articles (an article's segments are one unit; none "
+        "from fewer than 15).",
         "unigram PPL: add-one smoothed token frequencies of the corpus's train segments, on the same tokens; a "
         "system above it on some corpus is flagged uninformative.",
         *unigram_notes,
+        *([f"{FLOOR_ROW}: interpolated Kneser-Ney trigram model of the corpus's train segments, each recent token "
+           "scored given the two tokens before it; the competence floor of every perplexity (a system not below "
+           "it does not model the language)."] if trigrams is not None else []),
         *training_notes(model.config.recent_window, max(len(d) + len(r) for v in data.values() for d, r in v),
                         settings, section.systems, section.baseline_adapter == "trained"),
     ]
-    return Evaluation(EvalTable(TITLE, columns(section.corpora), rows, notes, stand_in), examples)
+    return Evaluation(EvalTable(TITLE, columns(section.corpora), rows, notes, stand_in, floors), examples)
+
+
+def floor_row(trigram_counts: Mapping[str, Sequence[PerplexityCounts]], documents: Mapping[str, Sequence[str]],
+              corpora: Sequence[str], n_documents: int) -> TableRow:
+    """The `FLOOR_ROW`: the Kneser-Ney trigram model's perplexities on the systems' tokens, with their
+    units and intervals over the same articles (so a system pairs with it)."""
+    metrics: dict[str, float | None] = {}
+    units: dict[str, UnitSample] = {}
+    interval: dict[str, tuple[float, float]] = {}
+    for corpus in corpora:
+        cells, corpus_units, bounds = corpus_cells(corpus, trigram_counts[corpus], documents[corpus])
+        metrics |= cells
+        units |= corpus_units
+        interval |= bounds
+    return TableRow(FLOOR_ROW, metrics, n=n_documents, interval=interval, units=units,
+                    note="competence floor: a count-based model of the train segments")

@@ -11,7 +11,9 @@ procedure of the ``eval_qa`` stage and of ``nugget eval --task qa``, callable ou
 
 Steps: encode each record's document and question (appendix-C prompt); for every system of
 ``section.systems`` decode greedily (`stages.nugget2d.lm.prompted`) and score
-(`stages.nugget2d.lm.scoring`); flag uninformative systems (`qa_flag`); write the notes.
+(`stages.nugget2d.lm.scoring`: accuracy with its `UnitSample` over the questions' documents, the
+same for every system, so two pair); flag uninformative systems (`qa_flag`); the no-document
+system's accuracy on the same questions is the competence floor (`EvalTable.floors`); write the notes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from nugget_core.nugget2d.prompts import PromptFormat, encode, encode_parts
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.common.degenerate import combine, generation_flags, zero_with_zero_baseline
+from stages.common.floors import Floor
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import batches, stand_in_label
@@ -70,11 +73,13 @@ def qa_flag(system: str, outputs: dict[str, list[str]], hits: dict[str, int], n:
 
 @dataclass(frozen=True)
 class RatioModel:
-    """The Nugget2D model that compresses at some ratio, and the ratio it was trained at
-    (None: not known)."""
+    """The Nugget2D model that compresses at some ratio, the ratio it was trained at (None: not
+    known) and why it ignores its compressed input ("" = it reads it, or it was not measured:
+    `stages.nugget2d.artifacts.ignores_input`)."""
 
     model: Nugget2DModel
     trained_ratio: float | None
+    ignores_input: str = ""
 
 
 @dataclass
@@ -92,12 +97,14 @@ class _Scored:
 
     def add(self, system: str, gens: list[Generation], row_id: str, fed: list[dict[str, str]],
             extra: dict[str, float] | None = None, per_example: list[dict[str, Any]] | None = None,
-            ratio: float | None = None) -> None:
+            ratio: float | None = None, ignores_input: str = "") -> None:
         """Score ``system``'s generations; ``fed``: per record, the context and prompt texts it
-        was fed (`fed_texts`); ``per_example``: what the system adds per record (LMSumm's summary)."""
+        was fed (`fed_texts`); ``per_example``: what the system adds per record (LMSumm's summary);
+        ``ignores_input``: why its model ignores its compressed input ("" = it does not)."""
         scored = score_qa(gens, self.records, self.doc_tokens, self.section)
         metrics: dict[str, float | None] = {**scored.metrics, **(extra or {})}
-        self.rows.append(TableRow(system, metrics, n=scored.n, interval=scored.interval, paper_row=row_id))
+        self.rows.append(TableRow(system, metrics, n=scored.n, interval=scored.interval, paper_row=row_id,
+                                  units=scored.units, ignores_input=ignores_input))
         self.hits[system], self.outputs[system] = scored.hits, [g.text for g in gens]
         self.examples.extend(
             Sample(r["id"], system, {"document": r["document"], "question": r["instruction"], **fed[i]},
@@ -113,6 +120,14 @@ class _Scored:
         n = len(self.records)
         return [replace(r, flag=flag) if (flag := qa_flag(r.system, self.outputs, self.hits, n)) else r
                 for r in self.rows]
+
+    def floors(self) -> dict[str, Floor]:
+        """The accuracy's competence floor: the no-document system's on the same questions (none
+        where it did not run)."""
+        nodoc = next((r for r in self.rows if r.system == "nodoc"), None)
+        value = nodoc.metrics["accuracy"] if nodoc is not None else None
+        return {"accuracy": Floor(float(value), True, "the no-document system (nodoc) on the same questions")} \
+            if value is not None else {}
 
 
 def _lmsumm(model: Nugget2DModel, tokenizer: PreTrainedTokenizerBase, records: Sequence[dict[str, Any]],
@@ -197,7 +212,7 @@ def evaluate_qa(
                 trained_at[name] = at_r.trained_ratio
                 scored.add(name, run_batches(name, at_r.model, tokenizer, docs, prompts, ratio=r,
                                              soft_prompt=soft_prompt, **common), paper_row("nugget2d", r),
-                           fed, ratio=r)
+                           fed, ratio=r, ignores_input=at_r.ignores_input)
                 del at_r  # a variant's weights are freed before the next system
     label = stand_in_label(list(records))
     notes = [f"{len(records)} examples of split {section.split!r}" + (f"; stand-in: {label}" if label else "")
@@ -208,5 +223,19 @@ def evaluate_qa(
                        for name, r in trained_at.items()) + ".",
              *press_notes(presses, section.systems, "ceil(r n) of n document tokens"),
              f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {section.batch_size}; "
-             "KV bytes at the end of decoding; attended states: mean over generated tokens."]
-    return Evaluation(EvalTable(TITLE, COLUMNS, scored.flagged(), notes, label), scored.examples)
+             "KV bytes at the end of decoding; attended states: mean over generated tokens.",
+             unit_note(scored.rows[0].units["accuracy"].n, len(records)),
+             *([] if "nodoc" in section.systems else
+               ["No competence floor: nodoc did not run (the floor is its accuracy on the same questions)."])]
+    return Evaluation(EvalTable(TITLE, COLUMNS, scored.flagged(), notes, label, scored.floors()), scored.examples)
+
+
+def unit_note(documents: int, questions: int) -> str:
+    """What the accuracy's interval resamples: the questions (each on a document of its own:
+    Wilson's interval) or their documents."""
+    if documents == questions:
+        return (f"acc. [low, high]: Wilson's 95% interval of {questions} questions, each on a document of its own "
+                "(independent); comparisons pair systems on the same questions.")
+    return (f"acc. [low, high]: 95% percentile bootstrap interval over the {documents} documents the {questions} "
+            "questions ask about (a document's questions share the system's one reading of it: one unit; none "
+            "from fewer than 15).")

@@ -11,27 +11,32 @@ eval --task summarization``, callable outside Ray (no stage context, no MLflow):
 
 Steps: encode each record's document and instruction (appendix-C prompt); for every system of
 ``section.systems`` decode greedily (`stages.nugget2d.lm.prompted`), score ROUGE and cost
-(`stages.nugget2d.lm.scoring`) and flag constant, looping or empty summaries; write the notes.
+(`stages.nugget2d.lm.scoring`: per article, the unit its intervals resample and two systems pair
+on) and flag constant, looping or empty summaries; score the lead-3 summary of every document on
+the same references, the competence floor of each ROUGE (`EvalTable.floors`) and a row of its own
+(`LEAD_ROW`); write the notes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from logging import Logger
 from typing import TYPE_CHECKING, Any
 
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.common.degenerate import generation_flags
+from stages.common.floors import Floor
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import stand_in_label
-from stages.evaluation.rouge import SUMMARY_ROUGE_TYPES
+from stages.evaluation.rouge import SUMMARY_ROUGE_TYPES, rouge_mean, rouge_per_example
 from stages.evaluation.samples import Sample
+from stages.evaluation.task_floors import lead
 from stages.nugget2d.config import PRESS_SYSTEMS, PressSection, SummarizationEval
 from stages.nugget2d.lm.evaluation import Evaluation
 from stages.nugget2d.lm.presses import press_config, press_notes
 from stages.nugget2d.lm.prompted import fed_texts, run_batches
-from stages.nugget2d.lm.scoring import score_summarization
+from stages.nugget2d.lm.scoring import article_units, score_summarization
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -54,6 +59,8 @@ ROUGE_NOTE = ("ROUGE F1 x 100 (rouge-score, stemmed), mean over examples ± stan
               "split): ROUGE-L of the texts taken whole.")
 MODELS_NOTE = ("full_zs: the base LM of the given Nugget2D model; nugget2d_ft: that model; "
                "full_ft: the fine-tuned LM given.")
+LEAD_SENTENCES = 3  # lead-3: CNN/DailyMail's standard extractive baseline
+LEAD_ROW = f"lead-{LEAD_SENTENCES} (floor)"
 
 
 def evaluate_summarization(
@@ -67,6 +74,7 @@ def evaluate_summarization(
     soft_prompt: bool = False,
     full_ft: Callable[[], Nugget2DModel] | None = None,
     models_note: str = MODELS_NOTE,
+    ignores_input: Mapping[str, str] | None = None,
     log: Logger = LOG,
 ) -> Evaluation:
     """Every system of ``section.systems`` on ``records`` (``build_lm``'s
@@ -80,9 +88,12 @@ def evaluate_summarization(
     - a KV press (``streaming_llm``, ``snapkv``, ``key_norm``; settings ``presses``, default
       `PressSection()`): the base LM's document KV at Nugget2D's budget.
 
-    ``models_note``: the table note saying where the models come from. Returns the `EvalTable`
-    (ROUGE-1/2, ROUGE-Lsum and ROUGE-L with standard errors, n, context ratio and decoding cost per row; uninformative
-    rows flagged) and one example row per record and system.
+    ``models_note``: the table note saying where the models come from. ``ignores_input``: per
+    system of ``section.systems``, why its model ignores its input (`stages.nugget2d.lm.evaluation.
+    ignores_input`; its row carries it). Returns the `EvalTable` (ROUGE-1/2, ROUGE-Lsum and ROUGE-L
+    with its `UnitSample` and 95% bootstrap interval over articles, n, context ratio and decoding cost
+    per row; uninformative rows flagged; the lead-3 row and floors) and one example row per record
+    and system.
     """
     if not records:
         raise ValueError("evaluate_summarization: no records")
@@ -108,21 +119,40 @@ def evaluate_summarization(
         scored = score_summarization(gens, records, doc_tokens)
         metrics: dict[str, float | None] = {**scored.metrics}
         rows.append(TableRow(system if ratio is None else f"{system} {1 / ratio:g}x", metrics, n=scored.n,
-                             stderr=scored.stderr, paper_row=system if ratio is None else
+                             interval=scored.interval, paper_row=system if ratio is None else
                              f"{'nugget2d' if press is None else press}_{1 / ratio:g}x",
-                             flag=generation_flags([g.text for g in gens]) or ""))
+                             flag=generation_flags([g.text for g in gens]) or "", units=scored.units,
+                             ignores_input=(ignores_input or {}).get(system, "")))
         examples.extend(
             Sample(r["id"], system, {"document": r["document"], "instruction": r["instruction"], **fed[i]},
                    r["answer"], e["output"], {k: v for k, v in e.items() if k not in ("id", "output", "reference")},
                    {"ratio": ratio}).row()
             for i, (r, e) in enumerate(zip(records, scored.examples, strict=True)))
         log.info("eval_summarization: %s %s", system, {t: round(scored.metrics[t], 2) for t in SUMMARY_ROUGE_TYPES})
+    rows.append(lead_row(records))
+    floors = {t: Floor(float(v), True, f"the lead-{LEAD_SENTENCES} summary of each document")
+              for t in SUMMARY_ROUGE_TYPES if (v := rows[-1].metrics[t]) is not None}
     label = stand_in_label(list(records))
     notes = [f"{len(records)} examples of split {section.split!r}" + (f"; stand-in: {label}" if label else "")
-             + f"; prompts laid out as {fmt.name} (appendix-C text)",
+             + f"; prompts laid out as {fmt.name} (appendix-C text); n = articles, each ROUGE's [low, high]: its 95% "
+             "percentile bootstrap interval over them (none from fewer than 15)",
              models_note,
              ROUGE_NOTE,
+             f"{LEAD_ROW}: the first {LEAD_SENTENCES} sentences of each whole document as its summary, on the same "
+             "references: the competence floor of every ROUGE column (a system not above it does not summarise).",
              *press_notes(presses, section.systems, f"ceil(r n) of n document tokens, r = {section.nugget_ratio:g}"),
              f"ms/step: generation wall time (prompt pass + cached steps) / steps, batch of {section.batch_size}; "
              "KV bytes at the end of decoding; attended states: mean over generated tokens."]
-    return Evaluation(EvalTable(TITLE, COLUMNS, rows, notes, label), examples)
+    return Evaluation(EvalTable(TITLE, COLUMNS, rows, notes, label, floors), examples)
+
+
+def lead_row(records: Sequence[dict[str, Any]]) -> TableRow:
+    """The `LEAD_ROW`: the lead-3 summary of each record's document (`stages.evaluation.task_floors.
+    lead`) scored against its reference as the systems are (ROUGE per article, its units and
+    intervals over the same articles: `stages.evaluation.task_floors.lead_floor`'s value)."""
+    per = rouge_per_example([lead(r["document"], LEAD_SENTENCES) for r in records], [r["answer"] for r in records],
+                            SUMMARY_ROUGE_TYPES)
+    units = article_units(per, [str(r["id"]) for r in records])
+    return TableRow(LEAD_ROW, dict(rouge_mean(per)), n=len(records), units=units,
+                    interval={t: b for t, u in units.items() if (b := u.interval()) is not None},
+                    note="competence floor: no model")
