@@ -4,24 +4,34 @@ against document length beside ICAE (fig. 5), and which tokens become nuggets (�
 Reconstruction: for every model of ``train_nugget2d_ae`` (Nugget2D autoencoders per
 ratio, ICAE per ratio) and every length ``L`` of ``eval.autoencoding.lengths``, the first
 ``L`` tokens of each ``split`` continuation window of ``build_lm`` that holds ``L`` (at
-most ``max_docs``) are compressed (Nugget2D: ``ceil(r L)`` nuggets; ICAE: its fixed
-slots) and decoded greedily after the soft prompt, with theta, until EOS or ``L +
+most ``max_docs``, taken across the source documents: every document's first window, then
+every document's second, ...; `spread`) are compressed (Nugget2D: ``ceil(r L)`` nuggets; ICAE:
+its fixed slots) and decoded greedily after the soft prompt, with theta, until EOS or ``L +
 extra_tokens`` tokens. Corpus BLEU (sacrebleu) of the decoded texts against the
 documents, per length and over all lengths, and the states kept per layer.
 
+The unit every interval resamples is the source document (``build_lm``'s ``document_id``, the
+article the windows were cut from): a window at L = 16 is the prefix of the same window at
+L = 48, and the windows of one article share its topic and words, so all of a document's rows
+(every window, every length) are one unit of the `UnitSample` (``units``) behind each BLEU, and
+every model is scored on the same documents (the report pairs Nugget2D and ICAE on them). Each
+BLEU's competence floor (``floors``) is `stages.evaluation.task_floors.reconstruction_floor` of its
+references. A row of a model whose fit found it ignores its input carries why
+(``ignores_input``, from the model's own training summary).
+
 Nugget tokens: the main autoencoder (the first ratio) scores ``analysis_docs`` whole
-windows; its selection (`Nugget2DModel.select`) is counted by token text (the text a
-token adds, so that ``the`` and its word-start form are one word): the share of nuggets
-and of all tokens for punctuation, line breaks and the most frequent nugget tokens.
+windows (spread across documents as above); its selection (`Nugget2DModel.select`) is counted by
+token text (the text a token adds, so that ``the`` and its word-start form are one word): the share
+of nuggets and of all tokens for punctuation, line breaks and the most frequent nugget tokens,
+each with its `UnitSample` over documents (per document its count and its nuggets / tokens).
 ``nuggets.md`` shows ``highlight_docs`` documents with their nuggets marked (appendix B).
 
 Outputs: the `stages.artifacts.evaluate.EvalTable` (reconstruction rows: ``bleu``,
-``bleu_L<L>`` with their 95% bootstrap intervals over documents (``interval``), ``states_L<L>`` with
-their documents ``n_bleu_L<L>``, n = all documents;
-token rows: ``share_nuggets`` (its n: ``n_share_nuggets``, the nuggets),
-``share_text``, n = tokens), ``examples.jsonl`` (per document, length and model: the document,
-the decoded text, its sentence BLEU and chrF, the states kept; `reconstruction_samples`) and
-``nuggets.md``.
+``bleu_L<L>`` with their units and 95% bootstrap intervals over documents (``interval``), their
+documents ``n_bleu_L<L>``, ``states_L<L>`` with their windows ``n_states_L<L>``, n = documents;
+token rows: ``share_nuggets``, ``share_text``, n = documents), ``examples.jsonl`` (per window,
+length and model: the document and its id, the decoded text, its sentence BLEU and chrF, the
+states kept; `reconstruction_samples`) and ``nuggets.md``.
 """
 
 from __future__ import annotations
@@ -35,20 +45,23 @@ import torch
 
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.common.degenerate import generation_flags
-from stages.common.intervals import share_interval
+from stages.common.floors import Floor
 from stages.common.padding import pad
 from stages.common.progress import progress_logger
 from stages.common.records import batches
+from stages.common.resampling import UnitSample
 from stages.evaluation.analysis import is_punctuation
 from stages.evaluation.decoding import decode_ids
-from stages.evaluation.metrics import bleu_and_interval, bleu_statistics, sentence_scores
+from stages.evaluation.metrics import bleu_statistics, sentence_scores
 from stages.evaluation.perplexity import token_texts
 from stages.evaluation.publish import publish
 from stages.evaluation.samples import Sample
+from stages.evaluation.task_floors import reconstruction_floor
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
-from stages.nugget2d.artifacts import LMRecords, PreparedLM, TrainedNugget2D
+from stages.nugget2d.artifacts import LMRecords, PreparedLM, TrainedNugget2D, ignores_input
 from stages.nugget2d.lm.prompted import eos_and_pad
+from stages.nugget2d.lm.segments import across_documents
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -61,15 +74,25 @@ TRAIN_STAGE = "train_nugget2d_ae"
 HIGHLIGHTS = "nuggets.md"
 
 
-def length_docs(docs: list[list[int]], lengths: list[int], max_docs: int) -> dict[int, list[list[int]]]:
-    """Per length ``L``: the first ``L`` tokens of each document holding ``L`` (at most
-    ``max_docs``; 0 = all). A length no document holds is an error naming it."""
+UNIT = "document"  # what every interval resamples: the source document (article) of the windows
+Window = tuple[str, list[int]]  # a window's document id and its token ids
+
+
+def spread(windows: list[Window]) -> list[Window]:
+    """``windows`` (in file order: each document's windows in text order) with every document's
+    first window first, then every document's second, ... (`across_documents`)."""
+    return [windows[i] for i in across_documents([document for document, _ in windows])]
+
+
+def length_docs(docs: list[Window], lengths: list[int], max_docs: int) -> dict[int, list[Window]]:
+    """Per length ``L``: the first ``L`` tokens of each window holding ``L``, with its document id
+    (at most ``max_docs``; 0 = all). A length no window holds is an error naming it."""
     out = {}
     for n in lengths:
-        held = [d[:n] for d in docs if len(d) >= n]
+        held = [(document, d[:n]) for document, d in docs if len(d) >= n]
         if not held:
             raise ValueError(f"eval.autoencoding.lengths: no document of the split holds {n} tokens "
-                             f"(longest: {max(map(len, docs))})")
+                             f"(longest: {max(len(d) for _, d in docs)})")
         out[n] = held[:max_docs] if max_docs else held
     return out
 
@@ -102,16 +125,17 @@ def reconstruct(model: Nugget2DModel | ICAEModel, docs: list[list[int]], batch_s
     return out, kept
 
 
-def reconstruction_samples(system: str, length: int, decoded: list[str], references: list[str], kept: list[int]
-                           ) -> list[dict[str, Any]]:
-    """One sample row (`stages.evaluation.samples`) per document of ``length`` tokens: the
-    document (input and target: autoencoding), the decoded text, its sentence BLEU and chrF,
-    the states kept; settings: the model's ratio and the length."""
+def reconstruction_samples(system: str, length: int, decoded: list[str], references: list[str], kept: list[int],
+                           documents: list[str]) -> list[dict[str, Any]]:
+    """One sample row (`stages.evaluation.samples`) per window of ``length`` tokens: the
+    document (input and target: autoencoding) and the id of the document it was cut from
+    (``documents``), the decoded text, its sentence BLEU and chrF, the states kept; settings:
+    the model's ratio and the length."""
     kind, ratio = system.split(" r")
-    return [Sample(f"L{length}-{i}", system, {"document": r}, r, d, {**scores, "states": k},
+    return [Sample(f"L{length}-{i}", system, {"document": r, "document_id": doc}, r, d, {**scores, "states": k},
                    {"model": kind, "ratio": float(ratio), "length": length}).row()
-            for i, (d, r, k, scores) in enumerate(zip(decoded, references, kept, sentence_scores(decoded, references),
-                                                     strict=True))]
+            for i, (d, r, k, doc, scores) in enumerate(zip(decoded, references, kept, documents,
+                                                          sentence_scores(decoded, references), strict=True))]
 
 
 def token_key(text: str) -> str:
@@ -135,22 +159,27 @@ def nugget_tokens(model: Nugget2DModel, tokenizer: PreTrainedTokenizerBase, docs
     return texts, selected
 
 
-def token_rows(texts: list[list[str]], selected: list[list[bool]], top: int) -> list[TableRow]:
+def token_rows(texts: list[list[str]], selected: list[list[bool]], top: int, documents: list[str]
+               ) -> list[TableRow]:
     """Share of nuggets / of all tokens (%) for punctuation, line breaks and the ``top``
-    most frequent nugget tokens (counted by `token_key`)."""
+    most frequent nugget tokens (counted by `token_key`), each with its `UnitSample` over the
+    documents (``documents[i]``: the document window ``i`` was cut from; a document's nugget
+    tokens are not independent of each other): per document, 100 x the matching tokens among its
+    nuggets / of its text and its nuggets / tokens (statistic "ratio")."""
     every = Counter(t for doc in texts for t in doc)
     nuggets = Counter(t for doc, sel in zip(texts, selected, strict=True) for t, s in zip(doc, sel, strict=True) if s)
     n_text, n_nuggets = sum(every.values()), sum(nuggets.values())
 
     def row(label: str, match: Callable[[str], bool], paper_row: str = "") -> TableRow:
-        of_nuggets = 100 * sum(c for t, c in nuggets.items() if match(t)) / n_nuggets
-        of_text = 100 * sum(c for t, c in every.items() if match(t)) / n_text
-        share: dict[str, float | None] = {"share_nuggets": of_nuggets, "share_text": of_text,
-                                          "n_share_nuggets": n_nuggets}  # the n of the nugget share (the row's n: tokens)
-        ci = {"share_nuggets": share_interval(of_nuggets, n_nuggets),
-              "share_text": share_interval(of_text, n_text)}  # Wilson
-        return TableRow(label, share, n=n_text, note=f"{n_nuggets} nuggets among {n_text} tokens",
-                        paper_row=paper_row, interval={k: v for k, v in ci.items() if v is not None})
+        hits = [[match(t) for t in doc] for doc in texts]
+        units = {"share_nuggets": UnitSample.of(UNIT, "ratio", documents, [
+                     [100.0 * sum(h for h, s in zip(doc, sel, strict=True) if s), sum(sel)]
+                     for doc, sel in zip(hits, selected, strict=True)]),
+                 "share_text": UnitSample.of(UNIT, "ratio", documents, [[100.0 * sum(doc), len(doc)] for doc in hits])}
+        share: dict[str, float | None] = {k: u.value() for k, u in units.items()}
+        return TableRow(label, share, n=units["share_text"].n, paper_row=paper_row, units=units,
+                        note=f"{n_nuggets} nuggets among {n_text} tokens of {units['share_text'].n} documents",
+                        interval={k: b for k, u in units.items() if (b := u.interval()) is not None})
 
     keys: Counter[str] = Counter()
     for t, c in nuggets.items():
@@ -189,41 +218,38 @@ class EvalNugget2DAE(Stage[AutoencodingConfig, AutoencodingInputs, EvalTable]):
 
     def compute(self, ctx: StageContext, config: AutoencodingConfig, inputs: AutoencodingInputs) -> None:
         cfg = config.autoencoding
-        docs = inputs.records.continuation_windows(cfg.split)
+        docs = spread(inputs.records.continuation_documents(cfg.split))
         by_length = length_docs(docs, cfg.lengths, cfg.max_docs)
         trained = inputs.trained
         rows, examples = [], []
-        tokenizer = None
+        references: dict[int, list[str]] = {}  # per length: the documents as text, the same for every model
         for label, source in systems(trained).items():
             model, base = source.load_from(inputs.prepared.path, ctx.device, config.dtype)
             tokenizer = base.tokenizer()
             eos, pad_id = eos_and_pad(tokenizer)  # as the QA / summarisation decoding reads them
+            decoded: dict[int, list[str]] = {}
             metrics: dict[str, float | None] = {}
-            interval: dict[str, tuple[float, float]] = {}  # each BLEU's 95% bootstrap interval over documents
-            hyps: list[str] = []
-            stats: list[list[int]] = []  # per document of every length: its BLEU statistics, tokenised once
             for n, group in by_length.items():
-                outputs, kept = reconstruct(model, group, cfg.batch_size, cfg.extra_tokens, eos, pad_id)
-                decoded = [decode_ids(tokenizer, o, skip_special_tokens=True) for o in outputs]
-                references = [decode_ids(tokenizer, d, skip_special_tokens=True) for d in group]
-                group_stats = bleu_statistics(decoded, references)
-                stats += group_stats
-                metrics[f"bleu_L{n}"], bounds = bleu_and_interval(group_stats)
-                interval |= {f"bleu_L{n}": bounds} if bounds else {}
+                outputs, kept = reconstruct(model, [ids for _, ids in group], cfg.batch_size, cfg.extra_tokens, eos,
+                                            pad_id)
+                decoded[n] = [decode_ids(tokenizer, o, skip_special_tokens=True) for o in outputs]
+                refs = references.setdefault(n, [decode_ids(tokenizer, d, skip_special_tokens=True) for _, d in group])
                 metrics[f"states_L{n}"] = sum(kept) / len(kept)
-                metrics[f"n_bleu_L{n}"] = metrics[f"n_states_L{n}"] = len(group)  # the documents behind them
-                hyps += decoded
-                examples += reconstruction_samples(label, n, decoded, references, kept)
-                log.info("eval_nugget2d_ae: %s L=%d BLEU %.2f (%d documents, %.1f states)", label, n,
-                         metrics[f"bleu_L{n}"], len(group), metrics[f"states_L{n}"])
-            metrics["bleu"], bounds = bleu_and_interval(stats)
-            interval |= {"bleu": bounds} if bounds else {}
+                metrics[f"n_states_L{n}"] = len(group)  # the windows the mean is over
+                examples += reconstruction_samples(label, n, decoded[n], refs, kept, [d for d, _ in group])
+                log.info("eval_nugget2d_ae: %s L=%d (%d windows, %.1f states)", label, n, len(group),
+                         metrics[f"states_L{n}"])
+            cells, units, interval = bleu_cells(decoded, references, {n: [d for d, _ in g] for n, g in by_length.items()})
             kind, ratio = label.split(" r")
-            rows.append(TableRow(label, metrics, n=len(hyps), paper_row=f"{kind}_{ratio}",
-                                 flag=generation_flags(hyps) or "", interval=interval))
+            rows.append(TableRow(label, {**metrics, **cells}, n=units["bleu"].n, paper_row=f"{kind}_{ratio}",
+                                 flag=generation_flags([t for texts in decoded.values() for t in texts]) or "",
+                                 interval=interval, units=units,
+                                 ignores_input=ignores_input(source.summary(TRAIN_STAGE))))
+            log.info("eval_nugget2d_ae: %s BLEU %.2f over %d documents", label, cells["bleu"], units["bleu"].n)
             if source is trained:  # the main autoencoder: its nugget tokens (§4.3)
-                texts, selected = nugget_tokens(model, tokenizer, docs[: cfg.analysis_docs], cfg.batch_size)
-                token_table = token_rows(texts, selected, cfg.top_tokens)
+                analysed = docs[: cfg.analysis_docs]
+                texts, selected = nugget_tokens(model, tokenizer, [ids for _, ids in analysed], cfg.batch_size)
+                token_table = token_rows(texts, selected, cfg.top_tokens, [d for d, _ in analysed])
                 marked = [highlight(t, s) for t, s in zip(texts[: cfg.highlight_docs], selected, strict=False)]
             del model  # one model in memory at a time
         rows += token_table
@@ -235,18 +261,50 @@ class EvalNugget2DAE(Stage[AutoencodingConfig, AutoencodingInputs, EvalTable]):
                    *(Column(f"bleu_L{n}", f"BLEU L={n}") for n in cfg.lengths),
                    *(Column(f"states_L{n}", f"states/layer L={n}", "{:.1f}") for n in cfg.lengths),
                    Column("share_nuggets", "% of nuggets"), Column("share_text", "% of tokens")]
-        counts = ", ".join(f"L={n}: {len(g)}" for n, g in by_length.items())
+        counts = ", ".join(f"L={n}: {len(g)} windows of {len({d for d, _ in g})} documents"
+                           for n, g in by_length.items())
         notes = [f"Documents: the first L tokens of build_lm's {cfg.split!r} continuation windows (its wiki and pile "
-                 "documents; the paper: the Pile) holding L "
-                 f"({counts}); greedy decoding after the soft prompt, up to L + {cfg.extra_tokens} tokens or EOS; "
-                 "corpus BLEU (sacrebleu 13a) against the documents, [low, high]: its 95% bootstrap interval over "
-                 "the documents.",
+                 "documents; the paper: the Pile) holding L, taken across the source documents (each document's "
+                 f"first window, then each one's second, ...) ({counts}); greedy decoding after the soft prompt, up "
+                 f"to L + {cfg.extra_tokens} tokens or EOS; corpus BLEU (sacrebleu 13a) against the documents, "
+                 "[low, high]: its 95% percentile bootstrap interval over the source documents (a document's "
+                 "windows at every length are one unit: L = 16 is a prefix of L = 48; none from fewer than 15).",
                  "nugget2d: ceil(r L) nuggets per layer; icae: its fixed memory slots (ceil(r x the longest training "
                  "document)), re-encoded by theta before decoding; states/layer: KV positions the decoder reads.",
                  f"Token rows: the main autoencoder (r = {trained.ratio:g}) on {min(cfg.analysis_docs, len(docs))} "
-                 f"whole windows; a token is counted by its text without the word-start space; {HIGHLIGHTS} marks "
-                 "the nuggets of a few documents."]
+                 f"whole windows; a token is counted by its text without the word-start space; shares with their "
+                 f"interval over documents; {HIGHLIGHTS} marks the nuggets of a few documents."]
         stand_ins = inputs.records.stand_ins()  # the windows mix build_lm's wiki and pile documents
         stand_in = "; ".join(f"{c}: {stand_ins[c]}" for c in ("wiki", "pile") if c in stand_ins)
         publish(ctx, EvalTable("Nugget2D autoencoding: reconstruction BLEU by length, ICAE, nugget tokens (§4)",
-                               columns, rows, notes, stand_in), examples)
+                               columns, rows, notes, stand_in, reconstruction_floors(references)), examples)
+
+
+def bleu_cells(decoded: dict[int, list[str]], references: dict[int, list[str]], documents: dict[int, list[str]]
+               ) -> tuple[dict[str, float], dict[str, UnitSample], dict[str, tuple[float, float]]]:
+    """Per length ``L`` (``bleu_L<L>``) and over all lengths (``bleu``): the corpus BLEU of
+    ``decoded[L]`` against ``references[L]``, its `UnitSample` over documents (``documents[L][i]``:
+    the document window ``i`` was cut from; its windows at every length are summed into one unit)
+    and its 95% interval where it has one; each BLEU's n (``n_bleu_L<L>``: documents)."""
+    cells: dict[str, float] = {}
+    units: dict[str, UnitSample] = {}
+    every_id: list[str] = []
+    every_stats: list[list[int]] = []
+    for n, texts in decoded.items():
+        stats = bleu_statistics(texts, references[n])  # per window, tokenised once
+        units[f"bleu_L{n}"] = UnitSample.of(UNIT, "bleu", documents[n], stats)
+        every_id += documents[n]
+        every_stats += stats
+    units["bleu"] = UnitSample.of(UNIT, "bleu", every_id, every_stats)
+    for key, u in units.items():
+        cells[key] = u.value()
+        if key != "bleu":
+            cells[f"n_{key}"] = u.n
+    return cells, units, {k: b for k, u in units.items() if (b := u.interval()) is not None}
+
+
+def reconstruction_floors(references: dict[int, list[str]]) -> dict[str, Floor]:
+    """Each BLEU's competence floor on its own references (`reconstruction_floor`): per length and
+    over all lengths."""
+    floors = {f"bleu_L{n}": reconstruction_floor(refs) for n, refs in references.items()}
+    return {"bleu": reconstruction_floor([r for refs in references.values() for r in refs]), **floors}

@@ -82,9 +82,10 @@ def test_autoencoding_rows_hold_document_decoded_text_and_sentence_scores():
     from stages.nugget2d.eval_nugget2d_ae import reconstruction_samples
 
     docs = ["the cat sat on the mat", "a dog ran"]
-    rows = reconstruction_samples("icae r0.25", 8, ["the cat sat on the mat", ""], docs, [2, 2])
+    rows = reconstruction_samples("icae r0.25", 8, ["the cat sat on the mat", ""], docs, [2, 2], ["wiki-3", "pile-0"])
     assert [(r["id"], r["system"], r["model"], r["ratio"], r["length"]) for r in rows] == [
         ("L8-0", "icae r0.25", "icae", 0.25, 8), ("L8-1", "icae r0.25", "icae", 0.25, 8)]
     assert [r["document"] for r in rows] == [r["target"] for r in rows] == docs
+    assert [r["document_id"] for r in rows] == ["wiki-3", "pile-0"]
     assert (round(rows[0]["bleu"], 6), round(rows[0]["chrf"], 6), rows[0]["empty_output"]) == (100, 100, False)
     assert (rows[1]["bleu"], rows[1]["empty_output"], rows[1]["states"]) == (0.0, True, 2)

@@ -7,6 +7,7 @@ has all of its systems, measured."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -16,6 +17,7 @@ import pytest
 from nugget_core.nugget2d import Nugget2DUsage, load_nugget2d
 from pipelines.cli import main_full
 from stages.artifacts.evaluate import EvalTable
+from stages.artifacts.trainer_state import TRAINER_STATE
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
 from stages.nugget2d.artifacts import (
@@ -72,12 +74,12 @@ class FakeBuildLM(Stage):
         ids = tok(" ".join(TEXTS), add_special_tokens=False)["input_ids"]
         for corpus, offset in (("wiki", 0), ("pile", 200)):
             split = lambda i: "test" if i % 3 == 0 else "dev" if i % 6 == 1 else "train"  # noqa: E731
-            rows = [{"split": split(i), "distant": ids[s : s + 16], "recent": ids[s + 16 : s + 24]}
-                    for i, s in enumerate(range(offset, offset + 24 * 12, 24))]
+            rows = [{"split": split(i), "document_id": f"{corpus}-{i // 2}", "distant": ids[s : s + 16],
+                     "recent": ids[s + 16 : s + 24]} for i, s in enumerate(range(offset, offset + 24 * 12, 24))]
             pq.write_table(pa.Table.from_pylist(rows), LMRecords.segments_file(ctx.output_dir, corpus))
         # continuation windows (doc 12 + prompt 4 + answer 8 tokens), every third one a test window
-        windows = [{"split": "test" if i % 3 == 0 else "dev" if i % 3 == 1 else "train", "doc": ids[s : s + 12],
-                    "prompt": ids[s + 12 : s + 16], "answer": ids[s + 16 : s + 24]}
+        windows = [{"split": "test" if i % 3 == 0 else "dev" if i % 3 == 1 else "train", "document_id": f"wiki-{i // 2}",
+                    "doc": ids[s : s + 12], "prompt": ids[s + 12 : s + 16], "answer": ids[s + 16 : s + 24]}
                    for i, s in enumerate(range(0, 24 * 12, 24))]
         pq.write_table(pa.Table.from_pylist(windows), LMRecords.continuation_file(ctx.output_dir))
         rng = np.random.default_rng(0)
@@ -123,6 +125,9 @@ class FakeTrainNugget2D(Stage):
                              "base_role": role}
         TrainedNugget2D(TrainedNugget2D.folder(ctx.output_dir), job.objective, "", ratio, records,
                         "chat").write(ctx.output_dir)
+        for folder in (ctx.output_dir, *(ctx.output_dir / Path(r["dir"]).parent for r in records.values())):
+            (folder / TRAINER_STATE).write_text(json.dumps(  # what each fit leaves beside its model
+                {"step": 0, "initial_dev_loss": 7.0, "exported_dev_loss": 7.0, "dev_loss_n": 1, "tokens_seen": 0}))
 
 
 TRAIN_ARGS = [f"train.{job}.{k}" for job in ("full_ft", "nugget2d_ft", "nugget2d_ar", "nugget2d_ae") for k in (
@@ -178,17 +183,24 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
     assert (out["calibrate_threshold"] / "scores_hist.png").read_bytes()[:4] == b"\x89PNG"
 
     lm = _table(out["eval_lm"])
-    assert set(lm) == {f"{s} 6/10/3" for s in ("full", "compressive", "nugget2d", "streaming_llm", "key_norm")}
+    assert set(lm) == {f"{s} 6/10/3" for s in ("full", "compressive", "nugget2d", "streaming_llm", "key_norm")} | {
+        "Kneser-Ney trigram (floor)"}
     assert float(lm["full 6/10/3"]["attended_states"]) == 6.0  # windows filled: 16 tokens of history
     assert float(lm["nugget2d 6/10/3"]["attended_states"]) <= 6.0
     # the presses fill the same budget: 3 distant states + the 3-token window
     assert float(lm["streaming_llm 6/10/3"]["attended_states"]) == float(lm["key_norm 6/10/3"]["attended_states"]) == 6.0
     assert all(float(r["wiki_subword_ppl"]) > 1 and float(r["pile_word_ppl"]) > 1 for r in lm.values())
-    # every perplexity with its 95% bootstrap interval over the corpus's 2 segments
-    for row in EvalTable.read(out["eval_lm"]).rows:
-        for k in ("wiki_subword_ppl", "wiki_word_ppl", "pile_subword_ppl", "pile_word_ppl"):
-            assert row.interval[k][0] <= row.metrics[k] <= row.interval[k][1], (row.system, k)
-    lm_notes = EvalTable.read(out["eval_lm"]).notes
+    # every perplexity with its per-article statistics: the corpus's 2 test segments are cut from 2 articles
+    # (build_lm's document_id), every system on the same ones; no interval from 2; the trigram floor on each
+    lm_table = EvalTable.read(out["eval_lm"])
+    for row in lm_table.rows:
+        for c in ("wiki", "pile"):
+            for k in (f"{c}_subword_ppl", f"{c}_word_ppl"):
+                assert row.units[k].ids == (f"{c}-0", f"{c}-1") and row.units[k].value() == pytest.approx(
+                    row.metrics[k]), (row.system, k)
+        assert row.n == 4 and not row.interval
+    assert set(lm_table.floors) == {f"{c}_{k}_ppl" for c in ("wiki", "pile") for k in ("subword", "word")}
+    lm_notes = lm_table.notes
     assert f"Lambda = {threshold.threshold:.4f}" in lm_notes[0] and "matches" in lm_notes[0]
     assert "their own LoRA theta, trained by train_nugget2d_ar" in lm_notes[1]
     # the row's models were trained at another window than the 6/10/3 they are read with (Nugget2D table 1)
@@ -213,7 +225,11 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
     assert "streaming_llm / key_norm: training-free" in " ".join(lm_notes) and "SnapKV" not in " ".join(lm_notes)
 
     summ = _table(out["eval_summarization"])
-    assert set(summ) == {"full_zs", "full_ft", "nugget2d_ft 10x", *(f"{s} 10x" for s in presses)}
+    assert set(summ) == {"full_zs", "full_ft", "nugget2d_ft 10x", *(f"{s} 10x" for s in presses), "lead-3 (floor)"}
+    assert set(EvalTable.read(out["eval_summarization"]).floors) == {"rouge1", "rouge2", "rougeL"}
+    qa_table = EvalTable.read(out["eval_qa"])
+    assert qa_table.floors["accuracy"].value == qa["nodoc"]["accuracy"]
+    assert {r.units["accuracy"].ids for r in qa_table.rows} == {("qa-0", "qa-1", "qa-2")}
     assert float(summ["key_norm 10x"]["context_ratio"]) == float(summ["nugget2d_ft 10x"]["context_ratio"])
     assert all(0 <= float(r[m]) <= 100 for r in summ.values() for m in ("rouge1", "rouge2", "rougeL"))
     assert float(summ["full_ft"]["context_ratio"]) == 1.0 and float(summ["nugget2d_ft 10x"]["context_ratio"]) < 0.2
@@ -230,7 +246,9 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
     assert "nugget2d_ft 10x/rougeL" in runs["eval_summarization"].data.metrics
     assert runs["train_full_ft"].data.metrics["steps"] == 4 and "best_dev_loss" in runs["train_nugget2d_ft"].data.metrics
     assert runs["eval_lm"].data.tags["lambda_scorer_match"] == "True"
-    assert {"full 6/10/3/wiki_subword_ppl_low", "full 6/10/3/wiki_subword_ppl_high"} <= set(runs["eval_lm"].data.metrics)
+    assert runs["eval_lm"].data.metrics["floor/wiki_subword_ppl"] == pytest.approx(
+        lm_table.floors["wiki_subword_ppl"].value)
+    assert runs["eval_lm"].data.metrics["floor/wiki_subword_ppl_n"] == 2
 
 
 def test_merged_full_ft_lm_reproduces_the_training_logits(pipeline_run):
@@ -358,23 +376,33 @@ def test_autoencoding_study_compares_nugget2d_with_fixed_icae_memory(pipeline_ru
         assert all(0 <= float(table[s][f"bleu_L{n}"]) <= 100 for s in ("nugget2d r0.25", "icae r0.25"))
     shares = [r for name, r in table.items() if name.startswith("token")]
     assert shares and all(0 <= float(r["share_nuggets"]) <= 100 for r in shares)
-    rows = EvalTable.read(out["eval_nugget2d_ae"]).rows
-    assert {r.system: r.n for r in rows}["nugget2d r0.25"] == 6  # 2 documents x 3 lengths
-    for row in (r for r in rows if r.system in ("nugget2d r0.25", "icae r0.25")):  # each BLEU: its 95% bootstrap interval
-        assert set(row.interval) == {"bleu", "bleu_L8", "bleu_L16", "bleu_L24"}
-        assert all(low <= row.metrics[k] <= high for k, (low, high) in row.interval.items())
+    ae = EvalTable.read(out["eval_nugget2d_ae"])
+    rows = ae.rows
+    assert {r.system: r.n for r in rows}["nugget2d r0.25"] == 2  # 2 documents, each at 3 lengths
+    for row in (r for r in rows if r.system in ("nugget2d r0.25", "icae r0.25")):  # each BLEU over the 2 documents
+        assert {k: u.ids for k, u in row.units.items()} == dict.fromkeys(
+            ("bleu", "bleu_L8", "bleu_L16", "bleu_L24"), ("wiki-0", "wiki-1"))
+        assert not row.interval  # fewer than 15 documents
+    assert set(ae.floors) == {"bleu", "bleu_L8", "bleu_L16", "bleu_L24"}
     assert "[[" in (out["eval_nugget2d_ae"] / "nuggets.md").read_text()
     examples = [json.loads(x) for x in (out["eval_nugget2d_ae"] / "examples.jsonl").read_text().splitlines()]
     assert len(examples) == 2 * 3 * 2
     _, runs = runs_of_latest_pipeline(root)
-    assert {"icae r0.25/bleu", "icae r0.25/bleu_low", "icae r0.25/bleu_high"} <= set(runs["eval_nugget2d_ae"].data.metrics)
+    assert {"icae r0.25/bleu", "icae r0.25/n", "floor/bleu", "floor/bleu_n"} <= set(runs["eval_nugget2d_ae"].data.metrics)
     assert any(k.startswith("icae_r0.25") for k in runs["train_nugget2d_ae"].data.metrics)  # the variant's own
 
 
-def test_token_rows_give_the_nugget_share_its_own_n():
+def test_token_rows_resample_documents_not_tokens():
+    """A document's nugget tokens are not independent: each share is a `UnitSample` over documents
+    (per document 100 x its matching nuggets / tokens and its nuggets / tokens), n = documents."""
     from stages.nugget2d.eval_nugget2d_ae import token_rows
 
-    rows = token_rows([["A", ",", " b", "."]], [[False, True, False, True]], top=2)
+    rows = token_rows([["A", ",", " b", "."], ["c", "!"], ["d", ","]], [[False, True, False, True], [True, False],
+                                                                        [False, True]], top=2,
+                      documents=["wiki-0", "wiki-1", "wiki-0"])
     punct = rows[0]
-    assert punct.metrics["share_nuggets"] == 100.0 and punct.metrics["share_text"] == 50.0
-    assert punct.metrics["n_share_nuggets"] == 2 and punct.n == 4
+    assert punct.metrics["share_nuggets"] == 75.0 and punct.metrics["share_text"] == 50.0
+    assert punct.n == 2 and punct.units["share_nuggets"].ids == ("wiki-0", "wiki-1")
+    assert punct.units["share_nuggets"].stats.tolist() == [[300.0, 3.0], [0.0, 1.0]]
+    assert punct.units["share_text"].stats.tolist() == [[300.0, 6.0], [100.0, 2.0]]
+    assert "4 nuggets among 8 tokens of 2 documents" == punct.note
