@@ -96,11 +96,9 @@ class PreparedLM:
 
 @dataclass(frozen=True)
 class LMRecords:
-    """``build_lm``: ``lm_<corpus>.parquet`` segments (``split``, ``document_id``, ``distant``,
-    ``recent``), ``continuation.parquet`` triples (``split``, ``document_id``, ``doc``, ``prompt``,
-    ``answer``) and ``<task>.jsonl`` records (``qa``, ``summarization``: ``id``, ``split``,
-    ``document``, ``instruction``, ``answer``). ``document_id`` names the source document a
-    segment or window was cut from: what the evaluations resample."""
+    """``build_lm``: ``lm_<corpus>.parquet`` segments (``split``, ``document_id``: the source document, the unit
+    the evaluations resample, ``distant``, ``recent``), ``continuation.parquet`` triples (``split``, ``document_id``,
+    ``doc``, ``prompt``, ``answer``), ``<task>.jsonl`` records (``id``, ``split``, ``document``, ``instruction``, ...)."""
 
     STAGE: ClassVar[str] = "build_lm"
     DOCUMENT: ClassVar[str] = "document_id"
@@ -144,29 +142,24 @@ class LMRecords:
         return self._where().file(self.continuation_file(Path()).name)
 
     def _continuation_rows(self, split: str, *needed: str) -> list[dict[str, Any]]:
-        """The rows of ``continuation.parquet`` in ``split``; a `ContractError` naming a ``needed``
-        column the file lacks, a `ValueError` where the split has none."""
+        """The rows of ``split``; a `ContractError` naming a ``needed`` column the file lacks."""
         import pyarrow.parquet as pq
 
         path = self.continuation()
         names = pq.read_schema(path).names
         if missing := [c for c in needed if c not in names]:
-            raise self._where().error(path.name, f"has no column {missing} (columns {names}): written by an older "
-                                      "build_lm; rerun build_lm")
+            raise self._where().error(path.name, f"has no column {missing}: written by an older build_lm; rerun it")
         rows = [r for r in pq.read_table(path).to_pylist() if r["split"] == split]
         if not rows:
             raise ValueError(f"{path}: no continuation windows in split {split!r}")
         return rows
 
     def continuation_windows(self, split: str) -> list[list[int]]:
-        """The continuation triples of ``split`` as whole windows, ``doc + prompt + answer``
-        (the training documents of the autoencoding study, Nugget2D §4)."""
+        """The triples of ``split`` as whole windows, ``doc + prompt + answer`` (Nugget2D §4's documents)."""
         return [r["doc"] + r["prompt"] + r["answer"] for r in self._continuation_rows(split)]
 
     def continuation_documents(self, split: str) -> list[tuple[str, list[int]]]:
-        """`continuation_windows` of ``split`` with the id of the document each was cut from
-        (``document_id``), in file order (a document's windows in text order): the autoencoding
-        study's evaluation documents and their unit."""
+        """`continuation_windows` with the document each was cut from (its windows in text order)."""
         return [(str(r[self.DOCUMENT]), r["doc"] + r["prompt"] + r["answer"])
                 for r in self._continuation_rows(split, self.DOCUMENT)]
 
@@ -253,8 +246,7 @@ class TrainedNugget2D:
             for name, r in self.variants.items())]
 
     def summary(self, stage: str = STAGE) -> TrainingSummary:
-        """This model's own `TrainingSummary`: its fit's trainer state beside its folder (the main
-        model's or a variant's; ``stage`` labels it)."""
+        """This model's own `TrainingSummary` (its fit's trainer state beside its folder)."""
         return read_summary(Location(stage, self.path.parent), TRAINER_STATE, stage)
 
     def at_ratio(self, ratio: float) -> TrainedNugget2D | None:
@@ -341,13 +333,6 @@ class FullFinetunedLM:
             p.requires_grad_(False)
         log.info("loaded the fine-tuned full LM from %s (%s, %s)", self.path, device, precision)
         return model
-
-
-def ignores_input(summary: TrainingSummary) -> str:
-    """Why the model ``summary`` describes ignores its compressed input (`InputUse.reason`; "" where
-    it reads it, or where its fit did not measure it): an evaluation row of that model carries it
-    (`TableRow.ignores_input`)."""
-    return summary.input_use.reason() if summary.input_use is not None else ""
 
 
 def scorer_fingerprint(model: Any) -> str:

@@ -54,10 +54,10 @@ from stages.nugget2d.artifacts import (
     LMRecords,
     PreparedLM,
     TrainedNugget2D,
-    ignores_input,
     scorer_fingerprint,
 )
 from stages.nugget2d.config import LMEval, PressSection
+from stages.nugget2d.lm.evaluation import ignores_input
 from stages.nugget2d.lm.language_modelling import BASELINES, LOG, evaluate_lm
 from stages.nugget2d.lm.segments import first_scored, read_documents, trigram_models, unigram_models
 

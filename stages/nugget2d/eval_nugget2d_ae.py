@@ -59,7 +59,8 @@ from stages.evaluation.samples import Sample
 from stages.evaluation.task_floors import reconstruction_floor
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
-from stages.nugget2d.artifacts import LMRecords, PreparedLM, TrainedNugget2D, ignores_input
+from stages.nugget2d.artifacts import LMRecords, PreparedLM, TrainedNugget2D
+from stages.nugget2d.lm.evaluation import ignores_input
 from stages.nugget2d.lm.prompted import eos_and_pad
 from stages.nugget2d.lm.segments import across_documents
 

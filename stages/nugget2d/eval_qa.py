@@ -43,8 +43,9 @@ from stages.config.schema import PromptSection
 from stages.evaluation.publish import publish
 from stages.framework.contract import produced_by, section
 from stages.framework.stage import Stage, StageContext
-from stages.nugget2d.artifacts import LMRecords, PreparedLM, TrainedNugget2D, ignores_input
+from stages.nugget2d.artifacts import LMRecords, PreparedLM, TrainedNugget2D
 from stages.nugget2d.config import PressSection, QAEval
+from stages.nugget2d.lm.evaluation import ignores_input
 from stages.nugget2d.lm.qa import RatioModel, evaluate_qa
 
 COMPRESSOR_STAGE = "train_nugget2d"

@@ -47,9 +47,9 @@ from stages.nugget2d.artifacts import (
     FullFinetunedLM,
     LMRecords,
     TrainedNugget2D,
-    ignores_input,
 )
 from stages.nugget2d.config import PressSection, SummarizationEval
+from stages.nugget2d.lm.evaluation import ignores_input
 from stages.nugget2d.lm.summarization import evaluate_summarization
 
 MODELS_NOTE = ("full_ft: train_full_ft (base LM + LoRA, merged); nugget2d_ft: train_nugget2d_ft "

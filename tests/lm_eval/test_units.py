@@ -222,3 +222,19 @@ def test_lm_segments_are_taken_across_articles_with_their_ids(tmp_path):
     pq.write_table(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "document_id"} for r in rows]), path)
     with pytest.raises(ValueError, match=r"lm_wiki.parquet has no column \['document_id'\].*rerun build_lm"):
         read_documents(path, "test", 0)
+
+
+def test_token_rows_resample_documents_not_tokens():
+    """A document's nugget tokens are not independent: each share is a `UnitSample` over documents
+    (per document 100 x its matching nuggets / tokens and its nuggets / tokens), n = documents."""
+    from stages.nugget2d.eval_nugget2d_ae import token_rows
+
+    rows = token_rows([["A", ",", " b", "."], ["c", "!"], ["d", ","]], [[False, True, False, True], [True, False],
+                                                                        [False, True]], top=2,
+                      documents=["wiki-0", "wiki-1", "wiki-0"])
+    punct = rows[0]
+    assert punct.metrics["share_nuggets"] == 75.0 and punct.metrics["share_text"] == 50.0
+    assert punct.n == 2 and punct.units["share_nuggets"].ids == ("wiki-0", "wiki-1")
+    assert punct.units["share_nuggets"].stats.tolist() == [[300.0, 3.0], [0.0, 1.0]]
+    assert punct.units["share_text"].stats.tolist() == [[300.0, 6.0], [100.0, 2.0]]
+    assert "4 nuggets among 8 tokens of 2 documents" == punct.note
