@@ -248,7 +248,7 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
     assert runs["eval_lm"].data.tags["lambda_scorer_match"] == "True"
     assert runs["eval_lm"].data.metrics["floor/wiki_subword_ppl"] == pytest.approx(
         lm_table.floors["wiki_subword_ppl"].value)
-    assert runs["eval_lm"].data.metrics["floor/wiki_subword_ppl_n"] == 2
+    assert runs["eval_lm"].data.metrics["full 6/10/3/wiki_subword_ppl_units"] == 2
 
 
 def test_merged_full_ft_lm_reproduces_the_training_logits(pipeline_run):
@@ -388,6 +388,6 @@ def test_autoencoding_study_compares_nugget2d_with_fixed_icae_memory(pipeline_ru
     examples = [json.loads(x) for x in (out["eval_nugget2d_ae"] / "examples.jsonl").read_text().splitlines()]
     assert len(examples) == 2 * 3 * 2
     _, runs = runs_of_latest_pipeline(root)
-    assert {"icae r0.25/bleu", "icae r0.25/n", "floor/bleu", "floor/bleu_n"} <= set(runs["eval_nugget2d_ae"].data.metrics)
+    assert {"icae r0.25/bleu", "icae r0.25/bleu_units", "floor/bleu"} <= set(runs["eval_nugget2d_ae"].data.metrics)
     assert any(k.startswith("icae_r0.25") for k in runs["train_nugget2d_ae"].data.metrics)  # the variant's own
 

@@ -131,7 +131,7 @@ def test_autoencoding_floors_token_shares_and_mlflow(tmp_path, monkeypatch):
     assert punctuation.metrics["share_nuggets"] == 50.0 and punctuation.metrics["share_text"] == 50.0
     assert punctuation.units["share_nuggets"].stats.tolist() == [[100.0, 2.0]] * 4
     metrics = ctx.logger.metrics
-    assert metrics["floor/bleu"] == table.floors["bleu"].value and metrics["floor/bleu_n"] == DOCUMENTS
+    assert metrics["floor/bleu"] == table.floors["bleu"].value and metrics["nugget2d r0.1/bleu_units"] == DOCUMENTS
     assert {"nugget2d r0.1/bleu_low", "nugget2d r0.1/bleu_high", "nugget2d r0.1/n"} <= set(metrics)
     assert metrics["nugget2d r0.1/n"] == DOCUMENTS
 
