@@ -15,7 +15,7 @@ The two fine-tuning stages tokenise the records as this stage does
 (`stages.common.prompts`). The procedure is the recipe
 `stages.nugget2d.lm.summarization.evaluate_summarization` (``nugget eval --task
 summarization`` calls it too); this stage reads its inputs, calls it and publishes the result.
-ROUGE-1/2/L F1 x 100 with stemming and the decoding cost per system, scored by
+ROUGE-1/2/L and ROUGE-Lsum F1 x 100 with stemming and the decoding cost per system, scored by
 `stages.nugget2d.lm.scoring`, each ROUGE with its per-article statistics (``units``: every system
 is scored on the same articles, so two pair) and its 95% bootstrap interval over articles; the
 lead-3 summary on the same references is each ROUGE's competence floor (``floors``) and a row; a
