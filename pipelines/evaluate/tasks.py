@@ -144,7 +144,7 @@ def run_restoration(ckpt: Checkpoint, records: list[dict], cfg: PipelineConfig,
 
     from nugget_core.restorable import RestorableModel
     from stages.common.device import place_model
-    from stages.common.intervals import perplexity_interval
+    from stages.common.resampling import UnitSample
     from stages.evaluation.rouge import ROUGE_TYPES, rouge_per_example
     from stages.restorable.restoration import restoration_samples, restore, system_row
 
@@ -162,7 +162,8 @@ def run_restoration(ckpt: Checkpoint, records: list[dict], cfg: PipelineConfig,
     row = system_row({"system": record.get("system", "re"), "paper_row": record.get("paper_row", "")},
                      nll, counts, rouge, restored)
     # the table gives PPL no interval; a corpus perplexity's is the bootstrap over texts (as eval_lm's)
-    bounds = perplexity_interval(nll, counts)
+    bounds = UnitSample.of("text", "exp_ratio", range(len(nll)), [[x, c] for x, c in zip(nll, counts, strict=True)]
+                           ).interval()
     row = replace(row, interval={**row.interval, "ppl": bounds}) if bounds else row
     name = record.get("system", ckpt.path.name)
     samples = restoration_samples({**record, "system": name}, tokenizer, texts, limit, nll, counts, restored, rouge)

@@ -1,5 +1,5 @@
-"""Metrics of the Nugget evaluations: corpus BLEU (with its 95% bootstrap interval), cosine,
-mean-MaxSim and MRR.
+"""Metrics of the Nugget evaluations: corpus BLEU (its per-document statistics are what
+`stages.common.resampling` resamples for an interval), cosine, mean-MaxSim and MRR.
 
 Pure functions on plain tensors / lists so that tests can check them against hand
 computations and against the ``sacrebleu`` command line.
@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
-
-from stages.common.intervals import bootstrap_interval
 
 if TYPE_CHECKING:
     import numpy as np
@@ -69,22 +67,6 @@ def bleu_of_statistics(sums: Sequence[float] | np.ndarray) -> float:
     counts = [int(v) for v in sums]
     return float(BLEU.compute_bleu(counts[2 : 2 + order], counts[2 + order :], counts[0], counts[1],
                                    smooth_method="exp", max_ngram_order=order).score)
-
-
-def bleu_and_interval(stats: Sequence[Sequence[int]]) -> tuple[float, tuple[float, float] | None]:
-    """Corpus BLEU of the documents whose `bleu_statistics` are ``stats`` and its 95% bootstrap
-    interval over them (Koehn 2004: documents drawn with replacement, corpus BLEU of each resample
-    from its summed statistics; `stages.common.intervals.bootstrap_interval`; None for one document)."""
-    if not stats:
-        raise ValueError("corpus BLEU of an empty corpus is undefined")
-    return bleu_of_statistics([sum(column) for column in zip(*stats, strict=True)]), \
-        bootstrap_interval(stats, bleu_of_statistics)
-
-
-def corpus_bleu_interval(hypotheses: Sequence[str], references: Sequence[str], tokenize: str = "13a"
-                         ) -> tuple[float, tuple[float, float] | None]:
-    """`corpus_bleu` and its 95% bootstrap interval over documents (`bleu_and_interval`)."""
-    return bleu_and_interval(bleu_statistics(hypotheses, references, tokenize))
 
 
 def bleu_tokenizer(references: Sequence[str]) -> str:

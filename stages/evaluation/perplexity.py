@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stages.common.intervals import perplexity_interval
 from stages.common.resampling import UnitSample
 from stages.common.words import NO_WORD, token_words, word_spans
 from stages.evaluation.decoding import decode_ids
@@ -72,16 +71,6 @@ class PerplexityCounts:
     @property
     def word_ppl(self) -> float:
         return math.exp(self.word_nll / self.words) if self.words else math.nan
-
-
-def perplexity_intervals(units: Sequence[PerplexityCounts]) -> dict[str, tuple[float, float]]:
-    """The 95% bootstrap intervals over ``units`` (segments, articles: resampled with replacement,
-    exp(summed NLL / summed count) of each resample) of the subword (``subword_ppl``) and the word
-    perplexity (``word_ppl``) of their `PerplexityCounts.total`; a perplexity without one (fewer
-    than two units, no word) is left out."""
-    out = {"subword_ppl": perplexity_interval([u.subword_nll for u in units], [u.subwords for u in units]),
-           "word_ppl": perplexity_interval([u.word_nll for u in units], [u.words for u in units])}
-    return {k: v for k, v in out.items() if v is not None}
 
 
 def token_texts(tokenizer: PreTrainedTokenizerBase, ids: Sequence[int]) -> list[str]:

@@ -58,7 +58,7 @@ from stages.common.ngram import KneserNeyTrigram
 from stages.common.records import batches
 from stages.common.resampling import UnitSample
 from stages.evaluation.decoding import decode_ids
-from stages.evaluation.perplexity import PerplexityCounts
+from stages.evaluation.perplexity import PerplexityCounts, perplexity_units
 from stages.evaluation.publish import publish
 from stages.evaluation.samples import Sample
 from stages.framework.contract import section
@@ -130,19 +130,13 @@ def reference_counts(token_nll: Callable[[Any], np.ndarray], docs: TokenDocument
     return out
 
 
-def article_units(ids: Sequence[str], per_doc: Sequence[PerplexityCounts]) -> dict[str, UnitSample]:
-    """The word (``word_ppl``) and subword (``subword_ppl``) perplexity as samples of articles
-    (unit ids ``ids``): per article [NLL, words] / [NLL, subwords]."""
-    return {"word_ppl": UnitSample.of("article", "exp_ratio", ids, [[t.word_nll, t.words] for t in per_doc]),
-            "subword_ppl": UnitSample.of("article", "exp_ratio", ids, [[t.subword_nll, t.subwords] for t in per_doc])}
-
-
 def perplexity_columns(h: int, per_doc: Sequence[PerplexityCounts], ids: Sequence[str]
                        ) -> tuple[dict[str, float | None], dict[str, tuple[float, float]], dict[str, UnitSample]]:
     """A row's cells at history ``h``: the metrics ``ppl_h<h>``, ``subword_ppl_h<h>``, ``n_ppl_h<h>``
     (words), ``oov_words_h<h>``, the perplexities' 95% intervals over the articles (from 15) and samples."""
     total = PerplexityCounts.total(per_doc)
-    units = {f"ppl_h{h}" if k == "word_ppl" else f"subword_ppl_h{h}": u for k, u in article_units(ids, per_doc).items()}
+    units = {f"ppl_h{h}" if k == "word_ppl" else f"subword_ppl_h{h}": u
+             for k, u in perplexity_units(per_doc, ids, "article").items()}
     intervals = {k: bounds for k, u in units.items() if (bounds := u.interval()) is not None}
     metrics: dict[str, float | None] = {f"ppl_h{h}": total.word_ppl, f"subword_ppl_h{h}": total.subword_ppl,
                                         f"n_ppl_h{h}": total.words, f"oov_words_h{h}": total.oov_words}

@@ -8,7 +8,8 @@ import math
 import pytest
 
 from stages.artifacts.evaluate import EvalTable
-from stages.common.intervals import perplexity_interval, wilson
+from stages.common.intervals import wilson
+from stages.common.resampling import UnitSample
 from stages.nugget2d.harness.results import (
     columns,
     metric_interval,
@@ -68,9 +69,12 @@ def test_a_perplexity_s_interval_is_the_bootstrap_over_documents():
                "n-samples": {"nugget_lm_wiki": {"effective": len(docs)}}, "samples": {"nugget_lm_wiki": samples}}
     (row,) = system_rows("full", results)
     nll, words, chars = [-d[0] for d in docs], [d[1] for d in docs], [d[2] for d in docs]
-    assert row.interval["word_perplexity"] == pytest.approx(perplexity_interval(nll, words))
+    by_doc = UnitSample.of("document", "exp_ratio", range(len(docs)), list(zip(nll, words, strict=True)))
+    assert row.interval["word_perplexity"] == pytest.approx(by_doc.interval())
     low, high = row.interval["bits_per_byte"]
-    byte_low, byte_high = perplexity_interval(nll, chars)
+    byte_low, byte_high = UnitSample.of("document", "exp_ratio", range(len(docs)),
+                                        list(zip(nll, chars, strict=True))).interval()
+    # bits per byte is log2 of byte perplexity: the same resamples, so the same interval on its scale
     assert (low, high) == pytest.approx((math.log2(byte_low), math.log2(byte_high)), rel=1e-6)
     # without samples, or below the 15 documents a bootstrap interval needs, no interval: the harness's "N/A"
     # stderr gives none

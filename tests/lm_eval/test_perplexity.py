@@ -9,7 +9,7 @@ import pytest
 from stages.corpora.tokens import word_flags
 from stages.evaluation.perplexity import (
     PerplexityCounts,
-    perplexity_intervals,
+    perplexity_units,
     segment_counts,
     token_texts,
     word_ids,
@@ -95,23 +95,26 @@ def test_counts_add_up_over_segments():
     assert total.subword_ppl == pytest.approx(math.exp(2.0))
 
 
-def test_perplexity_intervals_resample_segments():
-    """A corpus perplexity exp(sum NLL / sum count) with its bootstrap interval over segments: it holds
-    the corpus's perplexity, narrows with more segments, and a perplexity without words has none."""
+def test_perplexity_units_resample_articles():
+    """A corpus perplexity exp(sum NLL / sum count) as samples of its articles: the segments of one article
+    are one unit, the value is the corpus's, and its interval narrows with more articles and holds it."""
     segments = [PerplexityCounts(subword_nll=nll, subwords=n, word_nll=nll, words=w)
                 for nll, n, w in ((10.0, 8, 4), (30.0, 10, 5), (4.0, 6, 3), (20.0, 9, 6))]
     total = PerplexityCounts.total(segments)
     assert total.subword_ppl == pytest.approx(math.exp(64.0 / 33)) and total.word_ppl == pytest.approx(math.exp(64.0 / 18))
-    few = perplexity_intervals(segments)
+    units = perplexity_units(segments, ["a1", "a1", "a2", "a3"], "article")
+    assert units["subword_ppl"].n == 3 and units["subword_ppl"].value() == pytest.approx(total.subword_ppl)
+    assert units["word_ppl"].value() == pytest.approx(total.word_ppl)
+    assert units["subword_ppl"].interval() is None  # 3 articles: fewer than an interval needs
+    few = perplexity_units(segments * 5, [f"a{i}" for i in range(20)], "article")
+    many = perplexity_units(segments * 50, [f"a{i}" for i in range(200)], "article")
     for metric, value in (("subword_ppl", total.subword_ppl), ("word_ppl", total.word_ppl)):
-        low, high = few[metric]
+        low, high = few[metric].interval()
         assert low < value < high
-        many = perplexity_intervals(segments * 10)[metric]
-        assert many[0] > low and many[1] < high
-    # the segments' own perplexities bound every resample's
-    assert few["subword_ppl"][0] >= math.exp(4.0 / 6) and few["subword_ppl"][1] <= math.exp(3.0)
-    assert set(perplexity_intervals([PerplexityCounts(1.0, 2), PerplexityCounts(2.0, 2)])) == {"subword_ppl"}  # no word
-    assert perplexity_intervals(segments[:1]) == {}
+        m_low, m_high = many[metric].interval()
+        assert m_low > low and m_high < high
+    with pytest.raises(ValueError, match="4 counts for 3 unit ids"):
+        perplexity_units(segments, ["a", "b", "c"], "article")
 
 
 def test_misaligned_nll_is_rejected():

@@ -28,7 +28,8 @@ from typing import Any
 
 from stages.artifacts.evaluate import Column, TableRow
 from stages.common.degenerate import constant_outputs, generation_flags
-from stages.common.intervals import Z95, bootstrap_interval, perplexity_interval, wilson
+from stages.common.intervals import Z95, wilson
+from stages.common.resampling import UnitSample
 from stages.evaluation.samples import Sample
 
 NOT_APPLICABLE = "not applicable"
@@ -79,18 +80,23 @@ def task_metrics(values: Mapping[str, Any]) -> list[tuple[str, float | None, flo
     return out
 
 
-def _units(samples: Sequence[Mapping[str, Any]], metric: str, flt: str) -> list[tuple[float, float]]:
-    """Per logged document ``(-log-likelihood, units)`` of a perplexity-type ``metric`` under filter
-    ``flt``; [] where a sample lacks it (the interval then falls back to the harness's stderr)."""
-    out = []
+def _units(samples: Sequence[Mapping[str, Any]], metric: str, flt: str) -> UnitSample | None:
+    """Per logged document (``doc_id``) its [-log-likelihood, words / bytes] of a perplexity-type
+    ``metric`` under filter ``flt`` (bits per byte in bits: the NLL / ln 2); None where a sample lacks
+    it (the interval then falls back to the harness's stderr)."""
+    ids, rows = [], []
     for s in samples:
         value = s.get(metric)
         if s.get("filter", "none") != flt:
             continue
         if not (isinstance(value, list | tuple) and len(value) == 2):
-            return []
-        out.append((-float(value[0]), float(value[1])))
-    return out
+            return None
+        nll = -float(value[0]) / (math.log(2) if metric == BITS_PER_BYTE else 1.0)
+        ids.append(s.get("doc_id", len(ids)))
+        rows.append([nll, float(value[1])])
+    if not rows:
+        return None
+    return UnitSample.of("document", "ratio" if metric == BITS_PER_BYTE else "exp_ratio", ids, rows)
 
 
 def metric_interval(key: str, value: float, se: float | None, n: int | None,
@@ -104,10 +110,8 @@ def metric_interval(key: str, value: float, se: float | None, n: int | None,
         return wilson(value * n, n)
     if metric in PERPLEXITIES or metric == BITS_PER_BYTE:
         units = _units(samples, metric, flt)
-        if units:
-            if metric == BITS_PER_BYTE:
-                return bootstrap_interval(units, lambda sums: sums[0] / sums[1] / math.log(2) if sums[1] else math.nan)
-            return perplexity_interval([u for u, _ in units], [int(c) for _, c in units])
+        if units is not None:
+            return units.interval()
     return (value - Z95 * se, value + Z95 * se) if se is not None else None
 
 
