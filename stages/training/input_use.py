@@ -3,8 +3,8 @@
 A model whose dev loss is the same whether it reads its own example's compressed input
 (nuggets, a memory of history segments, a single embedding) or another example's ignores that
 input: whatever it outputs, it would output without it, so nothing measured on it downstream is
-a sign of the compression (issue 52: the tiny sweep's AEs at r = 0.1 and 0.25 ended at the same
-dev loss, every Nugget-LM system at 5.39 whatever its history).
+a sign of the compression (e.g. Nugget AEs of different ratios that end at the same dev loss,
+or Nugget LMs whose dev loss is the same whatever their history).
 
 At the end of every fit, on rank 0, on the weights the fit exports (eval mode, no grad), each
 dev example is scored twice over the same target tokens: as collated (its own input) and in the

@@ -96,7 +96,7 @@ def _bleu_table(nugget2d: float, icae: float, docs: int = 40) -> ReportTable:
 
 
 def test_a_bleu_one_pair_is_not_measurable_at_this_scale():
-    """Issue 52: 'Nugget2D reconstructs better than ICAE' at BLEU 1.08 vs 0.66: neither reconstructs (the floor is
+    """'Nugget2D reconstructs better than ICAE' at BLEU 1.08 vs 0.66: neither reconstructs (the floor is
     BLEU 10), so no verdict on the method: not measurable at this scale, not 'shown'."""
     finding = _finding("nugget2d_beats_icae")
     low = judge([_bleu_table(1.08, 0.66)], [finding])[0]
@@ -141,7 +141,7 @@ def _table10(reference: float, kept: float, n: int) -> ReportTable:
 
 
 @pytest.mark.parametrize(("reference", "kept", "n", "verdict"), [
-    (60.0, 47.0, 194, NOT_SHOWN),  # issue 52: a 13-point loss at the tiny run's n is a loss, not "keeps accuracy"
+    (60.0, 47.0, 194, NOT_SHOWN),  # a 13-point loss at the tiny run's n is a loss, not "keeps accuracy"
     (60.0, 59.0, 194, TOO_FEW),  # 1 point below: at n = 194 the interval reaches past -3 either way
     (60.0, 59.5, 4000, SHOWN),  # 0.5 below on 4000 sentences: the interval lies above -3
     (60.0, 62.0, 4000, SHOWN),

@@ -1,7 +1,7 @@
 """The report's Nugget figure 5 / appendix D and table 2 / 4 cells carry what their evaluations stored:
 the per-unit samples (what a finding pairs), the floors, the input-use checks; and a model whose
 reconstruction is uninformative, below its floor or blind to its input has every share row marked
-(issue 52, item 7: "Figure 5's share rows of a model flagged uninformative carry the flag")."""
+(figure 5's share rows of a model flagged uninformative carry the flag)."""
 
 from __future__ import annotations
 

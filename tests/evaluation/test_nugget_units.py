@@ -1,4 +1,4 @@
-"""The Nugget evaluations' units, floors and input-use checks (issue 52): every interval resamples the
+"""The Nugget evaluations' units, floors and input-use checks: every interval resamples the
 independent unit (documents for BLEU and for fig. 5's shares, queries for MRR), every number keeps its
 per-unit statistics with ids shared by every system scored on the same units, each output holds its
 floors computed on the same examples, and each system carries its model's input-use check."""

@@ -1,4 +1,4 @@
-"""The RE evaluations' resampling units, competence floors and ignores-input marks (issue 52):
+"""The RE evaluations' resampling units, competence floors and ignores-input marks:
 restoration resamples the documents its texts were cut from, retrieval the queries, under ids
 shared by every system scored on them; the floors are what a trivial system reaches on the same
 examples (the best constant restoration, a Kneser-Ney trigram LM, a random ranking); a system

@@ -226,7 +226,7 @@ def test_calibration_and_the_three_evaluations(pipeline_run):
 
     summ = _table(out["eval_summarization"])
     assert set(summ) == {"full_zs", "full_ft", "nugget2d_ft 10x", *(f"{s} 10x" for s in presses), "lead-3 (floor)"}
-    assert set(EvalTable.read(out["eval_summarization"]).floors) == {"rouge1", "rouge2", "rougeL"}
+    assert set(EvalTable.read(out["eval_summarization"]).floors) == {"rouge1", "rouge2", "rougeL", "rougeLsum"}
     qa_table = EvalTable.read(out["eval_qa"])
     assert qa_table.floors["accuracy"].value == qa["nodoc"]["accuracy"]
     assert {r.units["accuracy"].ids for r in qa_table.rows} == {("qa-0", "qa-1", "qa-2")}

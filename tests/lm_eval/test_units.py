@@ -1,4 +1,4 @@
-"""Issue 52 for the Nugget2D evaluations (eval_nugget2d_ae, eval_lm, eval_qa, eval_summarization):
+"""Resampling units, floors and input use of the Nugget2D evaluations (eval_nugget2d_ae, eval_lm, eval_qa, eval_summarization):
 every interval resamples the independent unit and every row keeps its per-unit statistics
 (`stages.common.resampling.UnitSample`, ids shared across systems), each table stores its
 competence floors, and a row of a model whose fit found it ignores its input says so.
@@ -70,7 +70,7 @@ def _autoencoding_run(tmp_path, monkeypatch) -> tuple:
 
 
 def test_the_same_documents_at_two_lengths_are_one_unit(tmp_path, monkeypatch):
-    """Must show (issue 52): 16 documents, each at L = 8 and L = 16 (a prefix of it): the overall
+    """16 documents, each at L = 8 and L = 16 (a prefix of it): the overall
     BLEU's n is 16 documents, not 32 document x length pairs, and its interval is the bootstrap over
     documents, not the one that resamples the 32 pairs as independent. Fails on 7fe72b7 (n = 32)."""
     ctx, _ = _autoencoding_run(tmp_path, monkeypatch)

@@ -1,4 +1,4 @@
-"""eval_nugget_lm's units, floor and input-use check (issue 52), on untrained fixture Nugget LMs (no Ray):
+"""eval_nugget_lm's units, floor and input-use check, on untrained fixture Nugget LMs (no Ray):
 every perplexity resamples the articles (the windows cut from one article are one unit), the Kneser-Ney
 trigram of the train split is a row of table 3 and the floor of every perplexity column, on exactly the
 tokens the systems are scored on, and a system whose model ignores its history carries it."""

@@ -84,7 +84,8 @@ def _units(samples: Sequence[Mapping[str, Any]], metric: str, flt: str) -> UnitS
     """Per logged document (``doc_id``) its [-log-likelihood, words / bytes] of a perplexity-type
     ``metric`` under filter ``flt`` (bits per byte in bits: the NLL / ln 2); None where a sample lacks
     it (the interval then falls back to the harness's stderr)."""
-    ids, rows = [], []
+    ids: list[Any] = []
+    rows: list[list[float]] = []
     for s in samples:
         value = s.get(metric)
         if s.get("filter", "none") != flt:

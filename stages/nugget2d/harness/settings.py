@@ -28,6 +28,8 @@ from nugget_core.nugget2d.presses import PressConfig
 from nugget_core.nugget2d.systems import SYSTEMS, check_system
 
 if TYPE_CHECKING:
+    from transformers import PretrainedConfig
+
     from stages.nugget2d.lm.streams import ContextSetting
 
 CONTEXT_MODES = ("recent", "whole")
@@ -104,11 +106,11 @@ def whole_document(settings: HarnessSettings) -> bool:
     return settings.system == "full" and settings.ratio == 1.0 and settings.compressed_tokens is None
 
 
-def model_max_length(config: Any, tokenizer: Any = None, default: int = DEFAULT_MAX_LENGTH) -> int:
+def model_max_length(hf_config: PretrainedConfig, tokenizer: Any = None, default: int = DEFAULT_MAX_LENGTH) -> int:
     """The LM's context length as lm_eval's HFLM resolves it (``max_length`` unset): the first of
     `_LENGTH_ATTRS` on the config (its ``text_config`` first), else the tokenizer's
     ``model_max_length`` unless unlimited, else ``default``."""
-    cfg = getattr(config, "text_config", None) or config
+    cfg = getattr(hf_config, "text_config", None) or hf_config
     for attr in _LENGTH_ATTRS:
         value = getattr(cfg, attr, None)
         if value is not None:

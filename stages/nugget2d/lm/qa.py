@@ -74,7 +74,7 @@ def qa_flag(system: str, outputs: dict[str, list[str]], hits: dict[str, int], n:
 @dataclass(frozen=True)
 class RatioModel:
     """The Nugget2D model that compresses at some ratio, the ratio it was trained at (None: not
-    known) and why it ignores its compressed input ("" = it reads it, or it was not measured:
+    known) and why it ignores its compressed input ("" = it reads it, or no check was made:
     `stages.nugget2d.artifacts.ignores_input`)."""
 
     model: Nugget2DModel
