@@ -24,7 +24,7 @@ def _row(setting: str, overrides: list[str]) -> Any:
 def test_the_nugget2d_optimiser_is_listed_as_ours_with_every_value_the_code_applies():
     """App. A's values are lost ("a learning rate of , , , and ."): AdamW, lr, weight decay, betas,
     eps and the absence of clipping are this code's choices, each as the engine builds it."""
-    from stages.report.deviations import NUGGET2D_OPTIMISER
+    from stages.report.nugget2d_deviations import NUGGET2D_OPTIMISER
 
     row = _row(NUGGET2D_OPTIMISER, ["profile=paper"])
     assert row.paper.startswith("'an Adam optimizer (Kingma & Ba, 2015) with a learning rate of [lost]")
@@ -45,7 +45,7 @@ def test_the_nugget2d_optimiser_is_listed_as_ours_with_every_value_the_code_appl
 def test_paper_profile_nugget2d_jobs_stop_early_and_export_the_best_dev_weights():
     """App. A: "All the models are trained until early stopping because of the convergence of the
     loss on the validation set": every Nugget2D job of profile=paper keeps its best dev evaluation."""
-    from stages.report.deviations import NUGGET2D_JOBS, NUGGET2D_STOPPING
+    from stages.report.nugget2d_deviations import NUGGET2D_JOBS, NUGGET2D_STOPPING
 
     cfg = load_config(["profile=paper"])
     for name in NUGGET2D_JOBS:
@@ -65,7 +65,7 @@ def test_paper_profile_nugget2d_jobs_stop_early_and_export_the_best_dev_weights(
 def test_table_1_s_scored_tokens_and_pile_test_set_are_checked_against_the_config():
     """Table 1 scores each 832-token window's last 128 tokens (about 15% of WikiText-103's test
     tokens); its Pile test set is the paper's 100k tokens in profile=paper and named otherwise."""
-    from stages.report.deviations import TABLE1_PILE, TABLE1_WIKI
+    from stages.report.nugget2d_deviations import TABLE1_PILE, TABLE1_WIKI
 
     wiki = _row(TABLE1_WIKI, ["profile=paper"]).here
     assert "windows of 704 + 128 = 832 tokens, of which only the last 128 are scored" in wiki
