@@ -31,7 +31,7 @@ from stages.artifacts.base import Source, Stored, field, locate, write_json
 from stages.common.degenerate import LABEL
 from stages.common.floors import Floor
 from stages.common.render import csv_text, html_table, markdown
-from stages.common.resampling import UnitSample
+from stages.common.resampling import UnitSample, plural
 
 NOT_RUN = "not run in this profile"  # a measured cell no stage of this run filled
 
@@ -154,7 +154,7 @@ class EvalTable:
                           "below (none from fewer than 15 units).")
         resampled = {(k, u.unit) for r in self.rows for k, u in r.units.items()}
         if resampled:
-            legend.append("resampling unit: " + "; ".join(f"{k}: {unit}s" for k, unit in sorted(resampled)) + ".")
+            legend.append("resampling unit: " + "; ".join(f"{k}: {plural(unit)}" for k, unit in sorted(resampled)) + ".")
         legend += [f"competence floor of {k}: {f.describe()}; a system not beyond it does not do the task."
                    for k, f in self.floors.items()]
         legend += [f"{r.system} ignores its input: {r.ignores_input}." for r in self.rows if r.ignores_input]

@@ -38,6 +38,13 @@ SEED = 0  # fixed: an evaluation or the report is a pure function of its inputs,
 CONFIDENCE = 0.95
 
 
+def plural(unit: str) -> str:
+    """The plural of a unit's name as the report writes it ("query" -> "queries", "document" -> "documents")."""
+    if unit.endswith("y") and len(unit) > 1 and unit[-2] not in "aeiou":
+        return unit[:-1] + "ies"
+    return unit if unit.endswith("s") else unit + "s"
+
+
 def _ratio(sums: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return sums[..., 0] / sums[..., 1]
@@ -144,7 +151,7 @@ class Difference:
     def describe(self, fmt: str = "{:+.2f}") -> str:
         how = self.method or ("paired bootstrap" if self.paired else "independent bootstrap")
         return (f"difference {fmt.format(self.value)} [{fmt.format(self.low)}, {fmt.format(self.high)}] "
-                f"({how} over {self.n} {self.unit}s)")
+                f"({how} over {self.n} {plural(self.unit)})")
 
 
 def pairable(a: UnitSample, b: UnitSample) -> bool:

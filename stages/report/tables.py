@@ -26,7 +26,7 @@ from stages.artifacts.evaluate import NOT_RUN, EvalTable, StoredEvalTable, Table
 from stages.common.degenerate import LABEL
 from stages.common.floors import Floor
 from stages.common.intervals import Z95
-from stages.common.resampling import UnitSample
+from stages.common.resampling import UnitSample, plural
 from stages.report.published import PUBLISHED, SOURCES, published
 
 if TYPE_CHECKING:
@@ -121,8 +121,8 @@ class MeasuredValue:
         if self.units is None:
             return text
         if self.n == self.units.n:  # the n is the units resampled: say what they are
-            return text.replace(f"(n={self.n})", f"(n={self.n} {self.units.unit}s)", 1)
-        return f"{text} ({self.units.n} {self.units.unit}s resampled)"
+            return text.replace(f"(n={self.n})", f"(n={self.n} {plural(self.units.unit)})", 1)
+        return f"{text} ({self.units.n} {plural(self.units.unit)} resampled)"
 
 
 @dataclass
@@ -211,7 +211,7 @@ class ReportTable:
             if v.task_floor:
                 failing[v.label] = v.task_floor
         return ([f"{FLAG_MARK} {', '.join(labels)}: {reason}" for reason, labels in rows.items()]
-                + [f"{c}: intervals and comparisons resample {' / '.join(u + 's' for u in kinds)}"
+                + [f"{c}: intervals and comparisons resample {' / '.join(plural(u) for u in kinds)}"
                    for c, kinds in units.items()]
                 + [f"{c}: competence floor {'; '.join(f)}: a system not beyond it does not do the task"
                    for c, f in floors.items()]

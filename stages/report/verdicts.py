@@ -21,7 +21,7 @@ Before any of that, in this order (`RULES` is the legend, word for word what the
 1. ``not measurable``: a cell the finding needs was not measured in this run, or two cells were
    measured only on systems of different training budgets.
 2. ``not measurable at this scale (no system does the task)``: every system the finding stands
-   on is below its competence floor (`stages.common.floors`: its value not beyond what a trivial
+   on (for a `NoLoss`, the trained system it is about) is below its competence floor (`stages.common.floors`: its value not beyond what a trivial
    reference reaches on the same examples, or the model ignores its input).
 3. ``not shown (degenerate model)``: a cell it stands on was measured on a system its evaluation
    flagged uninformative (`stages.common.degenerate`).
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from stages.common.degenerate import LABEL
 from stages.common.intervals import Z95
-from stages.common.resampling import MIN_UNITS, Difference, difference
+from stages.common.resampling import MIN_UNITS, Difference, difference, plural
 from stages.report.tables import MeasuredValue, ReportTable
 
 SHOWN, NOT_SHOWN, NOT_MEASURABLE = "shown", "not shown", "not measurable"
@@ -54,9 +54,10 @@ RULE_ORDER = (NOT_MEASURABLE, NO_TASK, DEGENERATE, TOO_FEW, SHOWN, NOT_SHOWN)  #
 RULES: dict[str, str] = {
     NOT_MEASURABLE: "a cell the finding needs was not measured in this run, or only on systems trained with "
                     "different budgets",
-    NO_TASK: "every system the finding compares is below its competence floor: its value is not beyond what a "
-             "trivial reference reaches on the same examples (the floor named in the evidence), or its loss does "
-             "not rise when it reads another example's compressed input (it ignores its input)",
+    NO_TASK: "every system the finding compares (for a no-loss claim: the trained system it is about) is below its "
+             "competence floor: its value is not beyond what a trivial reference reaches on the same examples (the "
+             "floor named in the evidence), or its loss does not rise when it reads another example's compressed "
+             "input (it ignores its input)",
     DEGENERATE: f"a cell it stands on was measured on a system flagged {LABEL} (constant or looping outputs, "
                 "empty generations, perplexity above a unigram model, 0 of n beside a baseline at 0)",
     TOO_FEW: f"fewer than {MIN_UNITS} independent units (documents, articles, questions, sentences, ranking tasks) "
@@ -134,7 +135,7 @@ def _difference(a: MeasuredValue, b: MeasuredValue) -> Difference | str:
         return _from_intervals(a, b)
     d = difference(a.units, b.units)
     if d is None:
-        return (f"{min(a.units.n, b.units.n)} {a.units.unit}s, fewer than the {MIN_UNITS} an interval needs "
+        return (f"{min(a.units.n, b.units.n)} {plural(a.units.unit)}, fewer than the {MIN_UNITS} an interval needs "
                 f"(benchmarks/bootstrap_coverage.py)")
     return d
 
@@ -262,7 +263,9 @@ class NoLoss:
             return self._verdict(NOT_MEASURABLE, _absent(((self.reference, ref), (self.kept, kept))))
         a, b = ref[0], kept[0]
         evidence = f"{b.describe()} vs {a.describe()}; margin {self.margin:g}"
-        if screened := _screen(evidence, a, b):
+        # the claim is about what training did to the kept system: below its floor (it did not learn its own task,
+        # e.g. a restoration decoder that ignores the embedding), there is nothing to keep or lose
+        if screened := _screen(evidence, b) or _screen(evidence, a, b):
             return self._verdict(*screened)
         d = _difference(b, a)
         if isinstance(d, str):

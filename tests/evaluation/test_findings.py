@@ -154,6 +154,15 @@ def test_no_loss_is_non_inferiority_with_a_margin(reference, kept, n, verdict):
     assert f"margin {RE_NO_LOSS_MARGIN:g}" in got.evidence and "paired bootstrap over" in got.evidence
 
 
+def test_no_loss_of_a_system_that_did_not_learn_its_training_task_is_not_measurable():
+    """'Restoration training keeps accuracy' says nothing where the restoration model ignores the embedding."""
+    t = _table10(60.0, 62.0, 4000)
+    kept = t.values("grad|1|0", "trec_coarse")[0]
+    object.__setattr__(kept, "ignores_input", "restoration training did not use the embedding")
+    got = judge([t], [_finding("re_keeps_trec_coarse_a")])[0]
+    assert got.verdict == NO_TASK and "did not use the embedding" in got.evidence
+
+
 def test_no_loss_needs_a_positive_margin():
     with pytest.raises(ValueError, match="margin 0"):
         NoLoss("x", "", "", Cell("t", "a", "x"), Cell("t", "b", "x"), 0, "")
