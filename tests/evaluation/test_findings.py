@@ -106,6 +106,15 @@ def test_a_bleu_one_pair_is_not_measurable_at_this_scale():
     assert judge([_bleu_table(40.0, 0.66)], [finding])[0].verdict == SHOWN
 
 
+def test_the_bleu_one_pair_of_a_tiny_run_is_not_shown_on_its_cells_alone():
+    """The tiny run's cells as the old report held them (8 document x length pairs, bootstrap bounds, no floor, no
+    per-unit statistics): the old rule called it shown; 8 units are fewer than an interval needs."""
+    t = ReportTable("nugget2d_autoencoding", "AE", "", ["bleu"])
+    t.add("icae r0.1", {"bleu": 0.66}, "icae_0.1", n=8, bounds={"bleu": (0.33, 0.81)})
+    t.add("nugget2d r0.1", {"bleu": 1.08}, "nugget2d_0.1", n=8, bounds={"bleu": (0.82, 1.34)})
+    assert judge([t], [_finding("nugget2d_beats_icae")])[0].verdict != SHOWN
+
+
 def test_a_model_that_ignores_its_input_is_below_every_floor():
     t = _bleu_table(40.0, 30.0)
     for _, _, v in t.numbers:
@@ -152,6 +161,20 @@ def test_no_loss_is_non_inferiority_with_a_margin(reference, kept, n, verdict):
     got = judge([_table10(reference, kept, n)], [finding])[0]
     assert got.verdict == verdict, got.evidence
     assert f"margin {RE_NO_LOSS_MARGIN:g}" in got.evidence and "paired bootstrap over" in got.evidence
+
+
+def test_a_13_point_loss_on_the_cells_alone_is_not_no_loss():
+    """The same loss where the cells carry only their Wilson intervals (no per-unit statistics): the
+    difference's interval (normal approximation of two independent proportions) lies below -3, a loss. The
+    overlap rule this replaced called it 'shown' (the kept encoder's upper bound reached the reference's lower)."""
+    from stages.common.intervals import share_interval
+
+    t = ReportTable(TABLE10, "RE table 10", "", ["trec_coarse"])
+    t.add("pretrained_0", {"trec_coarse": 60.0}, "pretrained|0", n=194, bounds={"trec_coarse": share_interval(60.0, 194)})
+    t.add("n1_a_mean_gating", {"trec_coarse": 47.0}, "grad|1|0", n=194,
+          bounds={"trec_coarse": share_interval(47.0, 194)})
+    got = judge([t], [_finding("re_keeps_trec_coarse_a")])[0]
+    assert got.verdict == NOT_SHOWN, got.evidence
 
 
 def test_no_loss_of_a_system_that_did_not_learn_its_training_task_is_not_measurable():
