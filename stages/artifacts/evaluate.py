@@ -157,7 +157,7 @@ class EvalTable:
             legend.append("resampling unit: " + "; ".join(f"{k}: {plural(unit)}" for k, unit in sorted(resampled)) + ".")
         legend += [f"competence floor of {k}: {f.describe()}; a system not beyond it does not do the task."
                    for k, f in self.floors.items()]
-        legend += [f"{r.system} ignores its input: {r.ignores_input}." for r in self.rows if r.ignores_input]
+        legend += [f"{r.system}: {r.ignores_input}." for r in self.rows if r.ignores_input]
         return legend + list(self.notes)
 
     def to_markdown(self, heading: bool = True) -> str:

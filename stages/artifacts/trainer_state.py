@@ -49,12 +49,15 @@ class InputUse:
         return self.low <= INPUT_USE_MARGIN
 
     def reason(self) -> str:
-        """Why the model is below every floor ("" where it uses its input)."""
+        """Why the model is below every floor ("" where it reads its input): it ignores its input (the
+        rise's whole interval is at most the margin), or it is not shown to read it (the interval
+        straddles the margin: too few dev examples to tell). Either way no finding stands on it."""
         if not self.ignores:
             return ""
-        return (f"ignores its input: dev loss {self.own:.3f} with its own example's input, {self.other:.3f} with "
+        what = "ignores its input" if self.high <= INPUT_USE_MARGIN else "not shown to read its input"
+        return (f"{what}: dev loss {self.own:.3f} with its own example's input, {self.other:.3f} with "
                 f"another's (rise {self.other - self.own:+.3f} [{self.low:+.3f}, {self.high:+.3f}] nats per token, "
-                f"paired over {self.n} dev examples; needs > {INPUT_USE_MARGIN:g})")
+                f"paired over {self.n} dev examples; reading it needs the interval above {INPUT_USE_MARGIN:g})")
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ log = progress_logger("nugget.report")
 
 WORSE = "worse: dev loss ended above its start"
 IGNORES = "ignores its input"
+NOT_SHOWN_TO_READ = "not shown to read its input"
 CAPTION = "Training: dev loss before -> after"
 HEADERS = ["model", "steps", "tokens seen", "dev loss before (step 0)", "dev loss after", "dev tokens (n)",
            "input use: dev loss own / another's input, rise [95% CI] (n)", "flag"]
@@ -41,8 +42,9 @@ INTRO = ("Each trained model's dev loss (mean negative log-likelihood per dev ta
          "measure on it is no sign of the method. Input use: the exported weights' dev loss with each dev example's "
          "own compressed input (encoder input, history, document) and with another dev example's, over the same "
          "targets, and the rise (another's - own) with its paired 95% bootstrap interval over the n dev examples; "
-         f"'{IGNORES}': the interval's lower end is not above {INPUT_USE_MARGIN:g} nats per token, so what the "
-         "model outputs does not depend on its input and it is below every floor. Models without a compressed "
+         f"'{IGNORES}': the whole interval is at most {INPUT_USE_MARGIN:g} nats per token, so what the model outputs "
+         f"does not depend on its input; '{NOT_SHOWN_TO_READ}': the interval straddles {INPUT_USE_MARGIN:g} (too few dev "
+         "examples to tell). Either way the model is below every floor. Models without a compressed "
          "input, or with fewer dev examples than an interval needs, say why it was not measured.")
 
 
@@ -79,9 +81,9 @@ def input_use_cell(s: TrainingSummary) -> str:
 
 
 def flags(s: TrainingSummary) -> str:
-    """The model's flags: made worse by training; ignores its input."""
-    ignores = s.input_use is not None and s.input_use.ignores
-    return "; ".join(flag for flag, on in ((WORSE, s.got_worse), (IGNORES, ignores)) if on)
+    """The model's flags: made worse by training; ignores its input, or is not shown to read it."""
+    use = s.input_use.reason().split(":")[0] if s.input_use is not None else ""
+    return "; ".join(flag for flag in ((WORSE if s.got_worse else ""), use) if flag)
 
 
 def training_rows(summaries: Sequence[TrainingSummary]) -> list[tuple[str, ...]]:

@@ -223,4 +223,5 @@ def restoration_unused(system: dict[str, Any], ignoring: dict[str, str]) -> str:
     accuracy" says nothing of restoration; "" for an untrained encoder or one whose decoder uses it."""
     record = system["record"]
     reason = ignoring.get(record["system"], "") if record is not None else ""
-    return f"restoration training did not use the embedding: train_re/{record['system']} {reason}" if reason else ""
+    return f"its restoration training is not shown to use the embedding: train_re/{record['system']} {reason}" \
+        if reason else ""

@@ -182,7 +182,7 @@ def test_rows_carry_the_input_use_of_their_own_model(tmp_path, monkeypatch):
     ctx, _ = _autoencoding_run(tmp_path, monkeypatch)
     table = EvalTable.read(ctx.output_dir, "eval_nugget2d_ae")
     assert table.row("icae r0.1").ignores_input == reason and table.row("nugget2d r0.1").ignores_input == ""
-    assert f"icae r0.1 ignores its input: {reason}." in table.legend()
+    assert f"icae r0.1: {reason}." in table.legend()
 
     ar = TrainedNugget2D(tmp_path / "ar" / "nugget2d", "autoregressive", ratio=0.1, variants={
         s: {"dir": f"variants/{s}/nugget2d", "objective": s, "ratio": 0.1} for s in ("full", "compressive")})

@@ -256,3 +256,12 @@ def test_scored_one_at_a_time_a_real_models_own_loss_is_its_dev_loss(mt_artifact
                           job)
     assert use.own == pytest.approx(batched, rel=1e-5)
     assert use.other != use.own  # the untrained decoder already reads what its nuggets carry
+
+
+def test_the_reason_says_ignores_only_where_the_interval_shows_it():
+    from stages.artifacts.trainer_state import InputUse
+
+    assert InputUse(own=4.2, other=4.2, low=-0.004, high=0.006, n=40).reason().startswith("ignores its input: ")
+    unsure = InputUse(own=4.204, other=4.247, low=-0.087, high=0.164, n=16)
+    assert unsure.ignores and unsure.reason().startswith("not shown to read its input: ")
+    assert InputUse(own=4.0, other=4.5, low=0.3, high=0.7, n=40).reason() == ""
