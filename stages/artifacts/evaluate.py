@@ -31,7 +31,7 @@ from stages.artifacts.base import Source, Stored, field, locate, write_json
 from stages.common.degenerate import LABEL
 from stages.common.floors import Floor
 from stages.common.render import csv_text, html_table, markdown
-from stages.common.resampling import UnitSample, plural
+from stages.common.resampling import MIN_UNITS, UnitSample, plural
 
 NOT_RUN = "not run in this profile"  # a measured cell no stage of this run filled
 
@@ -151,7 +151,7 @@ class EvalTable:
         if any(r.interval for r in self.rows):
             legend.append("x [a, b]: the value and its 95% interval: Wilson's for a proportion of the row's n "
                           "independent examples, else the percentile bootstrap over the independent units named "
-                          "below (none from fewer than 15 units).")
+                          f"below (none from fewer than {MIN_UNITS} units).")
         resampled = {(k, u.unit) for r in self.rows for k, u in r.units.items()}
         if resampled:
             legend.append("resampling unit: " + "; ".join(f"{k}: {plural(unit)}" for k, unit in sorted(resampled)) + ".")

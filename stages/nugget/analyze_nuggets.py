@@ -16,7 +16,7 @@ Output: `stages.nugget.artifacts.results.NuggetAnalysis`:
   in most documents, `selection_flag`), "" when it does not; ``ignores_input``: its model's
   input-use check (`stages.nugget.systems.ignoring_input`); every share with its per-document
   counts (``units``, unit ids the documents' ``doc_id``: the nugget tokens of one document are not
-  independent, the documents are) and, from 15 documents, its 95% bootstrap interval over the
+  independent, the documents are) and, from `MIN_UNITS` documents, its 95% bootstrap interval over the
   documents (``intervals``; MLflow ``<share>.<objective>`` with ``_n`` documents and ``_low`` /
   ``_high``);
 - ``nuggets.html`` (fig. 6): sample documents, text shaded by score, nuggets in green;

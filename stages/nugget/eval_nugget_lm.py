@@ -23,7 +23,7 @@ than ignoring it and is flagged uninformative (`stages.common.degenerate`).
 
 The article is the independent unit: every window of an article is summed into its article's
 counts (`score`), each perplexity keeps per article its [NLL, words] / [NLL, subwords] (the row's
-``units``, unit ids ``<split>/<article>``, the same for every system) and, from 15 articles, its
+``units``, unit ids ``<split>/<article>``, the same for every system) and, from `MIN_UNITS` articles, its
 95% bootstrap interval over the articles (`stages.common.resampling`).
 
 Competence floor: an interpolated Kneser-Ney trigram model (`stages.common.ngram`) fitted on
@@ -56,7 +56,7 @@ from stages.common.device import to_device
 from stages.common.floors import Floor
 from stages.common.ngram import KneserNeyTrigram
 from stages.common.records import batches
-from stages.common.resampling import UnitSample
+from stages.common.resampling import MIN_UNITS, UnitSample
 from stages.evaluation.decoding import decode_ids
 from stages.evaluation.perplexity import PerplexityCounts, perplexity_units
 from stages.evaluation.publish import publish
@@ -133,7 +133,7 @@ def reference_counts(token_nll: Callable[[Any], np.ndarray], docs: TokenDocument
 def perplexity_columns(h: int, per_doc: Sequence[PerplexityCounts], ids: Sequence[str]
                        ) -> tuple[dict[str, float | None], dict[str, tuple[float, float]], dict[str, UnitSample]]:
     """A row's cells at history ``h``: the metrics ``ppl_h<h>``, ``subword_ppl_h<h>``, ``n_ppl_h<h>``
-    (words), ``oov_words_h<h>``, the perplexities' 95% intervals over the articles (from 15) and samples."""
+    (words), ``oov_words_h<h>``, the perplexities' 95% intervals over the articles (from `MIN_UNITS`) and samples."""
     total = PerplexityCounts.total(per_doc)
     units = {f"ppl_h{h}" if k == "word_ppl" else f"subword_ppl_h{h}": u
              for k, u in perplexity_units(per_doc, ids, "article").items()}
@@ -273,7 +273,7 @@ class EvalNuggetLM(Stage[NuggetLMConfig, NuggetLMInputs, EvalTable]):
             notes=[f"{len(lengths)} {cfg.split} articles of build_nugget_lm ({sum(lengths)} tokens), windows of the "
                    f"systems' segment length scored every {cfg.stride} tokens",
                    "word PPL: exp(token NLL summed over words / words), out-of-vocabulary words' tokens excluded; "
-                   "[low, high]: its 95% bootstrap interval over the articles (from 15 articles)",
+                   f"[low, high]: its 95% bootstrap interval over the articles (from {MIN_UNITS} articles)",
                    f"{FLOOR_ROW}: the floor every perplexity column is judged against, on the same tokens",
                    "unigram word PPL: add-one smoothed token frequencies of build_nugget_lm's train split on the "
                    "same tokens; a system above it at some h is flagged uninformative"],

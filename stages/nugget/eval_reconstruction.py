@@ -9,7 +9,7 @@ documents can be written) and score micro-averaged corpus BLEU (sacrebleu) again
 objective's target: the input document for AE, the translation for MT (sacrebleu's "zh"
 tokenizer for Chinese). Each system's record keeps every document's BLEU statistics (``units``,
 `stages.common.resampling.UnitSample`, unit ids the documents' ``doc_id``: the same in every
-system's sample, so the report compares two systems paired) and, from 15 documents, the 95%
+system's sample, so the report compares two systems paired) and, from `MIN_UNITS` documents, the 95%
 bootstrap interval over the documents (``bleu_low`` / ``bleu_high``); the recipe per system is
 `stages.nugget.reconstruction.reconstruct`. The Nugget ablations of ``train_baselines`` are
 similarity systems only (table 4) and are skipped here.

@@ -49,7 +49,7 @@ from stages.common.floors import Floor
 from stages.common.padding import pad
 from stages.common.progress import progress_logger
 from stages.common.records import batches
-from stages.common.resampling import UnitSample
+from stages.common.resampling import MIN_UNITS, UnitSample
 from stages.evaluation.analysis import is_punctuation
 from stages.evaluation.decoding import decode_ids
 from stages.evaluation.metrics import bleu_statistics, sentence_scores
@@ -269,7 +269,7 @@ class EvalNugget2DAE(Stage[AutoencodingConfig, AutoencodingInputs, EvalTable]):
                  f"first window, then each one's second, ...) ({counts}); greedy decoding after the soft prompt, up "
                  f"to L + {cfg.extra_tokens} tokens or EOS; corpus BLEU (sacrebleu 13a) against the documents, "
                  "[low, high]: its 95% percentile bootstrap interval over the source documents (a document's "
-                 "windows at every length are one unit: L = 16 is a prefix of L = 48; none from fewer than 15).",
+                 f"windows at every length are one unit: L = 16 is a prefix of L = 48; none from fewer than {MIN_UNITS}).",
                  "nugget2d: ceil(r L) nuggets per layer; icae: its fixed memory slots (ceil(r x the longest training "
                  "document)), re-encoded by theta before decoding; states/layer: KV positions the decoder reads.",
                  f"Token rows: the main autoencoder (r = {trained.ratio:g}) on {min(cfg.analysis_docs, len(docs))} "

@@ -43,6 +43,7 @@ from stages.artifacts.base import Location, OutputT, Stored
 from stages.artifacts.evaluate import NOT_RUN
 from stages.artifacts.trainer_state import TrainingSummary
 from stages.common.render import csv_text
+from stages.common.resampling import MIN_UNITS
 from stages.corpora.artifacts import StoredCorpusStatistics
 from stages.framework.contract import section_fields
 from stages.framework.stage import Stage, StageContext
@@ -239,7 +240,7 @@ LEGEND = ("Measured values come from this pipeline run's artifacts; published va
           "independent examples, [low, high] for a proportion of independent examples (Wilson) and for a corpus "
           "statistic (a BLEU, a perplexity, a share of tokens): the percentile bootstrap over the independent units "
           "each table's notes name (documents, articles, questions, sentences, ranking tasks; none from fewer than "
-          "15 units); a table's notes also give each column's competence floor (what a trivial reference reaches on "
+          f"{MIN_UNITS} units); a table's notes also give each column's competence floor (what a trivial reference reaches on "
           "the same examples). A title names the data that stood in for the paper's. "
           f"'{NOT_RUN}': no stage of this run measured the cell (the HTML page names such rows in one line per table). "
           f"'{FLAG_MARK}': the system is uninformative (constant or looping outputs, perplexity above a unigram "

@@ -8,7 +8,7 @@ A system's values carry the training budget of the stage that trained it
 (`stages.report.budgets`), so a finding compares systems of one budget only. Each MRR carries its
 per-query reciprocal ranks (``units``: the queries are the unit its interval resamples, the same
 queries for every system, so a finding pairs two systems), its 95% bootstrap interval over the
-queries where the evaluation gave one (from 15 queries), the random ranking's MRR as its floor and
+queries where the evaluation gave one (from `MIN_UNITS` queries), the random ranking's MRR as its floor and
 why the system's model ignores its input (``ignores_input``).
 """
 

@@ -15,7 +15,7 @@ The independent unit is the document a text was cut from (a document's windows o
 are not independent): each metric's per-document statistics (``units``: [NLL, tokens] for PPL,
 [F1 sum, texts] for ROUGE) carry the document's id, the same for every system scored on the
 texts of one sentence count, so the report pairs systems over the same documents; every
-interval is the percentile bootstrap over documents (`stages.common.resampling`; none below 15).
+interval is the percentile bootstrap over documents (`stages.common.resampling`; none below `MIN_UNITS`).
 
 Outputs: the `EvalTable` (one row per system: ``ppl`` (n_ppl = target tokens),
 ``rouge1``, ``rouge2``, ``rougeL`` with their intervals and units, ``distinct`` (different restored

@@ -158,7 +158,7 @@ def retrieval_row(record: dict[str, Any], ranks: list[int], passages: int, ks: l
     with its per-query statistics (``units``: [hits or reciprocal ranks, queries] per query id, so
     the report pairs bi-encoders over the same queries). R@k's 95% interval: Wilson's for a share
     of independent queries (one test row each), else the bootstrap over queries; MRR's: the
-    bootstrap over queries (`stages.common.resampling`; none below 15). Flagged uninformative when
+    bootstrap over queries (`stages.common.resampling`; none below `MIN_UNITS`). Flagged uninformative when
     its first-ranked passage (``top1``, per query) is (nearly) constant (`stages.common.degenerate`)."""
     # x 100 per query: a hit in the top k (k >= the passages: 100 by construction, not measured), 100 / rank
     per_query = {f"r@{k}": [100.0 * (0 < r <= k) for r in ranks] for k in ks if k < passages}

@@ -135,14 +135,14 @@ def _nugget(tok, ratio: float, layer: int, seed: int, target: Path) -> None:
     tok.save_pretrained(target)
 
 
-def make_eval_inputs(root: Path) -> dict[str, Artifact]:
-    """build_mt_docs, build_pi, build_rr, sweep_nugget, train_nugget, train_baselines."""
+def make_eval_inputs(root: Path, n_dev: int = 16) -> dict[str, Artifact]:
+    """build_mt_docs (``n_dev`` dev documents), build_pi, build_rr, sweep_nugget, train_nugget, train_baselines."""
     from transformers import AutoTokenizer
 
     from nugget_core import TinyBartSpec, build_tiny_bart
     from nugget_core.baselines import get_bottleneck_model
 
-    data, tok_dir = make_mt_artifacts(root)
+    data, tok_dir = make_mt_artifacts(root, n_dev=n_dev)
     tok = AutoTokenizer.from_pretrained(tok_dir)
     sweep = root / "sweep"
     results = []

@@ -22,6 +22,7 @@ from stages.common.degenerate import (
     zero_with_zero_baseline,
 )
 from stages.common.intervals import hits_interval, share_interval, wilson
+from stages.common.resampling import MIN_UNITS
 from stages.evaluation.publish import publish
 from stages.nugget2d.lm.qa import qa_flag
 from stages.report.findings import (
@@ -122,7 +123,7 @@ def test_extremes_are_not_easier_to_show():
     t.add("nodoc", {"acc": 0.0}, "a", n=4, bounds={"acc": share_interval(0.0, 4)})
     t.add("nugget2d", {"acc": 75.0}, "b", n=4, bounds={"acc": share_interval(75.0, 4)})
     verdict = judge([t], [Comparison("f", "a below b", "p", Cell("t", "a", "acc"), Cell("t", "b", "acc"))])[0]
-    assert verdict.verdict == TOO_FEW and "fewer than the 15 independent units an interval needs" in verdict.evidence
+    assert verdict.verdict == TOO_FEW and f"fewer than the {MIN_UNITS} independent units an interval needs" in verdict.evidence
     assert verdict.evidence.startswith("nodoc 0.00 [0.00, 48.99] (n=4) vs nugget2d 75.00 [30.06, 95.44] (n=4)")
     # 0 of 20 vs 15 of 20: Wilson's intervals on both sides, the difference's interval clears 0
     t = ReportTable("t", "T", "", ["acc"])

@@ -91,7 +91,7 @@ def test_bleu_equals_sacrebleu_cli(tmp_path):
 def test_bleu_interval_is_a_bootstrap_around_sacrebleus_corpus_bleu():
     """The point estimate is sacrebleu's corpus BLEU (from the summed per-document statistics); its
     bootstrap interval over documents holds it, narrows as documents are added, is the same on every call
-    (seeded), and is none below 15 documents (the percentile interval's coverage falls short there)."""
+    (seeded), and is none below `MIN_UNITS` documents (the percentile interval's coverage falls short there)."""
     import sacrebleu
 
     from stages.common.resampling import UnitSample
@@ -99,16 +99,16 @@ def test_bleu_interval_is_a_bootstrap_around_sacrebleus_corpus_bleu():
     def sample(hyps: list[str], refs: list[str], tokenize: str = "13a") -> UnitSample:
         return UnitSample.of("document", "bleu", range(len(hyps)), bleu_statistics(hyps, refs, tokenize))
 
-    zh = (["我们 今天 去 公园", "他 很 高兴"] * 8, ["我们 明天 去 公园", "他 很 生气"] * 8, "zh")
-    for hyps, refs, tokenize in ((HYPS * 4, REFS * 4, "13a"), zh):
+    zh = (["我们 今天 去 公园", "他 很 高兴"] * 10, ["我们 明天 去 公园", "他 很 生气"] * 10, "zh")
+    for hyps, refs, tokenize in ((HYPS * 5, REFS * 5, "13a"), zh):
         bleu = sample(hyps, refs, tokenize)
         low, high = bleu.interval()
         assert bleu.value() == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs], tokenize=tokenize).score)
         assert bleu.value() == pytest.approx(corpus_bleu(hyps, refs, tokenize))
         assert low <= bleu.value() <= high and low < high
-    few, many = sample(HYPS * 4, REFS * 4).interval(), sample(HYPS * 40, REFS * 40).interval()
+    few, many = sample(HYPS * 5, REFS * 5).interval(), sample(HYPS * 50, REFS * 50).interval()
     assert few[1] - few[0] > 2 * (many[1] - many[0]) > 0
-    assert sample(HYPS * 4, REFS * 4).interval() == few
+    assert sample(HYPS * 5, REFS * 5).interval() == few
     assert sample(HYPS[:1], REFS[:1]).interval() is None
 
 

@@ -24,20 +24,20 @@ IGNORES = InputUse(own=6.691, other=6.692, low=-0.004, high=0.006, n=64).reason(
 
 
 def analysed(label: str, side: str = "source", flag: str = "", ignores: str = "") -> dict[str, Any]:
-    """A `NuggetAnalysis` record as analyze_nuggets writes it, from 16 documents: the nuggets of each are
+    """A `NuggetAnalysis` record as analyze_nuggets writes it, from 20 documents: the nuggets of each are
     'the' and ',' (3 of 8), the text also 'cat'."""
     stats = TokenStats()
-    for d in range(16):
+    for d in range(20):
         tokens = ["the", ",", "cat", "the", "cat", "cat", ".", "cat"][: 6 + d % 3]
         stats.add(tokens, [t in ("the", ",") for t in tokens])
     top = [t for t, _ in stats.nuggets.most_common(6)]
-    units = share_units(stats, top, [f"d-{i}" for i in range(16)])
+    units = share_units(stats, top, [f"d-{i}" for i in range(20)])
     return {"label": label, "objective": "ae", "ratio": 0.1, "scorer_layer": 3, "encoder_side": side,
             "top": [[t, stats.share(stats.nuggets, t), stats.share(stats.text, t)] for t in top],
             "the_share_nuggets": stats.word_share(stats.nuggets, "the"), "the_share_text": stats.word_share(stats.text, "the"),
             "punctuation_share_nuggets": stats.punctuation_share(stats.nuggets),
             "punctuation_share_text": stats.punctuation_share(stats.text), "n_nuggets": sum(stats.nuggets.values()),
-            "n_tokens": sum(stats.text.values()), "n_docs": 16, "units": {k: u.to_json() for k, u in units.items()},
+            "n_tokens": sum(stats.text.values()), "n_docs": 20, "units": {k: u.to_json() for k, u in units.items()},
             "intervals": {k: list(b) for k, u in units.items() if (b := u.interval()) is not None},
             "ignores_input": ignores, "uninformative": flag}
 
@@ -45,7 +45,7 @@ def analysed(label: str, side: str = "source", flag: str = "", ignores: str = ""
 def reconstruction(bleu: float, flag: str = "", ignores: str = "") -> ReconstructionResults:
     """eval_reconstruction's record of the analysed AE model, its floor BLEU 10."""
     row = {"name": AE, "label": "Nugget AE r=0.1 l=3 [sweep_nugget]", "kind": "nugget", "objective": "ae", "ratio": 0.1,
-           "scorer_layer": 3, "bleu": bleu, "n_docs": 16, "uninformative": flag, "ignores_input": ignores}
+           "scorer_layer": 3, "bleu": bleu, "n_docs": 20, "uninformative": flag, "ignores_input": ignores}
     return ReconstructionResults([row], "dev", 5, floors={"ae": Floor(10.0, True, "BLEU 10")})
 
 
@@ -53,7 +53,7 @@ def test_fig5_cells_are_documents_with_their_samples():
     analysis = NuggetAnalysis({AE: analysed("AE r=0.1")}, {})
     t = token_table(analysis, "ctx", layer=3)
     (the,) = t.values("the_ae", "share_nuggets")
-    assert the.n == 16 and the.unit == "document" and the.units.n == 16  # documents, not the nugget tokens
+    assert the.n == 20 and the.unit == "document" and the.units.n == 20  # documents, not the nugget tokens
     assert the.bounds == tuple(analysis.token_frequency[AE]["intervals"]["the_share_nuggets"])
     assert the.value == pytest.approx(the.units.value()) and not (the.flag or the.below_floor)
     # the top tokens' rows carry their own samples ('the' has its own row: not again among the top tokens)
@@ -65,7 +65,7 @@ def test_fig5_cells_are_documents_with_their_samples():
 
 
 @pytest.mark.parametrize(("rec", "marked"), [
-    (reconstruction(1.08, flag="constant output: 'the the the' for 16 of 16 inputs"), "flag"),
+    (reconstruction(1.08, flag="constant output: 'the the the' for 20 of 20 inputs"), "flag"),
     (reconstruction(1.08), "task_floor"),
     (reconstruction(42.0, ignores=IGNORES), "ignores_input"),
 ], ids=["flagged", "below_its_floor", "ignores_its_input"])
@@ -76,7 +76,7 @@ def test_fig5_rows_of_a_model_that_does_not_reconstruct_are_marked(rec, marked):
     values = [v for _, _, v in t.numbers]
     assert len(values) == 6  # 'the', punctuation, ',' x (nuggets, text): every share row of the model
     if marked == "flag":
-        assert all(v.flag == "its reconstruction: constant output: 'the the the' for 16 of 16 inputs" for v in values)
+        assert all(v.flag == "its reconstruction: constant output: 'the the the' for 20 of 20 inputs" for v in values)
         assert all(cell.endswith(FLAG_MARK) for _, cells, _ in t.rows for cell in cells.values())
         assert any(note.startswith(FLAG_MARK) and "its reconstruction" in note for note in t.notes())
     if marked == "task_floor":
@@ -98,7 +98,7 @@ def test_appendix_d_rows_carry_their_models_marks():
     assert by_language["English"] and all(v.flag == "its reconstruction: empty output" and v.task_floor
                                           for v in by_language["English"])
     assert by_language["Chinese"] and all(v.ignores_input == IGNORES and not v.flag for v in by_language["Chinese"])
-    assert all(v.n == 16 and v.unit == "document" for vs in by_language.values() for v in vs)
+    assert all(v.n == 20 and v.unit == "document" for vs in by_language.values() for v in vs)
 
 
 def _similarity_rows(label: str, mrr: float, ignores: str = "") -> list[dict[str, Any]]:

@@ -60,38 +60,38 @@ def inputs(tmp_path_factory):
     import torch
 
     torch.set_num_threads(1)
-    return make_eval_inputs(tmp_path_factory.mktemp("units"))
+    return make_eval_inputs(tmp_path_factory.mktemp("units"), n_dev=20)  # MIN_UNITS documents: intervals
 
 
 def test_reconstruction_resamples_documents_shared_by_every_system(inputs, tmp_path, monkeypatch):
-    """16 documents decoded by every system (each decodes its input: AE at BLEU 100, MT far below its floor):
+    """20 documents decoded by every system (each decodes its input: AE at BLEU 100, MT far below its floor):
     per system the documents' BLEU statistics under build_mt_docs' doc ids, one interval over them, the
     floors of the AE and the MT references on the same documents, and train_nugget's input-use check."""
     from stages.nugget.encoders import LoadedSystem
 
     monkeypatch.setattr(LoadedSystem, "decode", lambda self, texts, *args: list(texts))
     with_input_use(monkeypatch, TrainedNugget, "train_nugget", IGNORES)
-    ctx = context(EvalReconstruction, inputs, tmp_path / "out", ["eval.max_examples=16"])
+    ctx = context(EvalReconstruction, inputs, tmp_path / "out", ["eval.max_examples=20"])
     EvalReconstruction().run(ctx)
     out = ReconstructionResults.read(ctx.output_dir)
     dev = pq.read_table(inputs["build_mt_docs"].path / "dev.parquet").to_pydict()
     samples = {r["name"]: units_of(r)["bleu"] for r in out.rows}
-    assert {s.ids for s in samples.values()} == {tuple(dev["doc_id"][:16])} and {s.unit for s in samples.values()} == {"document"}
+    assert {s.ids for s in samples.values()} == {tuple(dev["doc_id"][:20])} and {s.unit for s in samples.values()} == {"document"}
     for r in out.rows:
         u = samples[r["name"]]
-        assert u.n == r["n_docs"] == 16 and u.value() == pytest.approx(r["bleu"])
-        assert (r["bleu_low"], r["bleu_high"]) == u.interval()  # 16 documents: an interval (MIN_UNITS = 15)
+        assert u.n == r["n_docs"] == 20 and u.value() == pytest.approx(r["bleu"])
+        assert (r["bleu_low"], r["bleu_high"]) == u.interval()  # 20 documents: an interval (MIN_UNITS)
         key = f"bleu.{r['name'].replace(':', '_')}"
         assert [ctx.logger.metrics[key + end] for end in ("_low", "", "_high", "_n")] == [
-            r["bleu_low"], r["bleu"], r["bleu_high"], 16]
+            r["bleu_low"], r["bleu"], r["bleu_high"], 20]
     # one system against another on the same documents: a paired comparison
     diff = difference(samples["sweep:ae-r0.1-l1"], samples["sweep:mt-r0.1-l1"])
-    assert diff is not None and diff.paired and diff.n == 16
-    # the floors: each objective's references, the 16 documents scored
-    for objective, refs in (("ae", dev["source"][:16]), ("mt", dev["target"][:16])):
+    assert diff is not None and diff.paired and diff.n == 20
+    # the floors: each objective's references, the 20 documents scored
+    for objective, refs in (("ae", dev["source"][:20]), ("mt", dev["target"][:20])):
         assert out.floors[objective] == reconstruction_floor(refs, bleu_tokenizer(refs))
         assert ctx.logger.metrics[f"bleu_floor.{objective}"] == out.floors[objective].value
-        assert ctx.logger.metrics[f"bleu_floor.{objective}_n"] == 16
+        assert ctx.logger.metrics[f"bleu_floor.{objective}_n"] == 20
     reached = {r["name"]: out.floor(r).reached_by(r["bleu"]) for r in out.rows}
     assert reached["sweep:ae-r0.1-l1"] and not reached["sweep:mt-r0.1-l1"]
     # the input-use check of each system's own model, and of no other
@@ -102,7 +102,7 @@ def test_reconstruction_resamples_documents_shared_by_every_system(inputs, tmp_p
     values = {v.label: v for _, _, v in bleu_table(out, "ctx", layer=1).numbers}
     for r in out.rows:
         v = values[r["label"]]
-        assert same(v.units, samples[r["name"]]) and v.floor == out.floors[r["objective"]] and v.n == 16
+        assert same(v.units, samples[r["name"]]) and v.floor == out.floors[r["objective"]] and v.n == 20
         assert v.bounds == (r["bleu_low"], r["bleu_high"]) and v.ignores_input == r["ignores_input"]
     assert values[out.record("train_nugget")["label"]].below_floor == IGNORES.reason()
     assert "not beyond the floor" in values[out.record("sweep:mt-r0.1-l1")["label"]].below_floor

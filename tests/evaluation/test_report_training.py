@@ -63,7 +63,7 @@ def _training_outputs(root: Path) -> dict:
     n2d = root / "train_nugget2d"
     TrainedNugget2D.folder(n2d).mkdir(parents=True)
     TrainedNugget2D.variant_folder(n2d, "r0.5").mkdir(parents=True)
-    _state(n2d, 5.2, 4.9, note="3 dev examples: fewer than 15, too few to tell")
+    _state(n2d, 5.2, 4.9, note="3 dev examples: fewer than 20, too few to tell")
     _state(TrainedNugget2D.variant_folder(n2d, "r0.5").parent, 5.2, 5.28, input_use=IGNORES_INPUT)  # made worse too
     TrainedNugget2D(TrainedNugget2D.folder(n2d), "continuation", "", 0.25, {
         "r0.5": {"dir": "variants/r0.5/nugget2d", "objective": "continuation", "ratio": 0.5}}).write(n2d)
@@ -88,7 +88,7 @@ def test_training_section_shows_before_after_and_flags_the_model_made_worse(tmp_
         "sweep_nugget/ae_r0.1_l1": ["50", "30,000", "7.500", "3.500", "512", ignored, IGNORES],
         "train_baselines/re_gating": ["20", "4,000", "7.400", "4.000", "512", ignored, IGNORES],
         "train_nugget2d": ["20", "4,000", "5.200", "4.900", "512",
-                           "not measured: 3 dev examples: fewer than 15, too few to tell", ""],
+                           "not measured: 3 dev examples: fewer than 20, too few to tell", ""],
         "train_nugget2d/r0.5": ["20", "4,000", "5.200", "5.280", "512", ignored, f"{WORSE}; {IGNORES}"],
     }
     assert "Training: dev loss before -&gt; after" in (ctx.output_dir / "report.html").read_text()

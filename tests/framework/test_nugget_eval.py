@@ -10,6 +10,7 @@ import json
 import pytest
 
 from pipelines.nugget import main
+from stages.common.resampling import MIN_UNITS
 from tests.framework.cli_fixtures import complete_output, make_nugget, make_nugget2d, make_re
 
 DOC = "the river delta was born in Paris of a city."
@@ -58,7 +59,7 @@ def test_qa_prints_intervals_writes_rows_and_flags_one_answer_for_every_input(nu
                  "--output", str(out), "eval.qa.max_new_tokens=3", "prompts.format=inst"]) == 0
     captured = capsys.readouterr()
     line = next(x for x in captured.out.splitlines() if x.strip().startswith("accuracy = "))
-    assert line.endswith("(no interval: below 15 documents) (n = 3)")
+    assert line.endswith(f"(no interval: below {MIN_UNITS} documents) (n = 3)")
     assert "warning: uninformative outputs: constant output" in captured.err and "of 3 outputs" in captured.err
     rows = [json.loads(x) for x in (out / "examples.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == ["q0", "q1", "q2"] and all("output" in r and "correct" in r for r in rows)
@@ -85,7 +86,7 @@ def test_summarization_scores_all_pipeline_records_by_default(nugget2d, root, tm
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "3 examples of" in out
-    assert all(f"  {m} = " in out and "(no interval: below 15 articles) (n = 3)" in out
+    assert all(f"  {m} = " in out and f"(no interval: below {MIN_UNITS} articles) (n = 3)" in out
                for m in ("rouge1", "rouge2", "rougeL"))
     assert "\n  lead-3 (floor):\n" in out
 
@@ -116,7 +117,7 @@ def test_lm_perplexity_per_context_configuration(nugget2d, root, capsys):
     for metric in ("wiki_subword_ppl", "wiki_word_ppl"):
         lines = [x for x in out.splitlines() if x.strip().startswith(f"{metric} = ")]
         assert len(lines) == 2 and all(x.startswith("    ") and x.endswith("(n = 2)") for x in lines)
-    assert "(no interval: below 15 articles)" in next(x for x in out.splitlines() if "wiki_subword_ppl = " in x)
+    assert f"(no interval: below {MIN_UNITS} articles)" in next(x for x in out.splitlines() if "wiki_subword_ppl = " in x)
 
 
 def test_reconstruction_of_a_nugget_checkpoint_from_its_stage_folder(nugget, tmp_path, capsys):
@@ -130,7 +131,7 @@ def test_reconstruction_of_a_nugget_checkpoint_from_its_stage_folder(nugget, tmp
     assert f"reconstruction: Nugget checkpoint {nugget / 'model'}" in captured.out
     line = next(x for x in captured.out.splitlines() if x.strip().startswith("bleu = "))
     # the interval resamples the documents, as eval_reconstruction's: none from 3 (stages.common.resampling)
-    assert line.endswith("(no interval: below 15 documents) (n = 3)")
+    assert line.endswith(f"(no interval: below {MIN_UNITS} documents) (n = 3)")
     assert "warning: uninformative outputs" in captured.err
     rows = [json.loads(x) for x in (out / "examples.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == ["line-1", "line-2", "line-3"]
@@ -152,7 +153,7 @@ def test_similarity_ranks_candidates_by_the_nuggets(nugget, tmp_path, capsys):
     assert main(["eval", str(nugget), "--task", "rr", "--data", str(tmp_path / "rr"), "--output", str(out)]) == 0
     captured = capsys.readouterr()
     line = next(x for x in captured.out.splitlines() if x.strip().startswith("mrr = "))
-    assert line.endswith("(no interval: below 15 query documents) (n = 3)")  # resampled by query, as the stage
+    assert line.endswith(f"(no interval: below {MIN_UNITS} query documents) (n = 3)")  # resampled by query, as the stage
     rows = [json.loads(x) for x in (out / "examples.jsonl").read_text().splitlines()]
     assert [sorted(r["ranking"]) for r in rows] == [sorted(t.candidates) for t in tasks]  # the stage's sample rows
     assert all(r["output"] == dict(docs)[r["top_hit"]] and "reciprocal_rank_x100" in r for r in rows)
@@ -168,17 +169,17 @@ def test_reconstruction_without_pipeline_data_names_the_stage(nugget, root, caps
 
 def test_restoration_of_a_re_checkpoint(re_model, tmp_path, capsys):
     """train_re's record gives the system's name and truncation; PPL and ROUGE with their
-    bootstrap intervals over the texts (each its own unit: the recipe's, none below 15 units)."""
-    texts = [f"{t} {i}" for i in range(6) for t in ("the river delta was born.", "a city of the north.",
-                                                    "the delta of a river in the north.")][:16]
+    bootstrap intervals over the texts (each its own unit: the recipe's, none below MIN_UNITS units)."""
+    texts = [f"{t} {i}" for i in range(7) for t in ("the river delta was born.", "a city of the north.",
+                                                    "the delta of a river in the north.")][:MIN_UNITS]
     out = tmp_path / "out"
     assert main(["eval", str(re_model), "--data", _jsonl(tmp_path / "t.jsonl", [{"text": t} for t in texts]),
-                 "--output", str(out), "--limit", "16", "eval.re.beam_size=1", "eval.re.extra_tokens=1"]) == 0
+                 "--output", str(out), "--limit", str(MIN_UNITS), "eval.re.beam_size=1", "eval.re.extra_tokens=1"]) == 0
     captured = capsys.readouterr()
     assert "RE system n1_cross" in captured.out and "truncated at 32 tokens" in captured.out
     for metric in ("ppl", "rouge1", "rougeL"):
         line = next(x for x in captured.out.splitlines() if x.strip().startswith(f"{metric} = "))
-        assert "± " in line and line.endswith("(n = 16)")
+        assert "± " in line and line.endswith(f"(n = {MIN_UNITS})")
     rows = [json.loads(x) for x in (out / "examples.jsonl").read_text().splitlines()]
     assert [r["target"] for r in rows] == texts and all("output" in r and "rouge1" in r and "encoded" in r for r in rows)
     summary = json.loads((out / "summary.json").read_text())

@@ -9,7 +9,7 @@ import pytest
 
 from stages.artifacts.evaluate import EvalTable
 from stages.common.intervals import wilson
-from stages.common.resampling import UnitSample
+from stages.common.resampling import MIN_UNITS, UnitSample
 from stages.nugget2d.harness.results import (
     columns,
     metric_interval,
@@ -62,7 +62,7 @@ def test_a_proportion_s_interval_is_wilson_s():
 def test_a_perplexity_s_interval_is_the_bootstrap_over_documents():
     """The corpus-level perplexities and bits per byte (the harness gives them no stderr): the
     pipeline's percentile bootstrap over the logged documents' (log-likelihood, words / bytes)."""
-    docs = [(-10.0 - i, 4 + i % 3, 20 + i) for i in range(16)]  # log-likelihood, words, bytes
+    docs = [(-10.0 - i, 4 + i % 3, 20 + i) for i in range(MIN_UNITS)]  # log-likelihood, words, bytes
     samples = [{"doc_id": i, "filter": "none", "word_perplexity": (ll, w), "byte_perplexity": (ll, b),
                 "bits_per_byte": (ll, b)} for i, (ll, w, b) in enumerate(docs)]
     results = {"results": {"nugget_lm_wiki": RESULTS["results"]["nugget_lm_wiki"]},
@@ -76,11 +76,11 @@ def test_a_perplexity_s_interval_is_the_bootstrap_over_documents():
                                         list(zip(nll, chars, strict=True))).interval()
     # bits per byte is log2 of byte perplexity: the same resamples, so the same interval on its scale
     assert (low, high) == pytest.approx((math.log2(byte_low), math.log2(byte_high)), rel=1e-6)
-    # without samples, or below the 15 documents a bootstrap interval needs, no interval: the harness's "N/A"
+    # without samples, or below the MIN_UNITS documents a bootstrap interval needs, no interval: the harness's "N/A"
     # stderr gives none
     (bare,) = system_rows("full", {**results, "samples": {}})
     assert not bare.interval
-    (few,) = system_rows("full", {**results, "samples": {"nugget_lm_wiki": samples[:14]}})
+    (few,) = system_rows("full", {**results, "samples": {"nugget_lm_wiki": samples[:MIN_UNITS - 1]}})
     assert not few.interval
     assert stderr_metrics("full", RESULTS) == {"nugget_cloze full/acc_stderr": 0.25,
                                                "nugget_cloze full/acc_norm_stderr": 0.2,

@@ -125,7 +125,7 @@ def test_lm_recipe_resamples_articles_and_scores_the_trigram_floor_on_the_same_t
             units = row.units[k]
             assert (units.unit, units.ids, units.statistic) == ("article", ("wiki-7", "wiki-9"), "exp_ratio")
             assert units.value() == pytest.approx(row.metrics[k]) and row.metrics[f"n_{k}"] == 2
-        assert not row.interval  # 2 articles: fewer than 15 units, no interval
+        assert not row.interval  # 2 articles: fewer than MIN_UNITS units, no interval
     # the article of two segments sums their NLL and tokens
     per = [e for e in result.examples if e["system"] == "full"]
     first = rows["full 6/10/3"].units["wiki_subword_ppl"].stats[0]

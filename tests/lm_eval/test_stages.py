@@ -382,7 +382,7 @@ def test_autoencoding_study_compares_nugget2d_with_fixed_icae_memory(pipeline_ru
     for row in (r for r in rows if r.system in ("nugget2d r0.25", "icae r0.25")):  # each BLEU over the 2 documents
         assert {k: u.ids for k, u in row.units.items()} == dict.fromkeys(
             ("bleu", "bleu_L8", "bleu_L16", "bleu_L24"), ("wiki-0", "wiki-1"))
-        assert not row.interval  # fewer than 15 documents
+        assert not row.interval  # fewer than MIN_UNITS documents
     assert set(ae.floors) == {"bleu", "bleu_L8", "bleu_L16", "bleu_L24"}
     assert "[[" in (out["eval_nugget2d_ae"] / "nuggets.md").read_text()
     examples = [json.loads(x) for x in (out["eval_nugget2d_ae"] / "examples.jsonl").read_text().splitlines()]

@@ -24,7 +24,7 @@ from stages.nugget2d.eval_nugget2d_ae import AutoencodingConfig, AutoencodingInp
 from tests.evaluation.fixtures import context
 from tests.lm_eval.fixtures import TEXTS, make_tokenizer
 
-DOCUMENTS = 16  # >= 15: the documents' bootstrap interval exists
+DOCUMENTS = 20  # MIN_UNITS: the documents' bootstrap interval exists
 STATE = {"step": 4, "initial_dev_loss": 7.0, "exported_dev_loss": 6.691, "dev_loss_n": 40, "tokens_seen": 400}
 
 
@@ -70,13 +70,13 @@ def _autoencoding_run(tmp_path, monkeypatch) -> tuple:
 
 
 def test_the_same_documents_at_two_lengths_are_one_unit(tmp_path, monkeypatch):
-    """16 documents, each at L = 8 and L = 16 (a prefix of it): the overall
-    BLEU's n is 16 documents, not 32 document x length pairs, and its interval is the bootstrap over
-    documents, not the one that resamples the 32 pairs as independent. Fails on 7fe72b7 (n = 32)."""
+    """20 documents, each at L = 8 and L = 16 (a prefix of it): the overall
+    BLEU's n is 20 documents, not 40 document x length pairs, and its interval is the bootstrap over
+    documents, not the one that resamples the 40 pairs as independent. Fails on 7fe72b7 (n = 40)."""
     ctx, _ = _autoencoding_run(tmp_path, monkeypatch)
     table = EvalTable.read(ctx.output_dir, "eval_nugget2d_ae")
     row = table.row("nugget2d r0.1")
-    assert row.n == DOCUMENTS  # 7fe72b7: 32, every document counted once per length
+    assert row.n == DOCUMENTS  # 7fe72b7: 40, every document counted once per length
 
     from stages.common.resampling import UnitSample
     from stages.evaluation.metrics import bleu_statistics

@@ -135,7 +135,7 @@ def test_a_task_without_a_compressed_input_or_with_too_few_dev_examples_records_
     plain, _ = _fit(NoInputTask())
     assert plain.input_use is None and plain.input_use_note == "no compressed input (NoInputTask defines no mismatch)"
     few, logger = _fit(CopyTask(dev=MIN_UNITS - 1))
-    assert few.input_use is None and few.input_use_note == f"{MIN_UNITS - 1} dev examples: fewer than 15, too few to tell"
+    assert few.input_use is None and few.input_use_note == f"{MIN_UNITS - 1} dev examples: fewer than {MIN_UNITS}, too few to tell"
     assert not any(k.startswith("eval/input_use") for k, _, _ in logger.metrics)
 
 
@@ -235,8 +235,8 @@ def test_the_compressor_reconstructs_its_target_which_a_mismatch_keeps(inputs):
     assert torch.equal(task.mismatch(batch)["target_ids"], batch["doc_ids"])
 
 
-def test_scored_one_at_a_time_a_real_models_own_loss_is_its_dev_loss(mt_artifacts):
-    """On a tiny Nugget AE (16 dev documents), each document scored alone, sliced from its padded
+def test_scored_one_at_a_time_a_real_models_own_loss_is_its_dev_loss(tmp_path):
+    """On a tiny Nugget AE (20 dev documents: `MIN_UNITS`), each document scored alone, sliced from its padded
     check batch, sums to the dev loss the loop's batched evaluation reports: the slicing changes no
     example's loss, and the check runs end to end on a real task."""
     from stages.config import load_config
@@ -245,13 +245,15 @@ def test_scored_one_at_a_time_a_real_models_own_loss_is_its_dev_loss(mt_artifact
     from stages.training.engine import make_engine
     from stages.training.loop import evaluate
     from tests.training.conftest import TINY
+    from tests.training.fixtures import make_mt_artifacts
 
+    mt_artifacts = make_mt_artifacts(tmp_path, n_dev=MIN_UNITS)
     cfg = load_config(TINY)
     task = NuggetTask(MtDocuments(mt_artifacts[0]), str(mt_artifacts[1]), "ae", cfg.nugget, cfg.model.seq2seq)
     dev, job = task.load_split("dev"), TrainJob(batch_size=5)
     model = task.build_model(None)
     use, note = measure_input_use(task, model, dev, job.batch_size, torch.device("cpu"), nullcontext)
-    assert use is not None and note == "" and use.n == len(dev) == 16
+    assert use is not None and note == "" and use.n == len(dev) == MIN_UNITS
     batched, _ = evaluate(make_engine(model, job, task.find_unused_parameters, torch.device("cpu")), task, dev, 0, 1,
                           job)
     assert use.own == pytest.approx(batched, rel=1e-5)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from stages.common.floors import majority_floor
-from stages.common.resampling import difference
+from stages.common.resampling import MIN_UNITS, difference
 from stages.restorable.artifacts import DownstreamTasks, TrainedRestorable
 from stages.restorable.downstream_data import (
     read_sst2,
@@ -183,7 +183,10 @@ def test_eval_re_downstream_probes_every_encoder(layouts, tmp_path, monkeypatch)
             assert unit.value() == pytest.approx(row.metrics[task])
         kept, reference = table.row("n1_a_mean_gating").units[task], table.row("pretrained_0").units[task]
         diff = difference(kept, reference)
-        assert diff is not None and diff.paired and diff.n == n
+        if n < MIN_UNITS:  # sst2's 17 test sentences: too few for the difference's interval
+            assert diff is None
+            continue
+        assert diff.paired and diff.n == n
         assert diff.value == pytest.approx(table.row("n1_a_mean_gating").metrics[task]
                                            - table.row("pretrained_0").metrics[task])
         # the floor: the majority label of the probe's own train split (max_train=40: its seeded sample)

@@ -51,20 +51,20 @@ def test_restoration_resamples_documents_pairs_systems_and_has_floors(tmp_path, 
     inputs = {**_train_re(tmp_path), "build_re_data": artifact("build_re_data", tmp_path / "texts")}
     _ignoring(monkeypatch, TrainedRestorable, "n1_d_mean_gating")
     ctx = context(EvalRERestoration, {k: inputs[k] for k in ("build_re_data", "train_re")}, tmp_path / "eval",
-                  ["eval.re.max_examples=36", "eval.re.beam_size=1", "eval.re.batch_size=12",
+                  ["eval.re.max_examples=40", "eval.re.beam_size=1", "eval.re.batch_size=12",
                    "eval.re.extra_tokens=2"])
     EvalRERestoration().run(ctx)
     table = EvalTable.read(tmp_path / "eval", "eval_re_restoration")
-    documents = tuple(f"dev{i}" for i in range(18))  # 36 texts: two windows of each of 18 documents
+    documents = tuple(f"dev{i}" for i in range(20))  # 40 texts: two windows of each of 20 documents
     for row in table.rows:
-        assert row.n == 36 and row.stderr == {}
+        assert row.n == 40 and row.stderr == {}
         for metric in ("ppl", "rouge1", "rouge2", "rougeL"):
             unit = row.units[metric]
             assert (unit.unit, unit.ids) == ("document", documents) and unit.stats[:, 1].sum() == (
-                row.metrics["n_ppl"] if metric == "ppl" else 36)
+                row.metrics["n_ppl"] if metric == "ppl" else 40)
             assert unit.value() == pytest.approx(row.metrics[metric])
-            assert row.interval[metric] == pytest.approx(unit.interval())  # 18 documents: the bootstrap over them
-            assert ctx.logger.metrics[f"{row.system}/{metric}_units"] == 18
+            assert row.interval[metric] == pytest.approx(unit.interval())  # 20 documents: the bootstrap over them
+            assert ctx.logger.metrics[f"{row.system}/{metric}_units"] == 20
             assert ctx.logger.metrics[f"{row.system}/{metric}_low"] == pytest.approx(row.interval[metric][0])
     a, d = table.row("n1_a_mean_gating"), table.row("n1_d_mean_gating")
     assert difference(a.units["rougeL"], d.units["rougeL"]).paired

@@ -35,7 +35,7 @@ from stages.common.degenerate import UnigramModel, above_unigram, combine
 from stages.common.floors import Floor
 from stages.common.ngram import KneserNeyTrigram
 from stages.common.progress import progress_logger
-from stages.common.resampling import UnitSample
+from stages.common.resampling import MIN_UNITS, UnitSample
 from stages.evaluation.decoding import decode_ids
 from stages.evaluation.perplexity import (
     PerplexityCounts,
@@ -252,7 +252,7 @@ def evaluate_lm(
         f"articles ({', '.join(f'{c}: {len(set(documents[c]))}' for c in section.corpora)}), scored on their "
         "recent tokens; n = articles; costs are means over segments; a perplexity's [low, high]: its 95% "
         "percentile bootstrap interval over the corpus's articles (an article's segments are one unit; none "
-        "from fewer than 15).",
+        f"from fewer than {MIN_UNITS}).",
         "unigram PPL: add-one smoothed token frequencies of the corpus's train segments, on the same tokens; a "
         "system above it on some corpus is flagged uninformative.",
         *unigram_notes,

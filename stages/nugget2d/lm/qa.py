@@ -31,6 +31,7 @@ from stages.common.floors import Floor
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import batches, stand_in_label
+from stages.common.resampling import MIN_UNITS
 from stages.evaluation.samples import Sample
 from stages.nugget2d.config import PRESS_SYSTEMS, PressSection, QAEval
 from stages.nugget2d.lm.evaluation import Evaluation
@@ -238,4 +239,4 @@ def unit_note(documents: int, questions: int) -> str:
                 "(independent); comparisons pair systems on the same questions.")
     return (f"acc. [low, high]: 95% percentile bootstrap interval over the {documents} documents the {questions} "
             "questions ask about (a document's questions share the system's one reading of it: one unit; none "
-            "from fewer than 15).")
+            f"from fewer than {MIN_UNITS}).")

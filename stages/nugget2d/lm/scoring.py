@@ -105,7 +105,7 @@ def score_summarization(gens: Sequence[Generation], records: Sequence[dict[str, 
                         doc_tokens: Sequence[int]) -> Scores:
     """ROUGE-1/2/L and ROUGE-Lsum F1 x 100 with stemming against each record's ``answer``
     (`stages.evaluation.rouge`), averaged over records (articles), each with its `UnitSample` over
-    articles and its 95% bootstrap interval over them (none from fewer than 15)."""
+    articles and its 95% bootstrap interval over them (none from fewer than `MIN_UNITS`)."""
     _check(gens, records, doc_tokens)
     per = rouge_per_example([g.text for g in gens], [r["answer"] for r in records], SUMMARY_ROUGE_TYPES)
     metrics = {**rouge_mean(per), "context_ratio": _context_ratio(gens, doc_tokens), **mean_cost([g.cost for g in gens])}

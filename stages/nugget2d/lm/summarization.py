@@ -29,6 +29,7 @@ from stages.common.floors import Floor
 from stages.common.progress import progress_logger
 from stages.common.prompts import encode_task_records
 from stages.common.records import stand_in_label
+from stages.common.resampling import MIN_UNITS
 from stages.evaluation.rouge import SUMMARY_ROUGE_TYPES, rouge_mean, rouge_per_example
 from stages.evaluation.samples import Sample
 from stages.evaluation.task_floors import lead
@@ -135,7 +136,7 @@ def evaluate_summarization(
     label = stand_in_label(list(records))
     notes = [f"{len(records)} examples of split {section.split!r}" + (f"; stand-in: {label}" if label else "")
              + f"; prompts laid out as {fmt.name} (appendix-C text); n = articles, each ROUGE's [low, high]: its 95% "
-             "percentile bootstrap interval over them (none from fewer than 15)",
+             f"percentile bootstrap interval over them (none from fewer than {MIN_UNITS})",
              models_note,
              ROUGE_NOTE,
              f"{LEAD_ROW}: the first {LEAD_SENTENCES} sentences of each whole document as its summary, on the same "
