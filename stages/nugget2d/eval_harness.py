@@ -32,11 +32,13 @@ from __future__ import annotations
 import functools
 import json
 import tempfile
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from stages.artifacts.evaluate import EvalTable, TableRow
+from stages.common.progress import fmt_duration, progress_logger
 from stages.common.records import read_records
 from stages.evaluation.publish import publish
 from stages.framework import quiet
@@ -67,6 +69,7 @@ from stages.nugget2d.harness.tasks import (
 from stages.nugget2d.lm.presses import press_config
 from stages.nugget2d.lm.segments import read_segments
 
+LOG = progress_logger("nugget.eval_harness")
 COMPRESSOR_STAGE = "train_nugget2d"
 AR_STAGE = "train_nugget2d_ar"
 ROLLING = "loglikelihood_rolling"
@@ -171,6 +174,9 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
             harness_dir.mkdir()
             # (row label, system, KV budget): the configured systems at ratio, then Full on everything
             runs = [(s, s, cfg.ratio) for s in cfg.systems] + ([(WHOLE_CONTEXT, "full", 1.0)] if cfg.whole_context else [])
+            # one line per system and model group: lm_eval's own bars are off in a stage (quiet), and a
+            # small profile's harness runs for half an hour
+            done, total, started = 0, len(runs) * len(groups), time.monotonic()
             for label, system, ratio in runs:
                 for model, tok, names, soft in groups:
                     answerable = []
@@ -180,6 +186,7 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
                             rows.append(not_applicable_row(n, label, "; ".join(reasons)))
                         else:
                             answerable.append(n)
+                    done += 1
                     if not answerable:
                         continue
                     lm = Nugget2DHarnessLM.from_model(
@@ -194,6 +201,9 @@ class EvalHarness(Stage[HarnessConfig, HarnessInputs, EvalTable]):
                         json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2, default=str))
                     rows += system_rows(label, result)
                     stderrs |= stderr_metrics(label, result)
+                    elapsed = time.monotonic() - started
+                    LOG.info("[eval_harness] %d/%d %s: %s done (%s, eta %s)", done, total, label, ", ".join(answerable),
+                             fmt_duration(elapsed), fmt_duration(elapsed / done * (total - done)))
                     settings = {"ratio": ratio, "context": cfg.context, "recent_tokens": cfg.recent_tokens}
                     for task, samples in result.get("samples", {}).items():
                         kind = result["configs"][task]["output_type"]

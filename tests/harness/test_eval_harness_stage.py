@@ -5,6 +5,7 @@ its table as a collected evaluation."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 
 import pytest
@@ -57,9 +58,38 @@ def harness_run(tmp_path_factory):
     found |= {"train_nugget2d_ar": artifact("train_nugget2d_ar", ar),
               "calibrate_threshold": artifact("calibrate_threshold", calibrated)}
     ctx = context(EvalHarness, found, root / "eval_harness", OVERRIDES)
-    EvalHarness().run(ctx)
+    progress = logging.getLogger("nugget.eval_harness")
+    handler = _Lines()
+    progress.addHandler(handler)
+    try:
+        EvalHarness().run(ctx)
+    finally:
+        progress.removeHandler(handler)
+    PROGRESS[:] = handler.lines
     EvalHarness.check_output(ctx)
     return root, ctx
+
+
+PROGRESS: list[str] = []  # the stage's progress lines of the module's run
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def test_the_stage_logs_one_progress_line_per_system_and_model(harness_run):
+    """lm_eval's bars are off in a stage: each system's run on each model (the compressor's tasks,
+    the autoregressive model's rolling one) logs a line with the elapsed time and an eta."""
+    lines = [x for x in PROGRESS if x.startswith("[eval_harness] ") and " done (" in x]
+    assert len(lines) == 2 * len(ROWS) - 1, PROGRESS  # nodoc has no rolling run (nothing to leave out)
+    assert lines[0].startswith(f"[eval_harness] 1/{2 * len(ROWS)} nugget2d: nugget_qa, nugget_cloze done (")
+    assert lines[-1].startswith(f"[eval_harness] {2 * len(ROWS)}/{2 * len(ROWS)} full_whole: nugget_lm_wiki done (")
+    assert lines[-1].endswith("eta 0s)")
 
 
 def test_table_has_every_task_and_system_with_n_and_the_harness_interval(harness_run):
