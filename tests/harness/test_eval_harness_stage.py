@@ -22,6 +22,7 @@ from stages.report.report import Report  # noqa: E402
 from tests.evaluation.fixtures import artifact, context, report_required  # noqa: E402
 from tests.lm_eval.fixtures import make_nugget2d  # noqa: E402
 from tests.lm_eval.test_stages import FakeBuildLM, FakePrepareLM, FakeTrainNugget2D  # noqa: E402
+from tests.log_lines import LogLines  # noqa: E402
 
 SYSTEMS = ("nugget2d", "full", "streaming_llm", "snapkv", "key_norm", "nodoc")
 ROWS = (*SYSTEMS, "full_whole")  # eval.harness.whole_context (on by default): Full at r = 1 last
@@ -59,27 +60,18 @@ def harness_run(tmp_path_factory):
               "calibrate_threshold": artifact("calibrate_threshold", calibrated)}
     ctx = context(EvalHarness, found, root / "eval_harness", OVERRIDES)
     progress = logging.getLogger("nugget.eval_harness")
-    handler = _Lines()
+    handler = LogLines()
     progress.addHandler(handler)
     try:
         EvalHarness().run(ctx)
     finally:
         progress.removeHandler(handler)
-    PROGRESS[:] = handler.lines
+    PROGRESS[:] = handler.messages
     EvalHarness.check_output(ctx)
     return root, ctx
 
 
 PROGRESS: list[str] = []  # the stage's progress lines of the module's run
-
-
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
 
 
 def test_the_stage_logs_one_progress_line_per_system_and_model(harness_run):

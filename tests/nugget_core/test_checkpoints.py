@@ -22,21 +22,13 @@ from nugget_core.nugget2d import (
     load_nugget2d,
     save_nugget2d,
 )
-
-
-class _Captured(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+from tests.log_lines import LogLines
 
 
 @pytest.fixture
 def hf_warnings():
     """transformers' warnings of the test (at warning verbosity, whatever the process set)."""
-    handler, level = _Captured(), hf_logging.get_verbosity()
+    handler, level = LogLines(logging.WARNING), hf_logging.get_verbosity()
     hf_logging.set_verbosity_warning()
     hf_logging.get_logger().addHandler(handler)  # the library's root logger: "transformers"
     yield handler.messages
