@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from pipelines.cli import main_full
+from stages.common.resampling import MIN_UNITS
 from stages.framework.dag import Dag
 from stages.framework.stage import Stage, StageContext
 from stages.nugget.artifacts.models import NuggetSweep
@@ -26,7 +27,7 @@ class FixtureTokenizer(Stage):
     def run(self, ctx: StageContext) -> None:
         from tests.training.fixtures import make_mt_artifacts
 
-        _, tok = make_mt_artifacts(ctx.output_dir / "build")
+        _, tok = make_mt_artifacts(ctx.output_dir / "build", n_dev=MIN_UNITS)  # enough for the input-use interval
         shutil.copytree(tok, ctx.output_dir / "tokenizer")
 
 
@@ -70,9 +71,10 @@ def test_sweep_two_by_two(ray_local, tmp_path):
     assert [s.model for s in learned] == [f"sweep_nugget/{r['trial']}" for r in rows]
     assert all(s.steps == 6 and s.tokens_seen > 0 and s.dev_loss_n > 0 for s in learned)
     assert all(t.data.metrics["initial_dev_loss"] > 0 for t in trials)
-    # and whether its exported weights read their input, over the 16 dev documents (stages.training.input_use)
-    assert all(s.input_use is not None and s.input_use.n == 16 for s in learned)
-    assert all("eval/input_use_own" in t.data.metrics and t.data.params["eval/input_use_n"] == "16" for t in trials)
+    # and whether its exported weights read their input, over the dev documents (stages.training.input_use)
+    assert all(s.input_use is not None and s.input_use.n == MIN_UNITS for s in learned)
+    assert all("eval/input_use_own" in t.data.metrics and t.data.params["eval/input_use_n"] == str(MIN_UNITS)
+               for t in trials)
     best = json.loads((out / "best.json").read_text())["ae"]  # the file the stage publishes
     assert best == sweep.best()["ae"]
     assert best["dev_loss"] == min(r["dev_loss"] for r in rows)
