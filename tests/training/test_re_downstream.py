@@ -185,10 +185,10 @@ def test_eval_re_downstream_probes_every_encoder(layouts, tmp_path, monkeypatch)
         diff = difference(kept, reference)
         if n < MIN_UNITS:  # sst2's 17 test sentences: too few for the difference's interval
             assert diff is None
-            continue
-        assert diff.paired and diff.n == n
-        assert diff.value == pytest.approx(table.row("n1_a_mean_gating").metrics[task]
-                                           - table.row("pretrained_0").metrics[task])
+        else:
+            assert diff is not None and diff.paired and diff.n == n
+            assert diff.value == pytest.approx(table.row("n1_a_mean_gating").metrics[task]
+                                               - table.row("pretrained_0").metrics[task])
         # the floor: the majority label of the probe's own train split (max_train=40: its seeded sample)
         train = sample_rows(data.rows(task, "train"), 40, load_config(settings).run.seed, f"{task}:train")
         assert table.floors[task] == majority_floor([r["label"] for r in train],
