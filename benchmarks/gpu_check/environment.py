@@ -1,11 +1,12 @@
 """Where a call runs: the paths its placeholders stand for, its parts' environment, and
 which required modules are missing (with the call that would have installed them).
 
-Two modes. ``device``: the lent machine, where call N installs carry N into
-``SITE/carryN`` and later calls find it there (the machine stays warm between calls issued
-back to back; /tmp does not survive a fresh machine). ``all``: a user's own CUDA machine
-with the project installed (docs/gpu.md): no carry is installed, the offline sources are
-the user's own.
+Three modes. ``device``: the lent machine, where call N installs carry N into
+``SITE/carryN`` and leaves in ``/tmp`` what later calls use (the machine stays warm between
+calls issued back to back; /tmp does not survive a fresh machine). ``rehearsal``: the same
+two calls on this CPU at CPU sizes, every path under one temporary root (`rehearse`).
+``all``: a user's own CUDA machine with the project installed (docs/gpu.md): its offline
+sources are the user's own.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.gpu_check.calls import CARRIES, SITE, WORK
+from benchmarks.gpu_check.calls import CARRIES, PACK_DIR, SITE, WORK
 
 REPO = Path(__file__).resolve().parents[2]
 FIND_MISSING = ("import importlib.util, sys; "
@@ -26,28 +27,41 @@ FIND_MISSING = ("import importlib.util, sys; "
 
 @dataclass(frozen=True)
 class RunEnvironment:
-    mode: str  # "device" or "all"
+    mode: str  # "device", "rehearsal" or "all"
     repo: Path = REPO
     site: Path = Path(SITE)
     work: Path = Path(WORK) / "call"  # this call's logs and results (packed at its end)
-    scratch: Path = Path(WORK)  # what is not returned: the stand-in's weights, unpacked sources
+    scratch: Path = Path(WORK)  # not returned: what call 1 leaves for call 2 (data, half of SmolLM2), the GGUF
     sources: Path = Path(WORK) / "sources"
     python: str = sys.executable
 
     @classmethod
-    def for_mode(cls, mode: str, work: Path | None = None) -> RunEnvironment:
+    def for_mode(cls, mode: str, work: Path | None = None, root: Path | None = None) -> RunEnvironment:
+        """``root`` (rehearsal): the folder standing in for the lent machine's /tmp."""
         if mode == "all":
             sources = Path(os.environ.get("NUGGET_SOURCES_DIR", "~/.cache/nugget-pipeline/sources")).expanduser()
             return cls("all", work=work or Path(WORK) / "call", sources=sources)
+        if mode == "rehearsal":
+            if root is None:
+                raise ValueError("a rehearsal needs the root standing in for /tmp")
+            return cls("rehearsal", site=root / "site", work=work or root / "gpu-check" / "call",
+                       scratch=root / "gpu-check", sources=root / "gpu-check" / "sources")
         return cls("device", work=work or Path(WORK) / "call")
 
     @property
+    def size(self) -> str:
+        """The sizes parts run at: the GPU recipe, or the CPU sizes of the rehearsal."""
+        return "cpu" if self.mode == "rehearsal" else "gpu"
+
+    @property
     def site_dirs(self) -> list[Path]:
-        return [self.site / Path(c).name for c in CARRIES] if self.mode == "device" else []
+        return [self.site / Path(c).name for c in CARRIES] if self.mode != "all" else []
 
     def values(self, part_dir: Path, max_seconds: int) -> dict[str, str]:
         return {"py": self.python, "repo": str(self.repo), "dir": str(part_dir), "max_seconds": str(max_seconds),
-                "site": str(self.site), "sources": str(self.sources), "standin": str(self.scratch / "smollm2-standin")}
+                "site": str(self.site), "sources": str(self.sources), "scratch": str(self.scratch),
+                "size": self.size, "device": "cpu" if self.size == "cpu" else "cuda",
+                **{f"carry{n}": str(self.repo / c) for n, c in enumerate(CARRIES, 1)}}
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = dict(os.environ)
@@ -78,9 +92,11 @@ class RunEnvironment:
         what = ", ".join(modules + paths)
         if self.mode == "all":
             return f"missing: {what} (install the project and fetch the sources: docs/gpu.md)"
+        if any(p.startswith(str(self.repo / PACK_DIR)) for p in paths):
+            return f"missing: {what} (not packed: run `make gpu-check-pack` before the calls)"
         calls = sorted({n for m in modules if (n := self.provider(m)) is not None})
         if paths and not calls:
-            calls = [3]  # the sources and the stand-in are carry 3's
+            calls = [1]  # what one call leaves in /tmp for the next is call 1's
         which = " and ".join(f"call {n}" for n in calls) or "an earlier call"
         return f"missing: {what} ({which} not run on this machine? calls must be issued back to back)"
 

@@ -1,11 +1,11 @@
-"""A short ``profile=gpu1`` of every stage on the GPU machine, with the SmolLM2 stand-in.
+"""A short ``profile=gpu1`` of every stage on a user's own CUDA machine (`calls.OWN_MACHINE`).
 
 Only sizes shrink (tens of steps per training job, fewer evaluated examples, two of the
 sweep's four ratios: each trial one the profile runs), checked against the profile with
 the rehearsal's rule (`stages.config.rehearsal.non_size_differences`) minus the widths a
 rehearsal may also shrink: every model keeps its shape, batch sizes and generation
-lengths stay, so time and memory per step are the profile's. The LM is the stand-in
-(`standin`). Each stage's wall time and the GPU's peak memory while it ran go to
+lengths stay, so time and memory per step are the profile's. The LM is the profile's own
+(the real SmolLM2 from the offline sources). Each stage's wall time and the GPU's peak memory while it ran go to
 ``stages.json`` / ``stages.md`` after every stage event, so a run stopped at its time
 limit still leaves the stages finished so far.
 """
@@ -43,8 +43,6 @@ SHORT = [
     "calibrate.threshold.sample_docs=64", "calibrate.threshold.heldout_docs=32",
 ]
 NOTES = [
-    "random weights (the SmolLM2 stand-in) never stop generating early: every evaluation decodes its full "
-    "max_new_tokens, so evaluation times are upper bounds",
     f"{STEPS} steps per training job and capped evaluations: per-step time and memory are the profile's, "
     "stage totals are not",
     "peak GiB: the device's used memory while the stage ran (all processes; stages listed beside it share it)",
@@ -52,13 +50,8 @@ NOTES = [
 STOP_GRACE_S = 20  # SIGINT, then this long for Ray to shut down, then SIGKILL
 
 
-def lm_overrides(standin: Path) -> list[str]:
-    return ["model.lm.source=pretrained", f"model.lm.name_or_path={standin}"]
-
-
-def overrides(standin: Path, sources: Path, artifacts: Path) -> list[str]:
-    return ["profile=gpu1", *SHORT, *lm_overrides(standin), f"run.sources_dir={sources}",
-            f"run.artifact_root={artifacts}"]
+def overrides(sources: Path, artifacts: Path) -> list[str]:
+    return ["profile=gpu1", *SHORT, f"run.sources_dir={sources}", f"run.artifact_root={artifacts}"]
 
 
 def _write(out: Path, log: StageLog, sampler: Sampler | None, stopped: str, finished: bool) -> None:
@@ -74,12 +67,12 @@ def _write(out: Path, log: StageLog, sampler: Sampler | None, stopped: str, fini
     (out / "stages.md").write_text("\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n")
 
 
-def run_gpu1(standin: Path, sources: Path, out: Path, max_seconds: float, artifacts: Path | None = None,
+def run_gpu1(sources: Path, out: Path, max_seconds: float, artifacts: Path | None = None,
              python: str = sys.executable) -> int:
     out.mkdir(parents=True, exist_ok=True)
     artifacts = artifacts or Path(tempfile.gettempdir()) / "gpu-check-gpu1-artifacts"
     shutil.rmtree(artifacts, ignore_errors=True)
-    cmd = [python, str(REPO / "pipelines" / "full.py"), *overrides(standin, sources, artifacts)]
+    cmd = [python, str(REPO / "pipelines" / "full.py"), *overrides(sources, artifacts)]
     (out / "command.txt").write_text(" ".join(cmd) + "\n")
     reader = default_reader()
     sampler = Sampler(reader, out / "gpu-memory.csv").start() if reader else None

@@ -1,4 +1,6 @@
-"""The machine a call ran on (``env.json``): GPU, driver, Python and library versions."""
+"""The machine a call ran on (``env.json``): GPU, driver, Python and library versions, and the
+commit it ran (the carry's manifest says which one was packed: the device's copy of the
+working tree has no git history)."""
 
 from __future__ import annotations
 
@@ -10,13 +12,27 @@ import subprocess
 import sys
 from pathlib import Path
 
-LIBRARIES = ("torch", "transformers", "peft", "ray", "mlflow", "deepspeed", "omegaconf", "datasets")
+LIBRARIES = ("torch", "transformers", "peft", "sacrebleu", "scipy", "gguf", "ray", "mlflow", "deepspeed", "omegaconf",
+             "datasets")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def packed_commit(repo: Path = REPO) -> str | None:
+    """The commit the carries were packed at, else the checkout's HEAD, else None."""
+    for manifest in sorted(repo.glob(".gpu-check/carry*/manifest.json")):
+        try:
+            return str(json.loads(manifest.read_text())["commit"])
+        except (OSError, ValueError, KeyError):
+            continue
+    out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() or None
 
 
 def gpu_info(out: Path) -> int:
     import torch
 
-    info: dict[str, object] = {"python": sys.version.split()[0], "platform": platform.platform(),
+    info: dict[str, object] = {"commit": packed_commit(), "python": sys.version.split()[0],
+                               "platform": platform.platform(),
                                "cuda_available": torch.cuda.is_available(), "torch_cuda": torch.version.cuda}
     for lib in LIBRARIES:
         try:

@@ -4,8 +4,12 @@
 Python running the check, ``{dir}`` the part's own output folder, ``{max_seconds}`` the
 seconds it may use before it should stop starting new work (its time limit less a grace
 for writing what it has), and the paths of the run: ``{site}``, ``{sources}``,
-``{standin}``, ``{carry}``. A part that needs modules (``needs``) or paths
-(``needs_paths``) is not started without them: its status says what is missing.
+``{scratch}`` (what one call leaves in /tmp for the next), ``{carry1}``, ``{carry2}``,
+and the sizes the run is at: ``{size}`` (``gpu`` in the window, ``cpu`` in its CPU
+rehearsal) and ``{device}`` (``cuda`` / ``cpu``); ``by_size`` appends arguments that
+differ between the two (a benchmark's GPU shape and its CPU stand-in). A part that needs
+modules (``needs``) or paths (``needs_paths``) is not started without them: its status
+says what is missing.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ class Part:
     nice: int = 0  # a background install should not steal a benchmark's CPU
     install: bool = False  # installs a carry: left out where everything is installed (--all)
     env: dict[str, str] = field(default_factory=dict)
+    by_size: dict[str, tuple[str, ...]] = field(default_factory=dict)  # {"gpu": (...), "cpu": (...)}
 
     def command(self, values: dict[str, str]) -> list[str]:
-        return [arg.format(**values) for arg in self.argv]
+        extra = self.by_size.get(values.get("size", "gpu"), ())
+        return [arg.format(**values) for arg in (*self.argv, *extra)]
 
 
 @dataclass(frozen=True)

@@ -1,27 +1,33 @@
-"""The remote calls of a GPU check, exactly as the device tool takes them, and their limits.
+"""The remote calls of a lent GPU window, exactly as the device tool takes them, checked
+against its limits (`limits`, the one place they are written).
 
-Each call is one short shell line that runs `runner` for that call; its parts and their
-limits live in `calls`. `plan_errors` checks the plan against the device's limits:
-at most three calls, each command within 2,000 characters, at most 8 carried paths, each
-timeout within the tool's 600 s, each call's parts within its budget, the whole within
-25 minutes of device time with the machine's start, and (once packed) each carry with the
+`plan_errors`: at most `MAX_CALLS` calls, each command within 2,000 characters, at most 8
+carried paths, each timeout within the tool's 600 s, each call's parts within its budget,
+the whole within `PLAN_BUDGET_S` of device time counting the machine's start, each call's
+transfers and the idle wait after the last, and (once packed) each carry with the
 repository within 64 MiB.
 """
 
 from __future__ import annotations
 
+from benchmarks.gpu_check.calls import OWN_MACHINE
 from benchmarks.gpu_check.limits import (
-    BUDGET_S,
     CARRY_PATHS,
     COMMAND_CHARS,
+    IDLE_AFTER_S,
+    LENT_S,
     MACHINE_START_S,
     MAX_CALLS,
     MIB,
+    PLAN_BUDGET_S,
     TIMEOUT_S,
     TRANSFER_BYTES,
+    TRANSFER_S,
+    WARM_S,
 )
 from benchmarks.gpu_check.pack import size_errors
 from benchmarks.gpu_check.parts import Call
+from benchmarks.gpu_check.rotation import Rotation
 
 
 def command(call: Call) -> str:
@@ -29,7 +35,13 @@ def command(call: Call) -> str:
 
 
 def device_seconds(calls: tuple[Call, ...]) -> int:
-    return MACHINE_START_S + sum(c.timeout_s for c in calls)
+    """The most device time the plan spends: one start, each call's timeout and transfers,
+    and the warm wait after the last call (counted: a give_back may come late)."""
+    return MACHINE_START_S + sum(c.timeout_s + TRANSFER_S for c in calls) + IDLE_AFTER_S
+
+
+def carried_bytes(call: Call, sizes: dict) -> int:
+    return sum(sizes["carry_bytes"].get(c.rsplit("/", 1)[-1], 0) for c in call.carry)
 
 
 def plan_errors(calls: tuple[Call, ...], sizes: dict | None = None) -> list[str]:
@@ -49,23 +61,26 @@ def plan_errors(calls: tuple[Call, ...], sizes: dict | None = None) -> list[str]
             errors.append(f"{where}: its parts' limits add up to {serial} s > its budget of {call.budget_s} s")
         errors += [f"{where}: background part {p.name} limit {p.seconds} s > the call's budget of {call.budget_s} s"
                    for p in call.parts if p.background and p.seconds > call.budget_s]
-    if device_seconds(calls) > BUDGET_S:
-        errors.append(f"device time {device_seconds(calls)} s (start included) > {BUDGET_S} s")
+    if device_seconds(calls) > PLAN_BUDGET_S:
+        errors.append(f"device time {device_seconds(calls)} s (start, transfers and idle wait included) > "
+                      f"{PLAN_BUDGET_S} s")
     if sizes:
         for call in calls:
-            carried = {c: sizes["carry_bytes"].get(c.rsplit("/", 1)[-1], 0) for c in call.carry}
-            together = {f"call {call.number} ({', '.join(carried)})": sum(carried.values())}
+            together = {f"call {call.number} ({', '.join(call.carry)})": carried_bytes(call, sizes)}
             errors += size_errors(sizes["repo_bytes"], together)
     return errors
 
 
-def render(calls: tuple[Call, ...], sizes: dict | None = None) -> str:
-    lines = [f"GPU check: {len(calls)} calls, device time <= {device_seconds(calls)} s "
-             f"({device_seconds(calls) / 60:.1f} min: {MACHINE_START_S} s machine start + the calls' timeouts; "
-             f"budget {BUDGET_S // 60} min).",
-             "Issue them IMMEDIATELY one after another on the same warm machine (it is given back 30 s after a "
-             "call): call N installs carry N into /tmp/site, which later calls use; a call that finds something "
-             "missing records 'missing: X (call N not run?)' for the parts that need it and runs the rest.",
+def render(calls: tuple[Call, ...], rotation: Rotation, sizes: dict | None = None) -> str:
+    spent = device_seconds(calls)
+    lines = [f"GPU window: {len(calls)} calls, device time <= {spent} s ({spent / 60:.1f} min) of the plan's "
+             f"{PLAN_BUDGET_S // 60} (the lent {LENT_S // 60} less 2 in hand): {MACHINE_START_S} s start + "
+             f"the calls' timeouts {' + '.join(str(c.timeout_s) for c in calls)} s + {TRANSFER_S} s transfers per "
+             f"call + {IDLE_AFTER_S} s warm after the last.",
+             f"Issue the calls IMMEDIATELY one after another (within {WARM_S} s: the machine is given back "
+             "after that, with /tmp): call 1 leaves half of SmolLM2 and the burst's data in /tmp for call 2. "
+             "Call give_back right after call 2. A call that finds something missing records "
+             "'missing: X (call N not run?)' for the parts that need it and runs the rest.",
              "Then: python -m benchmarks.gpu_check collect <folder with the returned files>", ""]
     for call in calls:
         lines += [f"call {call.number}: {call.title}",
@@ -73,13 +88,17 @@ def render(calls: tuple[Call, ...], sizes: dict | None = None) -> str:
                   f"  carry:     {list(call.carry)}",
                   f"  timeout_s: {call.timeout_s}   (parts within {call.budget_s} s, the rest packs the results)"]
         if sizes:
-            carried = sum(sizes["carry_bytes"].get(c.rsplit("/", 1)[-1], 0) for c in call.carry)
+            carried = carried_bytes(call, sizes)
             lines.append(f"  transfer:  {(carried + sizes['repo_bytes']) / MIB:.1f} MiB of {TRANSFER_BYTES // MIB} "
                          f"(carry {carried / MIB:.1f} + repository {sizes['repo_bytes'] / MIB:.1f})")
         for p in call.parts:
-            how = "background" if p.background else f"after {', '.join(p.after)}" if p.after else ""
-            lines.append(f"    - {p.name:<17} {p.seconds:>4} s {('[' + how + ']') if how else ''} {p.what}")
+            how = "background" if p.background else ""
+            lines.append(f"    - {p.name:<19} {p.seconds:>4} s {('[' + how + ']') if how else ''} {p.what}")
         lines += [f"  returns:   call{call.number}-results.tar.gz, call{call.number}-summary.md", ""]
+    lines += rotation.lines() + [""]
+    lines.append("not in a lent window (the pipeline's wheels, ~92 MiB, do not fit beside the headline): "
+                 + ", ".join(p.name for p in OWN_MACHINE.parts) + ": `make gpu-check` on a CUDA machine with the "
+                 "project installed (docs/gpu.md)")
     if not sizes:
         lines.append("not packed yet: run `make gpu-check-pack` (python -m benchmarks.gpu_check pack) "
                      "to build the carries and check their sizes")

@@ -36,22 +36,40 @@ def parts_table(status: dict) -> list[str]:
     return lines
 
 
+def junit_results(junit: Path) -> tuple[dict[str, int], list[str]]:
+    """(passed / failed / error / skipped counts, failing test ids) of one junit.xml."""
+    root = ET.parse(junit).getroot()
+    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    failing = []
+    for case in root.iter("testcase"):
+        kinds = {child.tag for child in case}
+        kind = next((k for k in ("failure", "error", "skipped") if k in kinds), "passed")
+        counts[{"failure": "failed"}.get(kind, kind)] += 1
+        if kind in ("failure", "error"):
+            failing.append(f"{case.get('classname', '')}::{case.get('name', '')}")
+    return counts, failing
+
+
+def pytest_counts(folder: Path) -> dict[str, int] | None:
+    """The counts of every readable junit.xml under ``folder`` together; None when there is none."""
+    total: dict[str, int] | None = None
+    for junit in sorted(folder.rglob("junit*.xml")):
+        try:
+            counts, _ = junit_results(junit)
+        except (ET.ParseError, OSError):
+            continue
+        total = {k: (total or {}).get(k, 0) + n for k, n in counts.items()}
+    return total
+
+
 def pytest_lines(call_dir: Path) -> list[str]:
     lines = []
     for junit in sorted(call_dir.rglob("junit*.xml")):
         try:
-            root = ET.parse(junit).getroot()
+            counts, failing = junit_results(junit)
         except (ET.ParseError, OSError) as exc:
             lines.append(f"- {junit.relative_to(call_dir)}: unreadable ({exc})")
             continue
-        counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
-        failing = []
-        for case in root.iter("testcase"):
-            kinds = {child.tag for child in case}
-            kind = next((k for k in ("failure", "error", "skipped") if k in kinds), "passed")
-            counts[{"failure": "failed"}.get(kind, kind)] += 1
-            if kind in ("failure", "error"):
-                failing.append(f"{case.get('classname', '')}::{case.get('name', '')}")
         lines.append("- " + ", ".join(f"{n} {k}" for k, n in counts.items()) + f" ({junit.relative_to(call_dir)})")
         lines += [f"  - FAILED {name}" for name in failing]
     return lines

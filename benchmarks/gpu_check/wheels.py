@@ -37,12 +37,13 @@ IMAGE_PYTHON = "3.12"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_5_x86_64",
              "manylinux1_x86_64")
 
-# run in the project's venv: {normalised name: version} of the runtime closure
+# run in the project's venv: {normalised name: version} of the closure of the requirements
+# given as a JSON list
 CLOSURE_SCRIPT = r"""
-import importlib.metadata as md, json, re, sys, tomllib
+import importlib.metadata as md, json, re, sys
 from packaging.requirements import Requirement
 norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
-todo = [Requirement(r) for r in tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]]
+todo = [Requirement(r) for r in json.loads(sys.argv[1])]
 extras, found = {}, {}
 while todo:
     req = todo.pop()
@@ -71,7 +72,14 @@ def norm(name: str) -> str:
 
 def runtime_closure(python: str, pyproject: Path) -> dict[str, str | None]:
     """{name: installed version (None: not installed)} of the project's runtime closure."""
-    out = subprocess.run([python, "-c", CLOSURE_SCRIPT, str(pyproject)], capture_output=True, text=True)
+    import tomllib
+
+    return closure(python, tomllib.loads(pyproject.read_text())["project"]["dependencies"])
+
+
+def closure(python: str, requirements: list[str]) -> dict[str, str | None]:
+    """{name: installed version (None: not installed)} of ``requirements`` and all they need."""
+    out = subprocess.run([python, "-c", CLOSURE_SCRIPT, json.dumps(requirements)], capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"gpu-check pack: could not read the dependency closure with {python}:\n{out.stderr}")
     return json.loads(out.stdout)

@@ -5,8 +5,6 @@ makes without naming its device: the bug class that only shows once the model is
 
 import pytest
 
-from tests.training.conftest import mt_artifacts  # noqa: F401
-
 
 @pytest.fixture(params=[pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=pytest.mark.gpu)])
 def device(request) -> str:

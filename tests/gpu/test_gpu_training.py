@@ -11,9 +11,14 @@ import torch
 from stages.config import load_config
 from stages.training.launch import fit
 from stages.training.loop import PROBE_FILE
+from tests.training import conftest as training_fixtures
 from tests.training.conftest import TINY
 from tests.training.test_train_nugget import _task
 from tests.training.test_train_nugget2d import lm_artifacts  # noqa: F401  (module fixture)
+
+# the training fixtures live here, not in tests/gpu/conftest.py: the tests of that folder that
+# need no Ray must import without the pipeline's packages (the lent GPU image lacks them)
+mt_artifacts = training_fixtures.mt_artifacts
 
 pytestmark = [pytest.mark.ray]
 

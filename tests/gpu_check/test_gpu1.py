@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from fnmatch import fnmatchcase
 
-import pytest
-
-from benchmarks.gpu_check.gpu1 import lm_overrides, overrides
+from benchmarks.gpu_check.gpu1 import overrides
 from benchmarks.gpu_check.gpumem import GIB, Sampler, window_peak
 from benchmarks.gpu_check.stagelog import StageLog
 from stages.config import load_config
@@ -20,20 +17,11 @@ SHAPE_FIELDS = {"model.seq2seq.tiny.d_model", "model.seq2seq.tiny.heads", "model
                 "model.seq2seq.tokenizer_vocab_size", "model.lm.keep_layers"}
 
 
-@pytest.fixture
-def standin(tmp_path):
-    """A config.json of SmolLM2-135M's depth, as the stand-in folder holds."""
-    folder = tmp_path / "standin"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 30}))
-    return folder
-
-
-def test_the_short_overrides_load_and_change_sizes_only(standin, tmp_path):
+def test_the_short_overrides_load_and_change_sizes_only(tmp_path):
     common = [f"run.sources_dir={tmp_path}", f"run.artifact_root={tmp_path / 'art'}"]
-    short = load_config(overrides(standin, tmp_path, tmp_path / "art"))
-    plain = load_config(["profile=gpu1", *lm_overrides(standin), *common])
-    assert short.model.lm.source == "pretrained" and short.model.lm.name_or_path == str(standin)
+    short = load_config(overrides(tmp_path, tmp_path / "art"))
+    plain = load_config(["profile=gpu1", *common])
+    assert short.model.lm == plain.model.lm  # the profile's own LM: the real SmolLM2 from the sources
     assert 10 <= short.train.nugget2d.max_steps <= 50 and short.train.re.max_steps == short.train.nugget.max_steps
     before, after = dataclasses.asdict(plain), dataclasses.asdict(short)
     assert non_size_differences(before, after) == []
@@ -78,20 +66,3 @@ def test_the_sampler_writes_each_sample_as_it_goes(tmp_path):
     assert used[:2] == [GIB, 3 * GIB] and max(used) == 3 * GIB
     lines = (tmp_path / "mem.csv").read_text().splitlines()
     assert lines[0] == "unix_time,used_bytes" and len(lines) == len(used) + 1
-
-
-def test_the_standin_has_the_configs_shape_and_random_weights(tmp_path):
-    from transformers import AutoModelForCausalLM, LlamaConfig
-
-    from benchmarks.gpu_check.standin import build_weights
-
-    config = tmp_path / "config"
-    LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=3, num_attention_heads=2,
-                num_key_value_heads=1, tie_word_embeddings=True).save_pretrained(config)
-    (config / "tokenizer_config.json").write_text("{}")
-    out = build_weights(config, tmp_path / "standin")
-    model = AutoModelForCausalLM.from_pretrained(out)
-    assert model.config.num_hidden_layers == 3 and len(model.model.layers) == 3
-    assert (out / "tokenizer_config.json").is_file() and json.loads((out / "standin.json").read_text())["parameters"]
-    again = AutoModelForCausalLM.from_pretrained(build_weights(config, tmp_path / "again"))
-    assert all((a == b).all() for a, b in zip(model.parameters(), again.parameters(), strict=True))  # seeded

@@ -1,8 +1,8 @@
-"""What travels to the GPU machine: the wheels it lacks, split into carries; the gpu1 sources."""
+"""What travels to the GPU machine: the wheels it lacks, SmolLM2 in two parts, and how call 2 joins them."""
 
 from __future__ import annotations
 
-import bz2
+import hashlib
 import json
 import subprocess
 import sys
@@ -12,12 +12,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.gpu_check import wheels
-from benchmarks.gpu_check.install import INSTALLED, install_carry
-from benchmarks.gpu_check.pack import Unit, assign, group_units
-from benchmarks.gpu_check.sources import pack_sources, unpack_sources
+from benchmarks.gpu_check.calls import DATA, GGUF
+from benchmarks.gpu_check.handoff import assemble, stash
+from benchmarks.gpu_check.pack import split_point
 from stages.framework import lockfile
-from stages.sources.readers import lee_documents, wiki_articles
-from stages.sources.registry import SOURCES, deb_root
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,17 +54,55 @@ def test_the_carried_versions_are_the_cuda_locks_for_the_images_python():
     assert set(wheels.locked_for_image(need, lockfile.read("cuda"))) == set(need)
 
 
-def test_wheels_sharing_a_top_level_name_stay_together_and_carries_balance(tmp_path):
-    a = fake_wheel(tmp_path, "google_a", "1", {"google/a/__init__.py": b"x" * 100})
-    b = fake_wheel(tmp_path, "google_b", "1", {"google/b/__init__.py": b"x" * 100})
-    c = fake_wheel(tmp_path, "solo", "1", {"solo.py": b"", "solo.libs/x.so": b""})
-    units = group_units([a, c, b])
-    assert sorted(sorted(w.name for w in u.wheels) for u in units) == [[a.name, b.name], [c.name]]
-    assert wheels.top_level(c) == {"solo", "solo.libs"}
-    sized = [Unit([a], set()), Unit([b], set()), Unit([c], set())]
-    bins = assign(sized, [10_000, 10_000])
-    assert bins is not None and all(bins)  # the two largest go to different carries
-    assert assign(sized, [10, 10]) is None
+def test_the_wheels_call_2_carries_are_gguf_and_what_the_image_lacks_of_its_needs():
+    need = wheels.needed(wheels.closure(sys.executable, ["gguf"]), wheels.image_packages())
+    assert "gguf" in need and not {"numpy", "pyyaml", "tqdm", "requests"} & set(need)  # the image has those
+
+
+def test_the_gguf_is_cut_where_both_carries_keep_the_same_room():
+    mib = 2**20
+    first = split_point(94 * mib, used1=8 * mib, used2=mib, room=55 * mib)
+    assert first + 8 * mib == 94 * mib - first + mib  # the same fill on both sides
+    assert 0 < first < 94 * mib
+    with pytest.raises(SystemExit, match="do not fit two carries"):
+        split_point(94 * mib, used1=8 * mib, used2=mib, room=50 * mib)
+
+
+def packed_pair(tmp_path: Path, payload: bytes, cut: int) -> tuple[Path, Path]:
+    """Two carries as `pack` leaves them: the GGUF's parts, the data, carry 2's wheel and sha."""
+    carry1, carry2 = tmp_path / "carry1", tmp_path / "carry2"
+    (carry1 / DATA).mkdir(parents=True)
+    (carry1 / DATA / "manifest.json").write_text("{}")
+    (carry1 / f"{GGUF}.part1").write_bytes(payload[:cut])
+    fake_wheel(carry2 / "wheels", "tiny_mod", "1.0", {"tiny_mod/__init__.py": b"VALUE = 7\n"})
+    (carry2 / f"{GGUF}.part2").write_bytes(payload[cut:])
+    sha = hashlib.sha256(payload).hexdigest()
+    for carry in (carry1, carry2):
+        (carry / "manifest.json").write_text(json.dumps({"gguf_sha256": sha}))
+    return carry1, carry2
+
+
+def test_call_2_joins_what_call_1_left_checks_it_and_installs_its_wheels(tmp_path):
+    payload = bytes(range(256)) * 1000
+    carry1, carry2 = packed_pair(tmp_path, payload, 100_001)
+    scratch, site = tmp_path / "tmp", tmp_path / "site"
+    assert stash(carry1, scratch) == 0 and (scratch / DATA / "manifest.json").is_file()
+    assert assemble(carry2, scratch, site) == 0
+    assert (scratch / GGUF).read_bytes() == payload
+    out = subprocess.run([sys.executable, "-c", "import tiny_mod; print(tiny_mod.VALUE)"], capture_output=True,
+                         text=True, env={"PYTHONPATH": str(site / "carry2")})
+    assert out.stdout.strip() == "7"
+
+
+def test_call_2_refuses_a_part_from_another_pack_or_a_missing_call_1(tmp_path, capsys):
+    carry1, carry2 = packed_pair(tmp_path / "a", b"a" * 5000, 2000)
+    other1, _ = packed_pair(tmp_path / "b", b"b" * 5000, 2000)
+    scratch = tmp_path / "tmp"
+    assert assemble(carry2, scratch, tmp_path / "site") == 2
+    assert "call 1 did not run on this machine" in capsys.readouterr().err
+    stash(other1, scratch)
+    assert assemble(carry2, scratch, tmp_path / "site") == 3
+    assert "from another pack" in capsys.readouterr().err and not (scratch / GGUF).exists()
 
 
 def test_ray_is_slimmed_and_its_record_follows(tmp_path):
@@ -79,48 +115,3 @@ def test_ray_is_slimmed_and_its_record_follows(tmp_path):
     assert "ray/train/b.py" in names and "ray/jars/x.jar" not in names and "ray/rllib/a.py" not in names
     assert "ray/jars" not in record and "ray/train/b.py" in record
     assert wheels.find_wheel(tmp_path, "ray", "2.0") == out and wheels.find_wheel(tmp_path, "ray", "2.1") is None
-
-
-def fake_sources(root: Path) -> Path:
-    """The carried sources in their fetched layout, tiny: a gensim wheel with more than its
-    readers take, and each Debian package's tree with its marker."""
-    lee = SOURCES["gensim_lee"]
-    wiki_xml = (b"<mediawiki><page><title>A</title><ns>0</ns><revision><text>Alpha text</text></revision></page>"
-                b"</mediawiki>")
-    fake_wheel(root / lee.folder, "gensim", lee.version, {
-        lee.members[0]: b"first article\nsecond article\n",
-        SOURCES["gensim_wiki"].members[0]: bz2.compress(wiki_xml),
-        "gensim/models/word2vec.py": b"x" * 5000})
-    for name in ("debian_reference", "sword_bible", "python_docs"):
-        for package, _ in SOURCES[name].packages:
-            tree = root / SOURCES[name].folder(package)
-            (tree / "usr").mkdir(parents=True)
-            (tree / "usr" / "file.txt").write_text(package)
-            (tree / ".complete").write_text("")
-    return root
-
-
-def test_the_sources_pack_slim_and_read_back(tmp_path):
-    packed = tmp_path / "packed"
-    pack_sources(fake_sources(tmp_path / "src"), packed)
-    slim = next(packed.rglob("gensim-*.whl"))
-    assert "gensim/models/word2vec.py" not in zipfile.ZipFile(slim).namelist()
-    there = tmp_path / "there"
-    unpack_sources(packed, there)
-    assert lee_documents(there) == ["first article", "second article"]
-    assert list(wiki_articles(there)) == [("A", "Alpha text")]
-    assert (deb_root(there, "python_docs", "python3.11-doc") / "usr" / "file.txt").read_text() == "python3.11-doc"
-
-
-def test_install_puts_a_carry_in_its_own_target_and_unpacks_its_sources(tmp_path):
-    carry = tmp_path / "carry2"
-    fake_wheel(carry / "wheels", "tiny_mod", "1.0", {"tiny_mod/__init__.py": b"VALUE = 7\n"})
-    pack_sources(fake_sources(tmp_path / "src"), carry / "sources")
-    (carry / "manifest.json").write_text(json.dumps({"wheels": ["tiny_mod-1.0-py3-none-any.whl"]}))
-    assert install_carry(carry, tmp_path / "site", tmp_path / "sources") == 0
-    target = tmp_path / "site" / "carry2"
-    assert (target / INSTALLED).is_file()
-    out = subprocess.run([sys.executable, "-c", "import tiny_mod; print(tiny_mod.VALUE)"], capture_output=True,
-                         text=True, env={"PYTHONPATH": str(target)})
-    assert out.stdout.strip() == "7"
-    assert lee_documents(tmp_path / "sources") == ["first article", "second article"]

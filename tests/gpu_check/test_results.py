@@ -111,11 +111,10 @@ def test_run_returns_its_files_even_for_a_part_that_fails(tmp_path):
     assert "| gpu-info |" in (out / "call2-summary.md").read_text()
 
 
-def test_parts_are_selected_by_name_and_installs_left_out_where_installed():
-    from benchmarks.gpu_check.calls import CALL3, select_parts
+def test_parts_are_selected_by_name():
+    from benchmarks.gpu_check.calls import CALL1, select_parts
 
-    assert [p.name for p in select_parts(CALL3, ["standin"])] == ["standin"]
-    assert "install-carry3" not in [p.name for p in select_parts(CALL3, installed=True)]
-    assert [p.name for p in select_parts(CALL3)] == [p.name for p in CALL3.parts]
+    assert [p.name for p in select_parts(CALL1, ["stash"])] == ["stash"]
+    assert [p.name for p in select_parts(CALL1)] == [p.name for p in CALL1.parts]
     with pytest.raises(SystemExit, match="no part"):
-        select_parts(CALL3, ["nope"])
+        select_parts(CALL1, ["nope"])

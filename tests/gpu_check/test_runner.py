@@ -76,7 +76,7 @@ def test_a_missing_module_skips_the_part_naming_the_call_that_installs_it(tmp_pa
     assert records["needs"]["status"] == "skipped"
     assert records["needs"]["reason"].startswith("missing: no_such_module_xyz (")
     assert "not run on this machine?" in records["needs"]["reason"]
-    assert "missing: " in records["needs-path"]["reason"] and "call 3" in records["needs-path"]["reason"]
+    assert "missing: " in records["needs-path"]["reason"] and "call 1" in records["needs-path"]["reason"]
     assert records["after"]["status"] == "ok"
 
 

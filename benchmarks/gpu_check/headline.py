@@ -1,0 +1,74 @@
+"""The headline burst's numbers as one window returned them: one cell per experiment
+(`burst_cells`, keyed like `cpu_reference.burst_key`), the papers' numbers beside them, and
+the efficiency the cost plan reads (`efficiency`).
+
+The burst (`benchmarks.headline`) writes one JSON per trained system as it finishes
+(``ae-r0.1.json``, ...) and a summary per experiment at the end; this reads them wherever a
+call's folder holds them, so a call cut short still shows what finished.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.gpu_check.cpu_reference import burst_key
+
+# the papers' own statements (their wording in docs/gpu-results.md)
+PAPER = {
+    "nugget_ae r=0.1": "> 99 for r ≥ 0.1 (Nugget §5.1, fig. 4: mBART-50, WMT19 en)",
+    "nugget_ae r=0.25": "> 99 for r ≥ 0.1 (Nugget §5.1)",
+    "nugget_ae r=0.05": "below r = 0.1's: the curve saturates at r = 0.1 (fig. 4)",
+    "nugget2d r=0.05": "98 at 20x (Nugget2D abstract: LLaMA-7B, the Pile)",
+    "nugget2d r=0.1": "fig. 5 only, no number in the text (LLaMA-7B, the Pile)",
+    "icae r=0.1": "ICAE's own §3.3.1 (Nugget2D fig. 5: comparable on short, worse on long texts)",
+    "nugget2d-icae r=0.1": "≥ 0: 'comparable or better' (Nugget2D §4.2)",
+}
+
+
+def _load(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _interval(result: dict, name: str) -> dict:
+    """{value, low, high, n} of a statistic written flat (``bleu``, ``bleu_low``...) or nested."""
+    value = result.get(name)
+    if isinstance(value, dict):
+        return {"value": value.get("value"), "low": value.get("low"), "high": value.get("high"),
+                "n": value.get("n", result.get("n_documents")), "flags": value.get("flags")}
+    return {"value": value, "low": result.get(f"{name}_low"), "high": result.get(f"{name}_high"),
+            "n": result.get("n_documents"), "flags": result.get("flags")}
+
+
+def burst_cells(window: Path) -> dict[str, dict]:
+    """{experiment key: cell} of every burst result under one window's folder."""
+    cells: dict[str, dict] = {}
+    for path in sorted(window.glob("call*/headline-*/*.json")):
+        result = _load(path)
+        if result.get("status", "done") != "done":
+            continue
+        if "system" in result and "ratio" in result and "bleu" in result:
+            cells[burst_key(result["system"], result["ratio"])] = _interval(result, "bleu")
+        if "difference" in result and "ratio" in result:
+            cells[burst_key("nugget2d-icae", result["ratio"])] = _interval(result, "difference")
+    return cells
+
+
+def efficiency(window: Path, peak_tflops: float | None) -> dict | None:
+    """The share of the device's peak bf16 FLOP/s the burst's training reached (model FLOPs,
+    6 N per trained token), over the systems that ran; None without a peak or a result."""
+    shares, sources = [], []
+    for path in sorted(window.glob("call*/headline-*/*.json")):
+        result = _load(path)
+        achieved = result.get("achieved_tflops")
+        if achieved and peak_tflops and result.get("device", "").startswith(("cuda", "NVIDIA")):
+            shares.append(float(achieved) / peak_tflops)
+            sources.append(f"{path.parent.name}/{path.name}")
+    if not shares:
+        return None
+    return {"train_flops_share": sum(shares) / len(shares), "n": {"train_flops_share": len(shares)},
+            "source": {"train_flops_share": "mean over " + ", ".join(sources)}}
