@@ -44,10 +44,14 @@ def _interval(result: dict, name: str) -> dict:
             "n": result.get("n_documents"), "flags": result.get("flags")}
 
 
-def burst_cells(window: Path) -> dict[str, dict]:
-    """{experiment key: cell} of every burst result under one window's folder."""
+WINDOW_FILES = "call*/headline-*/*.json"  # under a window's folder; a call's own: "headline-*/*.json"
+
+
+def burst_cells(folder: Path, pattern: str = WINDOW_FILES) -> dict[str, dict]:
+    """{experiment key: cell} of every burst result under ``folder`` (a window's, or a call's
+    with ``pattern="headline-*/*.json"``)."""
     cells: dict[str, dict] = {}
-    for path in sorted(window.glob("call*/headline-*/*.json")):
+    for path in sorted(folder.glob(pattern)):
         result = _load(path)
         if result.get("status", "done") != "done":
             continue
@@ -62,7 +66,7 @@ def efficiency(window: Path, peak_tflops: float | None) -> dict | None:
     """The share of the device's peak bf16 FLOP/s the burst's training reached (model FLOPs,
     6 N per trained token), over the systems that ran; None without a peak or a result."""
     shares, sources = [], []
-    for path in sorted(window.glob("call*/headline-*/*.json")):
+    for path in sorted(window.glob(WINDOW_FILES)):
         result = _load(path)
         achieved = result.get("achieved_tflops")
         if achieved and peak_tflops and result.get("device", "").startswith(("cuda", "NVIDIA")):

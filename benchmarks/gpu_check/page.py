@@ -16,7 +16,7 @@ from pathlib import Path
 from benchmarks.gpu_check.cpu_reference import load as load_cpu_reference
 from benchmarks.gpu_check.headline import PAPER, burst_cells
 from benchmarks.gpu_check.rotation import RESULTS, ROTATING, order
-from benchmarks.gpu_check.summary import first_table, pytest_counts
+from benchmarks.gpu_check.summary import cell, first_table, pytest_counts
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "gpu-results.md"
 EXPERIMENTS = (  # (key, what): the rows of the headline table, in the papers' order
@@ -54,17 +54,6 @@ def where(window: Path) -> str:
     env = env_of(window)
     commit = str(env.get("commit") or "?")[:12]
     return f"{window.name}, {commit}, {env.get('device_name', 'device ?')}"
-
-
-def cell(c: dict | None) -> str:
-    if not c or c.get("value") is None:
-        return "—"
-    text = f"{c['value']:.2f}"
-    if c.get("low") is not None and c.get("high") is not None:
-        text += f" [{c['low']:.2f}, {c['high']:.2f}]"
-    if c.get("n"):
-        text += f" (n={c['n']})"
-    return text + (f" ⚠ {c['flags']}" if c.get("flags") else "")
 
 
 def newest_part(found: list[Path], name: str) -> tuple[Path, Path] | None:

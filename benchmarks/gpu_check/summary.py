@@ -11,6 +11,8 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from benchmarks.gpu_check.headline import burst_cells
+
 TABLE_ROWS = 4  # data rows shown per benchmark table
 REASON_CHARS = 100
 
@@ -25,6 +27,18 @@ def _load(path: Path) -> dict:
 def _short(text: str) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
+
+
+def cell(c: dict | None) -> str:
+    """A measured value as ``12.34 [10.00, 14.50] (n=200)``, its flags after it; "—" when none."""
+    if not c or c.get("value") is None:
+        return "—"
+    text = f"{c['value']:.2f}"
+    if c.get("low") is not None and c.get("high") is not None:
+        text += f" [{c['low']:.2f}, {c['high']:.2f}]"
+    if c.get("n"):
+        text += f" (n={c['n']})"
+    return text + (f" ⚠ {c['flags']}" if c.get("flags") else "")
 
 
 def parts_table(status: dict) -> list[str]:
@@ -125,15 +139,19 @@ def render_call(call_dir: Path) -> str:
     lines = [title, "", f"started {status.get('started_utc', '?')}, mode {status.get('mode', '?')}, {where}; "
              f"budget {status.get('budget_s', '?')} s" + ("" if status.get("finished") else ", NOT FINISHED"), ""]
     lines += parts_table(status) + [""]
+    cells = burst_cells(call_dir, "headline-*/*.json")
+    if cells:
+        lines += ["Headline burst (BLEU, 95% interval over documents, n):", "",
+                  *(f"- {key}: {cell(c)}" for key, c in cells.items()), ""]
     tests = pytest_lines(call_dir)
     if tests:
         lines += ["pytest:", *tests, ""]
-    bench = benchmark_lines(call_dir, skip={"gpu1", "gpu-info"})
+    bench = benchmark_lines(call_dir, skip={"gpu1", "gpu-info", "headline-ae", "headline-2d"})
     if bench:
         lines += ["Benchmarks (first rows of each results table):", "", *bench]
     stages = stage_lines(_load(call_dir / "gpu1" / "stages.json"))
     if stages:
-        lines += ["profile=gpu1, short run (SmolLM2 stand-in):", "", *stages, ""]
+        lines += ["profile=gpu1, short run:", "", *stages, ""]
     not_run = [f"- {r['part']}: {r['status']}: {_short(r.get('reason') or 'rc ' + str(r.get('rc')))}"
                for r in status.get("parts", []) if r.get("status") not in ("ok",)]
     lines += ["Did not run or did not pass:", *(not_run or ["- nothing: every part ran and exited 0"]), ""]
