@@ -71,6 +71,7 @@ from nugget_core.nugget2d.generation import generate_from_context  # noqa: E402
 from nugget_core.nugget2d.kv import LayerKV  # noqa: E402
 from nugget_core.nugget2d.reference_generation import reference_generate_from_context  # noqa: E402
 from stages.common.device import synchronize  # noqa: E402
+from stages.costs.known_models import LLAMA_7B  # noqa: E402
 
 PROMPT = 8
 SYSTEMS = ("hf_generate", "hf_generate_wrapped", "reference", "nugget2d", "full_static")
@@ -82,8 +83,7 @@ SHAPES = {
     "tiny-8l": dict(hidden_size=256, intermediate_size=688, num_hidden_layers=8,
                     num_attention_heads=4, num_key_value_heads=4, vocab_size=8192),
     # LLaMA-2-7B (no GQA: 32 KV heads): 512 KiB of bf16 KV per token
-    "llama2-7b": dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
-                      num_attention_heads=32, num_key_value_heads=32, vocab_size=32000),
+    "llama2-7b": dict(LLAMA_7B),
 }
 
 

@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TOP = ("stages", "nugget_core", "pipelines")
 #: what every study builds on: the stage framework, config sections, offline sources, helpers,
 #: the shared artifact types (evaluation tables, trainer state), the corpus readers, shared
-#: evaluation helpers and the training runtime
-LAYERS = ("framework", "config", "sources", "common", "artifacts", "corpora", "evaluation", "training")
+#: evaluation helpers, the training runtime and the device cost estimates (stages.costs)
+LAYERS = ("framework", "config", "sources", "common", "artifacts", "corpora", "evaluation", "training", "costs")
 #: one package per study: its stages, tasks, recipes, helpers and artifact types (the report is one too)
 STUDIES = ("nugget", "nugget2d", "restorable", "report")
 
