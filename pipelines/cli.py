@@ -32,6 +32,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from pipelines.cost_cli import add_cost_options, cost_option_error, print_cost
 from stages.config import ConfigError, PipelineConfig, load_config
 from stages.config.uris import shown, sqlite_file
 from stages.config.validate import errors as config_errors
@@ -199,17 +200,27 @@ def tracker_for(cfg: PipelineConfig, store: ArtifactStore) -> Tracker:
     return Tracker(uri, cfg.run.experiment, artifact_location=f"{store.root_uri}/mlflow-artifacts")
 
 
+#: prints the cost plan of the stages named (None: the stages the command targets), or
+#: returns the error that stops it ('' when none): `pipelines.cost_cli.print_cost`
+CostPrinter = Callable[[list[str] | None], str]
+
+
 def run_plan(cfg: PipelineConfig, checked: CheckedRun, entry: str, dry_run: bool,
-             planned: list[PlannedStage] | None = None) -> int:
-    """Print the plan, report the problems preflight found (and stop) or, unless
-    ``dry_run``, record the code changes it accepts and execute the plan. ``planned``: the
-    whole plan, where ``checked.plan`` holds only the stages to execute (its cached
-    upstreams may be kept under a code change accepted now)."""
+             planned: list[PlannedStage] | None = None, cost: CostPrinter | None = None) -> int:
+    """Print the plan (and, given ``cost``, the cost plan, which needs the config only),
+    report the problems preflight found (and stop) or, unless ``dry_run``, record the code
+    changes it accepts and execute the plan. ``planned``: the whole plan, where
+    ``checked.plan`` holds only the stages to execute (its cached upstreams may be kept
+    under a code change accepted now)."""
     if checked.plan is None or checked.store is None:
         print("plan: not computed (cache keys fingerprint the inputs and hold only for a valid config)")
+        if cost is not None and (error := cost(None)):
+            return _fail(EXIT_CONFIG, error)
         return report(checked.problems)
     plan, store = checked.plan, checked.store
     print_plan(plan, store)
+    if cost is not None and (error := cost([p.name for p in planned or plan])):
+        return _fail(EXIT_CONFIG, error)
     if checked.problems:
         return report(checked.problems)
     if dry_run:
@@ -276,7 +287,10 @@ def main_full(argv: list[str] | None = None, dag: Dag | None = None) -> int:
                         help="the preflight: print the plan, or every problem that would stop the run, and stop")
     _add_accept(parser)
     _add_verbose(parser)
+    add_cost_options(parser)
     args = parser.parse_intermixed_args(argv)
+    if error := cost_option_error(args):
+        return _fail(EXIT_CONFIG, error)
     _setup_logging()
     _set_verbosity(args.verbose)
     loaded = _load(args.overrides)
@@ -291,7 +305,15 @@ def main_full(argv: list[str] | None = None, dag: Dag | None = None) -> int:
                                               accept_code_change=args.accept_code_change))
     if isinstance(checked, int):
         return checked
-    return run_plan(cfg, checked, "full", args.dry_run)
+
+    def cost(names: list[str] | None) -> str:
+        try:
+            names = names or graph.closure(cfg.run.targets or graph.order)
+        except DagError:  # an unknown target: preflight reports it
+            names = list(graph.order)
+        return print_cost(cfg, names, args)
+
+    return run_plan(cfg, checked, "full", args.dry_run, cost=cost)
 
 
 def _configured(graph: Dag, cfg: PipelineConfig) -> Dag | int:
@@ -329,7 +351,10 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list stages and dependencies")
     _add_accept(parser)
     _add_verbose(parser)
+    add_cost_options(parser)
     args = parser.parse_intermixed_args(argv)
+    if error := cost_option_error(args):
+        return _fail(EXIT_CONFIG, error)
     if args.list:
         for name in graph.order:
             s = graph.stages[name]
@@ -354,11 +379,17 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
                                               accept_code_change=args.accept_code_change))
     if isinstance(checked, int):
         return checked
+
+    def cost(names: list[str] | None) -> str:  # the stage alone: its upstream stages are not run
+        return print_cost(cfg, [args.name], args)
+
     if checked.plan is None or checked.store is None:
-        return run_plan(cfg, checked, f"stage:{args.name}", args.dry_run)
+        return run_plan(cfg, checked, f"stage:{args.name}", args.dry_run, cost=cost)
     missing = [p for p in checked.plan if p.name != args.name and not p.hit]
     if missing:  # the plan shows them; the target alone runs
         print_plan(checked.plan, checked.store)
+        if args.cost_device is not None and (error := cost(None)):
+            return _fail(EXIT_CONFIG, error)
         over = " ".join(args.overrides)
         lines = [
             f"upstream stage {p.name!r}'s cached output for this config (key {p.key}) is {p.why}; "
@@ -373,4 +404,4 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
         return report([*checked.problems, Problem(MISSING, "\n".join(lines))])
     target = [p for p in checked.plan if p.name == args.name]
     return run_plan(cfg, CheckedRun(target, checked.store, checked.problems), f"stage:{args.name}", args.dry_run,
-                    planned=checked.plan)
+                    planned=checked.plan, cost=cost)

@@ -1,6 +1,7 @@
 """The ``nugget`` command: one entry point for the pipeline and its models.
 
-    nugget run [--dry-run] [key=value ...]        the DAG (= python pipelines/full.py)
+    nugget run [--dry-run] [key=value ...]        the DAG (= python pipelines/full.py); --dry-run
+                                                  --cost-device NAME [--gpus N]: its GPU-hours
     nugget stage NAME [--force] [--dry-run] [...] one stage (= python -m pipelines.stage)
     nugget list [--markdown [--write]]            the stages and their edges (--markdown: the
                                                   docs' stage table and DAG; --write: into the docs)

@@ -29,7 +29,8 @@ from typing import Any
 from stages.costs.peaks import table_entry
 
 RESULTS_ENV = "NUGGET_GPU_RESULTS"
-DEFAULT_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu"
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_RESULTS = REPO / "benchmarks" / "results" / "gpu"
 FILE = "efficiency.json"
 TRAIN, DECODE = "train_flops_share", "decode_bandwidth_share"
 
@@ -78,6 +79,14 @@ def results_dir(override: str | None = None) -> Path:
     return Path(chosen).expanduser() if chosen else DEFAULT_RESULTS
 
 
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it (the plan reads the same on every clone)."""
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
 def _read(path: Path) -> dict[str, Any]:
     try:
         content = json.loads(path.read_text(encoding="utf-8"))
@@ -103,7 +112,7 @@ def _measured(figure: str, content: dict[str, Any], path: Path) -> Share | None:
         raise EfficiencyError(f"{path}: {figure}={value!r} must be a share in (0, 1] or null")
     n = (content.get("n") or {}).get(figure, "?")
     source = (content.get("source") or {}).get(figure, "source not stated")
-    return Share(figure, float(value), True, f"{path}, {content.get('date', path.parent.name)}, commit "
+    return Share(figure, float(value), True, f"{shown(path)}, {content.get('date', path.parent.name)}, commit "
                  f"{str(content.get('commit', '?'))[:12]}, n={n}, {source}")
 
 
@@ -121,8 +130,8 @@ def shares(device_entry: str, folder: Path | None = None) -> dict[str, Share]:
         if measured is not None:
             out[figure] = measured
             continue
-        other = next((f"; the newest measurement, {p}, is of {c.get('device')!r}" for p, c in found
+        other = next((f"; the newest measurement, {shown(p)}, is of {c.get('device')!r}" for p, c in found
                       if c.get(figure) is not None and not _same_device(c, device_entry)), "")
-        searched = f"no {FILE} under {folder} measured it on {device_entry}"
+        searched = f"no {FILE} under {shown(folder)} measured it on {device_entry}"
         out[figure] = Share(figure, value, False, f"{searched}{other}; default: {why}")
     return out

@@ -4,7 +4,9 @@ stage's figure counts."""
 
 from __future__ import annotations
 
-from stages.costs.efficiency import SCALING
+import textwrap
+
+from stages.costs.efficiency import SCALING, Share
 from stages.costs.estimate import CPU, NONE, Timed
 from stages.costs.plan import CostPlan
 
@@ -17,7 +19,17 @@ def _hours(h: float) -> str:
     return f"{h:,.1f}" if h >= 0.05 else (f"{h:.2g}" if h else "0")
 
 
-def _row(t: Timed, gpus: int) -> str:
+def _figure(name: str, value: float, label: str, basis: str) -> list[str]:
+    return [f"  {name} = {value:.2f} {label}:",
+            *textwrap.wrap(basis, 100, initial_indent="      ", subsequent_indent="      ",
+                          break_long_words=False, break_on_hyphens=False)]
+
+
+def _share(s: Share) -> list[str]:
+    return _figure(s.figure, s.value, s.label, s.basis)
+
+
+def _row(t: Timed) -> str:
     c = t.cost
     if c.kind == CPU:
         return f"  {c.name:22s} {'cpu':5s} {'-':>9s} {'-':>8s} {'~0':>10s} {'-':>5s} {'~0':>9s}  CPU: {c.notes[0]}"
@@ -49,12 +61,12 @@ def render(plan: CostPlan) -> list[str]:
     p, g = plan.peaks, plan.gpus
     out = [f"cost plan on {plan.device} ({p.peak_tflops:g} TFLOP/s dense bf16, {p.bandwidth_gbs:g} GB/s: "
            f"{p.source}), {g} GPU(s):",
-           f"  efficiency: {plan.train.line()}", f"  efficiency: {plan.decode.line()}",
-           f"  data-parallel scaling = {plan.scaling:.2f} ASSUMED: {SCALING[1]}",
+           *_share(plan.train), *_share(plan.decode),
+           *_figure("data-parallel scaling", plan.scaling, "ASSUMED", SCALING[1]),
            "",
            f"  {'stage':22s} {'kind':5s} {'EFLOP':>9s} {'TB read':>8s} {'GPU-h (1)':>10s} {'GPUs':>5s} "
            f"{'wall-h':>9s}"]
-    out += [_row(t, g) for t in plan.stages]
+    out += [_row(t) for t in plan.stages]
     partial = [t.cost.name for t in plan.stages if t.cost.missing and t.cost.work]
     missing = [t.cost.name for t in plan.stages if t.cost.missing and not t.cost.work]
     out += ["", f"total ({len(plan.stages)} stages): {_hours(plan.device_hours)} GPU-hours of {plan.device}; "
