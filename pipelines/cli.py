@@ -32,7 +32,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from pipelines.cost_cli import add_cost_options, cost_option_error, print_cost
+from pipelines.cost_cli import CostPrinter, add_cost_options, cost_option_error, cost_printer
 from stages.config import ConfigError, PipelineConfig, load_config
 from stages.config.uris import shown, sqlite_file
 from stages.config.validate import errors as config_errors
@@ -200,11 +200,6 @@ def tracker_for(cfg: PipelineConfig, store: ArtifactStore) -> Tracker:
     return Tracker(uri, cfg.run.experiment, artifact_location=f"{store.root_uri}/mlflow-artifacts")
 
 
-#: prints the cost plan of the stages named (None: the stages the command targets), or
-#: returns the error that stops it ('' when none): `pipelines.cost_cli.print_cost`
-CostPrinter = Callable[[list[str] | None], str]
-
-
 def run_plan(cfg: PipelineConfig, checked: CheckedRun, entry: str, dry_run: bool,
              planned: list[PlannedStage] | None = None, cost: CostPrinter | None = None) -> int:
     """Print the plan (and, given ``cost``, the cost plan, which needs the config only),
@@ -305,14 +300,7 @@ def main_full(argv: list[str] | None = None, dag: Dag | None = None) -> int:
                                               accept_code_change=args.accept_code_change))
     if isinstance(checked, int):
         return checked
-
-    def cost(names: list[str] | None) -> str:
-        try:
-            names = names or graph.closure(cfg.run.targets or graph.order)
-        except DagError:  # an unknown target: preflight reports it
-            names = list(graph.order)
-        return print_cost(cfg, names, args)
-
+    cost = cost_printer(cfg, args, lambda: graph.closure(cfg.run.targets or graph.order))
     return run_plan(cfg, checked, "full", args.dry_run, cost=cost)
 
 
@@ -379,16 +367,13 @@ def main_stage(argv: list[str] | None = None, dag: Dag | None = None) -> int:
                                               accept_code_change=args.accept_code_change))
     if isinstance(checked, int):
         return checked
-
-    def cost(names: list[str] | None) -> str:  # the stage alone: its upstream stages are not run
-        return print_cost(cfg, [args.name], args)
-
+    cost = cost_printer(cfg, args, lambda: [args.name], only_targeted=True)  # its upstream stages do not run
     if checked.plan is None or checked.store is None:
         return run_plan(cfg, checked, f"stage:{args.name}", args.dry_run, cost=cost)
     missing = [p for p in checked.plan if p.name != args.name and not p.hit]
     if missing:  # the plan shows them; the target alone runs
         print_plan(checked.plan, checked.store)
-        if args.cost_device is not None and (error := cost(None)):
+        if error := cost(None):
             return _fail(EXIT_CONFIG, error)
         over = " ".join(args.overrides)
         lines = [

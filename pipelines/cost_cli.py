@@ -8,7 +8,7 @@ resolved config, the run's MLflow parameters and the report.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from stages.config import PipelineConfig
@@ -16,6 +16,11 @@ from stages.costs.efficiency import RESULTS_ENV, EfficiencyError
 from stages.costs.peaks import known_devices, table_entry
 from stages.costs.plan import cost_plan
 from stages.costs.render import render
+from stages.framework.dag import DagError
+
+#: prints the cost plan of the stages named (None: the stages the command targets), or
+#: returns the error that stops it ('' when none)
+CostPrinter = Callable[[Sequence[str] | None], str]
 
 
 def add_cost_options(parser: argparse.ArgumentParser) -> None:
@@ -59,3 +64,19 @@ def print_cost(cfg: PipelineConfig, names: Sequence[str], args: argparse.Namespa
         return str(exc)
     print("\n" + "\n".join(render(plan)))
     return ""
+
+
+def cost_printer(cfg: PipelineConfig, args: argparse.Namespace, targeted: Callable[[], Sequence[str]],
+                 only_targeted: bool = False) -> CostPrinter:
+    """What `pipelines.cli.run_plan` calls after the plan: the cost plan of the planned
+    stages, or of ``targeted()`` where there is no plan (or always, ``only_targeted``: a
+    stage rerun prices that stage alone)."""
+    def cost(names: Sequence[str] | None) -> str:
+        if names is None or only_targeted:
+            try:
+                names = targeted()
+            except DagError:  # an unknown or switched-off target: the preflight reports it
+                return ""
+        return print_cost(cfg, names, args)
+
+    return cost
