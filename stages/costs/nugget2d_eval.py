@@ -82,7 +82,7 @@ def eval_qa(cfg: PipelineConfig) -> StageCost:
         k = nuggets(r, doc) + prompt
         systems += [Generation(f"{s} r={r:g}", doc + prompt, k, new)
                     for s in q.systems if s == "nugget2d" or s in PRESSES]
-    notes += [f"prompt (question and template) = data.lm.prompt_tokens = {prompt}", *more[:1]]
+    notes += [f"prompt (question and template) = data.lm.prompt_tokens = {prompt}", *(n for n in more if n.startswith("document"))]
     return _stage(cfg, "eval_qa", n, q.batch_size, systems, notes)
 
 
@@ -100,7 +100,7 @@ def eval_summarization(cfg: PipelineConfig) -> StageCost:
     systems = [Generation(name, doc + prompt, doc + prompt if name.startswith("full") else k, s.max_new_tokens)
                for name in s.systems]
     return _stage(cfg, "eval_summarization", n, s.batch_size, systems,
-                  [*notes, f"prompt = data.lm.prompt_tokens = {prompt}", *more[:1]])
+                  [*notes, f"prompt = data.lm.prompt_tokens = {prompt}", *(n for n in more if n.startswith("document"))])
 
 
 def eval_nugget2d_ae(cfg: PipelineConfig) -> StageCost:

@@ -31,9 +31,11 @@ SPLITS: dict[str, Size] = {
 LENGTHS: dict[str, Size] = {
     "squad_passage": Size(200, "ASSUMED: the upper end of conf/eval/paper.yaml's '~150-200 tokens' per SQuAD "
                                "passage"),
-    "squad_answer": Size(8, "ASSUMED: SQuAD answers are short spans"),
+    "squad_answer": Size(8, "ASSUMED: SQuAD answers are short spans; the offline stand-ins' lengths are not in "
+                            "the config either"),
     "cnn_article": Size(781, "ASSUMED: See et al. 2017's mean of 781 word tokens per CNN/DM article; LLaMA "
                              "subwords are more, so this is low"),
-    "cnn_summary": Size(56, "ASSUMED: See et al. 2017's mean of 56 word tokens per CNN/DM summary"),
+    "cnn_summary": Size(56, "ASSUMED: See et al. 2017's mean of 56 word tokens per CNN/DM summary; the offline "
+                            "stand-ins' lengths are not in the config either"),
     "sentence": Size(30, "ASSUMED: ~23 words per news sentence at ~1.3 subwords per word"),
 }
