@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.gpu_check.environment import REPO
-from benchmarks.gpu_check.headline import efficiency
 from benchmarks.gpu_check.page import env_of, write_page
 from benchmarks.gpu_check.summary import render_all
 
@@ -48,6 +47,18 @@ def collect(returned: Path, results: Path = RESULTS) -> list[Path]:
     return sorted(roots)
 
 
+def train_share(root: Path) -> tuple[float, int, str] | None:
+    """Mean share of peak bf16 FLOP/s the 7B-shape Nugget2D training steps reached (roofline /
+    measured step time: the LoRA steps that carry most of profile=paper's training FLOPs)."""
+    for path in sorted(root.glob("call*/train-7b/nugget2d_train_overhead_cuda*.json")):
+        results = json.loads(path.read_text()).get("results", {})
+        shares = [1 / r["over_roofline"] for name, r in results.items()
+                  if name.startswith("nugget2d") and isinstance(r, dict) and r.get("over_roofline")]
+        if shares:
+            return sum(shares) / len(shares), len(shares), f"{path.parent.parent.name}/train-7b/{path.name}"
+    return None
+
+
 def decode_share(root: Path) -> tuple[float, int, str] | None:
     """Mean share of the memory-bandwidth roofline the decode benchmark's Nugget2D and Full
     steps reached (roofline / measured time), with how many rows, and the file."""
@@ -63,21 +74,17 @@ def decode_share(root: Path) -> tuple[float, int, str] | None:
 def write_efficiency(root: Path) -> Path | None:
     """``efficiency.json`` for the cost plan, from what this window measured (nothing when it
     measured neither a training throughput nor a decode)."""
-    from benchmarks.roofline import device_peaks
-
     env = env_of(root)
-    device = str(env.get("device_name") or "")
-    data: dict = {"date": root.name, "commit": env.get("commit"), "device": device or None,
+    device = env.get("device_name")
+    if not device:  # the cost plan matches shares by device: without its name they say nothing
+        return None
+    data: dict = {"date": root.name, "commit": env.get("commit"), "device": device,
                   "train_flops_share": None, "decode_bandwidth_share": None, "n": {}, "source": {}}
-    train = efficiency(root, device_peaks(device).peak_tflops if device else None)
-    if train:
-        data["train_flops_share"] = train["train_flops_share"]
-        data["n"].update(train["n"])
-        data["source"].update(train["source"])
-    decode = decode_share(root)
-    if decode:
-        data["decode_bandwidth_share"], data["n"]["decode_bandwidth_share"], source = decode
-        data["source"]["decode_bandwidth_share"] = f"{source}: roofline / measured ms per token"
+    for key, found, how in (("train_flops_share", train_share(root), "roofline / measured step time"),
+                            ("decode_bandwidth_share", decode_share(root), "roofline / measured ms per token")):
+        if found:
+            data[key], data["n"][key], source = found
+            data["source"][key] = f"{source}: {how}"
     if data["train_flops_share"] is None and data["decode_bandwidth_share"] is None:
         return None
     path = root / "efficiency.json"

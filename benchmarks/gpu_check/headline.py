@@ -1,6 +1,5 @@
 """The headline burst's numbers as one window returned them: one cell per experiment
-(`burst_cells`, keyed like `cpu_reference.burst_key`), the papers' numbers beside them, and
-the efficiency the cost plan reads (`efficiency`).
+(`burst_cells`, keyed like `cpu_reference.burst_key`) and the papers' numbers beside them.
 
 The burst (`benchmarks.headline`) writes one JSON per trained system as it finishes
 (``ae-r0.1.json``, ...) and a summary per experiment at the end; this reads them wherever a
@@ -60,19 +59,3 @@ def burst_cells(folder: Path, pattern: str = WINDOW_FILES) -> dict[str, dict]:
         if "difference" in result and "ratio" in result:
             cells[burst_key("nugget2d-icae", result["ratio"])] = _interval(result, "difference")
     return cells
-
-
-def efficiency(window: Path, peak_tflops: float | None) -> dict | None:
-    """The share of the device's peak bf16 FLOP/s the burst's training reached (model FLOPs,
-    6 N per trained token), over the systems that ran; None without a peak or a result."""
-    shares, sources = [], []
-    for path in sorted(window.glob(WINDOW_FILES)):
-        result = _load(path)
-        achieved = result.get("achieved_tflops")
-        if achieved and peak_tflops and result.get("device", "").startswith(("cuda", "NVIDIA")):
-            shares.append(float(achieved) / peak_tflops)
-            sources.append(f"{path.parent.name}/{path.name}")
-    if not shares:
-        return None
-    return {"train_flops_share": sum(shares) / len(shares), "n": {"train_flops_share": len(shares)},
-            "source": {"train_flops_share": "mean over " + ", ".join(sources)}}
