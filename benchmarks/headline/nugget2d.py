@@ -1,0 +1,177 @@
+"""``python -m benchmarks.headline nugget2d``: Nugget2D vs ICAE autoencoding (Nugget2D §4).
+
+The LM (SmolLM2-135M-Instruct's real weights, from its GGUF or an HF folder) is loaded once,
+timed, and copied under each system (`benchmarks.headline.nugget2d_systems`). Per ratio of
+``--ratios`` (0.1 first): Nugget2D trains for the preset's seconds; ICAE then trains the same
+number of steps on the same batches (equal examples, so the pair compares methods; its time
+is capped and recorded); each greedily reconstructs every held-out test document, scored by
+BLEU with its interval over documents. ``nugget2d-r<r>.json`` / ``icae-r<r>.json`` are written
+as each system finishes (and once between its training and its scoring); ``nugget2d.json``
+holds the LM load time and, per ratio, the pair: Nugget2D - ICAE with the *paired* 95%
+interval over the documents both were scored on. A ratio is started only if both systems are
+expected to finish in what ``--max-seconds`` leaves.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchmarks.headline import nugget2d_systems as systems
+from benchmarks.headline.budget import NO_TIME, Deadline, scoring_estimate
+from benchmarks.headline.dataset import HeadlineData
+from benchmarks.headline.environment import RunDevice, versions
+from benchmarks.headline.loop import epoch_sampler, train
+from benchmarks.headline.presets import WHY, Nugget2DPreset, recipe
+from benchmarks.headline.records import DONE, SCORING, nugget2d_reference, result_header, write_json
+from benchmarks.headline.scoring import bleu_result, paired_difference
+from stages.common.device import place_model
+
+EXPERIMENT = "nugget2d_autoencoding"
+
+
+def result_name(system: str, ratio: float) -> str:
+    return f"{system}-r{ratio:g}.json"
+
+
+class Nugget2DRun:
+    """One ``nugget2d`` command: data, device, budget, the loaded LM and what was measured."""
+
+    def __init__(self, data_dir: Path, out: Path, preset: Nugget2DPreset, run: RunDevice, deadline: Deadline,
+                 seed: int = 0, size: str = "gpu") -> None:
+        self.out, self.preset, self.run, self.deadline, self.seed = out, preset, run, deadline, seed
+        data = HeadlineData.read(data_dir)
+        self.tok = data.tokenizer()
+        self.eos = int(self.tok.eos_token_id)
+        self.pad = int(self.tok.pad_token_id if self.tok.pad_token_id is not None else self.eos)
+        self.train_docs = data.splits["train"].docs(max_tokens=preset.max_doc_tokens)
+        self.test_docs = data.splits["test"].docs(limit=preset.test_docs, max_tokens=preset.max_doc_tokens)
+        self.test_ids = [f"test-{i}" for i in range(len(self.test_docs))]
+        self.references = [t.strip() for t in self.tok.batch_decode(self.test_docs, skip_special_tokens=True)]
+        self.header = {**run.describe(), "versions": versions()}
+        self.recipe = {"size": size, "seed": seed, "preset": recipe(preset),
+                       "why": {k: v for k, v in WHY.items() if k.startswith(("nugget2d.", "data.")) or k == size},
+                       "data": {"folder": str(data_dir), "train_documents": len(self.train_docs),
+                                "test_documents": len(self.test_docs), **data.meta}}
+        self.scoring_seconds: list[float] = []
+        self.icae_seconds: list[float] = []
+        self.summary: dict[str, Any] = {"experiment": EXPERIMENT, **self.header, "order": list(preset.ratios),
+                                        "pairs": {}, "systems": {}}
+
+    def estimate(self) -> float:
+        """Seconds one more ratio (both systems) is expected to take."""
+        p = self.preset
+        icae = 1.1 * max(self.icae_seconds) if self.icae_seconds else p.icae_seconds_cap
+        return 2 * (p.build_seconds_estimate + scoring_estimate(self.scoring_seconds, p.eval_seconds_estimate)) \
+            + p.loop.seconds + min(icae, p.icae_seconds_cap)
+
+    def run_all(self, gguf: str | None, lm_dir: str | None) -> dict[str, Any]:
+        lm, info = systems.load_lm(gguf, lm_dir, self.preset.keep_layers)
+        if info["vocab_size"] < len(self.tok):
+            raise ValueError(f"the LM's vocabulary ({info['vocab_size']}) is smaller than the data's tokenizer "
+                             f"({len(self.tok)}): the documents are not this LM's token ids")
+        self.summary["lm"] = info
+        print(f"[nugget2d] LM: {info['source']}, {info['layers']} layers, load {info['load_seconds']:.1f} s "
+              f"(GGUF dequantise included); {self.deadline.left():.0f} s left")
+        write_json(self.out / "nugget2d.json", self.summary)
+        for ratio in self.preset.ratios:
+            estimate = self.estimate()
+            if not self.deadline.allows(estimate):
+                print(f"[nugget2d] r={ratio:g}: {NO_TIME} ({self.deadline.left():.0f} s left, ~{estimate:.0f} s needed)")
+                for system in systems.SYSTEMS:
+                    self._finish(system, ratio, {**self._header(system, ratio), "status": NO_TIME,
+                                                 "budget": {**self.deadline.describe(), "estimate": round(estimate, 1)}})
+                self.summary["pairs"][f"{ratio:g}"] = {"status": NO_TIME}
+            else:
+                self.run_pair(lm, ratio)
+            self.summary["budget"] = self.deadline.describe()
+            write_json(self.out / "nugget2d.json", self.summary)
+        return self.summary
+
+    def _header(self, system: str, ratio: float) -> dict[str, Any]:
+        return result_header(EXPERIMENT, system, ratio, {**self.header, "lm": self.summary.get("lm")}, self.recipe,
+                             nugget2d_reference(system, ratio))
+
+    def _finish(self, system: str, ratio: float, record: dict[str, Any]) -> None:
+        write_json(self.out / result_name(system, ratio), record)
+        self.summary["systems"][f"{system}-r{ratio:g}"] = {
+            "file": result_name(system, ratio), "status": record["status"],
+            **{k: record.get("eval", {}).get(k) for k in ("bleu", "interval", "n_documents")},
+            "steps": record.get("train", {}).get("steps"), "reference": record["reference"]["value"]}
+
+    def run_pair(self, lm: Any, ratio: float) -> None:
+        records: dict[str, dict[str, Any]] = {}
+        steps: int | None = None
+        for system in systems.SYSTEMS:
+            record = self._header(system, ratio)
+            if system == "icae" and steps is None:
+                record["status"] = "not run: Nugget2D did not train, so ICAE has no step count to match"
+            else:
+                try:
+                    self.run_system(lm, system, ratio, record, steps)
+                except Exception as exc:  # noqa: BLE001 (one system's failure must not lose the other's file)
+                    record["status"] = f"failed: {type(exc).__name__}: {exc}"
+                    record["traceback"] = traceback.format_exc()[-3000:]
+                    self.summary["failed"] = True
+                    print(f"[nugget2d] {system} r={ratio:g}: {record['status']}")
+            if system == "nugget2d" and "train" in record:
+                steps = record["train"]["steps"]
+            self._finish(system, ratio, record)
+            records[system] = record
+        a, b = records["nugget2d"], records["icae"]
+        if a["status"] == DONE and b["status"] == DONE:
+            pair = {"status": DONE, "what": "Nugget2D - ICAE reconstruction BLEU", **paired_difference(a["eval"], b["eval"]),
+                    "bleu": {"nugget2d": a["eval"]["bleu"], "icae": b["eval"]["bleu"]},
+                    "states": {"nugget2d": a["eval"]["states_mean"], "icae": b["eval"]["states_mean"]},
+                    "a": {"system": "nugget2d", "per_document": a["eval"]["per_document"]},
+                    "b": {"system": "icae", "per_document": b["eval"]["per_document"]}}
+            shown = pair["interval"] or pair["interval_note"]
+            print(f"[nugget2d] r={ratio:g}: Nugget2D - ICAE = {pair['difference']:+.1f} BLEU {shown}")
+        else:
+            pair = {"status": f"incomplete: nugget2d {a['status']}; icae {b['status']}"}
+        self.summary["pairs"][f"{ratio:g}"] = pair
+
+    def run_system(self, lm: Any, system: str, ratio: float, record: dict[str, Any], steps: int | None) -> None:
+        p, run, t0 = self.preset, self.run, time.monotonic()
+        model = systems.build_system(lm, system, ratio, p, self.seed).to(run.device)
+        pick = epoch_sampler(len(self.train_docs), p.loop.batch_size, self.seed)  # the same batches for both
+        built = time.monotonic() - t0
+        print(f"[nugget2d] {system} r={ratio:g}: training ({self.deadline.left():.0f} s left)")
+        trained = train(model, systems.loss_of(model, system),
+                        lambda step: systems.batch_of([self.train_docs[i] for i in pick(step)], self.eos, self.pad),
+                        systems.tokens_of, p.loop, run,
+                        seconds=p.loop.seconds if steps is None else p.icae_seconds_cap,
+                        max_steps=p.loop.max_steps if steps is None else steps)
+        if system == "icae":
+            self.icae_seconds.append(trained.seconds)
+        trainable = sum(q.numel() for q in model.parameters() if q.requires_grad)
+        record |= {"status": SCORING, "model": {"trainable": trainable, "total": sum(q.numel() for q in model.parameters())},
+                   "train": trained.summary(), "seconds": {"build": round(built, 2), "train": round(trained.seconds, 2)}}
+        if steps is not None:
+            record["train"]["matched_steps"] = {"target": steps, "reached": trained.steps == steps}
+        write_json(self.out / result_name(system, ratio), record)
+        print(f"[nugget2d] {system} r={ratio:g}: {trained.steps} steps in {trained.seconds:.1f} s, loss "
+              f"{record['train']['first_loss']:.3f} -> {record['train']['final_loss']:.3f}")
+        t1 = time.monotonic()
+        model = place_model(model, run.device, run.eval_precision)
+        out = systems.reconstruct(model, system, self.test_docs, p.eval_batch, p.extra_tokens, self.eos, self.pad,
+                                  run.device)
+        hyps = [t.strip() for t in self.tok.batch_decode(out, skip_special_tokens=True)]
+        kept = [systems.states_kept(system, ratio, len(d), p.max_doc_tokens) for d in self.test_docs]
+        record["eval"] = {"decoding": f"greedy, to EOS or document length + {p.extra_tokens}",
+                          "states_mean": sum(kept) / max(len(kept), 1),
+                          "states_note": "KV positions per layer the decoder reads (nugget2d: ceil(r n); icae: slots)",
+                          **bleu_result(hyps, self.references, self.test_ids)}
+        record["seconds"] |= {"scoring": round(time.monotonic() - t1, 2), "total": round(time.monotonic() - t0, 2)}
+        self.scoring_seconds.append(record["seconds"]["scoring"])
+        record["status"] = DONE
+        ev = record["eval"]
+        print(f"[nugget2d] {system} r={ratio:g}: BLEU {ev['bleu']:.1f} {ev['interval'] or ev['interval_note']} "
+              f"(n={ev['n_documents']}; scoring {record['seconds']['scoring']:.1f} s)")
+        del model
+        if run.device.type == "cuda":
+            torch.cuda.empty_cache()
