@@ -75,8 +75,8 @@ class Nugget2DRun:
             raise ValueError(f"the LM's vocabulary ({info['vocab_size']}) is smaller than the data's tokenizer "
                              f"({len(self.tok)}): the documents are not this LM's token ids")
         self.summary["lm"] = info
-        print(f"[nugget2d] LM: {info['source']}, {info['layers']} layers, load {info['load_seconds']:.1f} s "
-              f"(GGUF dequantise included); {self.deadline.left():.0f} s left")
+        print(f"[nugget2d] LM: {info['source']}, {info['layers']} layers, loaded in {info['load_seconds']:.1f} s; "
+              f"{self.deadline.left():.0f} s left")
         write_json(self.out / "nugget2d.json", self.summary)
         for ratio in self.preset.ratios:
             estimate = self.estimate()

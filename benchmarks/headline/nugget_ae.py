@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 import torch
 
 from benchmarks.headline.presets import AEPreset
+from benchmarks.headline.scoring import NO_SCIPY, scipy_available
 from stages.common.device import to_device
 from stages.common.padding import pad
 from stages.evaluation.analysis import TokenStats
@@ -125,5 +126,5 @@ def token_frequencies(model: NuggetModel, tok: PreTrainedTokenizerBase, docs: li
         nuggets = model.encode(batch["input_ids"], batch["attention_mask"])
         add_selections(stats, word, tok, batch["input_ids"].cpu(), batch["attention_mask"].cpu(),
                        to_device(nuggets, "cpu"))
-    record, _, _ = frequency_summary(stats, ids)
-    return record
+    record, _, _ = frequency_summary(stats, ids, intervals=scipy_available())
+    return {**record, "intervals_note": "" if scipy_available() else NO_SCIPY}

@@ -22,6 +22,16 @@ NO_SCIPY = "scipy is not installed here: interval left for collect time (benchma
 SAMPLES = 8  # documents shown with their reconstruction in each result
 
 
+def scipy_available() -> bool:
+    """Whether scipy (the bootstrap behind every interval) can be imported here."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("scipy") is not None
+    except ValueError:  # a module registered without a spec
+        return False
+
+
 def _interval(compute: Any) -> tuple[list[float] | None, str]:
     """``compute()``'s interval, or None and why (too few units, no scipy)."""
     try:
@@ -63,16 +73,23 @@ def paired_difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def fill_intervals(record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` (a result, or a pair summary) with every interval that was left empty for want
-    of scipy computed from its per-document statistics (in place; returned for chaining)."""
+    """``record`` (a result, or a summary) with every interval that was left empty for want of
+    scipy computed from the per-document statistics it keeps: a BLEU's, a pair's difference
+    (``a`` / ``b``), fig. 5's shares (``units``). In place; returned for chaining."""
     for value in list(record.values()):
         if isinstance(value, dict):
             fill_intervals(value)
+    if record.get("intervals_note") == NO_SCIPY and "units" in record:  # fig. 5's shares
+        for key, raw in record["units"].items():
+            bounds, _ = _interval(UnitSample.from_json(raw).interval)
+            if bounds is not None:
+                record["intervals"][key] = bounds
+        record["intervals_note"] = ""
     if record.get("interval_note") == NO_SCIPY:
         if "per_document" in record:
             sample = UnitSample.from_json(record["per_document"])
             record["interval"], record["interval_note"] = _interval(sample.interval)
         elif {"a", "b"} <= record.keys():
-            found = paired_difference(record["a"], record["b"])
-            record["interval"], record["interval_note"] = found["interval"], found["interval_note"]
+            pair = paired_difference(record["a"], record["b"])
+            record["interval"], record["interval_note"] = pair["interval"], pair["interval_note"]
     return record

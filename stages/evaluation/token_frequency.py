@@ -74,15 +74,16 @@ def add_selections(stats: TokenStats, word: Callable[[str], str], tokenizer: Pre
     return documents
 
 
-def frequency_summary(stats: TokenStats, ids: list[str], top_n: int = TOP_TOKENS
+def frequency_summary(stats: TokenStats, ids: list[str], top_n: int = TOP_TOKENS, intervals: bool = True
                       ) -> tuple[dict[str, Any], dict[str, UnitSample], dict[str, Interval]]:
     """One model's fig. 5 record: its ``top_n`` nugget tokens ``[token, share of nuggets, share of
     text]`` (%), the punctuation and 'the' shares, the counts, each share's documents (``units``)
-    and, from `MIN_UNITS` documents, its interval (``intervals``); also the samples and intervals
-    themselves (for metrics)."""
+    and, from `MIN_UNITS` documents, its interval (``intervals``; none computed with
+    ``intervals=False``, e.g. where scipy's bootstrap is not installed: the ``units`` allow it
+    later); also the samples and intervals themselves (for metrics)."""
     top = [t for t, _ in stats.nuggets.most_common(top_n)]
     units = share_units(stats, top, ids)
-    bounds = {k: u.interval() for k, u in units.items()}
+    bounds = {k: u.interval() if intervals else None for k, u in units.items()}
     record = {"top": [[t, stats.share(stats.nuggets, t), stats.share(stats.text, t)] for t in top],
               "punctuation_share_nuggets": stats.punctuation_share(stats.nuggets),
               "punctuation_share_text": stats.punctuation_share(stats.text),
