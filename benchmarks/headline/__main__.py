@@ -56,7 +56,8 @@ def cmd_ae(args: argparse.Namespace) -> int:
     from benchmarks.headline.presets import PRESETS
 
     preset = PRESETS[args.size].ae
-    changes = {k: v for k, v in (("ratios", args.ratios), ("beams", args.beams)) if v is not None}
+    changes = {k: v for k, v in (("ratios", args.ratios), ("beams", args.beams), ("test_docs", args.test_docs))
+               if v is not None}
     preset = dataclasses.replace(preset, loop=_loop_overrides(preset, args, args.seconds_per_ratio), **changes)
     summary = AERun(Path(args.data), Path(args.out), preset, run_device(args.device, args.precision),
                     Deadline(args.max_seconds, STARTED), args.seed, args.size).run_all()
@@ -73,7 +74,8 @@ def cmd_nugget2d(args: argparse.Namespace) -> int:
     if (args.gguf is None) == (args.lm is None):
         raise SystemExit("nugget2d: give exactly one of --gguf PATH and --lm HF_DIR")
     preset = PRESETS[args.size].nugget2d
-    changes = {k: v for k, v in (("ratios", args.ratios), ("keep_layers", args.keep_layers)) if v is not None}
+    changes = {k: v for k, v in (("ratios", args.ratios), ("keep_layers", args.keep_layers),
+                                 ("test_docs", args.test_docs)) if v is not None}
     preset = dataclasses.replace(preset, loop=_loop_overrides(preset, args, args.seconds_per_system), **changes)
     summary = Nugget2DRun(Path(args.data), Path(args.out), preset, run_device(args.device, args.precision),
                           Deadline(args.max_seconds, STARTED), args.seed, args.size).run_all(args.gguf, args.lm)
@@ -107,6 +109,7 @@ def parser() -> argparse.ArgumentParser:
         cmd.add_argument("--ratios", type=_ratios, default=None, help="comma-separated, in run order")
         cmd.add_argument("--max-steps", type=int, default=None, help="training step cap per model")
         cmd.add_argument("--batch-size", type=int, default=None)
+        cmd.add_argument("--test-docs", type=int, default=None, help="score only the first N test documents")
         cmd.add_argument("--seed", type=int, default=0)
         cmd.set_defaults(func=cmd_ae if name == "ae" else cmd_nugget2d)
         if name == "ae":

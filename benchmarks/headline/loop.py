@@ -11,9 +11,12 @@ the GPU), which is also when the curve gets a point.
 Throughput: ``input_tokens`` (what the model reads: encoder or document tokens) and
 ``target_tokens`` (what the loss is on) per second, and an *estimate* of the model FLOP/s:
 6 x trained parameters x target tokens per second (the "6ND" rule: forward 2 + backward 4
-FLOPs per parameter and token). It counts the embedding tables as if they were matmuls and
-ignores attention's own FLOPs and the frozen layers' forward / input-gradient work, so it is
-an order of magnitude for a cost plan, not a measured utilisation.
+FLOPs per parameter and token), the trained parameters being those that received a gradient
+in the first step. It counts embedding tables as if they were matmuls and ignores attention's
+own FLOPs and the frozen weights' forward / input-gradient work (all of a LoRA model's base),
+so it is an order of magnitude for a cost plan, not a measured utilisation; the counts behind
+it (``trained_parameters``, ``trained_embedding_parameters``, ``frozen_parameters``) are
+recorded for other estimates.
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ class TrainResult:
     input_tokens: int = 0
     target_tokens: int = 0
     examples: int = 0
-    trained_parameters: int = 0
+    trained_parameters: int = 0  # received a gradient in the first step
+    trained_embedding_parameters: int = 0  # of those, embedding tables (lookups, not matmuls)
+    frozen_parameters: int = 0
     curve: list[list[float]] = field(default_factory=list)  # [step, seconds, mean loss since the last point]
 
     def summary(self) -> dict[str, Any]:
@@ -86,7 +91,8 @@ def train(model: nn.Module, loss_of: Callable[[Batch], torch.Tensor], batch_at: 
     params = [p for p in model.parameters() if p.requires_grad]
     fused = {"fused": True} if run.device.type == "cuda" else {}
     optimizer = torch.optim.AdamW(params, lr=loop.lr, betas=loop.betas, weight_decay=loop.weight_decay, **fused)
-    result = TrainResult(trained_parameters=sum(p.numel() for p in params))
+    result = TrainResult(frozen_parameters=sum(p.numel() for p in model.parameters() if not p.requires_grad))
+    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
     model.train()
     pending: list[torch.Tensor] = []
     synchronize(run.device)
@@ -104,6 +110,10 @@ def train(model: nn.Module, loss_of: Callable[[Batch], torch.Tensor], batch_at: 
         with autocast(run.device, run.train_precision):
             loss = loss_of(to_device(batch, run.device, non_blocking=True))
         loss.backward()
+        if result.steps == 0:
+            result.trained_parameters = sum(p.numel() for p in params if p.grad is not None)
+            result.trained_embedding_parameters = sum(p.numel() for p in params
+                                                      if p.grad is not None and id(p) in embeddings)
         torch.nn.utils.clip_grad_norm_(params, loop.max_grad_norm)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

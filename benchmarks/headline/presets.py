@@ -124,7 +124,7 @@ CPU = Preset(
         build_seconds_estimate=1.0, token_stats_docs=24, ratios=(0.1, 0.05, 0.25),
     ),
     nugget2d=Nugget2DPreset(
-        keep_layers=4, scorer_layer=2, lora_rank=8, lora_alpha=16,
+        keep_layers=8, scorer_layer=3, lora_rank=8, lora_alpha=16,
         loop=LoopPreset(batch_size=4, lr=1e-3, warmup_steps=2, min_lr_fraction=0.1, weight_decay=0.1,
                         betas=(0.9, 0.95), max_grad_norm=1.0, seconds=4.0, max_steps=200),
         icae_seconds_cap=6.0, max_doc_tokens=24, test_docs=24, eval_batch=24, extra_tokens=4,
@@ -144,10 +144,12 @@ WHY: dict[str, str] = {
     "ae.model": "the guide's shape (d 512, 6 + 6 layers, FFN 2048; BART-base widths) with SmolLM2's 49k "
                 "vocabulary; dropout 0 because a 65 s run is far from overfitting a copying task",
     "ae.scorer_layer": "profile gpu1's l = 2 for 6 encoder layers (the paper's l = 3 is for 12)",
-    "ae.batch": "128 x <= 130 tokens = ~15k tokens per step: far below a small LM's critical batch early in "
-                "training, so tokens per step cost few extra steps, while a 6 + 6-layer BART on an H100 is "
-                "bound by kernel launches and Python at the guide's 64 (estimated ~20-40 ms per step either "
-                "way; ~2.7 TFLOP of model work per step at batch 128), so doubling it raises tokens/s",
+    "ae.batch": "128 documents (~14k tokens per side per step): still far below a small model's critical "
+                "batch early in training, so loss per token seen is about that of the guide's 64, while the "
+                "GPU gets more work per launch: ~5.5 TFLOP of matmuls per step (6 x 63.5M trained matmul "
+                "parameters, the 49k-vocabulary head's 25M included, x 14k tokens, + the frozen layers' "
+                "forward), i.e. ~15-25 ms at 250-350 TFLOP/s, where at 64 the ~1,000 kernel launches and HF's Python per step weigh "
+                "as much as the math; expect ~1,500-2,500 steps (~8-13 epochs) in 65 s",
     "ae.lr": "7e-4 = the pipeline's 5e-4 (gpu1, batch 64) x sqrt(2) for the doubled batch; 100 warm-up steps "
              "(BART is post-LN); cosine to 10% over the time budget, so the run ends annealed whenever it stops",
     "ae.seconds": "65 s per ratio: 3 x (65 s + ~5 s build + ~10-25 s beam search) + ~15 s start-up fits the "
@@ -166,11 +168,13 @@ WHY: dict[str, str] = {
                         "encoder pass and a re-encoding pass before decoding); with ~20 s of greedy decoding "
                         "each and ~15 s of start-up the pair fits ~180 s",
     "nugget2d.ratios": "0.1 (the report's Nugget2D-vs-ICAE finding); 0.05 (the paper's 20x) only if time is left",
-    "cpu": "a rehearsal: tiny shapes and seconds-long budgets that finish `ae` in ~25 s and `nugget2d` in "
-           "~40 s on 2 cores (including the ~15 s SmolLM2 GGUF load); its numbers show the code runs, not findings",
-    "nugget2d.cpu.keep_layers": "the bottom 4 of SmolLM2's 30 layers for --size cpu only: the load costs the same "
-                                "at any depth, but 30 layers train and decode too slowly for its 45 s (see "
-                                "docs/headline.md for the measurement)",
+    "cpu": "a rehearsal: tiny shapes and seconds-long budgets; measured on 2 idle cores: `ae` ~20 s (all three "
+           "ratios) and `nugget2d` ~27 s (both systems, ~11.5 s of it the SmolLM2 GGUF load); its numbers show "
+           "that the code runs end to end, not findings (4 s of training moves a 49k-vocabulary model little)",
+    "nugget2d.cpu.keep_layers": "--size cpu only: the bottom 8 of SmolLM2's 30 layers (profile tiny's cut). The GGUF "
+                                "load costs the same at any depth (~11.5 s), but the 30-layer model's first training "
+                                "step took 5-48 s here (first touch of the copied weights on this VM) and 0.7-1.0 s "
+                                "per step after, its 24-document greedy decode ~3.5 s per system: over the 45 s",
 }
 
 
