@@ -29,6 +29,7 @@ from benchmarks.headline.loop import epoch_sampler, train
 from benchmarks.headline.presets import WHY, AEPreset, recipe
 from benchmarks.headline.records import (
     DONE,
+    SCHEMA,
     SCORING,
     fig5_reference,
     nugget_reference,
@@ -64,7 +65,7 @@ class AERun:
                        "data": {"folder": str(data_dir), "train_documents": len(self.train_docs),
                                 "test_documents": len(self.test_docs), **data.meta}}
         self.scoring_seconds: list[float] = []
-        self.summary: dict[str, Any] = {"experiment": EXPERIMENT, **self.header, "order": list(preset.ratios),
+        self.summary: dict[str, Any] = {"schema": SCHEMA, "experiment": EXPERIMENT, **self.header, "order": list(preset.ratios),
                                         "ratios": {}}
 
     def estimate(self) -> float:

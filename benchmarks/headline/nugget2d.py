@@ -27,7 +27,14 @@ from benchmarks.headline.dataset import HeadlineData
 from benchmarks.headline.environment import RunDevice, versions
 from benchmarks.headline.loop import epoch_sampler, train
 from benchmarks.headline.presets import WHY, Nugget2DPreset, recipe
-from benchmarks.headline.records import DONE, SCORING, nugget2d_reference, result_header, write_json
+from benchmarks.headline.records import (
+    DONE,
+    SCHEMA,
+    SCORING,
+    nugget2d_reference,
+    result_header,
+    write_json,
+)
 from benchmarks.headline.scoring import bleu_result, paired_difference
 from stages.common.device import place_model
 
@@ -59,7 +66,7 @@ class Nugget2DRun:
                                 "test_documents": len(self.test_docs), **data.meta}}
         self.scoring_seconds: list[float] = []
         self.icae_seconds: list[float] = []
-        self.summary: dict[str, Any] = {"experiment": EXPERIMENT, **self.header, "order": list(preset.ratios),
+        self.summary: dict[str, Any] = {"schema": SCHEMA, "experiment": EXPERIMENT, **self.header, "order": list(preset.ratios),
                                         "pairs": {}, "systems": {}}
 
     def estimate(self) -> float:

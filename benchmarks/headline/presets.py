@@ -136,7 +136,7 @@ PRESETS = {"gpu": GPU, "cpu": CPU}
 
 WHY: dict[str, str] = {
     "data.max_doc_tokens": "Nugget §5.1 documents of at most 128 subwords; the profiles.md H100 guide used the same",
-    "data.test_docs": "300 held-out documents: well above the 20 units an interval needs (issue 42) and above "
+    "data.test_docs": "300 held-out documents: well above the 20 units an interval needs (docs/report.md) and above "
                       "the paper's 128 documents of fig. 5, while beam search over them stays ~10 s on an H100",
     "data.train_docs": "every packed document of the offline English corpora: the folder stays under its 8 MiB "
                        "limit with all of them (build_data prints the size), and an H100 sees each ~4 times in "

@@ -1,4 +1,4 @@
-"""Reconstruction BLEU with the report's method (issue 42): sacrebleu on detokenised text,
+"""Reconstruction BLEU with the report's method (docs/report.md): sacrebleu on detokenised text,
 corpus-level, from per-document sufficient statistics kept as a `UnitSample` of documents,
 so its 95% interval is the percentile bootstrap over documents and two systems scored on the
 same documents get the *paired* interval of their difference (`stages.common.resampling`).
@@ -39,7 +39,7 @@ def _interval(compute: Any) -> tuple[list[float] | None, str]:
     except ImportError:
         return None, NO_SCIPY
     if found is None:
-        return None, f"fewer than {MIN_UNITS} documents, or BLEU undefined: no interval (issue 42)"
+        return None, f"fewer than {MIN_UNITS} documents, or BLEU undefined: no interval (docs/report.md)"
     if hasattr(found, "low"):
         return [found.low, found.high], ""
     return [float(found[0]), float(found[1])], ""
