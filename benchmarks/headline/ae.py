@@ -36,10 +36,11 @@ from benchmarks.headline.records import (
     result_header,
     write_json,
 )
-from benchmarks.headline.scoring import bleu_result
+from benchmarks.headline.scoring import bleu_result, cell
 from stages.common.device import place_model
 
 EXPERIMENT = "nugget_autoencoding"
+SYSTEM = "nugget_ae"
 FIG5_RATIO = 0.1  # the paper counts the tokens of its r = 0.1 AE model
 
 
@@ -75,7 +76,7 @@ class AERun:
 
     def run_all(self) -> dict[str, Any]:
         for ratio in self.preset.ratios:
-            record = result_header(EXPERIMENT, "nugget", ratio, self.header, self.recipe, nugget_reference(ratio))
+            record = result_header(EXPERIMENT, SYSTEM, ratio, self.header, self.recipe, nugget_reference(ratio))
             estimate = self.estimate()
             if not self.deadline.allows(estimate):
                 record |= {"status": NO_TIME, "budget": {**self.deadline.describe(), "estimate": round(estimate, 1)}}
@@ -117,6 +118,8 @@ class AERun:
         hyps = nugget_ae.reconstruct(model, self.tok, self.test_docs, preset.beams, preset.eval_batch, run.device)
         scored = bleu_result(hyps, self.references, self.test_ids)
         record["eval"] = {"beams": preset.beams, "max_new_tokens": "document length + 2", **scored}
+        record["bleu"] = cell(scored["bleu"], scored["interval"], scored["n_documents"], scored["degenerate"],
+                              scored["interval_note"])
         record["seconds"]["scoring"] = round(time.monotonic() - t1, 2)
         self.scoring_seconds.append(record["seconds"]["scoring"])
         if abs(ratio - FIG5_RATIO) < 1e-9:

@@ -32,13 +32,15 @@ from benchmarks.headline.records import (
     SCHEMA,
     SCORING,
     nugget2d_reference,
+    pair_reference,
     result_header,
     write_json,
 )
-from benchmarks.headline.scoring import bleu_result, paired_difference
+from benchmarks.headline.scoring import bleu_result, cell, paired_difference
 from stages.common.device import place_model
 
 EXPERIMENT = "nugget2d_autoencoding"
+PAIR = "nugget2d-icae"  # the pair's file and system name: Nugget2D - ICAE
 
 
 def result_name(system: str, ratio: float) -> str:
@@ -136,6 +138,11 @@ class Nugget2DRun:
                     "states": {"nugget2d": a["eval"]["states_mean"], "icae": b["eval"]["states_mean"]},
                     "a": {"system": "nugget2d", "per_document": a["eval"]["per_document"]},
                     "b": {"system": "icae", "per_document": b["eval"]["per_document"]}}
+            write_json(self.out / result_name(PAIR, ratio), {
+                "schema": SCHEMA, "experiment": EXPERIMENT, "system": PAIR, "ratio": ratio, "status": DONE,
+                "difference": cell(pair["difference"], pair["interval"], pair["n_documents"], "",
+                                   pair["interval_note"]),
+                **self.header, "reference": pair_reference(), "pair": pair})
             shown = pair["interval"] or pair["interval_note"]
             print(f"[nugget2d] r={ratio:g}: Nugget2D - ICAE = {pair['difference']:+.1f} BLEU {shown}")
         else:
@@ -175,8 +182,9 @@ class Nugget2DRun:
                           **bleu_result(hyps, self.references, self.test_ids)}
         record["seconds"] |= {"scoring": round(time.monotonic() - t1, 2), "total": round(time.monotonic() - t0, 2)}
         self.scoring_seconds.append(record["seconds"]["scoring"])
-        record["status"] = DONE
         ev = record["eval"]
+        record["bleu"] = cell(ev["bleu"], ev["interval"], ev["n_documents"], ev["degenerate"], ev["interval_note"])
+        record["status"] = DONE
         print(f"[nugget2d] {system} r={ratio:g}: BLEU {ev['bleu']:.1f} {ev['interval'] or ev['interval_note']} "
               f"(n={ev['n_documents']}; scoring {record['seconds']['scoring']:.1f} s)")
         del model

@@ -65,6 +65,13 @@ def nugget2d_reference(system: str, ratio: float) -> dict[str, Any]:
     return {"value": value, "source": SOURCES["nugget2d_autoencoding"], "setting": NUGGET2D_SETTING, "note": note}
 
 
+def pair_reference() -> dict[str, Any]:
+    """What Nugget2D §4.2 says of Nugget2D against ICAE (no number in the text)."""
+    return {"value": "Nugget2D - ICAE >= 0: 'comparable performance with the ICAE baseline for short sequences "
+                     "and better performance for long sequences' (no number in the text)",
+            "source": "Nugget2D §4.2 on fig. 5", "setting": NUGGET2D_SETTING, "note": ""}
+
+
 def fig5_reference() -> dict[str, Any]:
     """Nugget §5.2's numbers for fig. 5: the share of 'the' among AE nuggets and in the text."""
     return {"value": {"the_share_nuggets": PUBLISHED["nugget_fig5"]["the_ae"]["share_nuggets"],

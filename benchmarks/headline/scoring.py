@@ -61,6 +61,13 @@ def bleu_result(hypotheses: Sequence[str], references: Sequence[str], ids: Seque
                                            strict=True)]}
 
 
+def cell(value: float, interval: list[float] | None, n: int, flag: str = "", note: str = "") -> dict[str, Any]:
+    """A number as the results' top level shows it (and benchmarks/gpu_check reads it):
+    ``{value, low, high, n, flags, interval_note}``; low / high None without an interval."""
+    low, high = interval if interval else (None, None)
+    return {"value": value, "low": low, "high": high, "n": n, "flags": [flag] if flag else [], "interval_note": note}
+
+
 def paired_difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """``a - b`` of two `bleu_result` records scored on the same documents, with the paired
     interval over documents (None with the reason where it cannot be had)."""
@@ -85,6 +92,13 @@ def fill_intervals(record: dict[str, Any]) -> dict[str, Any]:
             if bounds is not None:
                 record["intervals"][key] = bounds
         record["intervals_note"] = ""
+    for key in ("bleu", "difference"):  # the top-level cell of a result whose details were just filled
+        top = record.get(key)
+        if isinstance(top, dict) and top.get("interval_note") == NO_SCIPY:
+            source = record.get("eval", record.get("pair", {}))
+            if source.get("interval") is not None:
+                top["low"], top["high"] = source["interval"]
+                top["interval_note"] = ""
     if record.get("interval_note") == NO_SCIPY:
         if "per_document" in record:
             sample = UnitSample.from_json(record["per_document"])

@@ -62,7 +62,7 @@ def test_a_ratio_without_time_is_recorded_not_run(ae_run):
 def test_a_scored_ratio_has_bleu_interval_statistics_and_reference(ae_run):
     out, summary, _ = ae_run
     r = json.loads((out / "ae-r0.1.json").read_text())
-    assert r["experiment"] == "nugget_autoencoding" and r["system"] == "nugget" and r["ratio"] == 0.1
+    assert r["experiment"] == "nugget_autoencoding" and r["system"] == "nugget_ae" and r["ratio"] == 0.1
     assert r["device"] == "cpu" and r["versions"]["torch"] and "dtype" in r
     assert r["recipe"]["preset"]["ratios"] == [0.1, 0.05, 0.25] and r["recipe"]["why"]
     ev = r["eval"]
@@ -70,6 +70,8 @@ def test_a_scored_ratio_has_bleu_interval_statistics_and_reference(ae_run):
     assert ev["bleu"] == pytest.approx(ev["bleu_sacrebleu"], abs=1e-6)
     low, high = ev["interval"]
     assert low <= ev["bleu"] <= high
+    assert r["bleu"] == {"value": ev["bleu"], "low": low, "high": high, "n": 20, "flags": r["bleu"]["flags"],
+                         "interval_note": ""}
     assert r["train"]["steps"] == 3 and r["train"]["stopped_by"] == "steps" and r["train"]["curve"]
     assert r["train"]["model_flops_per_s_estimate"] > 0
     assert "99" in r["reference"]["value"] and "§5.1" in r["reference"]["source"]

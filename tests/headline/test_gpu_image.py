@@ -1,4 +1,4 @@
-"""The burst runs on the lent GPU's image: with Ray, MLflow, DeepSpeed, omegaconf, datasets,
+"""The burst runs on the lent GPU's image: with Ray, MLflow, DeepSpeed, omegaconf, datasets, nltk,
 bm25s and rouge_score impossible to import (and scipy too, which that image may lack), every
 module of benchmarks.headline imports and a micro ``ae`` and ``nugget2d`` run to the end; the
 intervals scipy would have given are left empty with the reason, and `fill_intervals` computes
@@ -15,7 +15,7 @@ from pathlib import Path
 from benchmarks.headline.scoring import NO_SCIPY, fill_intervals
 
 REPO = Path(__file__).resolve().parents[2]
-ABSENT = ("ray", "mlflow", "deepspeed", "omegaconf", "datasets", "bm25s", "rouge_score")
+ABSENT = ("ray", "mlflow", "deepspeed", "omegaconf", "datasets", "bm25s", "rouge_score", "nltk")
 
 RUN = """
 import sys
@@ -54,8 +54,13 @@ def test_the_burst_runs_without_the_pipeline_stack_or_scipy(tiny_data, tiny_lm, 
     assert summary["pairs"]["0.1"]["status"] == "done" and summary["pairs"]["0.1"]["interval"] is None
     assert summary["pairs"]["0.1"]["interval_note"] == NO_SCIPY
     assert ae["tokens"]["intervals"] == {} and ae["tokens"]["intervals_note"] == NO_SCIPY
+    pair_file = json.loads((tmp_path / "nugget2d-icae-r0.1.json").read_text())
+    assert ae["bleu"]["low"] is None and pair_file["difference"]["low"] is None
     fill_intervals(ae)
     fill_intervals(summary)
+    fill_intervals(pair_file)
+    assert ae["bleu"]["low"] == ae["eval"]["interval"][0] and ae["bleu"]["interval_note"] == ""
+    assert pair_file["difference"]["high"] == pair_file["pair"]["interval"][1]
     assert set(ae["tokens"]["intervals"]) == set(ae["tokens"]["units"])
     filled = ae["eval"]["interval"]
     assert filled[0] <= ae["eval"]["bleu"] <= filled[1] and ae["eval"]["interval_note"] == ""

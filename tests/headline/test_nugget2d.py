@@ -51,3 +51,9 @@ def test_the_summary_pairs_them_with_the_paired_interval(pair_run):
     assert low <= pair["difference"] <= high
     assert pair["a"]["system"] == "nugget2d" and len(pair["b"]["per_document"]["stats"]) == 20
     assert summary["lm"]["load_seconds"] >= 0 and set(summary["systems"]) == {"nugget2d-r0.1", "icae-r0.1"}
+    # the pair's own file: its top-level cell, as the GPU check's summary reads it
+    pair_file = json.loads((out / "nugget2d-icae-r0.1.json").read_text())
+    assert pair_file["status"] == DONE and pair_file["system"] == "nugget2d-icae" and pair_file["ratio"] == 0.1
+    assert pair_file["difference"]["value"] == pair["difference"] and pair_file["difference"]["n"] == 20
+    assert [pair_file["difference"]["low"], pair_file["difference"]["high"]] == pair["interval"]
+    assert "bleu" not in pair_file and pair_file["reference"]["source"].startswith("Nugget2D")
