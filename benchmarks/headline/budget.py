@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 NO_TIME = "not run: no time"
+MARGIN_S = 3.0  # per unit of work, for what no estimate covers (writing results, fig. 5's counts, freeing memory)
 
 
 @dataclass
@@ -41,3 +42,14 @@ def scoring_estimate(measured: list[float], preset_estimate: float) -> float:
     """A scoring step's expected seconds: 1.25x the slowest measured so far (+2 s), or the
     preset's guess before any was measured."""
     return 1.25 * max(measured) + 2.0 if measured else preset_estimate
+
+
+def share_seconds(left: float, units: float, overhead: float, cap: float, floor: float) -> float:
+    """Training seconds per unit of training when ``units`` of them (ratios; or Nugget2D's run
+    plus ICAE's, counted in Nugget2D's) and ``overhead`` seconds of everything else (builds,
+    scoring, a margin) must fit in ``left``: at most ``cap`` (the preset's), at least ``floor``
+    (below it the run would show nothing; the per-unit check then decides what starts). 2% of
+    the share is kept back, so the check right after the plan never fails by a rounding."""
+    if math.isinf(left):
+        return cap
+    return max(floor, min(cap, 0.98 * (left - overhead) / units))

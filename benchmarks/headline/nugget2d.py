@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from benchmarks.headline import nugget2d_systems as systems
-from benchmarks.headline.budget import NO_TIME, Deadline, scoring_estimate
+from benchmarks.headline.budget import MARGIN_S, NO_TIME, Deadline, scoring_estimate, share_seconds
 from benchmarks.headline.dataset import HeadlineData
 from benchmarks.headline.environment import RunDevice, versions
 from benchmarks.headline.loop import epoch_sampler, train
@@ -51,8 +51,9 @@ class Nugget2DRun:
     """One ``nugget2d`` command: data, device, budget, the loaded LM and what was measured."""
 
     def __init__(self, data_dir: Path, out: Path, preset: Nugget2DPreset, run: RunDevice, deadline: Deadline,
-                 seed: int = 0, size: str = "gpu") -> None:
+                 seed: int = 0, size: str = "gpu", fixed_seconds: bool = False) -> None:
         self.out, self.preset, self.run, self.deadline, self.seed = out, preset, run, deadline, seed
+        self.fixed_seconds, self.seconds = fixed_seconds, preset.loop.seconds
         data = HeadlineData.read(data_dir)
         self.tok = data.tokenizer()
         self.eos = int(self.tok.eos_token_id)
@@ -68,15 +69,34 @@ class Nugget2DRun:
                                 "test_documents": len(self.test_docs), **data.meta}}
         self.scoring_seconds: list[float] = []
         self.icae_seconds: list[float] = []
-        self.summary: dict[str, Any] = {"schema": SCHEMA, "experiment": EXPERIMENT, **self.header, "order": list(preset.ratios),
+        self.summary: dict[str, Any] = {"schema": SCHEMA, "experiment": EXPERIMENT, **self.header,
+                                        "order": list(preset.ratios),
                                         "pairs": {}, "systems": {}}
+
+    def overhead(self) -> float:
+        """Seconds of a ratio besides training: two builds, two scorings, margins."""
+        p = self.preset
+        return 2 * (p.build_seconds_estimate + scoring_estimate(self.scoring_seconds, p.eval_seconds_estimate)
+                    + MARGIN_S)
+
+    def plan_seconds(self) -> float:
+        """Nugget2D's training seconds: ``--seconds-per-system`` if given, else what the first
+        ratio's pair can have of what ``--max-seconds`` leaves after the LM load (ICAE's run
+        counted as ``icae_step_cost`` of Nugget2D's), at most the preset's."""
+        p = self.preset
+        if self.fixed_seconds:
+            return p.loop.seconds
+        return share_seconds(self.deadline.left(), 1 + p.icae_step_cost, self.overhead(), p.loop.seconds,
+                             p.loop.min_seconds)
+
+    def icae_estimate(self) -> float:
+        p = self.preset
+        found = 1.1 * max(self.icae_seconds) if self.icae_seconds else p.icae_step_cost * self.seconds
+        return min(found, p.icae_seconds_cap)
 
     def estimate(self) -> float:
         """Seconds one more ratio (both systems) is expected to take."""
-        p = self.preset
-        icae = 1.1 * max(self.icae_seconds) if self.icae_seconds else p.icae_seconds_cap
-        return 2 * (p.build_seconds_estimate + scoring_estimate(self.scoring_seconds, p.eval_seconds_estimate)) \
-            + p.loop.seconds + min(icae, p.icae_seconds_cap)
+        return self.overhead() + self.seconds + self.icae_estimate()
 
     def run_all(self, gguf: str | None, lm_dir: str | None) -> dict[str, Any]:
         lm, info = systems.load_lm(gguf, lm_dir, self.preset.keep_layers)
@@ -84,16 +104,23 @@ class Nugget2DRun:
             raise ValueError(f"the LM's vocabulary ({info['vocab_size']}) is smaller than the data's tokenizer "
                              f"({len(self.tok)}): the documents are not this LM's token ids")
         self.summary["lm"] = info
+        self.seconds = self.plan_seconds()
+        how = ("--seconds-per-system" if self.fixed_seconds
+               else "what --max-seconds leaves for the pair, at most the preset's")
+        self.summary["train_seconds"] = {"nugget2d": round(self.seconds, 1), "icae": "as many steps as Nugget2D",
+                                         "from": how}
+        self.recipe["train_seconds"] = self.summary["train_seconds"]
         print(f"[nugget2d] LM: {info['source']}, {info['layers']} layers, loaded in {info['load_seconds']:.1f} s; "
               f"{self.deadline.left():.0f} s left")
         write_json(self.out / "nugget2d.json", self.summary)
         for ratio in self.preset.ratios:
             estimate = self.estimate()
             if not self.deadline.allows(estimate):
-                print(f"[nugget2d] r={ratio:g}: {NO_TIME} ({self.deadline.left():.0f} s left, ~{estimate:.0f} s needed)")
+                print(f"[nugget2d] r={ratio:g}: {NO_TIME} ({self.deadline.left():.0f} s left, "
+                      f"~{estimate:.0f} s needed)")
                 for system in systems.SYSTEMS:
-                    self._finish(system, ratio, {**self._header(system, ratio), "status": NO_TIME,
-                                                 "budget": {**self.deadline.describe(), "estimate": round(estimate, 1)}})
+                    budget = {**self.deadline.describe(), "estimate": round(estimate, 1)}
+                    self._finish(system, ratio, {**self._header(system, ratio), "status": NO_TIME, "budget": budget})
                 self.summary["pairs"][f"{ratio:g}"] = {"status": NO_TIME}
             else:
                 self.run_pair(lm, ratio)
@@ -133,7 +160,8 @@ class Nugget2DRun:
             records[system] = record
         a, b = records["nugget2d"], records["icae"]
         if a["status"] == DONE and b["status"] == DONE:
-            pair = {"status": DONE, "what": "Nugget2D - ICAE reconstruction BLEU", **paired_difference(a["eval"], b["eval"]),
+            pair = {"status": DONE, "what": "Nugget2D - ICAE reconstruction BLEU",
+                    **paired_difference(a["eval"], b["eval"]),
                     "bleu": {"nugget2d": a["eval"]["bleu"], "icae": b["eval"]["bleu"]},
                     "states": {"nugget2d": a["eval"]["states_mean"], "icae": b["eval"]["states_mean"]},
                     "a": {"system": "nugget2d", "per_document": a["eval"]["per_document"]},
@@ -155,16 +183,21 @@ class Nugget2DRun:
         pick = epoch_sampler(len(self.train_docs), p.loop.batch_size, self.seed)  # the same batches for both
         built = time.monotonic() - t0
         print(f"[nugget2d] {system} r={ratio:g}: training ({self.deadline.left():.0f} s left)")
-        trained = train(model, systems.loss_of(model, system),
+        if steps is None:
+            seconds, cap = self.seconds, p.loop.max_steps
+        else:  # ICAE: Nugget2D's steps, unless the budget ends first (then fewer, and the result says so)
+            left = self.deadline.left() - scoring_estimate(self.scoring_seconds, p.eval_seconds_estimate) - MARGIN_S
+            seconds, cap = max(1.0, min(p.icae_seconds_cap, left)), steps
+        trained = train(model, systems.loss_of(model),
                         lambda step: systems.batch_of([self.train_docs[i] for i in pick(step)], self.eos, self.pad),
-                        systems.tokens_of, p.loop, run,
-                        seconds=p.loop.seconds if steps is None else p.icae_seconds_cap,
-                        max_steps=p.loop.max_steps if steps is None else steps)
+                        systems.tokens_of, p.loop, run, seconds=seconds, max_steps=cap)
         if system == "icae":
             self.icae_seconds.append(trained.seconds)
         trainable = sum(q.numel() for q in model.parameters() if q.requires_grad)
-        record |= {"status": SCORING, "model": {"trainable": trainable, "total": sum(q.numel() for q in model.parameters())},
-                   "train": trained.summary(), "seconds": {"build": round(built, 2), "train": round(trained.seconds, 2)}}
+        total = sum(q.numel() for q in model.parameters())
+        record |= {"status": SCORING, "model": {"trainable": trainable, "total": total},
+                   "train": trained.summary(),
+                   "seconds": {"build": round(built, 2), "train": round(trained.seconds, 2)}}
         if steps is not None:
             record["train"]["matched_steps"] = {"target": steps, "reached": trained.steps == steps}
         write_json(self.out / result_name(system, ratio), record)
@@ -172,8 +205,7 @@ class Nugget2DRun:
               f"{record['train']['first_loss']:.3f} -> {record['train']['final_loss']:.3f}")
         t1 = time.monotonic()
         model = place_model(model, run.device, run.eval_precision)
-        out = systems.reconstruct(model, system, self.test_docs, p.eval_batch, p.extra_tokens, self.eos, self.pad,
-                                  run.device)
+        out = systems.reconstruct(model, self.test_docs, p.eval_batch, p.extra_tokens, self.eos, self.pad, run.device)
         hyps = [t.strip() for t in self.tok.batch_decode(out, skip_special_tokens=True)]
         kept = [systems.states_kept(system, ratio, len(d), p.max_doc_tokens) for d in self.test_docs]
         record["eval"] = {"decoding": f"greedy, to EOS or document length + {p.extra_tokens}",

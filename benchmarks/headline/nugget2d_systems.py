@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,8 @@ from stages.common.padding import pad
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
+
+    from nugget_core.nugget2d import CompressedContext
 
 SYSTEMS = ("nugget2d", "icae")
 Batch = dict[str, torch.Tensor]
@@ -97,13 +100,15 @@ def tokens_of(batch: Batch) -> tuple[int, int]:
     return int(batch["doc_mask"].sum()), int(batch["target_mask"].sum())
 
 
-def loss_of(model: nn.Module, system: str) -> Any:
+def loss_of(model: nn.Module) -> Any:
     """``batch -> loss``: ``-log p(document + EOS | compressed document, soft prompt)``."""
-    from nugget_core.nugget2d import autoencoding_loss
+    from nugget_core.nugget2d import ICAEModel, Nugget2DModel, autoencoding_loss
 
-    if system == "icae":
+    if isinstance(model, ICAEModel):
         return lambda b: model(b["doc_ids"], b["doc_mask"], b["target_ids"], b["target_mask"]).loss
-    return lambda b: autoencoding_loss(model, b["doc_ids"], b["doc_mask"], b["target_ids"], b["target_mask"]).loss  # type: ignore[arg-type]
+    if not isinstance(model, Nugget2DModel):
+        raise TypeError(f"{type(model).__name__}: expected a Nugget2DModel or an ICAEModel")
+    return lambda b: autoencoding_loss(model, b["doc_ids"], b["doc_mask"], b["target_ids"], b["target_mask"]).loss
 
 
 def states_kept(system: str, ratio: float, doc_len: int, max_doc_tokens: int) -> int:
@@ -115,21 +120,27 @@ def states_kept(system: str, ratio: float, doc_len: int, max_doc_tokens: int) ->
 
 
 @torch.no_grad()
-def reconstruct(model: nn.Module, system: str, docs: list[list[int]], batch_size: int, extra: int, eos: int,
-                pad_id: int, device: torch.device) -> list[list[int]]:
-    """Greedy reconstructions (token ids, EOS cut) of ``docs``, in input order; documents of
-    similar length share a batch."""
-    from nugget_core.nugget2d import DECODER, generate_from_context
+def reconstruct(model: nn.Module, docs: list[list[int]], batch_size: int, extra: int, eos: int, pad_id: int,
+                device: torch.device) -> list[list[int]]:
+    """Greedy reconstructions (token ids, EOS cut) of ``docs`` by a Nugget2D or ICAE ``model``,
+    in input order; documents of similar length share a batch."""
+    from nugget_core.nugget2d import DECODER, ICAEModel, Nugget2DModel, generate_from_context
 
-    decoder = model.nugget2d if system == "icae" else model
+    compress: Callable[[torch.Tensor, torch.Tensor], CompressedContext]
+    if isinstance(model, ICAEModel):
+        decoder, compress = model.nugget2d, model.compress
+    elif isinstance(model, Nugget2DModel):
+        decoder, ratio = model, model.config.ratio
+        compress = lambda ids, mask: model.compress(ids, mask, ratio=ratio)  # noqa: E731
+    else:
+        raise TypeError(f"{type(model).__name__}: expected a Nugget2DModel or an ICAEModel")
     order = sorted(range(len(docs)), key=lambda i: len(docs[i]))
     out: list[list[int]] = [[] for _ in docs]
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         batch = to_device(batch_of([docs[i] for i in chunk], eos, pad_id), device)
         ids, mask = batch["doc_ids"], batch["doc_mask"]
-        context = model.compress(ids, mask) if system == "icae" else model.compress(ids, mask, ratio=model.config.ratio)  # type: ignore[operator, union-attr]
-        result = generate_from_context(decoder, context, max_new_tokens=ids.shape[1] + extra,  # type: ignore[arg-type]
+        result = generate_from_context(decoder, compress(ids, mask), max_new_tokens=ids.shape[1] + extra,
                                        eos_token_id=eos, pad_token_id=pad_id, soft_prompt=True, adapter=DECODER)
         for i, row in zip(chunk, result.tokens.tolist(), strict=True):
             out[i] = row[: row.index(eos)] if eos in row else row

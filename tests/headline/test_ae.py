@@ -76,6 +76,7 @@ def test_a_scored_ratio_has_bleu_interval_statistics_and_reference(ae_run):
     assert r["train"]["model_flops_per_s_estimate"] > 0
     assert "99" in r["reference"]["value"] and "§5.1" in r["reference"]["source"]
     assert summary["ratios"]["0.1"]["bleu"] == ev["bleu"]
+    assert summary["train_seconds_per_ratio"]["seconds"] == AE.loop.seconds  # no --max-seconds: the preset's
     # fig. 5 on the r = 0.1 model only: shares over the same test documents, BOS / EOS counted
     tokens = r["tokens"]
     assert tokens["n_docs"] == 20 and tokens["n_nuggets"] > 0 and len(tokens["top"]) <= 6

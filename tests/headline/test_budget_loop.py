@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.headline.budget import Deadline, scoring_estimate
+from benchmarks.headline.budget import Deadline, scoring_estimate, share_seconds
 from benchmarks.headline.loop import epoch_sampler, lr_factor, thin
 from tests.headline.micro import LOOP
 
@@ -14,6 +14,14 @@ def test_deadline_refuses_work_that_cannot_finish():
     d = Deadline(100.0, started=0.0)  # started long ago on the monotonic clock: nothing is left
     assert d.left() < 0 and not d.allows(0.0)
     assert scoring_estimate([], 7.0) == 7.0 and scoring_estimate([4.0, 8.0], 7.0) == pytest.approx(12.0)
+
+
+def test_a_shared_budget_fits_every_unit_and_stays_within_cap_and_floor():
+    per = share_seconds(223.0, 3, 63.0, cap=70.0, floor=20.0)
+    assert 3 * per + 63.0 <= 223.0 and per == pytest.approx(0.98 * 160 / 3)
+    assert share_seconds(1e4, 3, 63.0, cap=70.0, floor=20.0) == 70.0
+    assert share_seconds(50.0, 3, 63.0, cap=70.0, floor=20.0) == 20.0
+    assert share_seconds(float("inf"), 2.4, 38.0, cap=60.0, floor=15.0) == 60.0
 
 
 def test_schedule_warms_up_then_anneals_to_its_floor():
