@@ -19,12 +19,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from benchmarks.headline import nugget_ae
 from benchmarks.headline.budget import MARGIN_S, NO_TIME, Deadline, scoring_estimate, share_seconds
 from benchmarks.headline.dataset import HeadlineData
-from benchmarks.headline.environment import RunDevice, versions
+from benchmarks.headline.environment import RunDevice, release, versions
 from benchmarks.headline.loop import epoch_sampler, train
 from benchmarks.headline.presets import WHY, AEPreset, recipe
 from benchmarks.headline.records import (
@@ -105,6 +103,7 @@ class AERun:
                     record["status"] = f"failed: {type(exc).__name__}: {exc}"
                     record["traceback"] = traceback.format_exc()[-3000:]
                     print(f"[ae] r={ratio:g}: {record['status']}")
+                release(self.run)
             write_json(self.out / result_name(ratio), record)
             self.summary["ratios"][f"{ratio:g}"] = {
                 "file": result_name(ratio), "status": record["status"],
@@ -153,5 +152,4 @@ class AERun:
         print(f"[ae] r={ratio:g}: BLEU {scored['bleu']:.1f} {interval} (n={scored['n_documents']} documents; "
               f"scoring {record['seconds']['scoring']:.1f} s)")
         del model
-        if run.device.type == "cuda":
-            torch.cuda.empty_cache()
+        release(run)

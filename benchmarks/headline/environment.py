@@ -76,6 +76,15 @@ def run_device(setting: str, precision: str = "auto") -> RunDevice:
     return RunDevice(device, "fp32" if precision == "auto" else precision, "fp32")
 
 
+def release(run: RunDevice) -> None:
+    """Give a finished (or failed) model's memory back before the next one is built."""
+    import gc
+
+    gc.collect()
+    if run.device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
 def versions() -> dict[str, str | None]:
     """Versions of what produced a number (None: not installed here)."""
     out: dict[str, str | None] = {"python": sys.version.split()[0], "torch": torch.__version__,

@@ -19,12 +19,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from benchmarks.headline import nugget2d_systems as systems
 from benchmarks.headline.budget import MARGIN_S, NO_TIME, Deadline, scoring_estimate, share_seconds
 from benchmarks.headline.dataset import HeadlineData
-from benchmarks.headline.environment import RunDevice, versions
+from benchmarks.headline.environment import RunDevice, release, versions
 from benchmarks.headline.loop import epoch_sampler, train
 from benchmarks.headline.presets import WHY, Nugget2DPreset, recipe
 from benchmarks.headline.records import (
@@ -154,6 +152,7 @@ class Nugget2DRun:
                     record["traceback"] = traceback.format_exc()[-3000:]
                     self.summary["failed"] = True
                     print(f"[nugget2d] {system} r={ratio:g}: {record['status']}")
+                    release(self.run)
             if system == "nugget2d" and "train" in record:
                 steps = record["train"]["steps"]
             self._finish(system, ratio, record)
@@ -220,5 +219,4 @@ class Nugget2DRun:
         print(f"[nugget2d] {system} r={ratio:g}: BLEU {ev['bleu']:.1f} {ev['interval'] or ev['interval_note']} "
               f"(n={ev['n_documents']}; scoring {record['seconds']['scoring']:.1f} s)")
         del model
-        if run.device.type == "cuda":
-            torch.cuda.empty_cache()
+        release(run)
