@@ -40,6 +40,7 @@ _EXPORTS = {
     "CompressedContext": ".context",
     "GenerationResult": ".generation",
     "ICAEModel": ".icae",
+    "icae_slots": ".icae",
     "load_icae": ".icae",
     "save_icae": ".icae",
     "generate_from_context": ".generation",
@@ -64,6 +65,7 @@ _EXPORTS = {
     "load_scorer": ".persistence",
     "save_nugget2d": ".persistence",
     "find_smollm2_package": ".smollm2",
+    "load_gguf_model": ".smollm2",
     "prepare_smollm2": ".smollm2",
     "truncate_layers": ".smollm2",
     "Nugget2DStream": ".stream",
@@ -117,11 +119,13 @@ __all__ = [
     "find_smollm2_package",
     "finetune_loss",
     "generate_from_context",
+    "icae_slots",
     "load_icae",
     "Nugget2DUsage",
     "load_nugget2d",
     "load_scorer",
     "objective_loss",
+    "load_gguf_model",
     "prepare_smollm2",
     "press_context",
     "realised_ratio",
@@ -145,7 +149,7 @@ if TYPE_CHECKING:
     from .config import COMPRESSOR, DECODER, Nugget2DConfig
     from .context import CompressedContext
     from .generation import GenerationResult, generate_from_context
-    from .icae import ICAEModel, load_icae, save_icae
+    from .icae import ICAEModel, icae_slots, load_icae, save_icae
     from .kv import LayerKV, cache_nbytes
     from .model import Nugget2DModel, Nugget2DOutput
     from .objectives import (
@@ -160,6 +164,6 @@ if TYPE_CHECKING:
     from .press_stream import PressStream
     from .presses import PRESSES, PressConfig, press_context
     from .prompts import PROMPT_FORMATS, PromptFormat
-    from .smollm2 import find_smollm2_package, prepare_smollm2, truncate_layers
+    from .smollm2 import find_smollm2_package, load_gguf_model, prepare_smollm2, truncate_layers
     from .stream import Nugget2DStream
     from .systems import SYSTEMS, SystemContext, empty_context, system_context

@@ -18,6 +18,7 @@ Saved as a Nugget2D model plus ``icae_memory.safetensors`` (`save_icae` / `load_
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,12 @@ from .model import Nugget2DModel, Nugget2DOutput
 from .persistence import load_nugget2d, save_nugget2d
 
 MEMORY_NAME = "icae_memory.safetensors"
+
+
+def icae_slots(ratio: float, max_doc_tokens: int) -> int:
+    """ICAE's fixed memory at ``ratio``: the ``ceil(ratio * max_doc_tokens)`` nuggets Nugget2D
+    keeps of the longest training document (the budget both systems are compared at)."""
+    return max(math.ceil(ratio * max_doc_tokens - 1e-9), 1)
 
 
 class ICAEModel(nn.Module):

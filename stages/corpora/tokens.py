@@ -140,6 +140,16 @@ def count_tokens(texts: list[str], tokenizer_dir: Path, batch_size: int = 512) -
     return [len(ids) for ids in encode_texts(texts, tokenizer_dir, batch_size)]
 
 
+def count_tokens_here(texts: list[str], tokenizer_dir: Path, batch_size: int = 2048) -> list[int]:
+    """`count_tokens` in this process, without Ray: for callers outside the DAG that have no
+    Ray instance to start (``benchmarks/headline``'s data pack), same counts."""
+    tok = load_tokenizer(str(Path(tokenizer_dir).resolve()))
+    out: list[int] = []
+    for i in range(0, len(texts), batch_size):
+        out += [len(ids) for ids in tok(texts[i : i + batch_size], add_special_tokens=False)["input_ids"]]
+    return out
+
+
 def truncate(text: str, tokenizer_dir: Path, limit: int) -> str:
     """``text`` cut to at most ``limit`` subwords, decoded back to text.
 

@@ -41,12 +41,19 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 import torch
 
-from stages.common.degenerate import LABEL, constant_outputs
+from stages.common.degenerate import LABEL
 from stages.common.languages import check_writes_its_input
-from stages.common.tokens import display_token, token_text
-from stages.evaluation.analysis import TokenStats, is_punctuation, probability_gain, spells
+from stages.common.tokens import token_text
+from stages.evaluation.analysis import TokenStats, is_punctuation, probability_gain
 from stages.evaluation.publish import log_flags
 from stages.evaluation.samples import Sample, log_samples
+from stages.evaluation.token_frequency import (
+    TOP_TOKENS,
+    add_selections,
+    frequency_summary,
+    readable_token,
+    selection_flag,
+)
 from stages.framework.contract import optional, section
 from stages.framework.stage import Stage, StageContext
 from stages.nugget.artifacts.data import MtDocuments
@@ -62,7 +69,6 @@ from stages.nugget.systems import System, collect_systems, ignoring_input, train
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-TOP_TOKENS = 6  # paper fig. 5
 RELATIVE_SPAN = 16  # fig. 8: token indices -16..16 around the nugget
 FIG7_NUGGETS = (3, 6, 9)  # paper fig. 7: the 3rd, 6th and 9th nuggets (1-based, in text order)
 FIG8_LENGTHS = (64, 128, 256)  # paper fig. 8 (and §5.3's 128): documents force-decoded at these lengths
@@ -96,17 +102,6 @@ def fixed_length_documents(tokenizer: PreTrainedTokenizerBase, texts: list[str],
     return docs
 
 
-def readable_token(tokenizer: PreTrainedTokenizerBase, token: str) -> str:
-    """A token as a word: its decoded text as `display_token` shows it (no word-start
-    marker or space, so 'the' and 'Ġthe' are one word; whitespace named); a byte-level
-    piece of a character (a Chinese character split in two tokens decodes to U+FFFD)
-    keeps its BPE form, marked, so that different pieces stay apart."""
-    text = tokenizer.convert_tokens_to_string([token])
-    if "\ufffd" in text:
-        return f"{display_token(token)} (part of a character)"
-    return display_token(text)
-
-
 def figure_details(frequency: dict[str, dict[str, Any]], gain: dict[str, Any], counted_docs: int,
                    highlighted_docs: int, highlight_model: str) -> dict[str, str]:
     """What this run adds to each figure's caption (`NuggetAnalysis.FIGURE_CAPTIONS`): its
@@ -126,13 +121,6 @@ def figure_details(frequency: dict[str, dict[str, Any]], gain: dict[str, Any], c
     }
 
 
-def selection_flag(stats: TokenStats) -> str:
-    """Why a scorer's selection is uninformative (`stages.common.degenerate`): the same nugget
-    positions in most documents (it ignores what the document says); "" when it is not."""
-    flag = constant_outputs(stats.positions)
-    return f"nugget positions: {flag}" if flag else ""
-
-
 def selection_samples(system: System, texts: list[str], documents: list[tuple[list[str], tuple[int, ...]]]
                       ) -> list[dict[str, Any]]:
     """One sample row (`stages.evaluation.samples`) per document a model encoded: the
@@ -149,18 +137,6 @@ def selection_samples(system: System, texts: list[str], documents: list[tuple[li
                             "punctuation_share": 100.0 * sum(map(is_punctuation, chosen)) / max(len(chosen), 1)},
                            settings, generated=False).row())
     return rows
-
-
-def share_units(stats: TokenStats, top: list[str], ids: list[str]) -> dict[str, Any]:
-    """Per share of a model's record (`NuggetAnalysis.SHARE_KEYS`, then ``top/<i>/share_nuggets`` /
-    ``top/<i>/share_text`` of its i-th top nugget token ``top[i]``) the sample of documents behind it
-    (`TokenStats.share_sample`, unit ids ``ids``)."""
-    counted = {"the": spells("the"), "punctuation": is_punctuation}
-    samples = {f"{what}_share_{side}": stats.share_sample(side, counts, ids)
-               for what, counts in counted.items() for side in ("nuggets", "text")}
-    for i, token in enumerate(top):
-        samples |= {f"top/{i}/share_{side}": stats.share_sample(side, token.__eq__, ids) for side in ("nuggets", "text")}
-    return samples
 
 
 def pick(systems: list[System], objective: str, layer: int) -> System | None:
@@ -233,11 +209,7 @@ class AnalyzeNuggets(Stage[AnalysisConfig, AnalysisInputs, NuggetAnalysis]):
         documents: list[tuple[list[str], tuple[int, ...]]] = []  # per document: its words and nugget positions
         for chunk in batches(texts, config.batch_size):
             nuggets, enc = loaded.encode(chunk)
-            for ids, mask, idx, nmask in zip(enc["input_ids"], enc["attention_mask"], nuggets.indices, nuggets.mask, strict=True):
-                tokens = [word(t) for t in loaded.tokenizer.convert_ids_to_tokens(ids[mask.bool()].tolist())]
-                chosen = set(idx[nmask.bool()].tolist())
-                stats.add(tokens, [i in chosen for i in range(len(tokens))])
-                documents.append((tokens, stats.positions[-1]))
+            documents += add_selections(stats, word, loaded.tokenizer, enc["input_ids"], enc["attention_mask"], nuggets)
         samples += selection_samples(system, texts, documents)
         return stats
 
@@ -252,20 +224,10 @@ class AnalyzeNuggets(Stage[AnalysisConfig, AnalysisInputs, NuggetAnalysis]):
         report: dict[str, dict[str, Any]] = {}
         metrics: dict[str, float] = {}
         for n, s in stats.items():
-            own_top = [t for t, _ in s.nuggets.most_common(TOP_TOKENS)]
-            units = share_units(s, own_top, ids)
-            bounds = {k: u.interval() for k, u in units.items()}
-            report[n] = {"top": [[t, s.share(s.nuggets, t), s.share(s.text, t)] for t in own_top],
-                         "punctuation_share_nuggets": s.punctuation_share(s.nuggets),
-                         "punctuation_share_text": s.punctuation_share(s.text),
-                         "the_share_nuggets": s.word_share(s.nuggets, "the"), "the_share_text": s.word_share(s.text, "the"),
-                         "objective": systems[n].objective, "ratio": systems[n].ratio,
+            record, units, bounds = frequency_summary(s, ids, TOP_TOKENS)
+            report[n] = {**record, "objective": systems[n].objective, "ratio": systems[n].ratio,
                          "scorer_layer": systems[n].scorer_layer, "label": systems[n].describe(),
-                         "encoder_side": systems[n].encoder_side,
-                         "n_nuggets": sum(s.nuggets.values()), "n_tokens": sum(s.text.values()), "n_docs": len(ids),
-                         "units": {k: u.to_json() for k, u in units.items()},
-                         "intervals": {k: list(b) for k, b in bounds.items() if b is not None},
-                         "ignores_input": ignoring[n], LABEL: flags[n]}
+                         "encoder_side": systems[n].encoder_side, "ignores_input": ignoring[n], LABEL: flags[n]}
             # the report's shares of 'the' and of punctuation, each with its n (documents) and interval ends
             obj = systems[n].objective + ("" if systems[n].encoder_side == "source" else "_tgtlang")
             for key in NuggetAnalysis.SHARE_KEYS:

@@ -21,6 +21,9 @@ from stages.nugget.packing import PackedDoc, enforce_limit, pack_parallel
 
 log = logging.getLogger("nugget.datasets")
 
+# subword counts of texts with the tokenizer in a folder (`count_tokens`: on Ray Data)
+TokenCounter = Callable[[list[str], Path], list[int]]
+
 
 @dataclass
 class Document:
@@ -50,11 +53,15 @@ def build_documents(
     limit: int,
     keep_prob: float = 1.0,
     seed: int = 0,
+    counter: TokenCounter = count_tokens,
 ) -> DocumentSet:
+    """Documents of ``corpus`` under ``limit`` subwords (module docstring); ``counter``
+    counts many texts at once (`count_tokens` on Ray Data; a caller without Ray passes
+    `stages.corpora.tokens.count_tokens_here`)."""
     jl, jr = corpus.joiners
     flat = [pair for stream in corpus.streams for pair in stream]
     log.info("%s: counting subwords of %d unit pairs", corpus.source, len(flat))
-    counts = count_tokens([jl + a for a, _ in flat] + [jr + b for _, b in flat], tokenizer_dir)
+    counts = counter([jl + a for a, _ in flat] + [jr + b for _, b in flat], tokenizer_dir)
     left_counts, right_counts = counts[: len(flat)], counts[len(flat) :]
 
     rng = np.random.default_rng(seed)
@@ -77,7 +84,7 @@ def build_documents(
         """The exact subword count of one side's joined text of units of the stream at ``offset``."""
         return lambda units: exact_count(text(offset, units, side), tokenizer_dir)
 
-    exact = count_tokens([text(o, d.left, 0) for o, d in packed] + [text(o, d.right, 1) for o, d in packed],
+    exact = counter([text(o, d.left, 0) for o, d in packed] + [text(o, d.right, 1) for o, d in packed],
                          tokenizer_dir)
     fixed: list[tuple[int, PackedDoc]] = []
     repacked = 0
@@ -97,7 +104,7 @@ def build_documents(
             ls, rs = [left], [right]
         drafts.append((ls, rs, left, right, d.truncated))
     # final counts of the texts as written (what every statistic reports)
-    final = count_tokens([x[2] for x in drafts] + [x[3] for x in drafts], tokenizer_dir)
+    final = counter([x[2] for x in drafts] + [x[3] for x in drafts], tokenizer_dir)
     docs = [
         Document(ls, rs, left, right, final[i], final[len(drafts) + i], trunc)
         for i, (ls, rs, left, right, trunc) in enumerate(drafts)

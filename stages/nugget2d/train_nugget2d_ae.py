@@ -15,7 +15,6 @@ optimiser); ``eval_nugget2d_ae`` reads them.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,11 +27,6 @@ if TYPE_CHECKING:
     from nugget_core.nugget2d import Nugget2DConfig
     from stages.config.schema import CausalLM
     from stages.nugget2d.config import Nugget2DAEJob
-
-
-def icae_slots(ratio: float, max_doc_tokens: int) -> int:
-    """ICAE's fixed memory at ``ratio``: Nugget2D's count on the longest document."""
-    return max(math.ceil(ratio * max_doc_tokens - 1e-9), 1)
 
 
 def icae_name(ratio: float) -> str:
@@ -61,6 +55,9 @@ class TrainNugget2DAE(Nugget2DTrainingStage[TrainNugget2DAEConfig, Nugget2DInput
     def system_task(self, config: TrainNugget2DAEConfig, inputs: Nugget2DInputs, system: str = "nugget2d",
                     ratio: float | None = None) -> AutoencodingTask:
         """The autoencoder ``system`` (nugget2d or icae) at ``ratio`` (None: the job's first)."""
+        # torch and peft load with the model, not with the stage table
+        from nugget_core.nugget2d import icae_slots
+
         job = config.job
         ratio = job.ratios[0] if ratio is None else ratio
         fields = self.common(config, inputs)

@@ -125,3 +125,17 @@ def test_a_repacked_lone_unit_over_the_exact_limit_is_marked_truncated():
                                    lambda u: exact[tuple(u)], lambda u: exact[tuple(u)], 4)
     assert repacked == 1
     assert [(d.left, d.truncated) for d in docs] == [([0], False), ([1], True)]
+
+
+def test_documents_without_ray_respect_limit(bpe_dir):
+    """`count_tokens_here` (no Ray: benchmarks/headline's data pack) builds documents that hold the
+    same limit, with each document's count its text's exact count."""
+    from stages.corpora.tokens import count_tokens_here
+
+    corpus = _corpus()
+    built = build_documents(corpus, bpe_dir, limit=40, counter=count_tokens_here)
+    assert built.truncated == 1 and built.docs
+    for d in built.docs:
+        assert d.n_left == exact_count(d.left, bpe_dir) <= 40
+        assert d.n_right == exact_count(d.right, bpe_dir) <= 40
+    assert count_tokens_here(["a b", ""], bpe_dir) == [exact_count("a b", bpe_dir), 0]

@@ -13,7 +13,7 @@ from stages.artifacts.trainer_state import InputUse
 from stages.common.floors import Floor
 from stages.common.resampling import UnitSample
 from stages.evaluation.analysis import TokenStats
-from stages.nugget.analyze_nuggets import share_units
+from stages.evaluation.token_frequency import share_units
 from stages.nugget.artifacts.results import NuggetAnalysis, ReconstructionResults, SimilarityResults
 from stages.report.nugget_tables import multilingual_token_table, token_table
 from stages.report.similarity_tables import table2
