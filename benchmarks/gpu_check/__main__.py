@@ -115,7 +115,7 @@ def cmd_gpu1(args: argparse.Namespace) -> int:
 def cmd_gpu_info(args: argparse.Namespace) -> int:
     from benchmarks.gpu_check.info import gpu_info
 
-    return gpu_info(Path(args.out))
+    return gpu_info(Path(args.out), args.device)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -166,6 +166,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_gpu1)
     p = sub.add_parser("gpu-info", help="(call part) env.json: GPU and library versions")
     p.add_argument("--out", required=True)
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: no GPU expected (rehearsal)")
     p.set_defaults(func=cmd_gpu_info)
     return ap
 

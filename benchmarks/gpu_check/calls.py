@@ -31,7 +31,7 @@ GGUF = "smollm2.gguf"  # reassembled in {scratch}; its parts: GGUF.part1 (carry 
 PIPELINE_MODULES = ("ray", "mlflow", "deepspeed", "omegaconf", "datasets", "bm25s", "rouge_score", "nltk")
 HEADLINE_NEEDS = ("torch", "transformers", "sacrebleu", "numpy")
 
-GPU_INFO = Part("gpu-info", ("{py}", "-m", "benchmarks.gpu_check", "gpu-info", "--out", "{dir}"), 15,
+GPU_INFO = Part("gpu-info", ("{py}", "-m", "benchmarks.gpu_check", "gpu-info", "--out", "{dir}", "--device", "{device}"), 15,
                 "the GPU, driver, torch / transformers versions, the commit (env.json)", needs=("torch",))
 
 STASH = Part("stash", ("{py}", "-m", "benchmarks.gpu_check", "stash", "--carry", "{carry1}", "--scratch", "{scratch}"),

@@ -37,8 +37,10 @@ def _interval(result: dict, name: str) -> dict:
     """{value, low, high, n} of a statistic written flat (``bleu``, ``bleu_low``...) or nested."""
     value = result.get(name)
     if isinstance(value, dict):
+        flags = value.get("flags")
         return {"value": value.get("value"), "low": value.get("low"), "high": value.get("high"),
-                "n": value.get("n", result.get("n_documents")), "flags": value.get("flags")}
+                "n": value.get("n", result.get("n_documents")),
+                "flags": "; ".join(flags) if isinstance(flags, list) else flags}
     return {"value": value, "low": result.get(f"{name}_low"), "high": result.get(f"{name}_high"),
             "n": result.get("n_documents"), "flags": result.get("flags")}
 

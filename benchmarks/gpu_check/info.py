@@ -28,7 +28,9 @@ def packed_commit(repo: Path = REPO) -> str | None:
     return out.stdout.strip() or None
 
 
-def gpu_info(out: Path) -> int:
+def gpu_info(out: Path, device: str = "cuda") -> int:
+    """Write env.json; rc 1 when ``device`` is cuda and torch sees none (a lent machine without
+    its GPU), 0 otherwise (the CPU rehearsal names ``cpu``)."""
     import torch
 
     info: dict[str, object] = {"commit": packed_commit(), "python": sys.version.split()[0],
@@ -48,4 +50,4 @@ def gpu_info(out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "env.json").write_text(json.dumps(info, indent=2) + "\n")
     print(json.dumps({k: v for k, v in info.items() if k != "nvidia_smi"}, indent=2))
-    return 0 if info["cuda_available"] else 1
+    return 0 if info["cuda_available"] or device == "cpu" else 1

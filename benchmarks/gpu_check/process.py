@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ class PartProcess:
                  nice: int = 0) -> None:
         self.start = time.monotonic()
         self.deadline = self.start + timeout_s
+        self.ended: float | None = None  # when it exited: a background part is reaped later
         log.parent.mkdir(parents=True, exist_ok=True)
         self._log = log.open("wb")
         try:
@@ -42,6 +44,12 @@ class PartProcess:
             self._log.write(f"gpu-check: could not start {argv[0]!r}: {exc}\n".encode())
             self._log.close()
             self.proc = None
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self) -> None:
+        if self.proc is not None:
+            self.proc.wait()
+            self.ended = time.monotonic()
 
     def done(self) -> bool:
         return self.proc is None or self.proc.poll() is not None
@@ -62,7 +70,7 @@ class PartProcess:
             except subprocess.TimeoutExpired:
                 self._signal(signal.SIGKILL)
                 self.proc.wait()
-        seconds = time.monotonic() - self.start
+        seconds = (self.ended or time.monotonic()) - self.start
         self._signal(signal.SIGKILL)  # whatever the group left running
         self._log.close()
         return Outcome(self.proc.returncode, seconds, timed_out)

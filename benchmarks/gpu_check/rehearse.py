@@ -57,6 +57,26 @@ def run_call(call: Call, env: RunEnvironment, out: Path) -> list[str]:
     return problems + [f"call {call.number}: {e}" for e in returned_errors(out)]
 
 
+def collected_problems(returned: Path, results: Path) -> list[str]:
+    """Collect what the calls returned as after a window, and check the generated page shows
+    every headline experiment the calls ran (the page reads what collect wrote)."""
+    from benchmarks.gpu_check.collect import collect
+    from benchmarks.gpu_check.headline import burst_cells
+    from benchmarks.gpu_check.page import render
+
+    roots = collect(returned, results)
+    cells = {k: v for root in roots for k, v in burst_cells(root).items()}
+    page = render(results)
+    missing = sorted({"nugget_ae r=0.1", "nugget_ae r=0.05", "nugget_ae r=0.25", "nugget2d r=0.1", "icae r=0.1",
+                      "nugget2d-icae r=0.1"} - set(cells))
+    problems = [f"collect: no result for {m} in the returned files" for m in missing]
+    problems += [f"page: {key}'s cell is empty" for key, c in cells.items() if c.get("value") is None]
+    row = next((line for line in page.splitlines() if line.startswith("| Nugget AE BLEU, r = 0.1 |")), "")
+    if not row or "never run" in row:
+        problems.append(f"page: the collected window does not show in the headline table: {row!r}")
+    return problems
+
+
 def rehearse(root: Path | None = None, keep: bool = False, sources: Path = SOURCES) -> int:
     from benchmarks.gpu_check.pack import pack
     from benchmarks.gpu_check.plan import plan_errors, render
@@ -74,6 +94,7 @@ def rehearse(root: Path | None = None, keep: bool = False, sources: Path = SOURC
         for call in calls:
             env = RunEnvironment.for_mode("rehearsal", work=root / f"call{call.number}", root=root)
             problems += run_call(call, env, root / "out" / f"call{call.number}")
+        problems += collected_problems(root / "out", root / "results")
         took = time.monotonic() - start
         print(f"\nrehearsal of the GPU window on CPU: {took:.0f} s (pack {packed_s:.0f} s, the two calls "
               f"{took - packed_s:.0f} s); {len(problems)} problem(s)")

