@@ -61,8 +61,8 @@ def test_baseline_kinds_are_the_stages():
 
 
 def test_presses_and_icae_slots_are_the_stages():
-    from stages.nugget2d.config import PRESS_SYSTEMS
     from nugget_core.nugget2d import icae_slots
+    from stages.nugget2d.config import PRESS_SYSTEMS
 
     assert nugget2d_eval.PRESSES == PRESS_SYSTEMS
     assert all(nugget2d.nuggets(r, n) == icae_slots(r, n) for r in (0.05, 0.1, 0.33) for n in (16, 100, 512))
