@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from benchmarks.gpu_check.cpu_reference import burst_key
+from stages.common.floors import RECONSTRUCTION_BLEU
 
 # the papers' own statements (their wording in docs/gpu-results.md)
 PAPER = {
@@ -48,6 +49,17 @@ def _interval(result: dict, name: str) -> dict:
 WINDOW_FILES = "call*/headline-*/*.json"  # under a window's folder; a call's own: "headline-*/*.json"
 
 
+def below_floor(cell: dict) -> dict:
+    """The cell, flagged when its BLEU is not above the report's competence floor for
+    reconstruction (`stages.common.floors.RECONSTRUCTION_BLEU`): such a model does not do the
+    task, and a comparison standing on it is no result (docs/report.md)."""
+    value = cell.get("value")
+    if value is not None and value <= RECONSTRUCTION_BLEU:
+        note = f"not above BLEU {RECONSTRUCTION_BLEU:g}, the competence floor: it does not reconstruct its input"
+        cell = {**cell, "flags": "; ".join(f for f in (cell.get("flags"), note) if f)}
+    return cell
+
+
 def burst_cells(folder: Path, pattern: str = WINDOW_FILES) -> dict[str, dict]:
     """{experiment key: cell} of every burst result under ``folder`` (a window's, or a call's
     with ``pattern="headline-*/*.json"``)."""
@@ -57,7 +69,14 @@ def burst_cells(folder: Path, pattern: str = WINDOW_FILES) -> dict[str, dict]:
         if result.get("status", "done") != "done":
             continue
         if "system" in result and "ratio" in result and "bleu" in result:
-            cells[burst_key(result["system"], result["ratio"])] = _interval(result, "bleu")
+            cells[burst_key(result["system"], result["ratio"])] = below_floor(_interval(result, "bleu"))
         if "difference" in result and "ratio" in result:
             cells[burst_key("nugget2d-icae", result["ratio"])] = _interval(result, "difference")
+    for key, cell in cells.items():  # a difference standing on a system below the floor is no result
+        system, ratio = key.split(" ", 1)
+        below = [s for s in system.split("-") if len(system.split("-")) == 2
+                 and "competence floor" in str(cells.get(f"{s} {ratio}", {}).get("flags") or "")]
+        if below:
+            note = f"{' and '.join(below)} below the competence floor: the difference is no result"
+            cells[key] = {**cell, "flags": "; ".join(f for f in (cell.get("flags"), note) if f)}
     return cells
