@@ -80,7 +80,9 @@ def headline_lines(found: list[Path]) -> list[str]:
                 break
         lines.append(f"| {what} | {cell(gpu)} | {at} | {PAPER.get(key, '—')} | {cell(cpu['rows'].get(key))} |")
     lines += ["", "BLEU: sacrebleu corpus BLEU (0-100) of the decoded documents against the inputs; intervals: "
-              "95% percentile bootstrap over documents (paired for the difference); n = held-out documents."]
+              "95% percentile bootstrap over documents (paired for the difference); n = held-out documents. "
+              "⚠ marks a model whose BLEU is not above 10, the report's competence floor for reconstruction "
+              "(it does not do the task: its number is no result), and a difference standing on one."]
     return lines
 
 
