@@ -83,7 +83,7 @@ def window(results: Path | None = None) -> tuple[tuple[Call, ...], Rotation]:
     return (CALL1, call2(rotation)), rotation
 
 
-OWN_MACHINE = Call(3, "own CUDA machine only: what needs the pipeline's wheels", (), 600, (
+OWN_MACHINE = Call(3, "own CUDA machine only: what needs the pipeline's wheels", (), TIMEOUT_ALL_S, (
     Part("pytest-gpu-pipeline", ("{py}", "-m", "pytest", "-m", "gpu", "tests/gpu/test_gpu_stages.py",
                                  "tests/gpu/test_gpu_training.py", "-rA", "-p", "no:cacheprovider",
                                  "--junitxml", "{dir}/junit.xml"), 300,

@@ -89,3 +89,8 @@ def test_the_own_machine_runs_everything_the_window_rotates(tmp_path):
     (_, second), rotation = window(tmp_path)
     assert set(r.part.name for r in rotation.chosen) | set(r.part.name for r, _ in rotation.waiting) <= set(names)
     assert {"headline-ae", "headline-2d", *(p.name for p in OWN_MACHINE.parts)} <= set(names)
+
+
+def test_each_own_machine_call_holds_its_parts_limits(tmp_path):
+    for call in all_calls(tmp_path):
+        assert sum(p.seconds for p in call.parts if not p.background) <= call.budget_s, call.title
