@@ -10,7 +10,6 @@ cut transfer is refused, naming it) and installs the wheel into ``SITE/carry2``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -18,16 +17,9 @@ import sys
 from pathlib import Path
 
 from benchmarks.gpu_check.calls import DATA, GGUF
+from stages.framework.checksums import sha256_of
 
 CHUNK = 2**20
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def stash(carry: Path, scratch: Path) -> int:
@@ -56,7 +48,7 @@ def assemble(carry: Path, scratch: Path, site: Path) -> int:
         for part in (first, carry / f"{GGUF}.part2"):
             with part.open("rb") as f:
                 shutil.copyfileobj(f, out, CHUNK)
-    got, want = sha256(tmp), manifest["gguf_sha256"]
+    got, want = sha256_of(tmp), manifest["gguf_sha256"]
     if got != want:
         tmp.unlink()
         print(f"assemble: the joined {GGUF} has sha256 {got}, carry 2's manifest says {want}: call 1's part is "

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from benchmarks.gpu_check import wheels as wheel_pack
 from benchmarks.gpu_check.calls import CARRIES, DATA, GGUF, PACK_DIR
-from benchmarks.gpu_check.handoff import sha256
 from benchmarks.gpu_check.limits import MIB, TRANSFER_BYTES
 from stages.framework import lockfile
+from stages.framework.checksums import sha256_of
 
 # kept free in every call's transfer: the repository grows (collected results, new code)
 # between packing and the calls, and the device refuses a transfer over its limit outright
@@ -129,7 +129,7 @@ def pack(repo: Path, wheel_dir: Path, sources_dir: Path, python: str, image: set
     with gguf.open("rb") as src:
         (carry1 / f"{GGUF}.part1").write_bytes(src.read(first))
         (carry2 / f"{GGUF}.part2").write_bytes(src.read())
-    common = {"commit": commit(repo), "gguf_sha256": sha256(gguf), "gguf_bytes": size, "split_at": first,
+    common = {"commit": commit(repo), "gguf_sha256": sha256_of(gguf), "gguf_bytes": size, "split_at": first,
               "modules_by_carry": {"carry1": [], "carry2": sorted(m for w in wheels for m in wheel_pack.top_level(w))}}
     shutil.rmtree(out / "staging")
     sizes = {}

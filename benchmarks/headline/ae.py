@@ -55,9 +55,7 @@ class AERun:
         self.fixed_seconds, self.seconds = fixed_seconds, preset.loop.seconds
         data = HeadlineData.read(data_dir)
         self.tok = data.tokenizer()
-        self.train_docs = data.splits["train"].docs(max_tokens=preset.max_doc_tokens)
-        self.test_docs = data.splits["test"].docs(limit=preset.test_docs, max_tokens=preset.max_doc_tokens)
-        self.test_ids = [f"test-{i}" for i in range(len(self.test_docs))]
+        self.train_docs, self.test_docs, self.test_ids = data.train_and_test(preset.max_doc_tokens, preset.test_docs)
         self.references = nugget_ae.references(self.tok, self.test_docs)
         self.header = {**run.describe(), "versions": versions()}
         self.recipe = {"size": size, "seed": seed, "preset": recipe(preset),

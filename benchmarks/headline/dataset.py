@@ -12,7 +12,6 @@ is decoded: both sides of a BLEU go through one detokeniser.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import tempfile
 from dataclasses import dataclass, field
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from stages.framework.checksums import sha256_of
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -73,10 +74,6 @@ def token_stats(split: Split) -> dict[str, float]:
             "p90": float(np.percentile(n, 90)), "min": int(n.min()), "max": int(n.max())}
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 @dataclass
 class HeadlineData:
     """Token-id documents per split, their tokenizer's files and what built them."""
@@ -99,7 +96,7 @@ class HeadlineData:
         files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
         manifest = {"format": FORMAT, **self.meta,
                     "splits": {s: token_stats(self.splits[s]) for s in SPLITS},
-                    "files": {str(p.relative_to(folder)): {"bytes": p.stat().st_size, "sha256": _sha256(p)}
+                    "files": {str(p.relative_to(folder)): {"bytes": p.stat().st_size, "sha256": sha256_of(p)}
                               for p in files}}
         (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         manifest["total_bytes"] = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
@@ -115,7 +112,7 @@ class HeadlineData:
         if verify:
             for name, entry in manifest["files"].items():
                 path = folder / name
-                if not path.is_file() or _sha256(path) != entry["sha256"]:
+                if not path.is_file() or sha256_of(path) != entry["sha256"]:
                     raise ValueError(f"{path}: missing or not the file the manifest names (sha256 differs)")
         with np.load(folder / DOCS) as z:
             splits = {s: Split(z[f"{s}_ids"], z[f"{s}_offsets"]) for s in SPLITS}
@@ -125,6 +122,13 @@ class HeadlineData:
             files[path.name.removesuffix(".gz")] = gzip.decompress(data) if path.suffix == ".gz" else data
         meta = {k: v for k, v in manifest.items() if k not in ("format", "splits", "files")}
         return cls(splits, files, meta)
+
+    def train_and_test(self, max_tokens: int, test_limit: int) -> tuple[list[list[int]], list[list[int]], list[str]]:
+        """The training documents and the first ``test_limit`` held-out ones, each cut to
+        ``max_tokens``, and the held-out documents' ids (the units of every interval)."""
+        train = self.splits["train"].docs(max_tokens=max_tokens)
+        test = self.splits["test"].docs(limit=test_limit, max_tokens=max_tokens)
+        return train, test, [f"test-{i}" for i in range(len(test))]
 
     def tokenizer(self) -> PreTrainedTokenizerBase:
         """The tokenizer the ids belong to (loaded from a temporary copy of its files)."""

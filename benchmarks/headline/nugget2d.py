@@ -56,9 +56,7 @@ class Nugget2DRun:
         self.tok = data.tokenizer()
         self.eos = int(self.tok.eos_token_id)
         self.pad = int(self.tok.pad_token_id if self.tok.pad_token_id is not None else self.eos)
-        self.train_docs = data.splits["train"].docs(max_tokens=preset.max_doc_tokens)
-        self.test_docs = data.splits["test"].docs(limit=preset.test_docs, max_tokens=preset.max_doc_tokens)
-        self.test_ids = [f"test-{i}" for i in range(len(self.test_docs))]
+        self.train_docs, self.test_docs, self.test_ids = data.train_and_test(preset.max_doc_tokens, preset.test_docs)
         self.references = [t.strip() for t in self.tok.batch_decode(self.test_docs, skip_special_tokens=True)]
         self.header = {**run.describe(), "versions": versions()}
         self.recipe = {"size": size, "seed": seed, "preset": recipe(preset),
