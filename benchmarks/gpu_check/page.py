@@ -71,10 +71,10 @@ def headline_lines(found: list[Path]) -> list[str]:
     cpu_label = f"CPU profile={cpu.get('profile', '?')} ({cpu.get('date', '?')}, {cpu.get('commit', '?')})"
     lines = ["| experiment | GPU, newest | window (date, commit, device) | paper | " + cpu_label + " |",
              "|---|---|---|---|---|"]
+    cells_by_window = [(window, burst_cells(window)) for window in found]  # read once, newest first
     for key, what in EXPERIMENTS:
         gpu, at = None, "never run"
-        for window in found:
-            cells = burst_cells(window)
+        for window, cells in cells_by_window:
             if key in cells:
                 gpu, at = cells[key], where(window)
                 break
