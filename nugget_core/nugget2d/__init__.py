@@ -29,6 +29,7 @@ _EXPORTS = {
     "baseline_lm_loss": ".baselines",
     "FullStream": ".baselines",
     "stream_nll": ".baselines",
+    "window_nll": ".baselines",
     "CompressiveLayout": ".compressive",
     "compressive_forward": ".compressive",
     "calibration_scores": ".calibration",
@@ -133,6 +134,7 @@ __all__ = [
     "save_nugget2d",
     "set_objective",
     "stream_nll",
+    "window_nll",
     "system_context",
     "threshold_for_ratio",
     "truncate_layers",
@@ -143,7 +145,7 @@ if TYPE_CHECKING:
     from ..testing.tiny_causal import TinyCausalSpec, build_tiny_causal_lm
     from .api import CompressedText, answer, compress_text, continue_text
     from .autoregressive import AROutput, ARWindows, ar_forward, ar_loss, ar_scores
-    from .baselines import CompressiveStream, FullStream, baseline_lm_loss, stream_nll
+    from .baselines import CompressiveStream, FullStream, baseline_lm_loss, stream_nll, window_nll
     from .calibration import calibration_scores, realised_ratio, threshold_for_ratio
     from .compressive import CompressiveLayout, compressive_forward
     from .config import COMPRESSOR, DECODER, Nugget2DConfig

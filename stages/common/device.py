@@ -11,6 +11,8 @@
   ``fp32``), on CPU as on CUDA.
 - `synchronize` makes a wall-clock reading after CUDA work honest.
 - `place_model` puts an inference model on its device in its evaluation dtype, in eval mode.
+- `FrozenInLowPrecision` holds a training model's frozen weights in bf16 (what ``precision=bf16``
+  means for DDP) and gives them back in fp32 for an export.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -87,6 +90,44 @@ def synchronize(device: torch.device | str) -> None:
     nothing on the CPU."""
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
+
+
+class FrozenInLowPrecision:
+    """A training model's frozen floating-point parameters held in a low precision.
+
+    Under autocast every matmul casts its fp32 weight to bf16 on each call; a frozen weight
+    never changes, so holding it in bf16 once saves that copy (and half its memory) on every
+    forward and backward: the base LM of a LoRA job is nearly all of its weights. The trained
+    parameters stay fp32 (the optimiser steps them and keeps its state in fp32). Buffers are
+    left as they are (rotary frequencies, position ids: fp32 or integer by design).
+
+    `full_precision` gives the frozen weights back in fp32 for the block of an export, so a
+    saved model is fp32 like every other (the values are the bf16 ones the training read),
+    then holds them in the low precision again; a bf16 value survives the round trip exactly.
+    """
+
+    def __init__(self, model: torch.nn.Module, precision: str) -> None:
+        self.dtype = dtype_of(precision)
+        self.params = [p for p in model.parameters()
+                       if not p.requires_grad and p.is_floating_point() and p.dtype == torch.float32]
+        if self.dtype != torch.float32:
+            self._cast(self.dtype)
+
+    def _cast(self, dtype: torch.dtype) -> None:
+        for p in self.params:
+            p.data = p.data.to(dtype)
+
+    @contextlib.contextmanager
+    def full_precision(self) -> Iterator[None]:
+        """The frozen weights in fp32 inside the block (a no-op for fp32)."""
+        if self.dtype == torch.float32:
+            yield
+            return
+        self._cast(torch.float32)
+        try:
+            yield
+        finally:
+            self._cast(self.dtype)
 
 
 def place_model(model: torch.nn.Module, device: torch.device | str, precision: str = "fp32") -> Any:

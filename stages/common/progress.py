@@ -119,3 +119,32 @@ class TrainProgress:
         self.last, self.tokens = now, 0.0
         self.log.info(line)
         return line
+
+
+class LoopProgress:
+    """A periodic line of a loop over ``total`` items (documents, requests)::
+
+        eval_harness full: 5/16 documents, 1m02s, eta 2m15s
+
+    :meth:`advance` after each item logs when ``every`` seconds (default `progress_seconds`) have
+    passed since the last line, and always after the last item."""
+
+    def __init__(self, label: str, total: int, unit: str, log: logging.Logger, every: float | None = None) -> None:
+        self.label, self.total, self.unit, self.log = label, total, unit, log
+        self.every = progress_seconds() if every is None else every
+        self.started = self.last = time.time()
+        self.done = 0
+
+    def advance(self, n: int = 1) -> str | None:
+        """Account ``n`` finished items; the line if one is due (also logged)."""
+        self.done += n
+        now = time.time()
+        if now - self.last < self.every and self.done < self.total:
+            return None
+        elapsed = now - self.started
+        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        line = (f"{self.label}: {self.done}/{self.total} {self.unit}, {fmt_duration(elapsed)}, "
+                f"eta {fmt_duration(eta)}")
+        self.last = now
+        self.log.info(line)
+        return line

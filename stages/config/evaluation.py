@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stages.config.precision import PRECISION_CHOICES
 from stages.config.validate import spec
 from stages.nugget.config import BaselinesSection, NuggetLMEval
 from stages.nugget2d.config import (
@@ -23,8 +24,9 @@ from stages.restorable.config import REDownstreamEval, REEval
 @dataclass
 class EvalSection:
     dtype: str = spec(
-        "fp32", help="Weights / activations of every evaluated, calibrated or analysed model "
-        "(bf16: the GPU setting; honoured on CPU too, slowly).", choices=("fp32", "bf16"),
+        "fp32", help="Weights / activations of every evaluated, calibrated or analysed model: fp32, bf16, or "
+        "auto (bf16 on a GPU, run.device=cuda, or a CPU with bf16 matrix instructions, else fp32; decided when "
+        "the config loads: stages/config/precision.py).", choices=PRECISION_CHOICES,
     )
     beam_size: int = spec(5, help="Beam size for reconstruction decoding.", ge=1)
     reconstruction_extra_tokens: int = spec(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stages.config.precision import PRECISION_CHOICES
 from stages.config.validate import spec
 
 
@@ -14,8 +15,10 @@ class TrainJob:
     num_workers: int = spec(1, help="Ray Train workers.", ge=1)
     use_gpu: bool = spec(False, help="One GPU per worker.")
     precision: str = spec(
-        "fp32", help="fp32, or bf16: autocast for ddp (fp32 weights), DeepSpeed's bf16 for deepspeed.",
-        choices=("fp32", "bf16"),
+        "fp32", help="fp32; bf16 (ddp: frozen weights held in bf16, trained weights and optimiser state in fp32, "
+        "forward under bf16 autocast; deepspeed: DeepSpeed's bf16); auto: bf16 on a GPU (use_gpu) or a CPU with "
+        "bf16 matrix instructions, else fp32, decided when the config loads (stages/config/precision.py).",
+        choices=PRECISION_CHOICES,
     )
     lr: float = spec(5e-5, help="Peak learning rate.", gt=0.0)
     optimizer: str = spec(

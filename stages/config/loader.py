@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from stages.config import validate
+from stages.config.precision import resolve_precisions
 from stages.config.rehearsal import non_size_differences
 from stages.config.schema import PipelineConfig
 from stages.config.validate import ConfigError
@@ -209,6 +210,7 @@ def load_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR, c
         key = getattr(exc, "full_key", None) or "?"
         raise ConfigError(f"{key}: {str(exc).splitlines()[0]}") from exc
     assert isinstance(obj, PipelineConfig)
+    resolve_precisions(obj)  # before any cache key: a key names the precision its stage computes in
     if check:
         validate.check(obj)
     return obj

@@ -17,7 +17,8 @@ Ray Train workers / Tune trials / Ray Data fan-out it starts). The driver keeps 
 of running stages and submits a ready stage only when its whole demand is free, so no
 worker group waits for CPUs that another stage holds. Ready stages are tried in
 decreasing order of their critical path (:func:`~stages.framework.dag.critical_path`,
-durations measured by earlier runs in the store, else ``Stage.expected()``, the stage table's);
+durations measured by earlier runs of the same profile and precision in the store, else ``Stage.expected()``,
+the stage table's: `stages.framework.estimates`);
 a smaller one that fits starts beside a running big one. The first ready stage that does
 not fit reserves the resources of the running stages expected to end first; a stage
 behind it starts only if it is expected to end by then or fits beside the reservation
@@ -44,6 +45,8 @@ from stages.config.schema import PipelineConfig
 from stages.framework import locks, private_ray, quiet
 from stages.framework.dag import PlannedStage, critical_path
 from stages.framework.devices import task_options, with_device
+from stages.framework.estimates import label, profile_label, stage_precision
+from stages.framework.estimates import past_seconds as estimated_past
 from stages.framework.eta import StageProgress
 from stages.framework.keys import stage_config, stage_sections
 from stages.framework.orphans import DRIVER_TAG, Heartbeat, driver_identity
@@ -55,6 +58,7 @@ from stages.framework.shutdown import (
     raise_if_stopped,
     sigterm_as_exit,
 )
+from stages.framework.stage import Stage
 from stages.framework.store import ArtifactStore
 from stages.framework.tracking import RunLogger, Tracker, git_commit, is_sample_size, table_columns
 from stages.framework.worker import record_cached, run_one
@@ -204,18 +208,24 @@ def stage_demands(cfg: PipelineConfig, plan: list[PlannedStage], capacity: dict[
             for p in plan if p.will_run}
 
 
-def past_seconds(store: ArtifactStore, names: list[str]) -> dict[str, float]:
-    """Per stage, the duration its latest completed output took (any key) in ``store``:
-    the scheduler's estimate where an earlier run measured one."""
-    found: dict[str, float] = {}
-    for name in names:
+def stage_labels(cfg: PipelineConfig, stages: list[type[Stage]]) -> dict[str, str]:
+    """Each stage's estimate label in this run (`stages.framework.estimates.label`): the profile
+    and the precision the stage computes in."""
+    profile = profile_label(cfg.profile, cfg.rehearsal)
+    return {s.name: label(profile, stage_precision(stage_config(s, cfg))) for s in stages}
+
+
+def past_seconds(store: ArtifactStore, labels: dict[str, str]) -> dict[str, float]:
+    """Per stage of ``labels``, the duration its latest completed output in ``store`` took under
+    the same profile and precision (any key): the scheduler's estimate where an earlier run
+    measured one (`stages.framework.estimates`)."""
+    manifests: dict[str, list[dict[str, Any]]] = {}
+    for name in labels:
         try:
-            latest = max(store.manifests(name), key=lambda m: m.get("finished_at", ""), default=None)
+            manifests[name] = store.manifests(name)
         except (OSError, ValueError):
             continue
-        if latest and isinstance(latest.get("seconds"), (int, float)):
-            found[name] = float(latest["seconds"])
-    return found
+    return estimated_past(manifests, labels)
 
 
 def _fail(p: PlannedStage, child: RunLogger, text: str, result: PipelineResult, prefix: str) -> StageOutcome:
@@ -261,8 +271,9 @@ def execute(
             check_fits(name, demand, ledger.capacity)
     except DemandError as exc:
         raise PipelineError(f"{exc}; no stage was started") from None
-    estimate = {p.name: p.stage.expected() for p in plan}
-    estimate.update(past_seconds(store, list(demands)))
+    labels = stage_labels(cfg, [p.stage for p in plan])
+    estimate = {p.name: p.stage.expected(cfg.profile, stage_precision(stage_config(p.stage, cfg))) for p in plan}
+    estimate.update(past_seconds(store, {name: labels[name] for name in demands}))
     priority = critical_path(plan, estimate)
     if demands:
         log.log(quiet.chatter_level(), "scheduler: cluster %s; critical path (s): %s", _fmt({k: ledger.capacity.get(k, 0.0) for k in ("CPU", "GPU")}),

@@ -94,6 +94,7 @@ from stages.framework.contract import (
     read_inputs,
     section_fields,
 )
+from stages.framework.estimates import table_seconds
 from stages.framework.resources import ALL, Demand, add, section_value, task_demand, worker_demand
 from stages.framework.tracking import NestedRuns, RunFacts, RunLogger, table_columns
 
@@ -286,9 +287,10 @@ class Stage(Generic[ConfigT, InputsT, OutputT]):
         return getattr(Stage, field) if listed is None else listed
 
     @classmethod
-    def expected(cls) -> float:
-        """Rough seconds the stage takes: ranks ready stages where no earlier run measured it."""
-        return float(cls._listed("expected_seconds"))
+    def expected(cls, profile: str = "tiny", precision: str | None = None) -> float:
+        """Rough seconds the stage takes under ``profile`` computing in ``precision``: ranks ready
+        stages where no earlier run measured it (`stages.framework.estimates.table_seconds`)."""
+        return table_seconds(cls._listed("expected_seconds"), profile, precision, float(Stage.expected_seconds))
 
     @classmethod
     def describe(cls) -> str:

@@ -1,12 +1,14 @@
 """Scheduling and presentation metadata of the registered stages, kept out of the code a
 cache key hashes: ``stages/stage_table.json``, one row per stage name::
 
-    {"train_nugget": {"expected_seconds": 65,
+    {"train_nugget": {"expected_seconds": {"tiny": 65, "small": 420},
                       "description": "Nugget AE/MT on Ray Train (DDP or DeepSpeed ZeRO-2).",
                       "run_name_keys": ["r=nugget.ratio", "l=nugget.scorer_layer"]}}
 
 - ``expected_seconds``: the rough duration that ranks ready stages (longest path first)
-  where no earlier run measured one (`stages.framework.dag.critical_path`);
+  where no earlier run of the same profile and precision measured one
+  (`stages.framework.dag.critical_path`): per label (``tiny``, ``small``, ``tiny/bf16``,
+  ``gpu1-rehearsal``; `stages.framework.estimates`), or one number for every profile;
 - ``description``: one line for ``python -m pipelines.stage --list``;
 - ``run_name_keys``: config paths (inside the stage's ``config_keys``) whose values name
   its MLflow run (`stages.framework.stage.Stage.run_name`); optional, default none.
@@ -43,8 +45,10 @@ def _check_row(name: str, row: Any) -> list[str]:
         return [f"{name}: a row is an object of {', '.join(FIELDS)}, got {type(row).__name__}"]
     problems = [f"{name}: unknown field {k!r} (fields: {', '.join(FIELDS)})" for k in row if k not in FIELDS]
     seconds = row.get("expected_seconds", 1)
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
-        problems.append(f"{name}: expected_seconds must be a positive number, got {seconds!r}")
+    values = list(seconds.values()) if isinstance(seconds, dict) else [seconds]
+    if not values or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 for v in values):
+        problems.append(f"{name}: expected_seconds must be a positive number or a mapping of labels (profile, "
+                        f"profile/precision) to positive numbers, got {seconds!r}")
     if not isinstance(row.get("description", ""), str):
         problems.append(f"{name}: description must be a string, got {row['description']!r}")
     keys = row.get("run_name_keys", [])
@@ -76,10 +80,12 @@ def read(path: Path = TABLE_FILE) -> dict[str, dict[str, Any]]:
 
 def lookup(name: str, field: str, path: Path = TABLE_FILE) -> Any:
     """Stage ``name``'s value of ``field`` (one of `FIELDS`), or None where the table has
-    no such row or the row no such field. A list comes back as a tuple."""
+    no such row or the row no such field. A list comes back as a tuple, a mapping as a copy."""
     if field not in FIELDS:
         raise KeyError(f"{field!r} is not a stage table field ({', '.join(FIELDS)})")
     value = _load(Path(path)).get(name, {}).get(field)
+    if isinstance(value, dict):
+        return dict(value)
     return tuple(value) if isinstance(value, list) else value
 
 

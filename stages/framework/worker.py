@@ -21,6 +21,7 @@ from stages.framework import quiet, sigterm
 from stages.framework.code_identity import code_version
 from stages.framework.devices import task_device
 from stages.framework.environment import environment_problems
+from stages.framework.estimates import profile_label
 from stages.framework.keys import stage_config, stage_sections
 from stages.framework.locks import wait_bound
 from stages.framework.stage import Stage, StageContext
@@ -119,6 +120,8 @@ def run_one(
                 "metrics": ctx.metrics,
                 "seconds": seconds,
                 "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                # what the scheduler's estimate of a later run compares (stages.framework.estimates)
+                "profile": profile_label(cfg.profile, cfg.rehearsal),
                 "forced": forced,
             }
             uri = store.publish(stage_name, key, scratch, manifest)

@@ -6,8 +6,10 @@ one schedule for both backends), evaluate with ``forward``, and save / restore t
 optimiser state inside a checkpoint directory:
 
 - ``ddp``: ``torch.nn.parallel.DistributedDataParallel`` (plain module with one worker)
-  and the job's torch optimiser (`OPTIMIZERS`); rank 0 writes ``optimizer.pt``. ``precision=bf16`` is
-  autocast around each loss computation (weights and optimiser state stay fp32);
+  and the job's torch optimiser (`OPTIMIZERS`); rank 0 writes ``optimizer.pt``. ``precision=bf16`` holds
+  the frozen weights in bf16 (`stages.common.device.FrozenInLowPrecision`; back in fp32 for an
+  export) and runs each loss computation under bf16 autocast; the trained weights and the optimiser
+  state stay fp32;
   ``max_grad_norm`` clips with ``clip_grad_norm_`` before the step.
 - ``deepspeed``: ``deepspeed.initialize`` with ZeRO stage 2 and DeepSpeed's Adam in
   ``torch_adam`` mode (no fused-Adam compile, so it runs on CPU over gloo, see
@@ -36,7 +38,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from stages.common.device import autocast
+from stages.common.device import FrozenInLowPrecision, autocast
 from stages.training.deepspeed_checkpoints import use_weights_only_loads
 
 if TYPE_CHECKING:
@@ -94,10 +96,17 @@ class DDPEngine:
         self.optimizer = optimizer_of(job).torch_class(
             _trainable(model), lr=job.lr, betas=(job.betas[0], job.betas[1]), weight_decay=job.weight_decay
         )
+        # after DDP's broadcast of the module's state at wrap time: every rank casts its own frozen
+        # copy (the frozen weights are in no gradient bucket)
+        self.frozen = FrozenInLowPrecision(model, job.precision)
 
     def autocast(self) -> Any:
         """The precision context of a forward pass and its loss (``precision=bf16``: autocast)."""
         return autocast(self.device, self.precision)
+
+    def exporting(self) -> contextlib.AbstractContextManager[None]:
+        """The block of an export: every weight in fp32 (``precision=bf16`` holds the frozen ones in bf16)."""
+        return self.frozen.full_precision()
 
     def forward(self, **batch: Any) -> Any:
         return self.wrapped(**batch)
@@ -164,6 +173,10 @@ class DeepSpeedEngine:
 
     def autocast(self) -> Any:
         """DeepSpeed's bf16 holds bf16 weights itself: nothing to add around a forward."""
+        return contextlib.nullcontext()
+
+    def exporting(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing to change for an export (DeepSpeed's module holds the weights it trains)."""
         return contextlib.nullcontext()
 
     def forward(self, **batch: Any) -> Any:

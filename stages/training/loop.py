@@ -193,7 +193,8 @@ def evaluate(engine: Engine, task: TrainingTask, dev: list, rank: int, world: in
 
 def _save(engine: Engine, task: TrainingTask, state: TrainerState, rank: int, directory: Path, probe: Batch) -> None:
     if rank == 0:
-        task.export(engine.module, directory / "model")
+        with engine.exporting():  # fp32 weights in the folder whatever the precision held in memory
+            task.export(engine.module, directory / "model")
         (directory / STATE_FILE).write_text(json.dumps(asdict(state)))
         # logits of the in-memory model on a fixed batch: a reload must reproduce them
         # (saved on the CPU, so that a CPU-only reader loads them)

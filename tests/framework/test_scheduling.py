@@ -146,16 +146,45 @@ def test_critical_path_ranks_the_longest_chain_first():
     assert not math.isinf(sum(critical_path(plan).values()))
 
 
-def test_past_seconds_reads_the_latest_manifest_of_each_stage(tmp_path):
+def test_past_seconds_reads_the_latest_manifest_of_the_same_profile_and_precision(tmp_path):
+    """The scheduler's estimate of a stage is its latest output's duration under the same profile
+    and precision: a small run is not estimated from a tiny one, nor an fp32 one from bf16's, and
+    a manifest that names no profile (written before manifests did) stands for none."""
     import json
 
     from stages.framework.executor import past_seconds
     from stages.framework.store import MANIFEST, ArtifactStore
 
-    for key, sec, when in (("k1", 5.0, "2026-01-01T00:00:00+0000"), ("k2", 9.0, "2026-02-01T00:00:00+0000")):
+    fp32, bf16 = {"train.x": {"precision": "fp32"}}, {"train.x": {"precision": "bf16"}}
+    for key, sec, when, profile, config in (
+        ("k1", 5.0, "2026-01-01T00:00:00+0000", "tiny", fp32),
+        ("k2", 9.0, "2026-02-01T00:00:00+0000", "tiny", fp32),
+        ("k3", 400.0, "2026-03-01T00:00:00+0000", "small", fp32),
+        ("k4", 3.0, "2026-04-01T00:00:00+0000", "tiny", bf16),
+        ("k5", 1.0, "2026-05-01T00:00:00+0000", None, fp32),
+    ):
         (tmp_path / "a" / key).mkdir(parents=True)
-        (tmp_path / "a" / key / MANIFEST).write_text(json.dumps({"seconds": sec, "finished_at": when}))
-    assert past_seconds(ArtifactStore(str(tmp_path)), ["a", "never_ran"]) == {"a": 9.0}
+        manifest = {"seconds": sec, "finished_at": when, "config": config}
+        if profile:
+            manifest["profile"] = profile
+        (tmp_path / "a" / key / MANIFEST).write_text(json.dumps(manifest))
+    store = ArtifactStore(str(tmp_path))
+    assert past_seconds(store, {"a": "tiny", "never_ran": "tiny"}) == {"a": 9.0}
+    assert past_seconds(store, {"a": "small"}) == {"a": 400.0}
+    assert past_seconds(store, {"a": "tiny/bf16"}) == {"a": 3.0}
+    assert past_seconds(store, {"a": "gpu1"}) == {}
+
+
+def test_table_estimates_follow_the_profile_and_precision():
+    from stages.framework.estimates import table_seconds
+
+    row = {"tiny": 60, "small": 400, "small/bf16": 250}
+    assert table_seconds(row, "small", "bf16", 1.0) == 250
+    assert table_seconds(row, "small", "fp32", 1.0) == 400
+    assert table_seconds(row, "tiny", "bf16", 1.0) == 60  # no tiny/bf16 entry: tiny's
+    assert table_seconds(row, "gpu1", None, 1.0) == 60  # a profile never measured: tiny's
+    assert table_seconds(7, "small", "bf16", 1.0) == 7  # one number for every profile
+    assert table_seconds(None, "small", None, 60.0) == 60.0
 
 
 def test_dag_of_sched_stages_is_valid():

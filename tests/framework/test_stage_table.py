@@ -89,9 +89,9 @@ def test_a_malformed_table_is_refused_naming_the_row(tmp_path):
     assert not (tmp_path / "new.json").exists()
 
 
-def _measured(root: Path, stage: str, key: str, seconds: float, when: str) -> None:
+def _measured(root: Path, stage: str, key: str, seconds: float, when: str, **labels: object) -> None:
     (root / stage / key).mkdir(parents=True)
-    (root / stage / key / MANIFEST).write_text(json.dumps({"seconds": seconds, "finished_at": when}))
+    (root / stage / key / MANIFEST).write_text(json.dumps({"seconds": seconds, "finished_at": when, **labels}))
 
 
 def test_update_rewrites_expected_seconds_from_a_store(tmp_path, capsys):
@@ -115,6 +115,18 @@ def test_update_rewrites_expected_seconds_from_a_store(tmp_path, capsys):
     assert stage_table.read(table) == {"a": {"expected_seconds": 33, "description": "A", "run_name_keys": ["r=x.y"]},
                                        "b": {"expected_seconds": 20, "description": "B"},
                                        "c": {"expected_seconds": 5, "description": "C"}}
+
+
+def test_update_keeps_an_estimate_per_profile_and_precision(tmp_path, capsys):
+    table = tmp_path / "table.json"
+    stage_table.write({"a": {"expected_seconds": 10, "description": "A"}}, table)
+    root = tmp_path / "root"
+    _measured(root, "a", "k1", 40.0, "2026-01-01T00:00:00+0000")  # names no profile: --profile's (tiny)
+    _measured(root, "a", "k2", 400.0, "2026-01-02T00:00:00+0000", profile="small")
+    _measured(root, "a", "k3", 250.4, "2026-01-03T00:00:00+0000", profile="small",
+              config={"train.a": {"precision": "bf16"}})
+    assert update_main([str(root), "--table", str(table)]) == 0
+    assert stage_table.read(table)["a"]["expected_seconds"] == {"tiny": 40, "small": 400, "small/bf16": 250}
 
 
 def test_update_refuses_a_root_without_measurements(tmp_path, capsys):

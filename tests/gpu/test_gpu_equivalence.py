@@ -38,13 +38,16 @@ def test_nugget2d_all_tokens_selected_is_the_plain_lm(device, impl, dtype):
         torch.testing.assert_close(out.logits[b, :n].float(), reference[b].float(), **TOLERANCE[dtype])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
-def test_nugget_all_tokens_selected_is_the_plain_bart(device, impl):
-    model = make_model("bart", impl).to(device)
+def test_nugget_all_tokens_selected_is_the_plain_bart(device, impl, dtype):
+    model = make_model("bart", impl).to(device, dtype)
     batch = to_device(make_batch(model), device)
-    expected = model(**batch).logits
-    nugget_model = _identity_all_tokens(model)
-    torch.testing.assert_close(nugget_model(**batch).logits, expected, **TOLERANCE[torch.float32])
+    with torch.no_grad():
+        expected = model(**batch).logits
+        nugget_model = _identity_all_tokens(model).to(device, dtype)
+        got = nugget_model(**batch).logits
+    torch.testing.assert_close(got.float(), expected.float(), **TOLERANCE[dtype])
 
 
 def test_nugget2d_scorer_gets_gradients_in_bf16_autocast(device):

@@ -7,7 +7,7 @@ import torch
 
 from nugget_core.nugget2d import Nugget2DConfig, Nugget2DModel
 from nugget_core.nugget2d.autoregressive import ar_forward, ar_loss, ar_scores
-from nugget_core.nugget2d.baselines import CompressiveStream, FullStream, stream_nll
+from nugget_core.nugget2d.baselines import CompressiveStream, FullStream, stream_nll, window_nll
 from nugget_core.nugget2d.calibration import (
     calibration_scores,
     realised_ratio,
@@ -123,6 +123,10 @@ def test_baselines_share_the_stream_interface(causal_factory):
         with torch.no_grad():
             last = model.lm_forward(input_ids=window[None]).logits[0, -1].log_softmax(-1)
         torch.testing.assert_close(nll_windowed[t], -last[ids[t + 1]])
+    # the same windows in batches (left-padded, one pass for many tokens): the same NLLs
+    for batch_size, start, adapter in ((7, 1, None), (64, 5, None), (3, 2, "decoder")):
+        stream = stream_nll(FullStream(model, window=8, adapter=adapter), ids, start)
+        torch.testing.assert_close(window_nll(model, ids, 8, adapter, start, batch_size), stream)
     comp = CompressiveStream(model)
     nll_comp = stream_nll(comp, ids)
     # 52 tokens left the 8-token window: 13 chunks of 4, of which ceil(20 / 4) = 5 kept.

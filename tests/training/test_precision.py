@@ -127,3 +127,59 @@ def test_nugget_bart_loss_runs_under_cpu_bf16_autocast():
     loss.backward()
     assert torch.isfinite(loss)
     assert any(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+class FrozenBase(torch.nn.Module):
+    """A frozen 'base' layer under a trained head: the layout of a LoRA job."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.base = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 1)
+        self.base.requires_grad_(False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.base(x)))
+
+
+def test_ddp_bf16_holds_the_frozen_weights_in_bf16_and_exports_them_in_fp32():
+    """precision=bf16: frozen weights bf16 (no re-cast per step), trained weights and their
+    optimiser state fp32; an export sees fp32 weights with the bf16 values trained on, and
+    the training copy is bf16 again after it."""
+    torch.manual_seed(0)
+    model = FrozenBase()
+    original = model.base.weight.detach().clone()
+    engine = DDPEngine(model, nugget_job(precision="bf16", lr=1e-2), find_unused=False, device=CPU)
+    assert model.base.weight.dtype is torch.bfloat16 and model.base.bias.dtype is torch.bfloat16
+    assert model.head.weight.dtype is torch.float32
+    batch = {"x": torch.randn(32, 8), "y": torch.randn(32, 1)}
+    losses = [engine.train_step([batch], 1e-2, _loss) for _ in range(30)]
+    assert losses[-1] < losses[0]
+    assert all(s["exp_avg"].dtype is torch.float32 for s in engine.optimizer.state.values())
+    with engine.exporting():
+        exported = {k: v.clone() for k, v in model.state_dict().items()}
+    assert all(v.dtype is torch.float32 for v in exported.values())
+    torch.testing.assert_close(exported["base.weight"], original.to(torch.bfloat16).float(), rtol=0, atol=0)
+    assert model.base.weight.dtype is torch.bfloat16
+
+
+def test_frozen_bf16_trains_like_autocast_alone():
+    """Holding the frozen weights in bf16 is what autocast computes anyway (it casts them to
+    bf16 for every matmul): the same losses within bf16 rounding."""
+    batch = {"x": torch.randn(32, 8), "y": torch.randn(32, 1)}
+    runs = []
+    for hold in (True, False):
+        torch.manual_seed(0)
+        model = FrozenBase()
+        engine = DDPEngine(model, nugget_job(precision="bf16" if hold else "fp32", lr=1e-2), find_unused=False,
+                           device=CPU)
+        engine.precision = "bf16"  # the fp32 engine's weights under bf16 autocast: autocast alone
+        runs.append([engine.train_step([batch], 1e-2, _loss) for _ in range(10)])
+    torch.testing.assert_close(torch.tensor(runs[0]), torch.tensor(runs[1]), rtol=2e-2, atol=2e-2)
+
+
+def test_fp32_leaves_every_weight_in_fp32():
+    model = FrozenBase()
+    engine = DDPEngine(model, nugget_job(precision="fp32"), find_unused=False, device=CPU)
+    assert all(p.dtype is torch.float32 for p in model.parameters())
+    assert engine.frozen.params and engine.frozen.dtype is torch.float32

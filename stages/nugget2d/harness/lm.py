@@ -21,6 +21,7 @@ from lm_eval.api.registry import register_model
 from lm_eval.models.utils import handle_stop_sequences, postprocess_generated_text
 
 from nugget_core.nugget2d.presses import PressConfig
+from stages.common.progress import LoopProgress, progress_logger
 from stages.nugget2d.harness import scoring
 from stages.nugget2d.harness.settings import (
     BASE_LM_SYSTEMS,
@@ -169,12 +170,16 @@ class Nugget2DHarnessLM(TemplateLM):
         return out
 
     def loglikelihood_rolling(self, requests: list[Any], disable_tqdm: bool = False) -> list[float]:
+        # a line every NUGGET_PROGRESS_SECONDS: a system's streams over a task's documents take minutes
+        progress = LoopProgress(f"nugget2d harness {self.settings.system} rolling", len(requests), "documents",
+                                progress_logger("nugget.harness"))
         out = []
         for request in requests:
             (text,) = request.args
             value = scoring.rolling_logprob(self.model, self.settings, [self.prefix_token_id, *self.tok_encode(text)])
             self.cache_hook.add_partial("loglikelihood_rolling", (text,), value)
             out.append(value)
+            progress.advance()
         return out
 
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:

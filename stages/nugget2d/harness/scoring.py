@@ -8,7 +8,9 @@
 - `generate` (``generate_until``): the same context, then greedy decoding from the plain part
   (`generate_from_context`);
 - `rolling_logprob` (``loglikelihood_rolling``): the system's token-by-token stream of
-  eval_lm (`stages.nugget2d.lm.streams.make_stream`) over the whole document; Full keeping
+  eval_lm (`stages.nugget2d.lm.streams.make_stream`) over the whole document, Full's and NoDoc's
+  re-encoded windows in batches (`nugget_core.nugget2d.baselines.window_nll`: the same
+  log-probabilities, one pass for many tokens); Full keeping
   every token (``ratio=1``) instead reads it as lm_eval's ``hf`` model does (`whole_logprob`):
   the whole document up to the LM's ``max_length``, that model's windows past it.
 
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from nugget_core.nugget2d.baselines import window_nll
 from nugget_core.nugget2d.context import pack_answer_inputs
 from nugget_core.nugget2d.generation import generate_from_context
 from nugget_core.nugget2d.systems import (
@@ -48,6 +51,13 @@ from stages.nugget2d.harness.settings import (
 
 if TYPE_CHECKING:
     from nugget_core.nugget2d import Nugget2DModel
+
+
+#: rolling systems whose stream re-encodes a window for every token (`make_stream`: a `FullStream`
+#: of ``total_states`` tokens for full, of ``context_tokens`` for nodoc): scored by `window_nll`
+WINDOW_SYSTEMS = ("full", "nodoc")
+#: tokens per batched pass of `window_nll` (windows x window length): bounds the activations
+WINDOW_TOKENS_PER_PASS = 4096
 
 
 @dataclass(frozen=True)
@@ -150,6 +160,11 @@ def rolling_logprob(model: Nugget2DModel, settings: HarnessSettings, ids: Sequen
     if whole_document(settings):
         return whole_logprob(model, ids, settings.max_length or model_max_length(model.lm.config))
     setting = rolling_setting(settings)
+    if settings.system in WINDOW_SYSTEMS:  # a re-encoded window per token: the windows go through in batches
+        window = setting.total_states if settings.system == "full" else setting.context_tokens
+        ids_tensor = torch.tensor(list(ids), dtype=torch.long, device=model.device)
+        return -float(window_nll(model, ids_tensor, window, None, start=1,
+                                 batch_size=max(1, WINDOW_TOKENS_PER_PASS // window)).sum())
     with windows(model, setting, settings.threshold):
         stream = make_stream(settings.system, model, setting, settings.ratio, None, settings.press.sink_tokens)
         run = run_segment(stream, list(ids), 1)
