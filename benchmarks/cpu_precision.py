@@ -116,7 +116,8 @@ def load_lm(path: str | None, quick: bool) -> Any:
         config = LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
                              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
         return LlamaForCausalLM(config).eval()
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="sdpa").eval()
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="sdpa",
+                                                trust_remote_code=False).eval()
 
 
 def lm_rows(lm: Any, repeats: int, quick: bool) -> list[dict[str, Any]]:

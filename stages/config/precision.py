@@ -11,7 +11,7 @@ machine with them never share an output), and the logged config says which was u
   natively);
 - anything on the CPU: ``bf16`` when this CPU has bf16 matrix instructions (x86: AMX-BF16 or
   AVX512-BF16; Arm: the BF16 extension), read from ``/proc/cpuinfo``; else ``fp32``.
-  A CPU without them emulates bf16 matrix products, slower than fp32 (measured:
+  A CPU without them emulates bf16 matrix products, far slower than fp32 (the numbers:
   docs/environment-notes.md), so ``auto`` keeps fp32 there.
 
 ``run.device=auto`` is decided by the CPU of the machine that loads the config: on a cluster
@@ -27,7 +27,10 @@ import platform
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stages.config.schema import PipelineConfig
 
 LOG = logging.getLogger("nugget.config")
 PRECISION_CHOICES = ("auto", "fp32", "bf16")
@@ -106,11 +109,11 @@ def _walk(obj: Any, path: str) -> list[tuple[Any, str, str]]:
     return found
 
 
-def resolve_precisions(cfg: Any, cpu: CpuBf16 | None = None) -> dict[str, str]:
+def resolve_precisions(cfg: PipelineConfig, cpu: CpuBf16 | None = None) -> dict[str, str]:
     """Replace every ``auto`` precision of ``cfg`` (a `PipelineConfig`) in place (module
     docstring); returns ``{dotted path: value chosen}``. A training job is on a GPU when its
     ``use_gpu`` is set; anything else follows ``run.device``."""
-    device = str(getattr(getattr(cfg, "run", None), "device", "cpu"))
+    device = str(cfg.run.device)
     chosen: dict[str, str] = {}
     for holder, name, where in _walk(cfg, ""):
         on_gpu = bool(getattr(holder, "use_gpu", False)) if name == "precision" else device.startswith("cuda")

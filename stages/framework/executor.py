@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stages.common import device_guard_switch
+from stages.common import device_guard_switch, in_process_switch
 from stages.common.progress import fmt_duration
 from stages.config.loader import to_yaml
 from stages.config.schema import PipelineConfig
@@ -316,6 +316,7 @@ def _schedule(cfg: PipelineConfig, plan: list[PlannedStage], store: ArtifactStor
     task_env = {"runtime_env": {"env_vars": {**quiet.runtime_env_vars(quiet.is_verbose()),
                                              **private_ray.runtime_env_vars(),
                                              **device_guard_switch.runtime_env_vars(),
+                                             **in_process_switch.runtime_env_vars(),
                                              **locks.wait_env_vars()}}}
     planned = {p.name for p in plan}
     # upstream stages outside the plan (a single-stage rerun) were verified complete

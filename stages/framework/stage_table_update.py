@@ -40,10 +40,10 @@ def measured(store: ArtifactStore, names: list[str], unlabelled: str) -> dict[st
             manifests = [m if "profile" in m else {**m, "profile": unlabelled} for m in store.manifests(name)]
         except (OSError, ValueError):
             continue
-        for wanted in sorted({manifest_label(m) for m in manifests} - {None}):
-            latest = past_seconds({name: manifests}, {name: str(wanted)})
+        for wanted in sorted({label for m in manifests if (label := manifest_label(m)) is not None}):
+            latest = past_seconds({name: manifests}, {name: wanted})
             if latest:
-                found.setdefault(name, {})[str(wanted)] = latest[name]
+                found.setdefault(name, {})[wanted] = latest[name]
     return found
 
 

@@ -1,4 +1,6 @@
-"""Build and fit a ``TorchTrainer`` for a task; used by training stages and Tune trials.
+"""Build and fit a ``TorchTrainer`` for a task; used by training stages and Tune trials. A job of
+one CPU worker on ddp trains in the calling process instead, with the same checkpoints, resume
+and retries (`stages.training.session`).
 
 Ray Train storage (checkpoints of this fit) lives beside the stage's artifacts under
 ``<artifact_root>/<stage>/.train-<key>/`` so every node of a cluster reaches it; it is
@@ -31,6 +33,7 @@ from stages.training.loop import PROBE_FILE, STATE_FILE, train_loop_per_worker
 from stages.training.model_card import document_models
 from stages.training.ray_trainer import torch_trainer
 from stages.training.sequence import DONE, finished_uri, train_sequence_per_worker
+from stages.training.session import in_process, run_in_process
 from stages.training.storage import clear_storage, exists
 from stages.training.task import example_length_of
 
@@ -65,7 +68,10 @@ def check_task(task: TrainingTask, job: TrainJob) -> None:
 
 def _run(train_fn: Callable[[dict[str, Any]], None], loop_config: dict[str, Any], job: TrainJob, storage: str,
          name: str) -> Any:
-    """One ``TorchTrainer`` fit of ``train_fn`` with ``job``'s workers; its `Result`."""
+    """One fit of ``train_fn`` with ``job``'s workers; its `Result`: a ``TorchTrainer`` worker group,
+    or for one CPU worker on ddp this process (`stages.training.session.run_in_process`)."""
+    if in_process(job):
+        return run_in_process(train_fn, loop_config, job, f"{storage}/{name}")
     import ray.train
 
     from stages.training.process_group import NodeBoundTorchConfig

@@ -45,7 +45,8 @@ and its key parameters) and the metric prefix; it reaches the driver's log.
 
 Params, once per fresh run: ``train.world_size``, ``train.train_examples``,
 ``train.dev_examples``, ``train.examples_per_step``, ``params.trainable`` /
-``params.frozen``. Ray Train (``ray.train.report``) gets ``step`` / ``train_loss`` /
+``params.frozen``. The session (Ray Train's ``ray.train.report``, or the in-process session of a
+one-worker CPU fit: `stages.training.session`) gets ``step`` / ``train_loss`` /
 ``dev_loss`` at evaluations and checkpoints only (each report synchronises the workers).
 
 Resume is exact on CPU: a checkpoint holds the model, optimiser state, every rank's RNG
@@ -90,6 +91,7 @@ from stages.common.progress import (
     progress_seconds,
 )
 from stages.framework import quiet, sigterm
+from stages.training import session
 from stages.training.batches import BatchSchedule
 from stages.training.best_weights import best_weights_uri, restore_best, save_best
 from stages.training.engine import Engine, make_engine
@@ -215,11 +217,10 @@ def _restore_state(directory: Path) -> TrainerState:
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
-    """Entry point given to ``TorchTrainer``; ``config`` holds task (a
-    `stages.training.task.TrainingTask`), job, logger, metric_prefix, seed, fail_at_step."""
-    import ray.train
-
-    train_task(config["task"], config, ray.train.get_checkpoint())
+    """Entry point given to ``TorchTrainer`` (or run in process, `stages.training.session`);
+    ``config`` holds task (a `stages.training.task.TrainingTask`), job, logger, metric_prefix,
+    seed, fail_at_step."""
+    train_task(config["task"], config, session.current().checkpoint())
 
 
 def train_task(
@@ -242,15 +243,13 @@ def train_task(
 
 def _train(task: TrainingTask, config: dict[str, Any], checkpoint: Any, on_final: Callable[[Path], None] | None,
            tag: str) -> TrainerState:
-    import ray.train
-
     quiet.apply()  # this worker's libraries: NUGGET_VERBOSE from the job's runtime env
     sigterm.install()  # Ray's stop request landing in a finaliser exits without a traceback
     job: TrainJob = config["job"]
     logger: RunLogger | None = config.get("logger")
     prefix = f"{config['metric_prefix']}." if config.get("metric_prefix") else ""
-    ctx = ray.train.get_context()
-    rank, world = ctx.get_world_rank(), ctx.get_world_size()
+    reporter = session.current()
+    rank, world = reporter.rank(), reporter.world_size()
     torch.manual_seed(config["seed"] * 1000 + rank)
 
     state, init_dir, restored = TrainerState(), None, None
@@ -368,13 +367,13 @@ def _train(task: TrainingTask, config: dict[str, Any], checkpoint: Any, on_final
                 (Path(tmp) / TAG_FILE).write_text(tag)
                 if rank == 0 and on_final is not None and final:
                     on_final(Path(tmp))  # before the report: a restart after it finds the model done
-                ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(tmp))
+                reporter.report(metrics, Path(tmp))
             if keep_best and rank == 0:  # the reported state names best_step: other steps' weights can go
                 for old in [s for s in written if s != state.best_step]:
                     clear_storage(config["best_uri"], f"step-{old}")
                     written.remove(old)
         elif "dev_loss" in metrics:
-            ray.train.report(metrics)
+            reporter.report(metrics)
     if metrics_out is not None:
         metrics_out.flush()
     if progress is not None and state.initial_dev_loss is not None and state.exported_dev_loss is not None:

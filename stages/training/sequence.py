@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from stages.common.progress import progress_logger
+from stages.training import session
 from stages.training.loop import PROBE_FILE, STATE_FILE, TAG_FILE, train_task
 from stages.training.storage import copy_tree, exists, write_text
 
@@ -48,19 +49,18 @@ def _publisher(uri: str):
 
 
 def train_sequence_per_worker(config: dict[str, Any]) -> None:
-    """Entry point given to ``TorchTrainer``: ``config["models"]`` is a list of
+    """Entry point given to ``TorchTrainer`` (or run in process, `stages.training.session`): ``config["models"]`` is a list of
     ``(name, task)``; every other key is as for `stages.training.loop.train_loop_per_worker`
     (``metric_prefix`` is each model's name; ``fail_at_step`` applies to the model named
     ``fail_in`` only)."""
-    import ray.train
-
-    checkpoint = ray.train.get_checkpoint()
+    reporter = session.current()
+    checkpoint = reporter.checkpoint()
     tag = None
     if checkpoint is not None:
         with checkpoint.as_directory() as d:
             tag_file = Path(d) / TAG_FILE
             tag = tag_file.read_text() if tag_file.exists() else None
-    rank = ray.train.get_context().get_world_rank()
+    rank = reporter.rank()
     for k, (model, task) in enumerate(config["models"], 1):
         uri = finished_uri(config["storage"], config["name"], model)
         if exists(f"{uri}/{DONE}"):

@@ -64,3 +64,16 @@ def clear_storage(storage: str, name: str) -> None:
             fs.rm(path, recursive=True)
     else:
         shutil.rmtree(Path(storage) / name, ignore_errors=True)
+
+
+def list_names(uri: str) -> list[str]:
+    """The names of the entries directly under a folder of the storage ([] where it does not exist)."""
+    if "://" in uri:
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(uri)
+        if not fs.exists(path):
+            return []
+        return [str(p).rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)]
+    folder = Path(uri)
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []

@@ -116,9 +116,11 @@ def test_device_is_placement_not_part_of_the_cache_key():
 
     stage = DAG.get("eval_qa")
     assert stage.uses_device and "eval.dtype" in stage.config_keys
-    keys = {cache_key(stage, load_config([f"run.device={d}"]), {}) for d in ("auto", "cpu", "cuda")}
+    keys = {cache_key(stage, load_config([f"run.device={d}", "eval.dtype=fp32"]), {}) for d in ("auto", "cpu", "cuda")}
     assert len(keys) == 1
     assert cache_key(stage, load_config(["eval.dtype=bf16"]), {}) not in keys
+    # eval.dtype=auto is decided by the device (stages.config.precision): cuda's auto is bf16, keyed so
+    assert load_config(["run.device=cuda", "eval.dtype=auto"]).eval.dtype == "bf16"
 
 
 def test_every_stage_that_loads_a_model_declares_it():
