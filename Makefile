@@ -4,7 +4,8 @@
 #   make lock [UPGRADE=1]                      re-resolve both locks from pyproject.toml (docs/environment.md)
 #   make run  [ARGS="nugget.ratio=0.25 ..."]   local Ray head on 127.0.0.1 + ray job submit
 #                                              (ARGS="--verbose": the libraries' bars and INFO lines too)
-#   make test [PYTEST_ARGS="-k cache"]         the test suite (CPU, hermetic)
+#   make test [PYTEST_ARGS="-k cache"]         the test suite (CPU, hermetic; TEST_WORKERS=N xdist workers,
+#                                              default every core, 0 = one process)
 #   make gpu-test [GPU_PYTHON=python]          the `gpu` tests, in an environment with CUDA torch
 #   make gpu-check [GPU_PYTHON=python]         on your own CUDA machine (after gpu-check-pack), everything a GPU
 #                                              is for: the headline burst, every rotating check, the Ray `gpu`
@@ -174,9 +175,12 @@ run: $(STAMP) sources ray-start
 	  echo "job agent not ready yet; retrying in 5 s ($$attempt/12)"; sleep 5; \
 	done; rm -f $$log; exit 1
 
-# pyproject's addopts deselect the `cluster` marker; this target selects it
+# pyproject's addopts deselect the `cluster` marker; this target selects it. The suite runs on
+# TEST_WORKERS pytest-xdist workers (default: every core; 0 = one process), each file's tests on
+# one worker (tests/conftest.py's xdist groups: module fixtures run once)
+TEST_WORKERS ?= $(shell nproc)
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # a private local Ray (stopped at the end), not the head of `make run`: a rehearsal leaves nothing running
 PROFILE ?= paper

@@ -20,8 +20,17 @@ os.environ.setdefault("NUGGET_DEVICE_GUARD", "1")
 from tests.gpu_support import skip_gpu_tests_without_cuda  # noqa: E402  (after the env settings)
 
 
+#: session fixtures that run a pipeline or write many files: the tests reading one share an xdist
+#: group, so `make test`'s workers (pytest-xdist, --dist loadgroup) compute each once
+SHARED_SESSION_FIXTURES = ("pipeline_run", "paper_inputs")
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     skip_gpu_tests_without_cuda(items)
+    for item in items:  # a file's tests stay on one worker (its module fixtures run once), unless they share more
+        if item.get_closest_marker("xdist_group") is None:
+            shared = [f for f in SHARED_SESSION_FIXTURES if f in item.fixturenames]
+            item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::", 1)[0]))
 
 
 @pytest.fixture(autouse=True)

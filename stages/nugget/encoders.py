@@ -56,8 +56,15 @@ class LoadedSystem:
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
         """Padded ids and mask of ``texts``, on the model's device."""
-        enc = self.tokenizer(list(texts), return_tensors="pt", padding=True, truncation=True,
-                             max_length=self.max_length)
+        return self.padded(self.token_ids(texts))
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The ids of each text, truncated to ``max_length`` (one tokenizer call for them all)."""
+        return list(self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"])
+
+    def padded(self, ids: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
+        """``ids`` padded as the tokenizer pads a batch (its side and pad id), on the model's device."""
+        enc = self.tokenizer.pad({"input_ids": [list(i) for i in ids]}, return_tensors="pt", padding=True)
         return to_device({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}, self.device)
 
     def _boundary_mask(self, input_ids: torch.Tensor) -> torch.Tensor | None:
@@ -72,9 +79,11 @@ class LoadedSystem:
         return token_flags(input_ids, self._flags[selector])
 
     @torch.no_grad()
-    def encode(self, texts: Sequence[str]) -> tuple[Any, dict[str, torch.Tensor]]:
-        """Raw encoder result of one batch: `Nuggets`, hidden states, or vectors."""
-        enc = self.tokenize(texts)
+    def encode(self, texts: Sequence[str], ids: Sequence[Sequence[int]] | None = None
+               ) -> tuple[Any, dict[str, torch.Tensor]]:
+        """Raw encoder result of one batch: `Nuggets`, hidden states, or vectors (``ids``: the
+        texts' ids when tokenised already, `token_ids`)."""
+        enc = self.tokenize(texts) if ids is None else self.padded(ids)
         if self.mode == "bottleneck":
             return self.model.embed(**enc), enc
         if self.mode == "colbart":  # a plain HF encoder-decoder (load_system)
@@ -85,8 +94,9 @@ class LoadedSystem:
         """One ``[k_i, d]`` fp32 CPU tensor per text (k_i = 1 for single-vector systems):
         the scoring of every candidate against a query happens there."""
         out: list[torch.Tensor] = [torch.empty(0, device="cpu")] * len(texts)
+        ids = self.token_ids(texts)  # one tokenizer call: per batch, its fixed cost dominated the encoding
         for chunk in length_batches(texts, batch_size):
-            result, enc = self.encode([texts[i] for i in chunk])
+            result, enc = self.encode([texts[i] for i in chunk], [ids[i] for i in chunk])
             if self.mode == "bottleneck":
                 found = [v[None, :] for v in result]
             elif self.mode == "colbart":

@@ -64,6 +64,9 @@ class RetrievalTask:
     find_unused_parameters: bool = field(default=False, init=False)
     _tok: Any = field(default=None, init=False, repr=False)
     _template: Any = field(default=None, init=False, repr=False)  # the model whose encoder the towers are
+    # token ids of each text already seen, per length cap: every step draws from the same few
+    # hundred passages, and a section is tokenised whole before its truncation
+    _ids: dict[tuple[str, int], list[int]] = field(default_factory=dict, init=False, repr=False)
 
     def tokenizer(self) -> Any:
         if self._tok is None:
@@ -116,12 +119,20 @@ class RetrievalTask:
             picks = rng.choice(len(r.negatives), size=self.hard_negatives, replace=False) if train \
                 else range(self.hard_negatives)  # dev: the same passages at every evaluation
             negatives += [r.negatives[i] for i in picks]
-        queries = tok([r.query for r in rows], truncation=True, max_length=self.max_query_tokens)["input_ids"]
-        passages = tok([r.positive for r in rows] + negatives, truncation=True,
-                       max_length=self.max_passage_tokens)["input_ids"]
+        queries = self._token_ids([r.query for r in rows], self.max_query_tokens)
+        passages = self._token_ids([r.positive for r in rows] + negatives, self.max_passage_tokens)
         q_ids, q_mask = pad(queries, tok.pad_token_id)
         p_ids, p_mask = pad(passages, tok.pad_token_id)
         return {"query_ids": q_ids, "query_mask": q_mask, "passage_ids": p_ids, "passage_mask": p_mask}
+
+    def _token_ids(self, texts: list[str], cap: int) -> list[list[int]]:
+        """The ids of ``texts`` truncated to ``cap`` tokens (as one tokenizer call on them gives),
+        each text tokenised once per process."""
+        new = list(dict.fromkeys(t for t in texts if (t, cap) not in self._ids))
+        if new:
+            ids = self.tokenizer()(new, truncation=True, max_length=cap)["input_ids"]
+            self._ids.update({(t, cap): i for t, i in zip(new, ids, strict=True)})
+        return [self._ids[(t, cap)] for t in texts]
 
     loss = staticmethod(model_loss)
     logits = staticmethod(model_logits)
