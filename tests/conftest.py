@@ -19,7 +19,6 @@ os.environ.setdefault("NUGGET_DEVICE_GUARD", "1")
 
 from tests.gpu_support import skip_gpu_tests_without_cuda  # noqa: E402  (after the env settings)
 
-
 #: session fixtures that run a pipeline or write many files: the tests reading one share an xdist
 #: group, so `make test`'s workers (pytest-xdist, --dist loadgroup) compute each once
 SHARED_SESSION_FIXTURES = ("pipeline_run", "paper_inputs")

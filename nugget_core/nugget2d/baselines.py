@@ -209,32 +209,32 @@ def stream_nll(stream: object, input_ids: torch.Tensor, start: int = 1) -> torch
 def window_nll(model: Nugget2DModel, input_ids: torch.Tensor, window: int, adapter: str | None = None,
                start: int = 1, batch_size: int = 32) -> torch.Tensor:
     """`stream_nll` of a re-encoding `FullStream` (``window`` tokens, ``adapter``), computed in
-    batches: token ``t``'s prediction reads the window ending at ``t`` as a text of its own
-    (positions from 0), so the windows are independent and ``batch_size`` of them go through the
-    LM in one pass instead of one pass per token. Windows shorter than ``window`` (the first
-    ``window - 1`` tokens) are left-padded, so every row's last position is its prediction and
-    only that position's logits are computed (``logits_to_keep=1``). Returns ``[n - start]``
-    NLLs, equal to the stream's up to float rounding of the batched matmuls."""
+    passes over many tokens: token ``t``'s prediction reads the window ending at ``t`` as a text of
+    its own (positions from 0). While ``t <= window`` that window is the whole prefix, and one
+    causal pass over the first ``window`` tokens gives all those predictions (a causal LM's
+    prediction at a position reads only the tokens before it). Later windows are independent
+    texts, ``batch_size`` of them per pass; only their last position's logits are computed
+    (``logits_to_keep=1``). Returns ``[n - start]`` NLLs, equal to the stream's up to float
+    rounding of the batched matmuls."""
     if window < 1:
         raise ValueError(f"window_nll: window {window} must be >= 1")
     ids = input_ids.reshape(-1).tolist()
     device = model.device
-    ends = list(range(max(start, 1), len(ids)))  # the prediction of ids[t] reads ids[..t - 1]
+    targets = list(range(max(start, 1), len(ids)))  # the prediction of ids[t] reads ids[..t - 1]
     nll: list[torch.Tensor] = []
-    for first in range(0, len(ends), batch_size):
-        rows = [ids[max(0, t - window) : t] for t in ends[first : first + batch_size]]
-        width = max(len(r) for r in rows)
-        tokens = torch.zeros(len(rows), width, dtype=torch.long, device=device)
-        mask = torch.zeros(len(rows), width, dtype=torch.long, device=device)
-        positions = torch.zeros(len(rows), width, dtype=torch.long, device=device)
-        for b, row in enumerate(rows):
-            n = len(row)
-            tokens[b, width - n :] = torch.tensor(row, dtype=torch.long, device=device)
-            mask[b, width - n :] = 1
-            positions[b, width - n :] = torch.arange(n, device=device)
-        out = model.lm_forward(adapter, input_ids=tokens, attention_mask=mask, position_ids=positions,
-                               use_cache=False, logits_to_keep=1)
-        targets = torch.tensor(ids[ends[first] : ends[first] + len(rows)], dtype=torch.long, device=device)
+    prefix = [t for t in targets if t <= window]
+    if prefix:
+        tokens = torch.tensor([ids[: prefix[-1]]], dtype=torch.long, device=device)
+        logits = logits_of(model.lm_forward(adapter, input_ids=tokens, use_cache=False))[0]
+        logprobs = torch.log_softmax(logits[[t - 1 for t in prefix]].float(), dim=-1)
+        wanted = torch.tensor([ids[t] for t in prefix], dtype=torch.long, device=device)
+        nll.append(-logprobs.gather(-1, wanted[:, None])[:, 0])
+    later = [t for t in targets if t > window]  # full windows: ids[t - window : t], positions 0 .. window - 1
+    for first in range(0, len(later), batch_size):
+        ends = later[first : first + batch_size]
+        tokens = torch.tensor([ids[t - window : t] for t in ends], dtype=torch.long, device=device)
+        out = model.lm_forward(adapter, input_ids=tokens, use_cache=False, logits_to_keep=1)
         logprobs = torch.log_softmax(logits_of(out)[:, -1].float(), dim=-1)
-        nll.append(-logprobs.gather(-1, targets[:, None])[:, 0])
+        wanted = torch.tensor([ids[t] for t in ends], dtype=torch.long, device=device)
+        nll.append(-logprobs.gather(-1, wanted[:, None])[:, 0])
     return torch.cat(nll) if nll else torch.zeros(0, device=device)

@@ -80,18 +80,26 @@ def test_a_planted_tensor_in_a_stage_hot_path_fails_the_stage(monkeypatch, tmp_p
 
 
 @pytest.mark.ray
-def test_a_planted_tensor_in_a_training_worker_fails_the_fit(ray_local, mt_artifacts, tmp_path):
-    """A Ray Train worker runs the loop under the guard (NUGGET_DEVICE_GUARD reaches it through
-    the environment): a device-less tensor in the task's collate fails the fit, named."""
+@pytest.mark.parametrize("in_process", [True, False], ids=["in_process", "worker_group"])
+def test_a_planted_tensor_in_a_training_worker_fails_the_fit(ray_local, mt_artifacts, tmp_path, monkeypatch,
+                                                              in_process):
+    """The loop runs under the guard in process (a one-worker CPU fit) and in a Ray Train worker
+    (NUGGET_DEVICE_GUARD reaches it through the environment): a device-less tensor in the task's
+    collate fails the fit, named."""
+    from stages.common.device_guard import DeviceDisciplineError
     from stages.config import load_config
     from stages.training.launch import fit
     from tests.training.conftest import TINY
     from tests.training.test_train_nugget import _task
 
+    monkeypatch.setenv("NUGGET_TRAIN_IN_PROCESS", "1" if in_process else "0")
     data, tok = mt_artifacts
     cfg = load_config([*TINY, "train.nugget.num_workers=1", "train.nugget.max_steps=2"])
     task = _task(cfg, data, tok)
     task.collate = planted(task.collate, REPO / "stages" / "train" / "nugget_task.py")
-    with pytest.raises(Exception, match="DeviceDisciplineError") as caught:
+    with pytest.raises(Exception) as caught:
         fit(task, cfg.train.nugget, str(tmp_path), "planted", seed=0, download_to=tmp_path / "final")
+    # in process the error itself; from a worker Ray's error, which names it
+    assert isinstance(caught.value, DeviceDisciplineError) or "DeviceDisciplineError" in str(caught.value)
+    assert isinstance(caught.value, DeviceDisciplineError) is in_process
     assert f"nugget_task.py:{PLANTED_LINE}" in str(caught.value)

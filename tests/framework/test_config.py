@@ -262,7 +262,7 @@ def test_moved_sections_load_in_both_profiles(profile):
     from stages.registry import DAG
 
     cfg = load_config([f"profile={profile}"])
-    expected = {"tiny": (1e-3, 50, 64), "small": (2e-3, 150, 64), "paper": (5e-5, 200000, 1024)}[profile]  # paper: train.nugget's rule
+    expected = {"tiny": (1e-3, 30, 64), "small": (2e-3, 150, 64), "paper": (5e-5, 200000, 1024)}[profile]  # paper: train.nugget's rule
     assert (cfg.train.baselines.lr, cfg.train.baselines.max_steps, cfg.calibrate.threshold.sample_docs) == \
         pytest.approx(expected)
     assert cfg.eval.baselines.systems  # the choice of systems stays with the evaluations

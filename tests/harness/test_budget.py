@@ -191,3 +191,20 @@ def test_full_at_ratio_1_past_max_length_scores_lm_eval_s_windows(model):
                 + _plain_logprob(model, ids[24:41]) - _plain_logprob(model, ids[24:33]))
     assert value == pytest.approx(expected, abs=1e-3)
     assert abs(value - _plain_logprob(model, ids)) > 1e-2  # less context than one pass
+
+
+@pytest.mark.parametrize("system", ["full", "streaming_llm", "key_norm", "nodoc"])
+@pytest.mark.parametrize("extra", [-3, 0, 1, 9])
+def test_rolling_shortcuts_equal_the_token_by_token_streams(model, system, extra):
+    """Full's batched windows and the one-pass reading of a document a stream holds whole
+    (`scoring.KEEP_ALL_BELOW_BUDGET`: ``n - 1 <= total_states``, the boundary included) give the
+    log-probability of the system's token-by-token stream, below, at and past the budget."""
+    from stages.nugget2d.lm.streams import make_stream, run_segment, windows
+
+    settings = HarnessSettings(system, 0.25, recent_tokens=6, threshold=0.0)
+    setting = rolling_setting(settings)
+    ids = requests(lengths=(setting.total_states + 1 + extra,))[0][0]
+    with windows(model, setting, None):
+        stream = make_stream(system, model, setting, settings.ratio, None, settings.press.sink_tokens)
+        expected = -sum(run_segment(stream, list(ids), 1).nll)
+    assert scoring.rolling_logprob(model, settings, ids) == pytest.approx(expected, abs=1e-3)

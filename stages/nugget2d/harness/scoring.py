@@ -10,7 +10,9 @@
 - `rolling_logprob` (``loglikelihood_rolling``): the system's token-by-token stream of
   eval_lm (`stages.nugget2d.lm.streams.make_stream`) over the whole document, Full's and NoDoc's
   re-encoded windows in batches (`nugget_core.nugget2d.baselines.window_nll`: the same
-  log-probabilities, one pass for many tokens); Full keeping
+  log-probabilities, one pass for many tokens), and a document that Full's window or a press's
+  budget holds whole read in one causal pass of the base LM (what those streams compute on
+  it: `KEEP_ALL_BELOW_BUDGET`); Full keeping
   every token (``ratio=1``) instead reads it as lm_eval's ``hf`` model does (`whole_logprob`):
   the whole document up to the LM's ``max_length``, that model's windows past it.
 
@@ -58,6 +60,11 @@ if TYPE_CHECKING:
 WINDOW_SYSTEMS = ("full", "nodoc")
 #: tokens per batched pass of `window_nll` (windows x window length): bounds the activations
 WINDOW_TOKENS_PER_PASS = 4096
+#: rolling systems that hold every token the base LM read while a document's ``n - 1`` stepped
+#: tokens fit their ``total_states``: Full's window, and a press's recent window plus its memory
+#: budget (`nugget_core.nugget2d.press_stream`: a press drops positions only once the memory
+#: exceeds it, after that step's prediction). Over such a document each equals the plain base LM.
+KEEP_ALL_BELOW_BUDGET = ("full", "streaming_llm", "key_norm")
 
 
 @dataclass(frozen=True)
@@ -160,6 +167,9 @@ def rolling_logprob(model: Nugget2DModel, settings: HarnessSettings, ids: Sequen
     if whole_document(settings):
         return whole_logprob(model, ids, settings.max_length or model_max_length(model.lm.config))
     setting = rolling_setting(settings)
+    if settings.system in KEEP_ALL_BELOW_BUDGET and len(ids) - 1 <= setting.total_states:
+        # the stream never drops a position over this document: the plain LM's one causal pass
+        return whole_logprob(model, ids, len(ids))
     if settings.system in WINDOW_SYSTEMS:  # a re-encoded window per token: the windows go through in batches
         window = setting.total_states if settings.system == "full" else setting.context_tokens
         ids_tensor = torch.tensor(list(ids), dtype=torch.long, device=model.device)
