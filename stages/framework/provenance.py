@@ -149,16 +149,18 @@ def is_plumbing(name: str) -> bool:
     return any(name == p or name.startswith(p + ".") for p in PLUMBING_PACKAGES)
 
 
-def _direct(module_name: str, root: Path) -> set[str]:
-    """In-repo modules (with their parent packages) that one module's own file imports."""
+@cache
+def _direct(module_name: str, root: Path) -> frozenset[str]:
+    """In-repo modules (with their parent packages) that one module's own file imports (once per
+    process: every stage's closure walks the same modules)."""
     names = set(_file_imports(module_name, root))
     names |= {t for name in names if _in_repo(name, module_name) for t in _lazy_targets(root, name)}
-    return {
+    return frozenset(
         parent
         for name in names
         for parent in _with_parents(name)
         if _in_repo(parent, module_name) and module_file(root, parent) is not None
-    }
+    )
 
 
 @cache
