@@ -45,14 +45,15 @@ def test_config_refuses_an_unknown_section_and_a_bad_value(capsys):
     assert "nugget.ratio: value 1.5 must be <= 1.0" in capsys.readouterr().err
 
 
-def test_stage_dry_run_is_pipelines_stage(root, capsys):
-    assert main(["stage", "corpus_stats", "--dry-run", root]) == 0
+def test_stage_dry_run_is_pipelines_stage(root, sources, capsys):
+    # the preflight wants the offline sources of corpus_stats: fake ones, so no fetched corpora are needed
+    assert main(["stage", "corpus_stats", "--dry-run", root, f"run.sources_dir={sources}"]) == 0
     out = capsys.readouterr().out
     assert "plan (1 stages" in out and "corpus_stats" in out and "miss" in out
 
 
-def test_run_dry_run_plans_the_whole_dag(root, capsys):
-    assert main(["run", root, "--dry-run"]) == 0
+def test_run_dry_run_plans_the_whole_dag(root, sources, capsys):
+    assert main(["run", root, f"run.sources_dir={sources}", "--dry-run"]) == 0
     out = capsys.readouterr().out
     planned = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
     assert {"tokenizer", "train_nugget2d", "report"} <= set(planned) and len(planned) > 20
