@@ -20,6 +20,7 @@ from stages.nugget.train_nugget import TrainNugget
 from stages.nugget.train_nugget_lm import TrainNuggetLM
 from stages.nugget2d.build_lm import BuildLM
 from stages.nugget2d.calibrate_threshold import CalibrateThreshold
+from stages.nugget2d.eval_efficiency import EvalEfficiency
 from stages.nugget2d.eval_harness import EvalHarness
 from stages.nugget2d.eval_lm import EvalLM
 from stages.nugget2d.eval_nugget2d_ae import EvalNugget2DAE
@@ -44,7 +45,7 @@ from stages.restorable.train_re_retrieval import TrainRERetrieval
 ALL_STAGES = (
     CorpusStats, Tokenizer, BuildMtDocs, BuildPi, BuildRr, PrepareLM, BuildLM, TrainNugget,
     TrainNugget2D, TrainNugget2DFT, TrainFullFT, TrainNugget2DAR, CalibrateThreshold, EvalLM, EvalQA,
-    EvalSummarization, EvalHarness, TrainNugget2DAE, EvalNugget2DAE, SweepNugget, TrainBaselines, EvalSimilarity, EvalReconstruction, AnalyzeNuggets,
+    EvalSummarization, EvalHarness, EvalEfficiency, TrainNugget2DAE, EvalNugget2DAE, SweepNugget, TrainBaselines, EvalSimilarity, EvalReconstruction, AnalyzeNuggets,
     BuildNuggetLM, TrainNuggetLM, EvalNuggetLM, BuildREData, TrainRE, EvalRERestoration, BuildRERetrieval,
     TrainRERetrieval,
     EvalRERetrieval, BuildREDownstream, EvalREDownstream, Report,

@@ -12,6 +12,7 @@ from stages.config.validate import spec
 from stages.nugget.config import BaselinesSection, NuggetLMEval
 from stages.nugget2d.config import (
     AutoencodingEval,
+    EfficiencyEval,
     HarnessEval,
     LMEval,
     PressSection,
@@ -53,6 +54,8 @@ class EvalSection:
     qa: QAEval = spec(QAEval(), help="eval_qa stage.")
     summarization: SummarizationEval = spec(SummarizationEval(), help="eval_summarization stage.")
     harness: HarnessEval = spec(HarnessEval(), help="eval_harness stage (lm-evaluation-harness; docs/harness.md).")
+    efficiency: EfficiencyEval = spec(EfficiencyEval(), help="eval_efficiency stage (decoding and training cost; "
+                                      "docs/performance.md).")
     autoencoding: AutoencodingEval = spec(AutoencodingEval(), help="eval_nugget2d_ae stage (Nugget2D §4).")
     nugget_lm: NuggetLMEval = spec(NuggetLMEval(), help="eval_nugget_lm stage (Nugget table 3).")
     re: REEval = spec(REEval(), help="eval_re_restoration / eval_re_retrieval stages (the RE study).")

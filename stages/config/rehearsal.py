@@ -40,6 +40,9 @@ SIZE_FIELDS: tuple[str, ...] = (
     "eval.*.batch_size", "eval.*.analysis_docs", "eval.*.highlight_docs", "eval.nugget_lm.max_doc_tokens",
     "eval.*.max_new_tokens", "eval.qa.lmsumm_max_new_tokens", "eval.re_downstream.max_iter",
     "eval.re_downstream.max_train", "eval.re_downstream.max_test", "eval.harness.limit", "eval.harness.max_gen_toks",
+    "eval.efficiency.contexts", "eval.efficiency.repeats", "eval.efficiency.steps", "eval.efficiency.warmup_tokens",
+    "eval.efficiency.prefill_repeats", "eval.efficiency.bandwidth_mb", "eval.efficiency.train_tokens",
+    "eval.efficiency.train_answer_tokens", "eval.efficiency.train_batch", "eval.efficiency.train_steps",
     "calibrate.threshold.sample_docs", "calibrate.threshold.heldout_docs",
     # a from-scratch model's width (its depth stays: layer indices refer to it); the bottom layers
     # of a pretrained LM the profile keeps whole (stages/config/depth.py checks every layer index)

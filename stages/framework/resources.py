@@ -5,7 +5,8 @@ own task (``Stage.resources``) plus everything its ``run`` starts and waits for:
 worker groups, Tune trials, Ray Data / Ray task fan-outs. :data:`ALL` stands for "all of
 this resource that is free when the stage starts, at least one" (a fan-out of short tasks
 that spreads over whatever is free: it may start with one CPU, and no other stage is
-started on the CPUs it took).
+started on the CPUs it took). :data:`WHOLE` stands for "all of this resource the cluster has":
+the stage waits until no running stage holds any of it (a measurement that must run alone).
 
 The executor starts a ready stage only when its whole demand is free in the
 :class:`Ledger` (the cluster's resources minus the demands of the running stages), so a
@@ -24,6 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 ALL = math.inf
+# "all of this resource the cluster has": the stage starts only when no other stage holds any of it
+# (a measurement that must run alone on the machine: eval_efficiency's timings)
+WHOLE = -1.0
 EPS = 1e-9
 # the resources the ledger accounts; memory / object store are left to Ray
 CAPACITY_ENV = "NUGGET_CLUSTER_RESOURCES"  # JSON, e.g. {"CPU": 64, "GPU": 8}: an autoscaling cluster's reach
@@ -96,7 +100,7 @@ def fmt_amounts(amounts: Mapping[str, float]) -> str:
 
 def shortfall(demand: Mapping[str, float], capacity: Mapping[str, float]) -> dict[str, float]:
     """The resources of ``demand`` (``ALL`` taken as 0) that ``capacity`` cannot hold at all."""
-    return {k: v for k, v in demand.items() if v != ALL and v > capacity.get(k, 0.0) + EPS}
+    return {k: v for k, v in demand.items() if v not in (ALL, WHOLE) and v > capacity.get(k, 0.0) + EPS}
 
 
 def check_fits(stage: str, demand: Demand, capacity: Mapping[str, float]) -> None:
@@ -135,7 +139,8 @@ class Ledger:
         one (or the whole amount of a cluster with less)."""
         free = self.free()
         least = {k: min(1.0, self.capacity.get(k, 0.0)) for k in demand}
-        return {k: (max(free.get(k, 0.0), least[k]) if v == ALL else v) for k, v in demand.items()}
+        return {k: (max(free.get(k, 0.0), least[k]) if v == ALL else self.capacity.get(k, 0.0) if v == WHOLE else v)
+                for k, v in demand.items()}
 
     def free(self) -> dict[str, float]:
         used = add(*self.held.values())
@@ -156,7 +161,8 @@ class Ledger:
     def reserve(self, name: str, demand: Mapping[str, float], now: float) -> Reservation:
         """EASY backfilling: reserve for ``demand`` (a stage that does not fit now) the
         resources of the running stages that are expected to end first."""
-        need = {k: (min(1.0, self.capacity.get(k, 0.0)) if v == ALL else v) for k, v in demand.items()}
+        need = {k: (min(1.0, self.capacity.get(k, 0.0)) if v == ALL else self.capacity.get(k, 0.0) if v == WHOLE else v)
+                for k, v in demand.items()}
         free = self.free()
         for end, held in sorted((self.ends[n], n) for n in self.held):
             free = add(free, self.held[held])

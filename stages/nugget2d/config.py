@@ -321,3 +321,40 @@ class HarnessEval:
                                 "(perplexities; 0 = none).", ge=0)
     cloze_choices: int = spec(4, help="nugget_cloze / nugget_qa_choice: candidates (one true: the next sentence / "
                               "the answer; the rest from other documents / other questions).", ge=2)
+
+
+@dataclass
+class EfficiencyEval:
+    """eval_efficiency: Nugget2D's decoding cost beside the full model's and the presses', on the
+    run's device (ms per generated token, KV bytes, prefill time, each beside its memory-bandwidth
+    bound), and one training step of Nugget2D vs Full fine-tuning (docs/performance.md)."""
+
+    contexts: list[int] = spec(
+        [1024, 4096, 8000], nonempty=True, unique=True, ge=1,
+        help="Document lengths (tokens) decoded after; each plus prompt, warmup_tokens and steps must fit the "
+        "base LM's positions. The findings read the shortest one of at least 4,096.")
+    ratios: list[float] = spec([0.1, 0.05], nonempty=True, unique=True,
+                               help="Nugget2D's ratios (the trained compressor compressing at each), and the presses' "
+                               "KV budgets.")
+    presses: list[str] = spec(["snapkv"], unique=True, choices=PRESS_SYSTEMS,
+                              help="Training-free presses measured at each ratio (eval.presses' settings).")
+    split: str = spec("test", help="Split of build_lm's qa.jsonl whose documents, concatenated, are the context; "
+                      "its first question's prompt follows it.", choices=SPLITS)
+    warmup_tokens: int = spec(2, help="Tokens generated before the timed ones: a decode of warmup_tokens is "
+                              "subtracted from one of warmup_tokens + steps, so the document pass, cache setup and "
+                              "prompt prefill cancel out.", ge=1)
+    steps: int = spec(8, help="Timed tokens per repeat.", ge=1)
+    repeats: int = spec(20, help="Timed repeats per system and context, interleaved across systems (the unit a "
+                        "finding pairs and resamples; an interval needs 20).", ge=1)
+    prefill_repeats: int = spec(1, help="Timed document passes (prefill / compression) per system and context.",
+                                ge=1)
+    bandwidth_mb: int = spec(256, help="Size of each buffer of the memory-bandwidth measurement (a STREAM-like "
+                             "copy; larger than the caches).", ge=1)
+    train_tokens: int = spec(512, help="Document tokens of the training-step comparison (0 = no training step).",
+                             ge=0)
+    train_answer_tokens: int = spec(32, help="Answer tokens (the loss) of each training step.", ge=1)
+    train_batch: int = spec(1, help="Rows per training step.", ge=1)
+    train_steps: int = spec(2, help="Timed training steps per system (after one untimed).", ge=1)
+
+    def cross_field_errors(self) -> list[str]:
+        return [f"ratios: value {r!r} must be in (0, 1)" for r in self.ratios if not 0 < r < 1]

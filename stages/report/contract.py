@@ -119,6 +119,7 @@ class ReportInputs:
     eval_re_restoration: StoredEvalTable | None = optional("eval_re_restoration")
     eval_re_retrieval: StoredEvalTable | None = optional("eval_re_retrieval")
     eval_re_downstream: StoredEvalTable | None = optional("eval_re_downstream")
+    eval_efficiency: StoredEvalTable | None = optional("eval_efficiency")
     # Nugget2D's Lambda and its scores' histogram (`stages.report.figures`)
     calibrate_threshold: StoredCalibratedThreshold | None = optional("calibrate_threshold")
     # the training stages (`TRAINING_STAGES`, same order): their models' training summaries

@@ -140,6 +140,37 @@ def quality_by_compression(table: EvalTable, stage: str, metric: str, label: str
                   f"examples per point: {', '.join(map(str, n)) or 'unknown'}.")
 
 
+def decode_cost_by_context(table: EvalTable, stage: str, path: Path) -> Figure:
+    """eval_efficiency's ms per generated token by context length, one line per system, with each
+    point's 95% interval over repeats as an error bar where the stage computed one; Full's and the
+    first Nugget2D's memory-bandwidth bounds dotted."""
+    fig, ax = new_figure()
+    series: dict[str, list[tuple[float, float, tuple[float, float] | None, float]]] = {}
+    for row in table.rows:
+        x, y, bound = (row.metrics.get(k) for k in ("context", "ms_per_token", "bound_ms"))
+        if isinstance(x, int | float) and isinstance(y, int | float) and isinstance(bound, int | float):
+            label = row.paper_row.rsplit("@", 1)[0]
+            series.setdefault(label, []).append((float(x), float(y), row.interval.get("ms_per_token"), float(bound)))
+    values = []
+    for label, points in series.items():
+        points.sort()
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        errors = [[p[1] - p[2][0] if p[2] else 0.0 for p in points], [p[2][1] - p[1] if p[2] else 0.0 for p in points]]
+        line = ax.errorbar(xs, ys, yerr=errors, marker="o", capsize=3, label=label)
+        if label == "full" or label == next((k for k in series if k.startswith("nugget2d")), None):
+            ax.plot(xs, [p[3] for p in points], linestyle=":", color=line[0].get_color(), label=f"{label} bound")
+        values += ys
+    if not values:
+        note_no_data(ax, "no decoding time measured")
+    finish(fig, ax, "Decoding cost by context length", "document tokens in the context", "ms per generated token", path)
+    repeats = sorted({r.n for r in table.rows if r.n is not None and r.metrics.get("ms_per_token") is not None})
+    with_interval = any("ms_per_token" in r.interval for r in table.rows)
+    return Figure("report", path, f"From {stage}: mean ms per generated token over {', '.join(map(str, repeats)) or '?'} "
+                  "interleaved repeats per point" + (", error bars the 95% bootstrap interval over repeats" if with_interval
+                  else " (no error bars: fewer repeats than an interval needs)") + "; dotted: the memory-bandwidth bound "
+                  "(weights + the cache a step reads, over the bandwidth measured by the stage).")
+
+
 def threshold_figure(stored: StoredCalibratedThreshold) -> Figure | None:
     """calibrate_threshold's histogram of scorer scores, captioned with Lambda (None: not drawn)."""
     path = stored.histogram()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from stages.report.efficiency_tables import EFFICIENCY_TABLE, any_row, long_row
 from stages.report.published import RE_TASKS
 from stages.report.re_tables import TABLE9, TABLE10, restoration_table_id
 from stages.report.tables import HIGHEST_RATIO_AE, LOWEST_RATIO_AE, ReportTable
@@ -37,11 +38,12 @@ from stages.report.verdicts import (
     Level,
     NoLoss,
     Verdict,
+    Within,
     counts,
 )
 
 __all__ = ["DEGENERATE", "FINDINGS", "NO_TASK", "NOT_MEASURABLE", "NOT_SHOWN", "RE_FINDINGS", "RULES", "SHOWN",
-           "TOO_FEW", "VERDICTS", "Cell", "Comparison", "Finding", "Level", "NoLoss", "Verdict", "counts", "judge"]
+           "TOO_FEW", "VERDICTS", "Cell", "Comparison", "Finding", "Level", "NoLoss", "Verdict", "Within", "counts", "judge"]
 
 # RE table 10's no-loss margin (accuracy points): the largest drop below its untrained encoder that the paper itself
 # reads as "maintains performance" (§1 contribution 2, appendix E) among its frozen-encoder rows, which its text
@@ -101,6 +103,30 @@ RE_FINDINGS: tuple[Comparison | NoLoss, ...] = (
     *_re_downstream_findings(),
 )
 
+# Nugget2D's efficiency claim (eval_efficiency's table; the paper has no number for it, so its words stand beside
+# the verdict): the abstract and §1
+EFFICIENCY_SOURCE = ('Nugget2D abstract: "retains capabilities in these tasks, while drastically reducing the overhead '
+                     'during decoding in terms of time and space"; §1: "attend to a selected subset of tokens ... thus '
+                     'greatly reducing the computing and memory overhead"')
+KV_SHARE_TOLERANCE = 0.01  # ceil(r n) / n is r within 1 / n; 0.01 holds from n = 100 on
+
+
+def _kv_share(ratio: float) -> Within:
+    return Within(f"nugget2d_kv_is_r_{ratio:g}", f"Nugget2D's document KV is r = {ratio:g} of the full model's "
+                  f"(within {KV_SHARE_TOLERANCE:g}, at every context length measured)", EFFICIENCY_SOURCE,
+                  Cell(EFFICIENCY_TABLE, any_row(f"nugget2d_{ratio:g}"), "kv_share"),
+                  ratio - KV_SHARE_TOLERANCE, ratio + KV_SHARE_TOLERANCE)
+
+
+EFFICIENCY_FINDINGS: tuple[Finding, ...] = (
+    Comparison("nugget2d_decodes_faster", "Nugget2D (r = 0.1) decodes faster than the full model at >= 4k tokens of "
+               "context (ms per generated token, at the shortest context >= 4,096 measured, paired over interleaved "
+               "repeats)", EFFICIENCY_SOURCE, Cell(EFFICIENCY_TABLE, long_row("nugget2d_0.1"), "ms_per_token"),
+               Cell(EFFICIENCY_TABLE, long_row("full"), "ms_per_token")),
+    _kv_share(0.1),
+    _kv_share(0.05),
+)
+
 FINDINGS: tuple[Finding, ...] = (
     # §5.1: "the BLEU value is higher than 0.99 when r >= 0.1" (0-1 scale; the report's BLEU is 0-100)
     Level("nugget_ae_reconstructs", "Nugget AE reconstructs its input nearly verbatim from r = 0.1 (BLEU > 99)",
@@ -140,6 +166,7 @@ FINDINGS: tuple[Finding, ...] = (
                "Nugget2D §4", Cell("nugget2d_autoencoding", "icae_0.1", "bleu"),
                Cell("nugget2d_autoencoding", "nugget2d_0.1", "bleu")),
     *RE_FINDINGS,
+    *EFFICIENCY_FINDINGS,
 )
 
 

@@ -57,10 +57,12 @@ from stages.report.budgets import training_budgets
 from stages.report.bundle import FIGURES, Bundle, data_uri
 from stages.report.contract import ReportConfig, ReportInputs
 from stages.report.deviations import Deviation, deviations
+from stages.report.efficiency_tables import efficiency_tables
 from stages.report.evaluation_tables import EvaluationTable, evaluation_tables
 from stages.report.figures import (
     Figure,
     bleu_by_length,
+    decode_cost_by_context,
     quality_by_compression,
     threshold_figure,
     training_curves,
@@ -204,6 +206,7 @@ def _tables(cfg: ReportConfig, inputs: ReportInputs) -> list[ReportTable]:
                        inputs.eval_nugget2d_ae, {"share_nuggets": "share_nuggets",
                                                  "share_text": "share_text"}, lm_ctx),
         *re_tables(cfg, inputs.eval_re_restoration, inputs.eval_re_retrieval, inputs.eval_re_downstream),
+        *efficiency_tables(inputs.eval_efficiency, f"{lm_ctx}; eval.dtype {cfg.eval.dtype}"),
     ]
 
 
@@ -340,6 +343,9 @@ def report_figures(inputs: ReportInputs, training: Sequence[TrainingSummary], fo
     if inputs.eval_summarization is not None:
         figures.append(quality_by_compression(inputs.eval_summarization.output, "eval_summarization", "rougeLsum", "summary ROUGE-Lsum",
                                               folder / "nugget2d_summaries_by_compression.png"))
+    if inputs.eval_efficiency is not None:
+        figures.append(decode_cost_by_context(inputs.eval_efficiency.output, "eval_efficiency",
+                                              folder / "nugget2d_decode_cost.png"))
     if training:
         figures.append(training_curves(training, folder / "training_curves.png"))
     return figures

@@ -275,13 +275,14 @@ def metric_n(row: TableRow, key: str) -> int | None:
 
 
 def add_eval_row(t: ReportTable, label: str, row: TableRow, columns: dict[str, str], row_id: str | None,
-                 unmeasurable: dict[str, str] | None = None, floors: dict[str, Floor] | None = None) -> None:
+                 unmeasurable: dict[str, str] | None = None, floors: dict[str, Floor] | None = None,
+                 also: tuple[str, ...] = ()) -> None:
     """``row`` of an evaluation's `EvalTable` as a row of ``t``: ``columns`` maps each report
     column to the evaluation's metric key; a row with no number and a note says why it did not
     run in every cell; ``unmeasurable`` (column -> why) are cells this setup cannot measure,
     shown as such whatever the row holds; a metric "n_<key>" is the n of <key> where it
     differs from the row's; ``floors`` the evaluation's competence floors by metric key
-    (`EvalTable.floors`)."""
+    (`EvalTable.floors`); ``also`` further ids the findings address the row by (`ReportTable.add`)."""
     measured: dict[str, Any] = {c: row.metrics.get(key) for c, key in columns.items()}
     if all(v is None for v in measured.values()) and row.note:
         measured = dict.fromkeys(columns, row.note if row.note.startswith(NOT_RUN) else f"not run: {row.note}")
@@ -291,7 +292,7 @@ def add_eval_row(t: ReportTable, label: str, row: TableRow, columns: dict[str, s
           bounds={c: row.interval[key] for c, key in columns.items() if key in row.interval}, flag=row.flag,
           units={c: row.units[key] for c, key in columns.items() if key in row.units},
           floors={c: (floors or {})[key] for c, key in columns.items() if key in (floors or {})},
-          ignores_input=row.ignores_input)
+          ignores_input=row.ignores_input, also=also)
 
 
 def eval_table(table_id: str, title: str, stored: StoredEvalTable | None, columns: dict[str, str],

@@ -1,6 +1,6 @@
 """How a paper finding is judged on this run's cells: the verdicts and their rules.
 
-A finding is a claim the papers make about their tables, written as one of three tests on
+A finding is a claim the papers make about their tables, written as one of four tests on
 measured cells (`MeasuredValue`: a value, its n, its 95% interval, the per-unit statistics
 behind it, its competence floor, its flags):
 
@@ -10,6 +10,8 @@ behind it, its competence floor, its flags):
   resampling of each where they were not). Shown when that interval lies wholly on the paper's
   side of 0.
 - `Level` ("BLEU > 99 from r = 0.1"): every measured value's 95% interval lies above the level.
+- `Within` ("Nugget2D's KV is ~r of Full's"): every measured value of a quantity counted exactly
+  (bytes of tensors, no sampling) lies in a stated range.
 - `NoLoss` ("restoration training keeps accuracy"): a non-inferiority test with a margin
   ``margin`` stated with the finding (why that margin: ``margin_why``). Shown only when the 95%
   interval of kept − reference lies above −margin; an interval wholly below −margin is a loss
@@ -67,9 +69,11 @@ RULES: dict[str, str] = {
            "units both were scored on, else each resampled independently; for cells without per-unit statistics, "
            "the normal approximation from the two cells' intervals) lies wholly on the paper's side of 0; "
            "a level: every value's 95% interval lies beyond the level; a no-loss claim: the 95% interval of "
-           "kept minus reference lies above minus the margin stated with the finding",
+           "kept minus reference lies above minus the margin stated with the finding; a range (a quantity counted "
+           "exactly, such as bytes of KV): every value lies within it",
     NOT_SHOWN: "otherwise: the difference's interval holds 0 or lies on the other side, a value's interval reaches "
-               "the level's wrong side, or (no loss) the difference's interval lies wholly below minus the margin",
+               "the level's wrong side, (no loss) the difference's interval lies wholly below minus the margin, or "
+               "(a range) a value lies outside it",
 }
 
 
@@ -281,7 +285,41 @@ class NoLoss:
         return Verdict(self.id, self.claim, self.source, verdict, evidence)
 
 
-Finding = Comparison | Level | NoLoss
+@dataclass(frozen=True)
+class Within:
+    """Every measured value of ``cell`` lies in [``low``, ``high``]: a claim on a quantity counted
+    exactly, not sampled (bytes of tensors, e.g. "Nugget2D's KV is ~r of the full model's"). A value
+    with a 95% interval must hold it inside the range; one without is taken as exact, so only cells
+    whose evaluation counts them (and says so in its notes) belong here."""
+
+    id: str
+    claim: str
+    source: str
+    cell: Cell
+    low: float
+    high: float
+
+    @property
+    def cells(self) -> tuple[Cell, ...]:
+        return (self.cell,)
+
+    def judge(self, tables: dict[str, ReportTable]) -> Verdict:
+        values = self.cell.find(tables)
+        if not values:
+            return Verdict(self.id, self.claim, self.source, NOT_MEASURABLE, _absent(((self.cell, values),)))
+        evidence = (f"{len(values)} measured: " + "; ".join(v.describe() for v in values)
+                    + f"; needs every value in [{self.low:g}, {self.high:g}]")
+        if screened := _screen(evidence, *values):
+            return Verdict(self.id, self.claim, self.source, *screened)
+        outside = [v for v in values if not all(self.low <= x <= self.high for x in (
+            v.low if v.low is not None else v.value, v.high if v.high is not None else v.value))]
+        if outside:
+            return Verdict(self.id, self.claim, self.source, NOT_SHOWN,
+                           f"{evidence} (outside: {', '.join(v.label for v in outside)})")
+        return Verdict(self.id, self.claim, self.source, SHOWN, evidence)
+
+
+Finding = Comparison | Level | NoLoss | Within
 
 
 def counts(verdicts: list[Verdict] | tuple[Verdict, ...]) -> dict[str, int]:

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
     from nugget_core.nugget2d import Nugget2DModel, PressConfig
+    from nugget_core.nugget2d.generation import GenerationResult
+    from nugget_core.nugget2d.systems import SystemContext
 
 
 @dataclass
@@ -56,6 +58,20 @@ def eos_and_pad(tokenizer: PreTrainedTokenizerBase) -> tuple[int | None, int]:
     eos = tokenizer.eos_token_id
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos or 0)
     return eos, int(pad)
+
+
+@torch.no_grad()
+def decode(model: Nugget2DModel, read: SystemContext, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+           max_new_tokens: int, eos: int | None, pad_id: int) -> GenerationResult:
+    """Greedy decoding of ``prompt_ids [batch, m]`` after a system's document context ``read``
+    (`nugget_core.nugget2d.system_context`), as every prompted evaluation decodes; eval_efficiency
+    times this very call (``eos`` None: exactly ``max_new_tokens`` tokens)."""
+    from nugget_core.nugget2d import generate_from_context
+
+    return generate_from_context(
+        model, read.context, prompt_ids, prompt_mask, max_new_tokens=max_new_tokens,
+        eos_token_id=eos, pad_token_id=pad_id, soft_prompt=read.soft, adapter=read.adapter,
+    )
 
 
 @torch.no_grad()
@@ -75,7 +91,7 @@ def generate_batch(
     """Greedy answers of one batch. ``ratio=None``: Full (base LM, every document
     token); else Nugget2D compression at ``ratio`` decoded by theta, or with ``press``
     the base LM's KV pressed to the same budget (``press_config``: a `PressConfig`)."""
-    from nugget_core.nugget2d import generate_from_context, system_context
+    from nugget_core.nugget2d import system_context
 
     if press is not None and ratio is None:
         raise ValueError(f"press {press!r} needs the ratio of the budget it keeps")
@@ -86,14 +102,11 @@ def generate_batch(
     # Full here reads every document token (ratio None); the others keep ceil(r n) positions
     system = "full" if ratio is None else press or "nugget2d"
     read = system_context(model, system, doc_ids, doc_mask, ratio, press_config, soft_prompt)
-    context, adapter, soft = read.context, read.adapter, read.soft
+    context, soft = read.context, read.soft
     synchronize(device)
     encoded = time.perf_counter()
     prompt_ids, prompt_mask = to_device(pad(prompts, pad_id), device)
-    result = generate_from_context(
-        model, context, prompt_ids, prompt_mask, max_new_tokens=max_new_tokens,
-        eos_token_id=eos, pad_token_id=pad_id, soft_prompt=soft, adapter=adapter,
-    )
+    result = decode(model, read, prompt_ids, prompt_mask, max_new_tokens, eos, pad_id)
     synchronize(device)
     decoded = time.perf_counter()
     batch, steps = result.tokens.shape
