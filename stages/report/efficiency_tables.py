@@ -42,8 +42,8 @@ def efficiency_tables(stored: StoredEvalTable | None, context: str) -> list[Repo
     long = [n for r in rows if (n := int(r.metrics.get("context") or 0)) >= LONG_CONTEXT]
     shortest_long = min(long) if long else None
     for row in rows:
-        label, n = row.paper_row.rsplit("@", 1)
-        also = (row.paper_row, any_row(label)) + ((long_row(label),) if int(n) == shortest_long else ())
+        label, context = row.paper_row.rsplit("@", 1)
+        also = (row.paper_row, any_row(label)) + ((long_row(label),) if int(context) == shortest_long else ())
         add_eval_row(decode, row.system, row, DECODE, None, also=also)
     for row in table.rows:
         if row.metrics.get("step_s") is not None:

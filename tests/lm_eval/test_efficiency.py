@@ -11,7 +11,12 @@ import torch
 
 from stages.common.bandwidth import Bandwidth, copy_bandwidth
 from stages.nugget2d.lm import prompted
-from stages.nugget2d.lm.efficiency import DecodeSystem, decode_systems, measure_context, step_weight_bytes
+from stages.nugget2d.lm.efficiency import (
+    DecodeSystem,
+    decode_systems,
+    measure_context,
+    step_weight_bytes,
+)
 from stages.nugget2d.lm.efficiency_table import efficiency_table
 from stages.nugget2d.lm.prompted import generate_batch
 from stages.nugget2d.lm.train_cost import train_costs

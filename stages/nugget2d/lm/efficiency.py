@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from nugget_core.typed_access import checked
 from stages.common.device import synchronize
 from stages.common.progress import progress_logger
 from stages.nugget2d.lm import prompted
@@ -88,9 +89,10 @@ def step_weight_bytes(model: Nugget2DModel) -> int:
     embedding once, as the output layer), no LoRA factor (the adapter is merged into the
     weights), no input embedding of its own (a lookup reads one row)."""
     lm = model.lm
-    embedding = lm.get_input_embeddings().weight
+    embedding = checked(lm.get_input_embeddings().weight, torch.Tensor, "the input embedding's weight")
     output = lm.get_output_embeddings()
-    tied = output is not None and output.weight.data_ptr() == embedding.data_ptr()
+    tied = output is not None and checked(output.weight, torch.Tensor, "the output layer's weight").data_ptr() \
+        == embedding.data_ptr()
     seen: set[int] = set()
     total = 0
     for name, p in lm.named_parameters():

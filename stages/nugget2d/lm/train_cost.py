@@ -85,6 +85,17 @@ def _steps(model: torch.nn.Module, params: list[torch.nn.Parameter], loss_of: Ca
     return TrainCost(system, times, sum(p.numel() for p in params), activations, peak)
 
 
+def _full_ft_cost(full: Any, ids: torch.Tensor, context: int, steps: int, device: torch.device) -> TrainCost:
+    """Full FT's steps: ``full`` (the base LM with its one adapter) on ``ids``, the loss on what
+    follows the first ``context`` tokens; the model is freed on return, before Nugget2D's steps."""
+    for name, p in full.named_parameters():
+        p.requires_grad_("lora_" in name)
+    labels = ids.clone()
+    labels[:, :context] = -100
+    return _steps(full, [p for p in full.parameters() if p.requires_grad],
+                  lambda: full(input_ids=ids, labels=labels).loss, steps, device, "full_ft")
+
+
 def train_costs(model: Nugget2DModel, base_lm: Any, ids: torch.Tensor, prompt: int, answer: int, steps: int
                 ) -> list[TrainCost]:
     """Full FT's and Nugget2D's step on ``ids [batch, doc + prompt + answer]`` (module docstring).
@@ -100,14 +111,7 @@ def train_costs(model: Nugget2DModel, base_lm: Any, ids: torch.Tensor, prompt: i
     doc = ids.shape[1] - prompt - answer
     if doc < 1:
         raise ValueError(f"train_costs: {ids.shape[1]} tokens leave no document before {prompt} + {answer}")
-    for p in base_lm.parameters():
-        p.requires_grad_(False)
-    full = get_peft_model(base_lm, lora_config(model.config))
-    labels = ids.clone()
-    labels[:, : doc + prompt] = -100
-    full_cost = _steps(full, [p for p in full.parameters() if p.requires_grad],
-                       lambda: full(input_ids=ids, labels=labels).loss, steps, device, "full_ft")
-    del full
+    full_cost = _full_ft_cost(get_peft_model(base_lm, lora_config(model.config)), ids, doc + prompt, steps, device)
     chunks = {"doc": ids[:, :doc], "prompt": ids[:, doc : doc + prompt], "answer": ids[:, doc + prompt :]}
     batch = {**{f"{k}_ids": v for k, v in chunks.items()}, **{f"{k}_mask": torch.ones_like(v) for k, v in chunks.items()}}
     params = set_objective(model, "finetune")
