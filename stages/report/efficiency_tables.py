@@ -10,14 +10,20 @@ them is the hardest case the run has).
 
 from __future__ import annotations
 
-from stages.artifacts.evaluate import StoredEvalTable
-from stages.report.tables import ReportTable, add_eval_row, measured_by
+from stages.artifacts.evaluate import EvalTable, StoredEvalTable
+from stages.nugget2d.lm.efficiency_table import TRAINING_NOTE
+from stages.report.tables import ReportTable, add_eval_row, examples, measured_by
 
 EFFICIENCY_TABLE, TRAIN_COST_TABLE = "nugget2d_efficiency", "nugget2d_training_cost"
 LONG_CONTEXT = 4096  # "at >= 4k tokens of context"
-DECODE = {"context": "context", "ms_per_token": "ms_per_token", "speedup": "speedup", "bound_ms": "bound_ms",
-          "over_bound": "over_bound", "kv_mb": "kv_mb", "kv_share": "kv_share", "prefill_ms": "prefill_ms"}
-TRAIN = {"step_s": "step_s", "step_ratio": "step_ratio", "activation_mb": "activation_mb", "peak_mb": "peak_mb"}
+MS, KV_SHARE = "ms / token", "KV share of Full's"
+# report column -> eval_efficiency's metric key (`stages.nugget2d.lm.efficiency_table`)
+DECODE = {MS: "ms_per_token", "speed-up vs Full": "speedup", "bound ms / token": "bound_ms", "x its bound": "over_bound",
+          "document KV MB": "kv_mb", KV_SHARE: "kv_share", "KV cache held MB": "cache_mb",
+          "document pass ms": "prefill_ms"}
+TRAIN = {"s / step": "step_s", "step time vs Full FT": "step_ratio", "activations kept MB": "activation_mb",
+         "CUDA peak MB": "peak_mb"}
+WHY = "the papers report no number for these; the claim they test is in their words, quoted with the findings"
 
 
 def long_row(label: str) -> str:
@@ -34,10 +40,14 @@ def efficiency_tables(stored: StoredEvalTable | None, context: str) -> list[Repo
     if stored is None:
         return []
     decode = ReportTable(EFFICIENCY_TABLE, "Nugget2D decoding cost by context length: ms per generated token, "
-                         "KV, each beside its memory-bandwidth bound", context, list(DECODE))
-    train = ReportTable(TRAIN_COST_TABLE, "Nugget2D vs Full fine-tuning: one training step", context, list(TRAIN))
+                         "KV, each beside its memory-bandwidth bound", context, list(DECODE), no_paper_table=WHY)
+    train = ReportTable(TRAIN_COST_TABLE, "Nugget2D vs Full fine-tuning: one training step", context, list(TRAIN),
+                        no_paper_table=WHY)
     decode.context = train.context = measured_by(context, stored.where)
     table = stored.output
+    decode.examples = train.examples = examples(stored.where, EvalTable.EXAMPLES)
+    decode.extra_notes = [n for n in table.notes if not n.startswith(TRAINING_NOTE)]
+    train.extra_notes = [n for n in table.notes if n.startswith(TRAINING_NOTE)]
     rows = [r for r in table.rows if r.metrics.get("ms_per_token") is not None]
     long = [n for r in rows if (n := int(r.metrics.get("context") or 0)) >= LONG_CONTEXT]
     shortest_long = min(long) if long else None
@@ -47,5 +57,6 @@ def efficiency_tables(stored: StoredEvalTable | None, context: str) -> list[Repo
         add_eval_row(decode, row.system, row, DECODE, None, also=also)
     for row in table.rows:
         if row.metrics.get("step_s") is not None:
-            add_eval_row(train, row.system, row, TRAIN, None)
+            cpu = {"CUDA peak MB": "not measured: no CUDA device"} if row.metrics.get("peak_mb") is None else {}
+            add_eval_row(train, row.system, row, TRAIN, None, unmeasurable=cpu)
     return [decode, train]

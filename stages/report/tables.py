@@ -147,6 +147,10 @@ class ReportTable:
     # the published table (`PUBLISHED`, `SOURCES`) of its published column, when it is not ``id``: one paper
     # table shown as several report tables (RE table 8, one per sentence count)
     published_as: str = ""
+    # no paper table has these numbers (the claim they test is in the papers' words): measured columns
+    # only, and ``no_paper_table`` says why in the source line
+    no_paper_table: str = ""
+    extra_notes: list[str] = field(default_factory=list)  # the measuring stage's own notes (how it measured)
 
     @property
     def paper_table(self) -> str:
@@ -154,7 +158,7 @@ class ReportTable:
 
     @property
     def source(self) -> str:
-        return SOURCES.get(self.paper_table, "")
+        return f"none: {self.no_paper_table}" if self.no_paper_table else SOURCES.get(self.paper_table, "")
 
     @property
     def heading(self) -> str:
@@ -216,12 +220,17 @@ class ReportTable:
                 + [f"{c}: competence floor {'; '.join(f)}: a system not beyond it does not do the task"
                    for c, f in floors.items()]
                 + [f"{label} {reason}: below every floor" for label, reason in ignoring.items()]
-                + [f"{label}: {reason}: below its task's floor" for label, reason in failing.items()])
+                + [f"{label}: {reason}: below its task's floor" for label, reason in failing.items()]
+                + self.extra_notes)
 
     def headers(self) -> list[str]:
+        if self.no_paper_table:
+            return ["system", *self.columns]
         return ["system"] + [f"{c} {kind}" for c in self.columns for kind in ("measured", "published")]
 
     def cells(self) -> list[list[Any]]:
+        if self.no_paper_table:
+            return [[label] + [m[c] for c in self.columns] for label, m, _ in self.rows]
         return [[label] + [v for c in self.columns for v in (m[c], p[c])] for label, m, p in self.rows]
 
     def measured_count(self) -> int:

@@ -307,7 +307,7 @@ class Within:
         values = self.cell.find(tables)
         if not values:
             return Verdict(self.id, self.claim, self.source, NOT_MEASURABLE, _absent(((self.cell, values),)))
-        evidence = (f"{len(values)} measured: " + "; ".join(v.describe() for v in values)
+        evidence = (f"{len(values)} values: " + "; ".join(v.describe() for v in values)
                     + f"; needs every value in [{self.low:g}, {self.high:g}]")
         if screened := _screen(evidence, *values):
             return Verdict(self.id, self.claim, self.source, *screened)

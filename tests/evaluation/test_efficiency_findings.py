@@ -9,7 +9,7 @@ from pathlib import Path
 from stages.common.bandwidth import Bandwidth
 from stages.nugget2d.lm.efficiency import DecodeCost, DecodeSystem
 from stages.nugget2d.lm.efficiency_table import efficiency_table
-from stages.report.efficiency_tables import EFFICIENCY_TABLE, efficiency_tables
+from stages.report.efficiency_tables import EFFICIENCY_TABLE, KV_SHARE, MS, efficiency_tables
 from stages.report.figures import decode_cost_by_context
 from stages.report.findings import (
     EFFICIENCY_FINDINGS,
@@ -52,9 +52,9 @@ def test_faster_at_the_shortest_long_context_and_kv_share_shown(tmp_path):
                         "nugget2d_kv_is_r_0.05": SHOWN}
     tables = efficiency_tables(stored_table("eval_efficiency", tmp_path), "test")
     decode = next(t for t in tables if t.id == EFFICIENCY_TABLE)
-    long = decode.values("full@long", "ms_per_token")
+    long = decode.values("full@long", MS)
     assert [v.label for v in long] == ["full:4096"]  # the shortest context >= 4,096, not 8,000
-    assert len(decode.values("nugget2d_0.1@any", "kv_share")) == 3
+    assert len(decode.values("nugget2d_0.1@any", KV_SHARE)) == 3
     assert not decode.problems()
 
 

@@ -12,6 +12,7 @@ from stages.framework import quiet
 from stages.framework.dag import Dag, PlannedStage, critical_path
 from stages.framework.resources import (
     ALL,
+    WHOLE,
     Demand,
     DemandError,
     Ledger,
@@ -105,6 +106,24 @@ def test_ledger_holds_and_releases():
     ledger.release("c"), ledger.release("d")
     ledger.take("e", {"CPU": ALL})
     assert ledger.held["e"] == {"CPU": 2.0}  # the whole idle cluster
+
+
+def test_whole_waits_for_an_idle_cluster_and_holds_all_of_it():
+    ledger = Ledger({"CPU": 4.0, "GPU": 1.0})
+    ledger.take("a", {"CPU": 1})
+    assert not ledger.fits({"CPU": WHOLE})  # one CPU is busy: a measurement taken alone waits
+    assert ledger.reserve("m", {"CPU": WHOLE}, now=0.0).at == math.inf  # "a" has no expected end
+    ledger.release("a")
+    assert ledger.fits({"CPU": WHOLE, "GPU": 1})
+    ledger.take("m", {"CPU": WHOLE, "GPU": 1})
+    assert ledger.held["m"] == {"CPU": 4.0, "GPU": 1.0} and not ledger.fits({"CPU": ALL})
+    check_fits("m", Demand({"CPU": WHOLE}), {"CPU": 2.0})  # never more than the cluster has
+    from stages.config import load_config
+    from stages.framework.keys import stage_sections
+    from stages.registry import DAG
+
+    stage = DAG.get("eval_efficiency")
+    assert stage.demand(stage_sections(stage, load_config([])))["CPU"] == WHOLE
 
 
 def test_reservation_lets_only_harmless_stages_pass():

@@ -20,6 +20,7 @@ from stages.nugget2d.lm.efficiency import DecodeCost
 from stages.nugget2d.lm.train_cost import TrainCost
 
 MB = 1e6
+TRAINING_NOTE = "training step:"  # opens the note on the training rows (the report shows them apart)
 REPEAT = "repeat"
 DECODE_COLUMNS = [
     Column("context", "context tokens", "{:.0f}"),
@@ -29,7 +30,8 @@ DECODE_COLUMNS = [
     Column("over_bound", "x its bound", "{:.2f}"),
     Column("kv_mb", "document KV MB", "{:.2f}"),
     Column("kv_share", "KV share of Full's", "{:.4f}"),
-    Column("cache_mb", "cache read per step MB", "{:.2f}"),
+    Column("kv_kb_per_position", "KV kB per position", "{:.1f}"),
+    Column("cache_mb", "KV cache held and read per step MB (peak)", "{:.2f}"),
     Column("prefill_ms", "document pass ms", "{:.0f}"),
 ]
 TRAIN_COLUMNS = [
@@ -56,10 +58,11 @@ def _decode_row(cost: DecodeCost, full: DecodeCost | None, bandwidth: Bandwidth)
         "over_bound": cost.mean_ms / bound,
         "kv_mb": cost.context_kv_bytes / MB,
         "kv_share": cost.context_kv_bytes / full.context_kv_bytes if full is not None else None,
+        "kv_kb_per_position": cost.context_kv_bytes / max(cost.kept, 1) / 1e3,
         "cache_mb": cost.cache_bytes / MB,
         "prefill_ms": sum(cost.prefill_ms) / len(cost.prefill_ms),
         # the n of each number that is no mean over repeats: one context measured, counted exactly
-        **{f"n_{k}": 1.0 for k in ("context", "kv_mb", "kv_share", "cache_mb", "bound_ms")},
+        **{f"n_{k}": 1.0 for k in ("context", "kv_mb", "kv_share", "kv_kb_per_position", "cache_mb", "bound_ms")},
         "n_prefill_ms": float(len(cost.prefill_ms)),
     }
     interval = units.interval()
@@ -98,17 +101,18 @@ def efficiency_table(decode: Sequence[DecodeCost], train: Sequence[TrainCost], b
         f"ms / token: per repeat, (t(decode {warmup + steps} tokens) - t(decode {warmup})) / {steps}, EOS off, "
         "through the decoding eval_qa runs (generate_from_context on a static cache); the mean over the repeats, "
         "which run interleaved across systems (repeat i of every system back to back: the pairing unit).",
-        f"bound: (weights {weights:.1f} MB read once + the cache read per step) / the bandwidth; 'x its bound' is "
+        f"bound: (weights {weights:.1f} MB read once + the KV cache held, read whole every step) / the bandwidth; 'x its bound' is "
         "the measured time over it (1 = the step runs at the memory system's speed).",
         "document KV: the keys and values of the document part as tensors (per layer: k positions x KV heads x "
         "head dim x 2, every layer); share: over Full's at the same context (Nugget2D and the presses keep "
-        "ceil(r n) positions per layer). cache read per step: the static cache's slots (document KV + prompt + "
-        "every generated token, masked slots too: the attention reads all of them).",
+        "ceil(r n) positions per layer); per position: all layers' keys and values of one token. KV cache held: the "
+        "static cache, allocated whole before the first step and so the peak of KV held while decoding (document "
+        "KV + prompt + every generated token's slot); a step reads all of it, masked slots too.",
         "document pass: Full's and a press's base-LM pass over the document (the press then prunes), Nugget2D's "
         "compression (phi's pass and the scorer's selection).",
     ]
     if full_train is not None:
-        notes.append("training step: LoRA of the same rank and targets, AdamW, loss on the answer; Nugget2D in its "
+        notes.append(f"{TRAINING_NOTE} LoRA of the same rank and targets, AdamW, loss on the answer; Nugget2D in its "
                      "fine-tuning objective's pass, Full FT on document | prompt | answer; mean of the timed steps "
                      "after one untimed; activations kept: distinct non-weight storages saved for backward in one "
                      "forward (a tensor count, the same on every device); CUDA peak: max_memory_allocated.")
