@@ -27,6 +27,10 @@ log = progress_logger("nugget.artifacts")
 META = "trained.json"  # what a single-model training stage records beside its model folder
 
 
+#: eval_efficiency's `EvalTable` (`stages.nugget2d.lm.efficiency_table`): its note opening with this describes
+#: the training-step rows, which the report shows in a table of their own
+EFFICIENCY_TRAINING_NOTE = "training step:"
+
 @dataclass(frozen=True)
 class BaseLM:
     """``prepare_lm``: the Nugget2D base LMs with their tokenizer, HF folders, and

@@ -11,7 +11,7 @@ them is the hardest case the run has).
 from __future__ import annotations
 
 from stages.artifacts.evaluate import EvalTable, StoredEvalTable
-from stages.nugget2d.lm.efficiency_table import TRAINING_NOTE
+from stages.nugget2d.artifacts import EFFICIENCY_TRAINING_NOTE as TRAINING_NOTE
 from stages.report.tables import ReportTable, add_eval_row, examples, measured_by
 
 EFFICIENCY_TABLE, TRAIN_COST_TABLE = "nugget2d_efficiency", "nugget2d_training_cost"

@@ -84,8 +84,8 @@ def test_gpu1_dry_run_prints_the_whole_plan(tmp_path, capsys, monkeypatch):
     args = ["--dry-run", "profile=gpu1", f"run.artifact_root={tmp_path}", f"run.sources_dir={tmp_path}", *HARNESS_OFF]
     assert main_full(args) == 0
     plan = capsys.readouterr().out
-    graph = DAG.for_config(load_config(args[1:]))  # 36 stages, 35 without the harness extra
-    assert len(DAG.order) == 36 and len(graph.order) == 36 - len(HARNESS_OFF)
+    graph = DAG.for_config(load_config(args[1:]))  # 37 stages, 36 without the harness extra
+    assert len(DAG.order) == 37 and len(graph.order) == 37 - len(HARNESS_OFF)
     assert f"plan ({len(graph.order)} stages" in plan and all(f"  {name} " in plan for name in graph.order)
 
 

@@ -128,6 +128,6 @@ def test_every_stage_that_loads_a_model_declares_it():
 
     loaders = {"eval_reconstruction", "eval_similarity", "analyze_nuggets", "eval_lm", "eval_qa",
                "eval_summarization", "calibrate_threshold", "eval_nugget2d_ae", "eval_nugget_lm", "eval_re_restoration",
-               "eval_re_retrieval", "eval_re_downstream", "eval_harness"}
+               "eval_re_retrieval", "eval_re_downstream", "eval_harness", "eval_efficiency"}
     assert {name for name, s in DAG.stages.items() if s.uses_device} == loaders
     assert all("eval.dtype" in DAG.get(name).config_keys for name in loaders)

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from stages.artifacts.evaluate import Column, EvalTable, TableRow
 from stages.common.bandwidth import Bandwidth
 from stages.common.resampling import UnitSample
+from stages.nugget2d.artifacts import EFFICIENCY_TRAINING_NOTE
 from stages.nugget2d.lm.efficiency import DecodeCost
 from stages.nugget2d.lm.train_cost import TrainCost
 
 MB = 1e6
-TRAINING_NOTE = "training step:"  # opens the note on the training rows (the report shows them apart)
 REPEAT = "repeat"
 DECODE_COLUMNS = [
     Column("context", "context tokens", "{:.0f}"),
@@ -112,7 +112,7 @@ def efficiency_table(decode: Sequence[DecodeCost], train: Sequence[TrainCost], b
         "compression (phi's pass and the scorer's selection).",
     ]
     if full_train is not None:
-        notes.append(f"{TRAINING_NOTE} LoRA of the same rank and targets, AdamW, loss on the answer; Nugget2D in its "
+        notes.append(f"{EFFICIENCY_TRAINING_NOTE} LoRA of the same rank and targets, AdamW, loss on the answer; Nugget2D in its "
                      "fine-tuning objective's pass, Full FT on document | prompt | answer; mean of the timed steps "
                      "after one untimed; activations kept: distinct non-weight storages saved for backward in one "
                      "forward (a tensor count, the same on every device); CUDA peak: max_memory_allocated.")
