@@ -1,5 +1,5 @@
 """Estimated device cost of the Nugget2D generation evaluations (eval_qa,
-eval_summarization, eval_nugget2d_ae): per system, a forward over what it reads before
+eval_summarization, eval_nugget2d_ae, eval_efficiency): per system, a forward over what it reads before
 decoding (compute-bound) and one decode step per generated token at the stage's batch
 (memory-bound: the weights, plus each sequence's KV). Generation runs to its cap: EOS
 ends many answers sooner, so the decode part is an upper bound.
@@ -118,3 +118,25 @@ def eval_nugget2d_ae(cfg: PipelineConfig) -> StageCost:
                 systems.append(Generation(f"icae r={r:g}, {length} tokens", length + slots, slots + soft, new))
     return _stage(cfg, "eval_nugget2d_ae", a.max_docs, a.batch_size, systems,
                   [f"{a.max_docs} documents per length (eval.autoencoding.max_docs)"])
+
+
+def eval_efficiency(cfg: PipelineConfig) -> StageCost:
+    """Per context length and system: the document pass(es), then 1 + 2 x repeats decodes of the prompt
+    and warmup + steps tokens (the short ones of each pair counted as long: an upper bound); the two
+    training steps per system are left out (a handful of forward-backward passes)."""
+    e, prompt = cfg.eval.efficiency, cfg.data.lm.prompt_tokens
+    systems: list[tuple[int, Generation]] = []
+    for context in e.contexts:
+        labels = [("full", context)] + [(f"{s} r={r:g}", nuggets(r, context)) for s in ("nugget2d", *e.presses)
+                                        for r in e.ratios]
+        for label, kept in labels:
+            systems += [(e.prefill_repeats, Generation(f"{label}, {context} tokens: document pass", context, context, 0)),
+                        (1 + 2 * e.repeats, Generation(f"{label}, {context} tokens: decodes", prompt, kept + prompt,
+                                                       e.warmup_tokens + e.steps))]
+    found = lm_shape(cfg.model.lm, chat=True)
+    if not isinstance(found.shape, DecoderShape):
+        return not_estimated("eval_efficiency", found.basis, EVAL)
+    work = tuple(generation_work(found.shape, n, 1, dtype_bytes(cfg), g) for n, g in systems)
+    return StageCost("eval_efficiency", EVAL, work, (f"model: {found.basis}", f"prompt = data.lm.prompt_tokens = {prompt}",
+                                                     "every decode counted at warmup + steps tokens: an upper bound",
+                                                     "training steps left out"))

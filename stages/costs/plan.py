@@ -39,6 +39,7 @@ ESTIMATORS: dict[str, Estimator] = {
     "eval_qa": nugget2d_eval.eval_qa,
     "eval_summarization": nugget2d_eval.eval_summarization,
     "eval_nugget2d_ae": nugget2d_eval.eval_nugget2d_ae,
+    "eval_efficiency": nugget2d_eval.eval_efficiency,
     "train_re": restorable.train_re,
     "train_re_retrieval": restorable.train_re_retrieval,
     "eval_re_restoration": restorable.eval_re_restoration,
