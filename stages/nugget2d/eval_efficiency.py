@@ -114,19 +114,19 @@ class EvalEfficiency(Stage[EfficiencyConfig, EfficiencyInputs, EvalTable]):
         bandwidth = copy_bandwidth(model.device, cfg.bandwidth_mb)
         log.info("eval_efficiency: memory bandwidth %s", bandwidth.describe())
         systems = decode_systems(cfg.ratios, cfg.presses)
-        prompt_ids = torch.tensor([prompt])
+        prompt_ids = torch.tensor([prompt], device="cpu")  # host tokens; measure_context places them
         soft = inputs.compressor.soft_prompt
         decode: list[DecodeCost] = []
         for n in sorted(cfg.contexts):
             log.info("eval_efficiency: context %d tokens, %d systems x %d repeats", n, len(systems), cfg.repeats)
-            decode += measure_context(model, torch.tensor([stream[:n]]), prompt_ids, systems,
+            decode += measure_context(model, torch.tensor([stream[:n]], device="cpu"), prompt_ids, systems,
                                       warmup=cfg.warmup_tokens, steps=cfg.steps, repeats=cfg.repeats,
                                       prefill_repeats=cfg.prefill_repeats, press_config=press_config(config.presses),
                                       soft_prompt=soft, pad_id=pad_id)
         train = []
         if cfg.train_tokens:
             width = cfg.train_tokens + len(prompt) + cfg.train_answer_tokens
-            ids = torch.tensor([stream[i * width : (i + 1) * width] for i in range(cfg.train_batch)])
+            ids = torch.tensor([stream[i * width : (i + 1) * width] for i in range(cfg.train_batch)], device="cpu")
             base_lm = place_model(base.causal_lm(config.dtype), ctx.device, config.dtype)
             log.info("eval_efficiency: training steps, %d x %d tokens", cfg.train_batch, width)
             train = train_costs(model, base_lm, ids, len(prompt), cfg.train_answer_tokens, cfg.train_steps)
