@@ -138,9 +138,15 @@ class Ledger:
         """``demand`` as it would be held now: :data:`ALL` is what is free of it, at least
         one (or the whole amount of a cluster with less)."""
         free = self.free()
-        least = {k: min(1.0, self.capacity.get(k, 0.0)) for k in demand}
-        return {k: (max(free.get(k, 0.0), least[k]) if v == ALL else self.capacity.get(k, 0.0) if v == WHOLE else v)
+        return {k: self._amount(k, v, max(free.get(k, 0.0), min(1.0, self.capacity.get(k, 0.0))))
                 for k, v in demand.items()}
+
+    def _amount(self, resource: str, value: float, all_as: float) -> float:
+        """``value`` of ``resource`` as an amount: :data:`ALL` as ``all_as``, :data:`WHOLE` as the
+        cluster's capacity, any other value as it is."""
+        if value == ALL:
+            return all_as
+        return self.capacity.get(resource, 0.0) if value == WHOLE else value
 
     def free(self) -> dict[str, float]:
         used = add(*self.held.values())
@@ -161,8 +167,7 @@ class Ledger:
     def reserve(self, name: str, demand: Mapping[str, float], now: float) -> Reservation:
         """EASY backfilling: reserve for ``demand`` (a stage that does not fit now) the
         resources of the running stages that are expected to end first."""
-        need = {k: (min(1.0, self.capacity.get(k, 0.0)) if v == ALL else self.capacity.get(k, 0.0) if v == WHOLE else v)
-                for k, v in demand.items()}
+        need = {k: self._amount(k, v, min(1.0, self.capacity.get(k, 0.0))) for k, v in demand.items()}
         free = self.free()
         for end, held in sorted((self.ends[n], n) for n in self.held):
             free = add(free, self.held[held])

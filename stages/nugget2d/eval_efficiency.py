@@ -115,13 +115,13 @@ class EvalEfficiency(Stage[EfficiencyConfig, EfficiencyInputs, EvalTable]):
         log.info("eval_efficiency: memory bandwidth %s", bandwidth.describe())
         systems = decode_systems(cfg.ratios, cfg.presses)
         prompt_ids = torch.tensor([prompt], device="cpu")  # host tokens; measure_context places them
-        soft = inputs.compressor.soft_prompt
+        soft, presses = inputs.compressor.soft_prompt, press_config(config.presses)
         decode: list[DecodeCost] = []
         for n in sorted(cfg.contexts):
             log.info("eval_efficiency: context %d tokens, %d systems x %d repeats", n, len(systems), cfg.repeats)
             decode += measure_context(model, torch.tensor([stream[:n]], device="cpu"), prompt_ids, systems,
                                       warmup=cfg.warmup_tokens, steps=cfg.steps, repeats=cfg.repeats,
-                                      prefill_repeats=cfg.prefill_repeats, press_config=press_config(config.presses),
+                                      prefill_repeats=cfg.prefill_repeats, press_config=presses,
                                       soft_prompt=soft, pad_id=pad_id)
         train = []
         if cfg.train_tokens:

@@ -10,7 +10,7 @@ them is the hardest case the run has).
 
 from __future__ import annotations
 
-from stages.artifacts.evaluate import EvalTable, StoredEvalTable
+from stages.artifacts.evaluate import EvalTable, StoredEvalTable, TableRow
 from stages.nugget2d.artifacts import EFFICIENCY_TRAINING_NOTE as TRAINING_NOTE
 from stages.report.tables import ReportTable, add_eval_row, examples, measured_by
 
@@ -24,6 +24,11 @@ DECODE = {MS: "ms_per_token", "speed-up vs Full": "speedup", "bound ms / token":
 TRAIN = {"s / step": "step_s", "step time vs Full FT": "step_ratio", "activations kept MB": "activation_mb",
          "CUDA peak MB": "peak_mb"}
 WHY = "the papers report no number for these; the claim they test is in their words, quoted with the findings"
+
+
+def decode_label(row: TableRow) -> str:
+    """The system label of a decode row (its ``paper_row`` is ``<label>@<context>``)."""
+    return row.paper_row.rsplit("@", 1)[0]
 
 
 def long_row(label: str) -> str:
@@ -52,8 +57,9 @@ def efficiency_tables(stored: StoredEvalTable | None, context: str) -> list[Repo
     long = [n for r in rows if (n := int(r.metrics.get("context") or 0)) >= LONG_CONTEXT]
     shortest_long = min(long) if long else None
     for row in rows:
-        label, context = row.paper_row.rsplit("@", 1)
-        also = (row.paper_row, any_row(label)) + ((long_row(label),) if int(context) == shortest_long else ())
+        label = decode_label(row)
+        also = (row.paper_row, any_row(label)) + ((long_row(label),) if int(row.metrics["context"] or 0) == shortest_long
+                                                  else ())
         add_eval_row(decode, row.system, row, DECODE, None, also=also)
     for row in table.rows:
         if row.metrics.get("step_s") is not None:

@@ -32,6 +32,7 @@ from stages.common.figures import (
     note_no_data,
 )
 from stages.nugget2d.artifacts import StoredCalibratedThreshold
+from stages.report.efficiency_tables import decode_label
 
 
 @dataclass(frozen=True)
@@ -149,8 +150,7 @@ def decode_cost_by_context(table: EvalTable, stage: str, path: Path) -> Figure:
     for row in table.rows:
         x, y, bound = (row.metrics.get(k) for k in ("context", "ms_per_token", "bound_ms"))
         if isinstance(x, int | float) and isinstance(y, int | float) and isinstance(bound, int | float):
-            label = row.paper_row.rsplit("@", 1)[0]
-            series.setdefault(label, []).append((float(x), float(y), row.interval.get("ms_per_token"), float(bound)))
+            series.setdefault(decode_label(row), []).append((float(x), float(y), row.interval.get("ms_per_token"), float(bound)))
     values = []
     for label, points in series.items():
         points.sort()
